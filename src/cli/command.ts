@@ -1,0 +1,67 @@
+import { type ParseArgsConfig, parseArgs } from "node:util";
+import { isRunletError, RunletError } from "../errors.js";
+
+/** One `runlet` command. `run` returns the exit code: 0 success, 1 failure, 2 bad usage. */
+export interface Command {
+  readonly name: string;
+  /** One line for `runlet --help`. */
+  readonly summary: string;
+  /** The full text of `runlet <name> --help`. */
+  readonly help: string;
+  run(argv: readonly string[]): Promise<number>;
+}
+
+/** Exit codes of every command (docs/cli.md). */
+export const EXIT = { ok: 0, failure: 1, usage: 2 } as const;
+
+/**
+ * Parses `argv` strictly (unknown flags are errors). Returns the values, or an exit code after
+ * printing the problem (or the help, for `--help`).
+ */
+export function parseCommandArgs(
+  command: Pick<Command, "name" | "help">,
+  argv: readonly string[],
+  options: NonNullable<ParseArgsConfig["options"]>,
+):
+  | { readonly exitCode: number }
+  | {
+      readonly values: Record<string, string | boolean | (string | boolean)[] | undefined>;
+      readonly positionals: string[];
+    } {
+  try {
+    const parsed = parseArgs({
+      args: [...argv],
+      options: { ...options, help: { type: "boolean", short: "h" } },
+      allowPositionals: true,
+      strict: true,
+    });
+    const values = parsed.values as Record<string, string | boolean | (string | boolean)[] | undefined>;
+    if (values["help"] === true) {
+      process.stdout.write(command.help.endsWith("\n") ? command.help : `${command.help}\n`);
+      return { exitCode: EXIT.ok } as const;
+    }
+    return { values, positionals: parsed.positionals } as const;
+  } catch (err) {
+    process.stderr.write(
+      `runlet ${command.name}: ${err instanceof Error ? err.message : String(err)}\nRun \`runlet ${command.name} --help\` for usage.\n`,
+    );
+    return { exitCode: EXIT.usage } as const;
+  }
+}
+
+/** Prints an error for a human (code and message, never a stack for runlet's own errors) and returns its exit code. */
+export function reportCliError(commandName: string, err: unknown): number {
+  if (isRunletError(err)) {
+    process.stderr.write(`runlet ${commandName}: ${err.message} (${err.code})\n`);
+    return err.code === "RUNLET_CLI_USAGE" ? EXIT.usage : EXIT.failure;
+  }
+  process.stderr.write(
+    `runlet ${commandName}: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+  );
+  return EXIT.failure;
+}
+
+/** A usage error (exit code 2). */
+export function usageError(message: string): RunletError {
+  return new RunletError("RUNLET_CLI_USAGE", message);
+}

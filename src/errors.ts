@@ -1,0 +1,106 @@
+/**
+ * Every error runlet raises carries a stable `code` (`RUNLET_<AREA>_<WHAT>`). Match on `code`,
+ * not `instanceof`: two copies of the package in one process break `instanceof`.
+ * docs/errors.md lists each code; a test keeps the two in agreement.
+ */
+
+/** Every stable error code, with the one-line meaning that docs/errors.md expands on. */
+export const ERROR_CODES = {
+  // configuration and handler definition
+  RUNLET_CONFIG_INVALID: "An option or environment variable has a bad value.",
+  RUNLET_HANDLER_INVALID: "defineHandler() was given bad options.",
+  RUNLET_HANDLER_LOAD: "A handler module could not be loaded or has no defineHandler() default export.",
+  // one job
+  RUNLET_INPUT_INVALID: "A job's input failed the handler's schema.",
+  RUNLET_JOB_FAILED: "The handler failed the job on purpose (JobError or a returned { error }).",
+  RUNLET_JOB_TIMEOUT: "The job ran past its execution timeout.",
+  RUNLET_JOB_STOPPED: "The platform asked the worker to stop the job (job-stop).",
+  RUNLET_JOB_SHUTDOWN: "The worker shut down before the job finished.",
+  RUNLET_JOB_HANDLER_THREW: "The handler threw (or rejected with) a value.",
+  RUNLET_JOB_THREAD_DIED: "The isolation thread running the job exited unexpectedly.",
+  RUNLET_OUTPUT_UNSERIALIZABLE: "The handler's output cannot be turned into JSON.",
+  RUNLET_OUTPUT_TOO_LARGE: "An output is over the size the platform accepts and no store is configured.",
+  // talking to the platform
+  RUNLET_PROTOCOL_BAD_JOB: "The platform delivered a job without an id or input.",
+  RUNLET_REPORT_REJECTED: "The platform refused a result with a 4xx; the worker reported why instead.",
+  RUNLET_REPORT_GAVE_UP: "A result could not be delivered before the worker had to exit.",
+  // streaming
+  RUNLET_STREAM_REASSEMBLY: "Stream chunks could not be put back together (missing or out-of-order parts).",
+  // S3
+  RUNLET_S3_NOT_CONFIGURED: "ctx.s3 was used without a job s3Config or BUCKET_* environment.",
+  RUNLET_S3_REQUEST_FAILED: "The S3-compatible store refused or failed a request.",
+  RUNLET_S3_DOWNLOAD_REFUSED: "A download URL points at a private or loopback address that is not allowed.",
+  RUNLET_S3_DOWNLOAD_TOO_LARGE: "A download is larger than its size cap.",
+  // clients
+  RUNLET_CLIENT_HTTP: "The job API answered with an error status.",
+  RUNLET_CLIENT_TIMEOUT: "A client wait ran out before the job finished.",
+  RUNLET_MANAGEMENT_HTTP: "The management API answered with an error status.",
+  RUNLET_MANAGEMENT_INVALID: "A management request body failed client-side validation.",
+  // harness and CLI
+  RUNLET_HARNESS_CONFIG: "The harness was given bad options.",
+  RUNLET_CLI_USAGE: "A CLI command was called with bad arguments.",
+  RUNLET_BUILD_FAILED: "Bundling a handler with esbuild failed.",
+} as const;
+
+/** A stable runlet error code. */
+export type RunletErrorCode = keyof typeof ERROR_CODES;
+
+/** Options accepted by every runlet error. */
+export interface RunletErrorOptions {
+  /** The error that led to this one. */
+  cause?: unknown;
+  /** Structured facts about the failure (the field, the limit, the value). */
+  details?: Record<string, unknown>;
+}
+
+/**
+ * The base of every error runlet raises.
+ *
+ * @example
+ * try { await client.endpoint("e").status("x") } catch (err) {
+ *   if (isRunletError(err) && err.code === "RUNLET_CLIENT_HTTP") { ... }
+ * }
+ */
+export class RunletError extends Error {
+  readonly code: RunletErrorCode;
+  readonly details: Record<string, unknown> | undefined;
+
+  constructor(code: RunletErrorCode, message: string, options: RunletErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = "RunletError";
+    this.code = code;
+    this.details = options.details;
+  }
+}
+
+/** Options for failing a job on purpose. */
+export interface JobErrorOptions extends RunletErrorOptions {
+  /** Ask the platform to replace this worker after the job (`stopPod` on the wire). @default false */
+  refreshWorker?: boolean;
+}
+
+/**
+ * Throw from a handler to fail the job with exactly this message (no traceback report).
+ *
+ * @example
+ * if (!input.url.startsWith("https:")) throw new JobError("url must use https");
+ */
+export class JobError extends RunletError {
+  readonly refreshWorker: boolean;
+
+  constructor(message: string, options: JobErrorOptions = {}) {
+    super("RUNLET_JOB_FAILED", message, options);
+    this.name = "JobError";
+    this.refreshWorker = options.refreshWorker ?? false;
+  }
+}
+
+/** True when `value` is a runlet error (by its code, so it works across package copies). */
+export function isRunletError(value: unknown): value is RunletError {
+  return (
+    typeof value === "object" &&
+    value !== null &&
+    typeof (value as { code?: unknown }).code === "string" &&
+    Object.hasOwn(ERROR_CODES, (value as { code: string }).code)
+  );
+}

@@ -1,0 +1,1 @@
+export { createLogger, type Logger, type LoggerOptions, redactSecrets } from "./logger.js";

@@ -1,0 +1,83 @@
+import { z } from "zod";
+import { policySchema, s3ConfigSchema } from "./job.js";
+
+/** Bodies of the client-facing job API (platform-api §2.2, §4.1), shared by the harness and the client. */
+
+/** Job states (platform-api §3). */
+export const JOB_STATUSES = [
+  "IN_QUEUE",
+  "IN_PROGRESS",
+  "COMPLETED",
+  "FAILED",
+  "CANCELLED",
+  "TIMED_OUT",
+] as const;
+export const jobStatusSchema = z.enum(JOB_STATUSES);
+export type JobStatus = z.infer<typeof jobStatusSchema>;
+/** States after which a job changes no more (until a retry). */
+export const TERMINAL_STATUSES: ReadonlySet<JobStatus> = new Set([
+  "COMPLETED",
+  "FAILED",
+  "CANCELLED",
+  "TIMED_OUT",
+]);
+
+/** `/run` and `/runsync` request body. `input` must be a JSON object. */
+export const runRequestSchema = z.object({
+  input: z.record(z.string(), z.unknown(), { error: "input must be a JSON object" }),
+  webhook: z.url({ error: "webhook must be an http(s) URL", protocol: /^https?$/ }).optional(),
+  policy: policySchema.optional(),
+  s3Config: s3ConfigSchema.optional(),
+});
+export type RunRequest = z.infer<typeof runRequestSchema>;
+
+/** `{id, status}` answer of `/run`, `/cancel`, `/retry`. */
+export const jobRefSchema = z.object({ id: z.string(), status: jobStatusSchema });
+export type JobRef = z.infer<typeof jobRefSchema>;
+
+/** A job record, as `/status`, `/runsync` and `/status-sync` answer it. */
+export const jobRecordSchema = z.looseObject({
+  id: z.string(),
+  status: jobStatusSchema,
+  delayTime: z.number().int().optional(),
+  executionTime: z.number().int().optional(),
+  output: z.unknown().optional(),
+  error: z.string().optional(),
+});
+export type JobRecord = z.infer<typeof jobRecordSchema>;
+
+/** `/stream/<id>` answer (ARCHITECTURE decision 6): chunks since the caller's previous read. */
+export const streamResponseSchema = z.object({
+  status: jobStatusSchema,
+  stream: z.array(
+    z.object({
+      output: z.unknown(),
+      metrics: z.record(z.string(), z.union([z.number(), z.string(), z.boolean(), z.null()])).optional(),
+    }),
+  ),
+});
+export type StreamResponse = z.infer<typeof streamResponseSchema>;
+
+/** `/purge-queue` answer. */
+export const purgeResponseSchema = z.object({ removed: z.number().int(), status: z.literal("completed") });
+
+/** `/health` answer. */
+export const healthSchema = z.object({
+  jobs: z.object({
+    completed: z.number().int(),
+    failed: z.number().int(),
+    inProgress: z.number().int(),
+    inQueue: z.number().int(),
+    retried: z.number().int(),
+  }),
+  workers: z.looseObject({ idle: z.number().int(), running: z.number().int() }),
+});
+export type Health = z.infer<typeof healthSchema>;
+
+/** The one error body of runlet's job API (the platform's is not specified): a message and, for validation, each issue. */
+export const apiErrorSchema = z.object({
+  error: z.string(),
+  status: z.number().int(),
+  issues: z.array(z.string()).optional(),
+});
+export type ApiError = z.infer<typeof apiErrorSchema>;
