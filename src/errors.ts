@@ -36,6 +36,8 @@ export const ERROR_CODES = {
   RUNLET_CLIENT_TIMEOUT: "A client wait ran out before the job finished.",
   RUNLET_MANAGEMENT_HTTP: "The management API answered with an error status.",
   RUNLET_MANAGEMENT_INVALID: "A management request body failed client-side validation.",
+  RUNLET_MANAGEMENT_BAD_RESPONSE: "The management API answered 2xx with a body of the wrong shape.",
+  RUNLET_MANAGEMENT_NETWORK: "The management API could not be reached or did not answer in time.",
   // harness and CLI
   RUNLET_HARNESS_CONFIG: "The harness was given bad options.",
   RUNLET_CLI_USAGE: "A CLI command was called with bad arguments.",
