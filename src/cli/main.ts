@@ -4,6 +4,8 @@ import type { Command } from "./command.js";
 /** Every command, in the order `runlet --help` lists them; each lives in commands/<name>.ts. */
 const COMMANDS: Record<string, () => Promise<{ command: Command }>> = {
   // Each command's module registers here: init, dev, test, build, start, harness, deploy.
+  init: () => import("./commands/init.js"),
+  build: () => import("./commands/build.js"),
 };
 
 async function loadAll(): Promise<Command[]> {
