@@ -51,9 +51,17 @@ export interface JobS3Options {
   readonly jobId: string;
   /** The job's s3Config, when it carries one (validated by the S3 module). */
   readonly s3Config: S3Config | undefined;
-  /** The BUCKET_* default store. */
+  /**
+   * The BUCKET_* default store. Its bucket is `bucketName` when given, else the first path segment of
+   * `endpointUrl` (`https://host/<bucket>`), else the current month as `MM-YY` (the Python SDK's choice).
+   */
   readonly bucket:
-    | { readonly endpointUrl: string; readonly accessKeyId: string; readonly secretAccessKey: string }
+    | {
+        readonly endpointUrl: string;
+        readonly accessKeyId: string;
+        readonly secretAccessKey: string;
+        readonly bucketName?: string | undefined;
+      }
     | undefined;
   readonly signal: AbortSignal;
   readonly log: Logger;

@@ -1,0 +1,234 @@
+import { randomUUID } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Readable } from "node:stream";
+import { GetObjectCommand, S3Client } from "@aws-sdk/client-s3";
+import { Upload } from "@aws-sdk/lib-storage";
+import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
+import { RunletError } from "../errors.js";
+import {
+  DEFAULT_MAX_DOWNLOAD_BYTES,
+  fileNameFor,
+  openUrl,
+  type Source,
+  toFile,
+  toStream,
+} from "./download.js";
+import { MultipartTracker } from "./multipart-tracker.js";
+import { toRequestError } from "./request-error.js";
+import { resolveStore, type StoreConfig } from "./store-config.js";
+import type { DownloadOptions, JobS3, JobS3Options, S3Reference, UploadOptions } from "./types.js";
+import { prepareBody, type UploadBody } from "./upload-body.js";
+
+/** Longest lifetime a SigV4 presigned URL may have. */
+export const MAX_PRESIGN_EXPIRES_SEC = 604_800; // 7 days
+/** Part size of multipart uploads; bodies up to this size go in one PutObject. */
+const PART_SIZE_BYTES = 8 * 1_048_576; // 8 MiB
+
+function checkOptions(options: JobS3Options): void {
+  const exp = options.presignExpiresSec;
+  if (exp !== undefined && (!Number.isInteger(exp) || exp < 1 || exp > MAX_PRESIGN_EXPIRES_SEC)) {
+    throw new RunletError(
+      "RUNLET_CONFIG_INVALID",
+      `presignExpiresSec must be an integer from 1 to ${MAX_PRESIGN_EXPIRES_SEC} (7 days, the SigV4 maximum), got ${exp}`,
+      { details: { option: "presignExpiresSec", value: exp } },
+    );
+  }
+}
+
+/** The error a job's AbortSignal turns into: its reason when it is an error (timeout, stop), else an AbortError. */
+function abortReason(signal: AbortSignal): unknown {
+  return signal.reason instanceof Error
+    ? signal.reason
+    : new DOMException("the job was aborted", "AbortError");
+}
+
+/**
+ * Binds an S3-compatible store to one job: the job's `s3Config`, else the BUCKET_* default. The
+ * client is built on first use; without a store every method but `configured` and `cleanup` throws
+ * RUNLET_S3_NOT_CONFIGURED saying how to configure one.
+ *
+ * @example
+ * const s3 = createJobS3({ jobId, s3Config: job.s3Config, bucket: env.bucket, signal, log });
+ * const { url } = await s3.upload(Buffer.from("hi"), { contentType: "text/plain" });
+ * await s3.cleanup();
+ */
+export function createJobS3(options: JobS3Options): JobS3 {
+  checkOptions(options);
+  const resolution = resolveStore(options);
+  const { jobId, signal } = options;
+  const log = options.log.child({ component: "s3" });
+  const expiresIn = options.presignExpiresSec ?? MAX_PRESIGN_EXPIRES_SEC;
+  const tracker = new MultipartTracker();
+  let client: S3Client | undefined;
+  let tmpDir: Promise<string> | undefined;
+  let fileCount = 0;
+  let cleanup: Promise<void> | undefined;
+
+  function requireStore(): { store: StoreConfig; client: S3Client } {
+    if (resolution.kind === "none") {
+      throw new RunletError("RUNLET_S3_NOT_CONFIGURED", resolution.message, { details: { jobId } });
+    }
+    if (resolution.kind === "invalid") {
+      throw new RunletError("RUNLET_CONFIG_INVALID", resolution.message, { details: { jobId } });
+    }
+    if (cleanup !== undefined) {
+      throw new RunletError("RUNLET_S3_REQUEST_FAILED", `ctx.s3 was used after job ${jobId} ended`, {
+        details: { jobId },
+      });
+    }
+    const store = resolution.store;
+    if (client === undefined) {
+      client = new S3Client({
+        endpoint: store.endpoint,
+        region: store.region,
+        forcePathStyle: true,
+        credentials: { accessKeyId: store.accessKeyId, secretAccessKey: store.secretAccessKey },
+        // Flexible checksums (CRC32 trailers, aws-chunked bodies) are not understood by many
+        // S3-compatible stores; send them only where the API requires them.
+        requestChecksumCalculation: "WHEN_REQUIRED",
+        responseChecksumValidation: "WHEN_REQUIRED",
+        maxAttempts: 3,
+      });
+      tracker.attach(client);
+    }
+    return { store, client };
+  }
+
+  async function presign(c: S3Client, store: StoreConfig, key: string): Promise<string> {
+    try {
+      return await getSignedUrl(c, new GetObjectCommand({ Bucket: store.bucket, Key: key }), { expiresIn });
+    } catch (err) {
+      throw toRequestError(err, store, { operation: "presign GetObject", key });
+    }
+  }
+
+  async function upload(body: UploadBody, opts: UploadOptions = {}): Promise<S3Reference> {
+    const { store, client: c } = requireStore();
+    signal.throwIfAborted();
+    const prepared = await prepareBody(body, opts.contentType);
+    const key = opts.key ?? `${jobId}/${randomUUID()}${prepared.extension}`;
+    const controller = new AbortController();
+    const onAbort = () => controller.abort(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    const task = new Upload({
+      client: c,
+      params: {
+        Bucket: store.bucket,
+        Key: key,
+        Body: prepared.body,
+        ContentType: prepared.contentType,
+        ...(prepared.contentLength === undefined ? {} : { ContentLength: prepared.contentLength }),
+      },
+      partSize: PART_SIZE_BYTES,
+      queueSize: 4,
+      abortController: controller,
+    });
+    try {
+      await task.done();
+    } catch (err) {
+      // Whatever failed, no multipart upload of this object may stay open on the store.
+      await tracker.abortOpen(c, log, { bucket: store.bucket, key });
+      if (signal.aborted) throw abortReason(signal);
+      throw toRequestError(err, store, { operation: "upload", key });
+    } finally {
+      signal.removeEventListener("abort", onAbort);
+      prepared.dispose();
+    }
+    const bytes = prepared.bytes();
+    const url = await presign(c, store, key);
+    log.debug({ bucket: store.bucket, key, bytes }, "uploaded an object");
+    return Object.freeze({ bucket: store.bucket, key, url, bytes });
+  }
+
+  async function jobFolder(): Promise<string> {
+    tmpDir ??= mkdtemp(join(options.tmpRoot ?? tmpdir(), `runlet-${jobId.replace(/[^A-Za-z0-9_-]/g, "_")}-`));
+    return tmpDir;
+  }
+
+  async function openKey(c: S3Client, store: StoreConfig, bucket: string, key: string): Promise<Source> {
+    try {
+      const res = await c.send(new GetObjectCommand({ Bucket: bucket, Key: key }), { abortSignal: signal });
+      const stream = res.Body as Readable | undefined;
+      if (stream === undefined) throw new Error("the store answered GetObject without a body");
+      return { stream, contentLength: res.ContentLength, name: `s3://${bucket}/${key}` };
+    } catch (err) {
+      if (signal.aborted) throw abortReason(signal);
+      throw toRequestError(err, { ...store, bucket }, { operation: "GetObject", key });
+    }
+  }
+
+  async function download(
+    urlOrKey: string,
+    opts: DownloadOptions = {},
+  ): Promise<{ path: string; bytes: number } | { stream: Readable }> {
+    const { store, client: c } = requireStore();
+    signal.throwIfAborted();
+    const maxBytes = opts.maxBytes ?? DEFAULT_MAX_DOWNLOAD_BYTES;
+    if (!Number.isSafeInteger(maxBytes) || maxBytes < 0) {
+      throw new RunletError("RUNLET_CONFIG_INVALID", `maxBytes must be an integer ≥ 0, got ${maxBytes}`, {
+        details: { option: "maxBytes", value: maxBytes },
+      });
+    }
+    let source: Source;
+    if (/^https?:\/\//i.test(urlOrKey)) {
+      source = await openUrl(new URL(urlOrKey), {
+        allowPrivate: options.allowPrivateAddresses === true,
+        signal,
+      });
+    } else if (urlOrKey.startsWith("s3://")) {
+      const rest = urlOrKey.slice("s3://".length);
+      const slash = rest.indexOf("/");
+      if (slash <= 0 || slash === rest.length - 1) {
+        throw new RunletError(
+          "RUNLET_CONFIG_INVALID",
+          `an s3:// URL must be s3://<bucket>/<key>, got ${urlOrKey}`,
+        );
+      }
+      source = await openKey(c, store, rest.slice(0, slash), rest.slice(slash + 1));
+    } else {
+      source = await openKey(c, store, store.bucket, urlOrKey);
+    }
+    if ((opts.to ?? "file") === "stream") return toStream(source, maxBytes, signal);
+    const path = join(await jobFolder(), fileNameFor(source.name, ++fileCount));
+    try {
+      const result = await toFile(source, path, maxBytes, signal);
+      log.debug({ from: source.name, bytes: result.bytes }, "downloaded an object");
+      return result;
+    } catch (err) {
+      if (signal.aborted) throw abortReason(signal);
+      throw err;
+    }
+  }
+
+  async function offloadOutput(json: string): Promise<S3Reference> {
+    return upload(json, { key: `${jobId}/output.json`, contentType: "application/json" });
+  }
+
+  async function runCleanup(): Promise<void> {
+    // Every step runs even when one fails: a leftover folder must not hide an open upload.
+    const errors: unknown[] = [];
+    if (client !== undefined) {
+      await tracker.abortOpen(client, log).catch((err: unknown) => errors.push(err));
+      client.destroy();
+    }
+    if (tmpDir !== undefined) {
+      const dir = await tmpDir.catch(() => undefined);
+      if (dir !== undefined)
+        await rm(dir, { recursive: true, force: true }).catch((err: unknown) => errors.push(err));
+    }
+    for (const err of errors) log.warn({ err }, "s3 cleanup step failed");
+  }
+
+  return Object.freeze({
+    configured: resolution.kind === "store",
+    upload,
+    download,
+    offloadOutput,
+    cleanup: () => {
+      cleanup ??= runCleanup();
+      return cleanup;
+    },
+  });
+}
