@@ -1,9 +1,14 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import type { StreamChunk } from "../../src/protocol/index.js";
-import { MAX_STREAM_CHUNK_BYTES } from "../../src/protocol/index.js";
+import type { ChunkMetrics, StreamChunk } from "../../src/protocol/index.js";
+import { chunkMetricsSchema, MAX_STREAM_CHUNK_BYTES } from "../../src/protocol/index.js";
 import { RUNLET_METRIC_KEYS, reassemble, splitItem } from "../../src/stream/index.js";
 import { extraMetrics, trickyString } from "./arbitraries.js";
+
+/** A chunk's metrics, checked against the wire schema (which also types them). */
+function meta(chunk: StreamChunk | undefined): ChunkMetrics {
+  return chunkMetricsSchema.parse(chunk?.metrics);
+}
 
 /** Every property the splitter promises, checked on one item's chunks. */
 function checkChunks(
@@ -13,10 +18,10 @@ function checkChunks(
   maxChunkBytes: number,
 ): void {
   expect(chunks.length).toBeGreaterThan(0);
-  const first = chunks[0]!.metrics!;
+  const first = meta(chunks[0]);
   for (const [part, chunk] of chunks.entries()) {
     expect(Buffer.byteLength(JSON.stringify(chunk))).toBeLessThanOrEqual(maxChunkBytes);
-    const metrics = chunk.metrics!;
+    const metrics = meta(chunk);
     expect(metrics.streamIndex).toBe(streamIndex);
     expect(metrics.part).toBe(part);
     expect(metrics.parts).toBe(chunks.length);
@@ -47,8 +52,8 @@ describe("splitItem on strings", () => {
       fc.property(trickyString(3_000), smallLimit, extraMetrics, fc.nat(1_000), (text, max, extra, index) => {
         const chunks = splitItem(text, index, extra, max);
         checkChunks(chunks, index, extra, max);
-        expectWholeCodePoints(chunks.filter((c) => c.metrics!.encoding === "string"));
-        expect(chunks[0]!.metrics!.bytes).toBe(Buffer.byteLength(JSON.stringify(text)));
+        expectWholeCodePoints(chunks.filter((c) => meta(c).encoding === "string"));
+        expect(meta(chunks[0]).bytes).toBe(Buffer.byteLength(JSON.stringify(text)));
         expect(reassemble(chunks)).toEqual([text]);
       }),
       { numRuns: 300 },
@@ -76,7 +81,7 @@ describe("splitItem on strings", () => {
     expect(Buffer.byteLength(JSON.stringify(atLimit[0]))).toBe(MAX_STREAM_CHUNK_BYTES);
     const over = splitItem(`${fits}b`, 0);
     expect(over).toHaveLength(2);
-    expect(over.map((c) => c.metrics!.encoding)).toEqual(["string", "string"]);
+    expect(over.map((c) => meta(c).encoding)).toEqual(["string", "string"]);
     expect(reassemble(over)).toEqual([`${fits}b`]);
   });
 
@@ -110,11 +115,12 @@ describe("splitItem on JSON values", () => {
         const chunks = splitItem(value, 3, extra, max);
         checkChunks(chunks, 3, extra, max);
         const json = JSON.stringify(value);
-        expect(chunks[0]!.metrics!.bytes).toBe(Buffer.byteLength(json));
-        if (chunks.length === 1) expect(chunks[0]!.metrics!.encoding).toBe("json");
-        else if (typeof value === "string") expect(chunks[0]!.metrics!.encoding).toBe("string");
-        else expect(chunks[0]!.metrics!.encoding).toBe("json-text");
-        expect(reassemble(chunks)).toEqual([JSON.parse(json)]);
+        expect(meta(chunks[0]).bytes).toBe(Buffer.byteLength(json));
+        if (chunks.length === 1) expect(meta(chunks[0]).encoding).toBe("json");
+        else if (typeof value === "string") expect(meta(chunks[0]).encoding).toBe("string");
+        else expect(meta(chunks[0]).encoding).toBe("json-text");
+        // Through the wire, as a client receives them.
+        expect(reassemble(JSON.parse(JSON.stringify(chunks)))).toEqual([JSON.parse(json)]);
       }),
       { numRuns: 300 },
     );
@@ -124,13 +130,13 @@ describe("splitItem on JSON values", () => {
     const value = { rows: Array.from({ length: 60_000 }, (_, i) => ({ i, text: `row "${i}" é😀\n` })) };
     const chunks = splitItem(value, 0);
     checkChunks(chunks, 0, {}, MAX_STREAM_CHUNK_BYTES);
-    expect(chunks[0]!.metrics!.encoding).toBe("json-text");
+    expect(meta(chunks[0]).encoding).toBe("json-text");
     expect(reassemble(chunks)).toEqual([value]);
   });
 
   it("throws RUNLET_OUTPUT_UNSERIALIZABLE for a BigInt, a cycle and undefined", () => {
     const cycle: Record<string, unknown> = {};
-    cycle.self = cycle;
+    cycle["self"] = cycle;
     for (const value of [10n, { n: 1n }, cycle, undefined, () => 1]) {
       expect(() => splitItem(value, 0)).toThrow(
         expect.objectContaining({ code: "RUNLET_OUTPUT_UNSERIALIZABLE" }),
@@ -151,8 +157,8 @@ describe("splitItem on bytes", () => {
       fc.property(fc.uint8Array({ maxLength: 4_000 }), smallLimit, extraMetrics, (data, max, extra) => {
         const chunks = splitItem(data, 9, extra, max);
         checkChunks(chunks, 9, extra, max);
-        expect(chunks[0]!.metrics!.encoding).toBe("base64");
-        expect(chunks[0]!.metrics!.bytes).toBe(data.byteLength);
+        expect(meta(chunks[0]).encoding).toBe("base64");
+        expect(meta(chunks[0]).bytes).toBe(data.byteLength);
         const [back] = reassemble(chunks);
         expect(Buffer.isBuffer(back)).toBe(true);
         expect(Buffer.compare(back as Buffer, data)).toBe(0);
