@@ -96,6 +96,11 @@ export const command: Command = {
       }
       if (await writeDockerfileIfMissing(join(cwd, "Dockerfile"), renderProjectDockerfile(described))) {
         process.stdout.write("Wrote Dockerfile (on runlet's base image; see docs/images.md)\n");
+      } else if (described.length > 0) {
+        const specs = described.map((e) => (e.version === undefined ? e.name : `${e.name}@${e.version}`));
+        process.stdout.write(
+          `note: Dockerfile kept as it is; it must install ${specs.join(", ")} into /app\n`,
+        );
       }
       return EXIT.ok;
     } catch (err) {

@@ -1,0 +1,138 @@
+import { mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runCli } from "./run-cli.js";
+
+/** The commands this area owns; each must answer --help with its usage and exit 0. */
+const OWN_COMMANDS = ["init", "dev", "test", "build"] as const;
+
+let tmp: string;
+beforeAll(async () => {
+  tmp = await mkdtemp(join(tmpdir(), "runlet-cli-"));
+});
+afterAll(async () => {
+  await rm(tmp, { recursive: true, force: true });
+});
+
+describe("runlet --help", () => {
+  it("lists every command with its summary and exits 0", async () => {
+    const r = await runCli(["--help"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^runlet \d+\.\d+\.\d+: /);
+    for (const name of OWN_COMMANDS) expect(r.stdout).toMatch(new RegExp(`^  ${name} +\\S`, "m"));
+  });
+
+  for (const name of OWN_COMMANDS) {
+    it(`answers \`runlet ${name} --help\` with its usage on stdout and exit 0`, async () => {
+      const r = await runCli([name, "--help"]);
+      expect(r.code).toBe(0);
+      expect(r.stdout.startsWith(`Usage: runlet ${name}`)).toBe(true);
+      expect(r.stdout).toContain("Exit codes:");
+      expect(r.stderr).toBe("");
+    });
+  }
+});
+
+describe("bad usage", () => {
+  for (const name of OWN_COMMANDS) {
+    it(`exits 2 with a one-line reason and no stack trace for an unknown flag to ${name}`, async () => {
+      const r = await runCli([name, "--no-such-flag"]);
+      expect(r.code).toBe(2);
+      expect(r.stdout).toBe("");
+      expect(r.stderr).toContain(`runlet ${name}: Unknown option '--no-such-flag'`);
+      expect(r.stderr).toContain(`Run \`runlet ${name} --help\` for usage.`);
+      expect(r.stderr).not.toMatch(/\n\s+at /);
+    });
+  }
+
+  for (const name of ["dev", "test", "build"] as const) {
+    it(`exits 2 naming the file when ${name} is given a handler that does not exist`, async () => {
+      const r = await runCli([name, "nope/handler.ts"], { cwd: tmp });
+      expect(r.code).toBe(2);
+      expect(r.stderr).toBe(`runlet ${name}: handler file not found: nope/handler.ts (RUNLET_CLI_USAGE)\n`);
+    });
+
+    it(`exits 2 listing where it looked when ${name} gets no handler and finds none`, async () => {
+      const r = await runCli([name], { cwd: tmp });
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain(
+        `runlet ${name}: no handler given and none found (looked for src/handler.ts,`,
+      );
+      expect(r.stderr).not.toMatch(/\n\s+at /);
+    });
+  }
+
+  it("exits 2 for an unknown command", async () => {
+    const r = await runCli(["frobnicate"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe('runlet: unknown command "frobnicate". Run `runlet --help` for the list.\n');
+  });
+});
+
+describe("runlet init", () => {
+  it("refuses a folder that is not empty and leaves it untouched", async () => {
+    const dir = join(tmp, "taken");
+    await runCli(["init", dir]);
+    await writeFile(join(dir, "mine.txt"), "keep me");
+    const before = (await readdir(dir)).sort();
+    const r = await runCli(["init", dir]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(
+      /is not empty \(.*mine\.txt.*\); choose a new or empty folder \(RUNLET_CLI_USAGE\)\n$/,
+    );
+    expect((await readdir(dir)).sort()).toEqual(before);
+  });
+
+  it("refuses an unknown template", async () => {
+    const r = await runCli(["init", join(tmp, "x"), "--template", "gpu"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe(
+      'runlet init: unknown template "gpu"; choose one of basic, stream, s3 (RUNLET_CLI_USAGE)\n',
+    );
+  });
+
+  for (const template of ["basic", "stream", "s3"] as const) {
+    it(`copies the ${template} starter with the project name filled in`, async () => {
+      const dir = join(tmp, `My Worker ${template}`);
+      const r = await runCli(["init", dir, "--template", template]);
+      expect(r.code).toBe(0);
+      const files = (await readdir(dir, { recursive: true })).map((f) => f.replaceAll("\\", "/")).sort();
+      for (const f of [
+        ".gitignore",
+        ".runpod/hub.json",
+        ".runpod/tests.json",
+        "Dockerfile",
+        "README.md",
+        "package.json",
+        "src/handler.ts",
+        "test/handler.test.ts",
+        "test_input.json",
+        "tsconfig.json",
+        "vitest.config.ts",
+      ]) {
+        expect(files).toContain(f);
+      }
+      const { readFile } = await import("node:fs/promises");
+      const pkg = JSON.parse(await readFile(join(dir, "package.json"), "utf8")) as Record<string, unknown>;
+      expect(pkg["name"]).toBe(`my-worker-${template}`);
+      const hub = JSON.parse(await readFile(join(dir, ".runpod/hub.json"), "utf8")) as Record<
+        string,
+        unknown
+      >;
+      expect(hub["title"]).toBe(`my-worker-${template}`);
+      const all = await Promise.all(
+        files
+          .filter((f) => !f.includes("/") || f.startsWith(".runpod") || f.startsWith("src"))
+          .map(async (f) => {
+            try {
+              return await readFile(join(dir, f), "utf8");
+            } catch {
+              return ""; // a folder entry
+            }
+          }),
+      );
+      for (const text of all) expect(text).not.toMatch(/\{\{\w+\}\}/);
+    });
+  }
+});
