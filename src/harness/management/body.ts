@@ -1,0 +1,20 @@
+import { type ManagementAnswer, problem } from "./answers.js";
+
+/** Parses a v2 request body: a JSON object, or a 400 problem saying what came instead. */
+export function readJsonBody(
+  text: string,
+): { value: Record<string, unknown> } | { answer: ManagementAnswer } {
+  if (text.trim().length === 0) return { answer: problem(400, "a JSON object body is required") };
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    return {
+      answer: problem(400, `the body is not JSON: ${err instanceof Error ? err.message : String(err)}`),
+    };
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    return { answer: problem(400, "the body must be a JSON object") };
+  }
+  return { value: value as Record<string, unknown> };
+}

@@ -1,0 +1,11 @@
+export { type ManagementAnswer, problem, v1Error } from "./answers.js";
+export { EMULATED_V2_SEGMENTS, isManagementPath, MANAGEMENT_V2_SEGMENTS } from "./paths.js";
+export {
+  createManagementRoutes,
+  type EndpointEvent,
+  type ManagementRequest,
+  type ManagementRoutes,
+  type ManagementRoutesOptions,
+} from "./routes.js";
+export { DEFAULT_WORKERS } from "./serverless-routes.js";
+export { ManagementStore, type StoredEndpoint, type TemplateOwner, type TemplateSeed } from "./store.js";

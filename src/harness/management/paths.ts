@@ -1,0 +1,44 @@
+/**
+ * Telling management paths from job-API paths. Both live under `/v2/`: the job API as
+ * `/v2/<endpoint_id>/...` (platform-api §4.1), the management API as `/v2/<resource>...` (§9).
+ * The first segment after `/v2/` decides: the resource names below are reserved, and the
+ * harness never gives an endpoint one of them as its id (its ids are random lowercase
+ * letters and digits, 14 long, which none of these names are).
+ */
+
+/** First segments after `/v2/` that belong to the management API. */
+export const MANAGEMENT_V2_SEGMENTS: ReadonlySet<string> = new Set([
+  "pods",
+  "serverless",
+  "templates",
+  "network-volumes",
+  "registries",
+  "clusters",
+  "catalog",
+  "billing",
+  "openapi.json",
+]);
+
+/** Segments the harness serves in memory; the other reserved ones answer 501. */
+export const EMULATED_V2_SEGMENTS: ReadonlySet<string> = new Set(["templates", "serverless"]);
+
+/** Splits a path into its non-empty, percent-decoded segments (`undefined` if a segment is badly encoded). */
+export function segmentsOf(path: string): string[] | undefined {
+  const parts = path.split("/").filter((s) => s.length > 0);
+  try {
+    return parts.map((s) => decodeURIComponent(s));
+  } catch {
+    // A malformed escape (e.g. `%zz`) cannot name any resource: treat the path as unparseable.
+    return undefined;
+  }
+}
+
+/** True for every path the management emulation answers (`/v1/...` and reserved `/v2/<resource>...`). */
+export function isManagementPath(path: string): boolean {
+  const [version, first] = path
+    .split("?")[0]!
+    .split("/")
+    .filter((s) => s.length > 0);
+  if (version === "v1") return true;
+  return version === "v2" && first !== undefined && MANAGEMENT_V2_SEGMENTS.has(first);
+}

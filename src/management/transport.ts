@@ -1,0 +1,161 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import { type Dispatcher, request } from "undici";
+import { RunletError } from "../errors.js";
+import type { Logger } from "../log/index.js";
+import { USER_AGENT } from "../version.js";
+import { managementHttpError, parseRetryAfterMs } from "./problem.js";
+
+/** HTTP methods the management API uses. */
+export type HttpMethod = "GET" | "POST" | "PATCH" | "PUT" | "DELETE";
+
+/** Query parameters; `undefined` values are left out, arrays repeat the name. */
+export type Query = Readonly<
+  Record<string, string | number | boolean | readonly (string | number)[] | undefined>
+>;
+
+/** Methods retried on 429. POST is not: a create or an action must not run twice by surprise. */
+export const DEFAULT_RETRY_METHODS: readonly HttpMethod[] = ["GET", "DELETE", "PATCH", "PUT"];
+
+/** Settings of the HTTP layer, merged and frozen once by the client. */
+export interface TransportSettings {
+  readonly apiKey: string;
+  /** Origins (plus any path prefix) under which `/v1/...` and `/v2/...` live. */
+  readonly baseUrls: Readonly<{ v1: string; v2: string }>;
+  readonly timeoutMs: number;
+  readonly maxRetries: number;
+  readonly retryBaseDelayMs: number;
+  readonly maxRetryDelayMs: number;
+  readonly retryMethods: ReadonlySet<HttpMethod>;
+  readonly dispatcher: Dispatcher | undefined;
+  readonly logger: Logger | undefined;
+  /** Source of jitter in [0, 1). */
+  readonly random: () => number;
+}
+
+/** One call: which version, method, path below the version prefix, query and JSON body. */
+export interface CallSpec {
+  readonly version: "v1" | "v2";
+  readonly method: HttpMethod;
+  /** Path below `/v1` or `/v2`, starting with `/` (e.g. `/serverless/abc`). */
+  readonly path: string;
+  readonly query?: Query | undefined;
+  readonly body?: unknown;
+  readonly signal?: AbortSignal | undefined;
+}
+
+/** A request ready to send (or to print in a dry run: `headers.authorization` is redacted there). */
+export interface PreparedRequest {
+  readonly method: HttpMethod;
+  readonly url: string;
+  readonly path: string;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body: string | undefined;
+}
+
+/** Builds the URL, headers and body text of `spec`. With `redact`, the key becomes `[redacted]`. */
+export function prepareRequest(settings: TransportSettings, spec: CallSpec, redact = false): PreparedRequest {
+  const path = `/${spec.version}${spec.path}`;
+  const url = new URL(settings.baseUrls[spec.version] + path);
+  for (const [name, value] of Object.entries(spec.query ?? {})) {
+    if (value === undefined) continue;
+    if (Array.isArray(value)) for (const v of value) url.searchParams.append(name, String(v));
+    else url.searchParams.set(name, String(value));
+  }
+  const headers: Record<string, string> = {
+    authorization: `Bearer ${redact ? "[redacted]" : settings.apiKey}`,
+    accept: "application/json",
+    "user-agent": USER_AGENT,
+  };
+  let body: string | undefined;
+  if (spec.body !== undefined) {
+    headers["content-type"] = "application/json";
+    body = JSON.stringify(spec.body);
+  }
+  return { method: spec.method, url: url.toString(), path, headers, body };
+}
+
+/** Full-jitter exponential back-off: a random wait in [0, min(cap, base·2^attempt)). */
+export function backoffDelayMs(settings: TransportSettings, attempt: number): number {
+  const ceiling = Math.min(settings.maxRetryDelayMs, settings.retryBaseDelayMs * 2 ** attempt);
+  return Math.floor(settings.random() * ceiling);
+}
+
+function parseAnswer(text: string, contentType: string | undefined): unknown {
+  if (text.length === 0) return undefined;
+  if (contentType !== undefined && !/json/i.test(contentType)) return text;
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new RunletError("RUNLET_MANAGEMENT_BAD_RESPONSE", `the answer is not JSON: ${text.slice(0, 200)}`, {
+      cause: err,
+    });
+  }
+}
+
+function header(headers: Record<string, string | string[] | undefined>, name: string): string | undefined {
+  const value = headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/**
+ * Sends one call with bearer auth. A 429 on a retryable method is retried up to `maxRetries`
+ * times, waiting `Retry-After` when the server sent one (giving up at once if that is longer
+ * than `maxRetryDelayMs`), else a jittered exponential back-off. Every wait ends on `signal`.
+ */
+export async function send(settings: TransportSettings, spec: CallSpec): Promise<unknown> {
+  const prepared = prepareRequest(settings, spec);
+  const retryable = settings.retryMethods.has(spec.method);
+  for (let attempt = 0; ; attempt++) {
+    spec.signal?.throwIfAborted();
+    const timeout = AbortSignal.timeout(settings.timeoutMs);
+    const signal = spec.signal === undefined ? timeout : AbortSignal.any([spec.signal, timeout]);
+    let status: number;
+    let text: string;
+    let headers: Record<string, string | string[] | undefined>;
+    try {
+      const res = await request(prepared.url, {
+        method: spec.method,
+        headers: prepared.headers,
+        body: prepared.body ?? null,
+        signal,
+        ...(settings.dispatcher === undefined ? {} : { dispatcher: settings.dispatcher }),
+      });
+      status = res.statusCode;
+      headers = res.headers;
+      text = await res.body.text();
+    } catch (err) {
+      if (spec.signal?.aborted === true) throw spec.signal.reason;
+      const timedOut = timeout.aborted;
+      throw new RunletError(
+        "RUNLET_MANAGEMENT_NETWORK",
+        timedOut
+          ? `${spec.method} ${prepared.path} got no answer within ${settings.timeoutMs} ms (timeoutMs)`
+          : `${spec.method} ${prepared.path} failed before an answer: ${err instanceof Error ? err.message : String(err)}`,
+        { cause: err, details: { method: spec.method, path: prepared.path, timedOut } },
+      );
+    }
+    settings.logger?.debug({ method: spec.method, path: prepared.path, status, attempt }, "management call");
+    if (status >= 200 && status < 300) return parseAnswer(text, header(headers, "content-type"));
+
+    const retryAfterMs = parseRetryAfterMs(header(headers, "retry-after"), Date.now());
+    const error = managementHttpError({
+      method: spec.method,
+      path: prepared.path,
+      status,
+      bodyText: text,
+      retryAfterMs,
+    });
+    if (status !== 429 || !retryable || attempt >= settings.maxRetries) throw error;
+    if (retryAfterMs !== undefined && retryAfterMs > settings.maxRetryDelayMs) throw error;
+    const delayMs = retryAfterMs ?? backoffDelayMs(settings, attempt);
+    settings.logger?.debug(
+      { method: spec.method, path: prepared.path, attempt, delayMs },
+      "management call rate limited; retrying",
+    );
+    try {
+      await sleep(delayMs, undefined, spec.signal === undefined ? undefined : { signal: spec.signal });
+    } catch (err) {
+      throw spec.signal?.aborted === true ? spec.signal.reason : err;
+    }
+  }
+}
