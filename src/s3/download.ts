@@ -46,6 +46,8 @@ function capped(name: string, maxBytes: number): Transform & { bytes: () => numb
 /** Refuses a body whose announced length is over the cap before reading any of it. */
 function checkAnnounced(source: Source, maxBytes: number): void {
   if (source.contentLength !== undefined && source.contentLength > maxBytes) {
+    // Destroying an unread HTTP body emits an abort error; nobody else is listening for it.
+    source.stream.on("error", () => undefined);
     source.stream.destroy();
     throw tooLarge(source.name, maxBytes, source.contentLength);
   }
@@ -153,7 +155,7 @@ export async function openUrl(
           },
         );
       }
-      const location = res.headers["location"];
+      const { location } = res.headers;
       if (res.statusCode >= 300 && res.statusCode < 400 && location !== undefined && hop < MAX_REDIRECTS) {
         await res.body.dump();
         current = new URL(Array.isArray(location) ? (location[0] ?? "") : location, current);

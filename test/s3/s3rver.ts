@@ -20,6 +20,8 @@ export interface S3rverHandle extends AsyncDisposable {
   /** s3rver's built-in credentials. */
   readonly accessKeyId: "S3RVER";
   readonly secretAccessKey: "S3RVER";
+  /** S3 operations the server received, in order (`CreateMultipartUpload bucket/key`, ...); clear it at will. */
+  readonly operations: string[];
   /** An S3 client for the test's own checks (path-style, s3rver's credentials). */
   readonly client: S3Client;
   createBucket(name: string): Promise<void>;
@@ -43,6 +45,23 @@ async function exists(path: string): Promise<boolean> {
   );
 }
 
+/** Names the S3 operation of a request, for assertions on what a client actually sent. */
+function operationName(ctx: KoaContext): string {
+  const q = ctx.query;
+  const segs = ctx.path.split("/").filter((x) => x !== "");
+  const onObject = segs.length > 1;
+  if (ctx.method === "POST" && "uploads" in q) return "CreateMultipartUpload";
+  if (ctx.method === "POST" && "uploadId" in q) return "CompleteMultipartUpload";
+  if (ctx.method === "PUT" && "uploadId" in q) return "UploadPart";
+  if (ctx.method === "DELETE" && "uploadId" in q) return "AbortMultipartUpload";
+  if (ctx.method === "GET" && !onObject && "uploads" in q) return "ListMultipartUploads";
+  if (ctx.method === "PUT") return onObject ? "PutObject" : "CreateBucket";
+  if (ctx.method === "GET") return onObject ? "GetObject" : "ListObjects";
+  if (ctx.method === "HEAD") return onObject ? "HeadObject" : "HeadBucket";
+  if (ctx.method === "DELETE") return onObject ? "DeleteObject" : "DeleteBucket";
+  return ctx.method;
+}
+
 function multipartRoutes(root: string) {
   return async (ctx: KoaContext, next: () => Promise<void>): Promise<void> => {
     const parts = ctx.path
@@ -51,7 +70,8 @@ function multipartRoutes(root: string) {
       .map((s) => decodeURIComponent(s));
     const bucket = parts[0];
     const key = parts.slice(1).join("/");
-    const uploadId = typeof ctx.query["uploadId"] === "string" ? ctx.query["uploadId"] : undefined;
+    const { uploadId: rawUploadId } = ctx.query;
+    const uploadId = typeof rawUploadId === "string" ? rawUploadId : undefined;
     if (bucket === undefined) return next();
     const uploadsDir = join(root, bucket, UPLOADS);
     if (ctx.method === "GET" && key === "" && "uploads" in ctx.query) {
@@ -95,6 +115,16 @@ export async function startS3rver(): Promise<S3rverHandle> {
   const server = new S3rver({ address: "127.0.0.1", port: 0, silent: true, directory });
   // Before s3rver's router (the last middleware), after its logging, XML and vhost handling.
   server.middleware.splice(server.middleware.length - 1, 0, multipartRoutes(directory));
+  const operations: string[] = [];
+  server.middleware.unshift((ctx, next) => {
+    const path = ctx.path
+      .split("/")
+      .filter((x) => x !== "")
+      .map((x) => decodeURIComponent(x))
+      .join("/");
+    operations.push(`${operationName(ctx)} ${path}`);
+    return next();
+  });
   const address = await server.run();
   const endpoint = `http://127.0.0.1:${address.port}`;
   const client = new S3Client({
@@ -121,6 +151,7 @@ export async function startS3rver(): Promise<S3rverHandle> {
     endpoint,
     accessKeyId: "S3RVER",
     secretAccessKey: "S3RVER",
+    operations,
     client,
     async createBucket(name) {
       await client.send(new CreateBucketCommand({ Bucket: name }));
