@@ -375,6 +375,35 @@ describe("download", () => {
     expect(await readdir(dirname(exact.path))).toEqual([exact.path.split("/").pop()]);
   });
 
+  it("enforces the cap while reading a stream whose length was not announced", async () => {
+    const server = createServer((_req, res) => {
+      res.writeHead(200, { "content-type": "application/octet-stream" }); // chunked: no content-length
+      res.write(Buffer.alloc(4096, 1));
+      res.write(Buffer.alloc(4096, 2));
+      res.end(Buffer.alloc(4096, 3));
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/blob`;
+      const s3 = jobS3();
+      const got = await s3.download(url, { to: "stream", maxBytes: 5000 });
+      if (!("stream" in got)) throw new Error("expected a stream");
+      let read = 0;
+      const err = await caught(
+        (async () => {
+          for await (const c of got.stream) read += (c as Buffer).length;
+        })(),
+      );
+      expect(isRunletError(err) && err.code).toBe("RUNLET_S3_DOWNLOAD_TOO_LARGE");
+      expect(read).toBeLessThanOrEqual(5000);
+      const whole = await s3.download(url, { maxBytes: 12_288 });
+      expect("path" in whole && whole.bytes).toBe(12_288);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
   it("says which key is missing", async () => {
     const err = await caught(jobS3().download("job-1/nope.bin"));
     expect(isRunletError(err) && err.code).toBe("RUNLET_S3_REQUEST_FAILED");
