@@ -34,6 +34,8 @@ export const ERROR_CODES = {
   // clients
   RUNLET_CLIENT_HTTP: "The job API answered with an error status.",
   RUNLET_CLIENT_TIMEOUT: "A client wait ran out before the job finished.",
+  RUNLET_CLIENT_BAD_RESPONSE: "The job API answered 2xx with a body of the wrong shape.",
+  RUNLET_CLIENT_JOB_FAILED: "A streamed job ended FAILED, TIMED_OUT or CANCELLED.",
   RUNLET_MANAGEMENT_HTTP: "The management API answered with an error status.",
   RUNLET_MANAGEMENT_INVALID: "A management request body failed client-side validation.",
   RUNLET_MANAGEMENT_BAD_RESPONSE: "The management API answered 2xx with a body of the wrong shape.",
