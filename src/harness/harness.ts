@@ -1,0 +1,329 @@
+import { randomUUID } from "node:crypto";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { RunletError } from "../errors.js";
+import type { Health } from "../protocol/api.js";
+import { KeyRing } from "./auth.js";
+import { handleClientRoute, isClientRoute } from "./client-routes.js";
+import { TimerSet } from "./clock.js";
+import { sendError } from "./http-util.js";
+import { type JobSnapshot, type NewJob, recordOf, snapshotOf } from "./job-entry.js";
+import { JobStore } from "./job-store.js";
+import {
+  checkEndpoint,
+  type EndpointOptions,
+  type HarnessOptions,
+  type ResolvedOptions,
+  resolveOptions,
+} from "./options.js";
+import { RateLimiter } from "./rate-limits.js";
+import {
+  type Fault,
+  isWorkerRoute,
+  type RecordedRequest,
+  type RequestFilter,
+  RequestLog,
+  type WorkerRoute,
+} from "./request-log.js";
+import { Scaler } from "./scaler.js";
+import { type WebhookAttempt, WebhookSender } from "./webhooks.js";
+import { handleWorkerRoute } from "./worker-routes.js";
+
+/** Options of {@link Harness.workerEnv}. */
+export interface WorkerEnvOptions {
+  /** The worker's id (`RUNPOD_POD_ID`). @default a fresh random id */
+  readonly podId?: string;
+  /** `RUNPOD_PING_INTERVAL`, ms. @default unset (the worker's default) */
+  readonly pingIntervalMs?: number;
+}
+
+/**
+ * runlet's local copy of the platform: the client-facing job API and the worker-facing routes of
+ * one or more endpoints, on one HTTP server. Start it with {@link startHarness}.
+ */
+export class Harness {
+  readonly #options: ResolvedOptions;
+  readonly #server: Server;
+  readonly #timers: TimerSet;
+  readonly #store: JobStore;
+  readonly #requests = new RequestLog();
+  readonly #keys: KeyRing;
+  readonly #webhooks: WebhookSender;
+  readonly #limiter: RateLimiter;
+  readonly #scaler: Scaler;
+  readonly #endpointOptions = new Map<string, EndpointOptions>();
+  #url = "";
+  #closing: Promise<void> | undefined;
+
+  private constructor(options: ResolvedOptions) {
+    this.#options = options;
+    this.#timers = new TimerSet(options.clock);
+    this.#keys = new KeyRing(options.apiKey, options.keys);
+    this.#webhooks = new WebhookSender(options.webhooks, this.#timers, options.logger);
+    this.#limiter = new RateLimiter(options.rateLimits, options.clock);
+    this.#store = new JobStore({
+      clock: options.clock,
+      timers: this.#timers,
+      heartbeatTimeoutMs: options.heartbeatTimeoutMs,
+      events: {
+        onTerminal: (job) => {
+          if (job.webhook !== undefined) this.#webhooks.send(job.id, job.webhook, recordOf(job));
+        },
+        onQueueChange: (endpointId) => this.#scaler.schedule(endpointId),
+      },
+    });
+    this.#scaler = new Scaler({
+      store: this.#store,
+      envFor: (endpointId, podId, pingIntervalMs) =>
+        this.workerEnv(endpointId, { podId, ...(pingIntervalMs === undefined ? {} : { pingIntervalMs }) }),
+      logger: options.logger,
+    });
+    this.#server = createServer((req, res) => {
+      this.#handle(req, res).catch((err: unknown) => {
+        options.logger?.error({ err, url: req.url }, "harness request failed");
+        sendError(res, 500, `internal harness error: ${err instanceof Error ? err.message : String(err)}`);
+      });
+    });
+  }
+
+  /** Starts a harness listening on `host:port`. */
+  static async start(options: HarnessOptions = {}): Promise<Harness> {
+    const harness = new Harness(resolveOptions(options));
+    await harness.#listen();
+    return harness;
+  }
+
+  /** The base URL, `http://127.0.0.1:<port>`. */
+  get url(): string {
+    return this.#url;
+  }
+
+  /** The main API key (opens every endpoint). */
+  get apiKey(): string {
+    return this.#options.apiKey;
+  }
+
+  /** Ids of the endpoints served. */
+  endpointIds(): string[] {
+    return this.#store.endpointIds();
+  }
+
+  /** Adds an endpoint while running (a no-op when it exists). */
+  addEndpoint(endpoint: { readonly id: string } & EndpointOptions): void {
+    if (this.#store.hasEndpoint(endpoint.id)) return;
+    checkEndpoint(endpoint);
+    this.#endpointOptions.set(endpoint.id, endpoint);
+    this.#store.addEndpoint(endpoint.id, { executionTimeoutMs: endpoint.executionTimeoutMs ?? 600_000 });
+    if (endpoint.spawn !== undefined) {
+      this.#scaler.add(
+        endpoint.id,
+        endpoint.spawn,
+        endpoint.minWorkers ?? 0,
+        endpoint.maxWorkers ?? Math.max(1, endpoint.minWorkers ?? 0),
+        endpoint.pingIntervalMs,
+      );
+    }
+  }
+
+  /** The platform environment (worker-protocol §1) with which a worker connects to `endpointId`. */
+  workerEnv(endpointId: string, options: WorkerEnvOptions = {}): Record<string, string> {
+    this.#endpoint(endpointId);
+    const base = `${this.#url}/v2/${encodeURIComponent(endpointId)}`;
+    const gpu = "?gpu=$RUNPOD_GPU_TYPE_ID";
+    return {
+      RUNPOD_WEBHOOK_GET_JOB: `${base}/job-take/$RUNPOD_POD_ID${gpu}`,
+      RUNPOD_WEBHOOK_POST_OUTPUT: `${base}/job-done/$RUNPOD_POD_ID/$ID${gpu}`,
+      RUNPOD_WEBHOOK_POST_STREAM: `${base}/job-stream/$RUNPOD_POD_ID/$ID${gpu}`,
+      RUNPOD_WEBHOOK_PING: `${base}/ping/$RUNPOD_POD_ID${gpu}`,
+      RUNPOD_AI_API_KEY: this.#options.apiKey,
+      RUNPOD_POD_ID: options.podId ?? `${endpointId}-${randomUUID().slice(0, 8)}`,
+      ...(options.pingIntervalMs === undefined
+        ? {}
+        : { RUNPOD_PING_INTERVAL: String(options.pingIntervalMs) }),
+    };
+  }
+
+  /** Queues a job in-process, bypassing the client API; returns its id. */
+  enqueue(endpointId: string, job: NewJob): string {
+    this.#endpoint(endpointId);
+    if (job.id !== undefined && this.#store.get(job.id) !== undefined) {
+      throw new RunletError("RUNLET_HARNESS_CONFIG", `enqueue: a job with id "${job.id}" already exists`);
+    }
+    return this.#store.create(endpointId, "run", job, this.#options.limits.runRetentionMs).id;
+  }
+
+  /** A copy of a job (deleted jobs included, with `deleted: true`), or undefined. */
+  job(jobId: string): JobSnapshot | undefined {
+    const job = this.#store.get(jobId);
+    return job === undefined ? undefined : snapshotOf(job);
+  }
+
+  /** Resolves with the job once it is terminal; rejects after `timeoutMs` or when it is deleted first. */
+  async waitForJob(jobId: string, options: { readonly timeoutMs?: number } = {}): Promise<JobSnapshot> {
+    const timeoutMs = options.timeoutMs ?? 30_000;
+    const until = Date.now() + timeoutMs;
+    for (;;) {
+      const job = this.#store.get(jobId);
+      if (job === undefined) throw new Error(`waitForJob: no job "${jobId}"`);
+      if (job.status !== "IN_QUEUE" && job.status !== "IN_PROGRESS") return snapshotOf(job);
+      if (job.deleted) throw new Error(`waitForJob: job "${jobId}" was deleted while ${job.status}`);
+      const left = until - Date.now();
+      if (left <= 0 || this.#store.waits.closed) {
+        throw new Error(`waitForJob: job "${jobId}" is still ${job.status} after ${timeoutMs} ms`);
+      }
+      await this.#store.waits.next(jobId, left);
+    }
+  }
+
+  /** Every worker-route request so far, in arrival order. */
+  requests(filter?: RequestFilter): RecordedRequest[] {
+    return this.#requests.list(filter);
+  }
+
+  /** Cancels a job; a running one's worker gets it in its next job-stop poll. */
+  stopJob(jobId: string): void {
+    const job = this.#store.get(jobId);
+    if (job === undefined) throw new Error(`stopJob: no job "${jobId}"`);
+    this.#store.cancel(job);
+  }
+
+  /** Applies `fault` to the next `count` requests of `route` (any endpoint), before normal handling. */
+  injectFault(route: WorkerRoute, fault: Fault, count = 1): void {
+    this.#requests.inject(route, fault, count);
+  }
+
+  /** Every webhook delivery attempt so far. */
+  webhookAttempts(): WebhookAttempt[] {
+    return this.#webhooks.attempts();
+  }
+
+  /** `/health` of an endpoint. */
+  health(endpointId: string): Health {
+    this.#endpoint(endpointId);
+    return {
+      jobs: this.#store.jobCounts(endpointId),
+      workers: this.#store.workers.counts(endpointId, this.#scaler.initializing(endpointId)),
+    };
+  }
+
+  /** Waits until the workers the scaler is starting for `endpointId` have started. */
+  workersStarted(endpointId: string): Promise<void> {
+    return this.#scaler.settled(endpointId);
+  }
+
+  /** Stops workers it started, answers held requests, closes the server. Idempotent. */
+  close(): Promise<void> {
+    this.#closing ??= this.#close();
+    return this.#closing;
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+
+  async #close(): Promise<void> {
+    const steps: Array<() => unknown> = [
+      () => this.#scaler.close(),
+      () => this.#store.close(),
+      () => this.#timers.clearAll(),
+      () => this.#webhooks.close(),
+      () =>
+        new Promise<void>((resolve) => {
+          this.#server.close(() => resolve());
+          this.#server.closeIdleConnections();
+          // Held polls were answered by store.close(); anything still open is cut.
+          setTimeout(() => this.#server.closeAllConnections(), 200).unref();
+        }),
+    ];
+    for (const step of steps) {
+      try {
+        await step();
+      } catch (err) {
+        this.#options.logger?.error({ err }, "harness close step failed");
+      }
+    }
+  }
+
+  #endpoint(endpointId: string): void {
+    if (!this.#store.hasEndpoint(endpointId)) {
+      throw new RunletError("RUNLET_HARNESS_CONFIG", `unknown endpoint "${endpointId}"`);
+    }
+  }
+
+  async #listen(): Promise<void> {
+    await new Promise<void>((resolve, reject) => {
+      this.#server.once("error", reject);
+      this.#server.listen(this.#options.port, this.#options.host, () => {
+        this.#server.off("error", reject);
+        resolve();
+      });
+    });
+    const address = this.#server.address() as AddressInfo;
+    const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
+    this.#url = `http://${host}:${address.port}`;
+    for (const ep of this.#options.endpoints) this.addEndpoint(ep);
+  }
+
+  async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? "/", this.#url);
+    let parts: string[];
+    try {
+      parts = url.pathname.split("/").slice(1).map(decodeURIComponent);
+    } catch {
+      return sendError(res, 400, `malformed path: ${url.pathname}`);
+    }
+    const [prefix, endpointId, route, ...rest] = parts;
+    if (prefix === "v2" && endpointId !== undefined && endpointId !== "") {
+      if (isWorkerRoute(route)) {
+        return handleWorkerRoute(
+          {
+            store: this.#store,
+            requests: this.#requests,
+            keys: this.#keys,
+            takeTimeoutMs: this.#options.takeTimeoutMs,
+            jobDoneBytes: this.#options.limits.jobDoneBytes,
+            streamBodyBytes: this.#options.limits.streamBodyBytes,
+            onStopPod: (ep, workerId) => this.#scaler.replace(ep, workerId),
+          },
+          req,
+          res,
+          url,
+          route,
+          endpointId,
+          rest,
+        );
+      }
+      if (isClientRoute(route)) {
+        return handleClientRoute(
+          {
+            store: this.#store,
+            keys: this.#keys,
+            limiter: this.#limiter,
+            options: this.#options,
+            health: (ep) => this.health(ep),
+          },
+          req,
+          res,
+          url,
+          route,
+          endpointId,
+          rest,
+        );
+      }
+    }
+    if (this.#options.extraRoutes !== undefined && (await this.#options.extraRoutes(req, res, url))) return;
+    sendError(res, 404, `no route for ${req.method} ${url.pathname}`);
+  }
+}
+
+/**
+ * Starts a harness.
+ *
+ * @example
+ * await using h = await startHarness({ endpoints: [{ id: "echo" }], takeTimeoutMs: 500 });
+ * const id = h.enqueue("echo", { input: { text: "hi" } });
+ * const job = await h.waitForJob(id);
+ */
+export function startHarness(options: HarnessOptions = {}): Promise<Harness> {
+  return Harness.start(options);
+}

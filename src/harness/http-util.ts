@@ -1,0 +1,137 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { ApiError } from "../protocol/api.js";
+
+/** A request body read under a size limit. */
+export type BodyResult =
+  | { readonly ok: true; readonly text: string }
+  | { readonly ok: false; readonly limitBytes: number; readonly receivedBytes: number };
+
+/** Beyond the limit, this much more is read and thrown away (so the client can read our answer), then the socket is cut. */
+const DISCARD_ALLOWANCE_BYTES = 64 * 1_048_576; // 64 MiB
+
+/**
+ * Reads a request body as UTF-8 text, refusing more than `limitBytes`. A declared `content-length`
+ * over the limit is refused before reading; otherwise buffering stops at the first byte past the
+ * limit and the rest is discarded unread.
+ */
+export function readBody(req: IncomingMessage, limitBytes: number): Promise<BodyResult> {
+  const declared = Number(req.headers["content-length"]);
+  if (Number.isFinite(declared) && declared > limitBytes) {
+    discard(req, 0);
+    return Promise.resolve({ ok: false, limitBytes, receivedBytes: declared });
+  }
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let received = 0;
+    const onData = (chunk: Buffer) => {
+      received += chunk.length;
+      if (received > limitBytes) {
+        cleanup();
+        discard(req, received);
+        resolve({ ok: false, limitBytes, receivedBytes: received });
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = () => {
+      cleanup();
+      resolve({ ok: true, text: Buffer.concat(chunks).toString("utf8") });
+    };
+    const onError = (err: Error) => {
+      cleanup();
+      reject(err);
+    };
+    const cleanup = () => {
+      req.off("data", onData);
+      req.off("end", onEnd);
+      req.off("error", onError);
+    };
+    req.on("data", onData);
+    req.on("end", onEnd);
+    req.on("error", onError);
+  });
+}
+
+/** Drains the rest of a refused body without keeping it; past a generous allowance the socket is cut. */
+function discard(req: IncomingMessage, alreadyBytes: number): void {
+  let dropped = alreadyBytes;
+  req.on("data", (chunk: Buffer) => {
+    dropped += chunk.length;
+    if (dropped > DISCARD_ALLOWANCE_BYTES) req.socket.destroy();
+  });
+  // An aborted upload is expected here; the answer has been or is being sent.
+  req.on("error", () => {});
+}
+
+/** Answers with a JSON body. */
+export function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
+  if (res.headersSent || res.destroyed) return;
+  const text = JSON.stringify(body);
+  res.writeHead(status, {
+    "content-type": "application/json",
+    "content-length": String(Buffer.byteLength(text)),
+    ...headers,
+  });
+  res.end(text);
+}
+
+/** Answers with the job API's one error body, `{error, status, issues?}`. */
+export function sendError(
+  res: ServerResponse,
+  status: number,
+  message: string,
+  options: { issues?: readonly string[]; headers?: Record<string, string> } = {},
+): void {
+  const body: ApiError = {
+    error: message,
+    status,
+    ...(options.issues === undefined ? {} : { issues: [...options.issues] }),
+  };
+  sendJson(res, status, body, options.headers);
+}
+
+/** Answers with no body (204, or a bare status). */
+export function sendEmpty(res: ServerResponse, status: number, headers: Record<string, string> = {}): void {
+  if (res.headersSent || res.destroyed) return;
+  res.writeHead(status, headers);
+  res.end();
+}
+
+/** An AbortSignal that fires when the client hangs up before the answer is complete. */
+export function hangUpSignal(res: ServerResponse): AbortSignal {
+  const controller = new AbortController();
+  res.once("close", () => {
+    if (!res.writableFinished) controller.abort();
+  });
+  return controller.signal;
+}
+
+/** Query parameters as a plain record (last value wins). */
+export function queryOf(url: URL): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of url.searchParams) out[k] = v;
+  return out;
+}
+
+/** Request headers as a plain record with lower-case names (repeated headers joined with ", "). */
+export function headersOf(req: IncomingMessage): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(req.headers)) {
+    if (v !== undefined) out[k.toLowerCase()] = Array.isArray(v) ? v.join(", ") : v;
+  }
+  return out;
+}
+
+/** Parses JSON text, or returns undefined with the parser's message. */
+export function parseJson(text: string): { ok: true; value: unknown } | { ok: false; message: string } {
+  try {
+    return { ok: true, value: JSON.parse(text) as unknown };
+  } catch (err) {
+    return { ok: false, message: err instanceof Error ? err.message : String(err) };
+  }
+}

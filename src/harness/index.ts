@@ -1,0 +1,22 @@
+export { type AuthResult, KeyRing, type ScopedKey } from "./auth.js";
+export { type Clock, type ClockTimer, ManualClock, realClock } from "./clock.js";
+export { Harness, startHarness, type WorkerEnvOptions } from "./harness.js";
+export type { JobKind, JobSnapshot, NewJob } from "./job-entry.js";
+export type {
+  EndpointOptions,
+  ExtraRoutes,
+  HarnessLimits,
+  HarnessOptions,
+  SpawnedWorker,
+  WorkerSpawner,
+} from "./options.js";
+export type { RateLimitOptions } from "./rate-limits.js";
+export {
+  type Fault,
+  type RecordedRequest,
+  type RequestFilter,
+  WORKER_ROUTES,
+  type WorkerRoute,
+} from "./request-log.js";
+export type { WebhookAttempt, WebhookOptions } from "./webhooks.js";
+export type { WorkerCounts } from "./worker-registry.js";

@@ -1,0 +1,149 @@
+import type { JobRecord, JobStatus } from "../protocol/api.js";
+import type { Policy, S3Config } from "../protocol/job.js";
+import type { StreamChunk } from "../protocol/worker-bodies.js";
+import type { ClockTimer } from "./clock.js";
+
+/** How a job was submitted: its id prefix and its result retention depend on it. */
+export type JobKind = "run" | "runsync";
+
+/** What a job is created from (a `/run` body, or `Harness.enqueue`). */
+export interface NewJob {
+  readonly input: unknown;
+  /** A job id to use instead of a generated one (in-process enqueue only). */
+  readonly id?: string;
+  readonly policy?: Policy;
+  readonly s3Config?: S3Config;
+  readonly webhook?: string;
+}
+
+/** A job inside the store. Mutable; only the store changes it. */
+export interface JobEntry {
+  readonly id: string;
+  readonly endpointId: string;
+  readonly kind: JobKind;
+  readonly input: unknown;
+  readonly policy: Policy | undefined;
+  readonly s3Config: S3Config | undefined;
+  readonly webhook: string | undefined;
+  status: JobStatus;
+  createdAt: number;
+  startedAt: number | undefined;
+  finishedAt: number | undefined;
+  output: unknown;
+  hasOutput: boolean;
+  error: string | undefined;
+  stopPod: boolean;
+  workerId: string | undefined;
+  progress: unknown[];
+  stream: StreamChunk[];
+  isStream: boolean | undefined;
+  /** Final results posted after the job was already terminal or deleted (ignored). */
+  duplicateResults: number;
+  /** Progress and stream posts that arrived after the job ended (ignored). */
+  latePosts: number;
+  /** Times this job's worker stopped heartbeating while running it. */
+  lapses: number;
+  /** Set when ttl or retention removed the job: clients get 404, late results are still counted. */
+  deleted: boolean;
+  /** Result retention after completion, ms. */
+  retentionMs: number;
+  /** Per reader (API key): how many stream chunks it has read. */
+  readonly readers: Map<string, number>;
+  ttlTimer: ClockTimer | undefined;
+  executionTimer: ClockTimer | undefined;
+  retentionTimer: ClockTimer | undefined;
+}
+
+/** A read-only copy of a job for tests and tools (`Harness.job`). */
+export interface JobSnapshot {
+  readonly id: string;
+  readonly endpointId: string;
+  readonly kind: JobKind;
+  readonly status: JobStatus;
+  readonly input: unknown;
+  readonly output?: unknown;
+  readonly error?: string;
+  readonly stopPod: boolean;
+  readonly workerId?: string;
+  /** IN_PROGRESS outputs, in the order they arrived. */
+  readonly progress: readonly unknown[];
+  /** Stream chunks, in the order they arrived. */
+  readonly stream: readonly StreamChunk[];
+  /** The `isStream` query of the final job-done. */
+  readonly isStream?: boolean;
+  readonly delayTime?: number;
+  readonly executionTime?: number;
+  /** Final results that arrived after the job had ended (answered 200, ignored). */
+  readonly duplicateResults: number;
+  /** Progress or stream posts that arrived after the job had ended (answered 200, ignored). */
+  readonly latePosts: number;
+  /** True once ttl or result retention removed the job. */
+  readonly deleted: boolean;
+}
+
+/** Time in the queue, once the job has started. */
+function delayTime(job: JobEntry): number | undefined {
+  return job.startedAt === undefined ? undefined : job.startedAt - job.createdAt;
+}
+
+/** Time running, once the job has finished. */
+function executionTime(job: JobEntry): number | undefined {
+  return job.startedAt === undefined || job.finishedAt === undefined
+    ? undefined
+    : job.finishedAt - job.startedAt;
+}
+
+/** Copies a job for the outside world (arrays copied so callers cannot change the store). */
+export function snapshotOf(job: JobEntry): JobSnapshot {
+  const delay = delayTime(job);
+  const exec = executionTime(job);
+  return {
+    id: job.id,
+    endpointId: job.endpointId,
+    kind: job.kind,
+    status: job.status,
+    input: job.input,
+    ...(job.hasOutput ? { output: job.output } : {}),
+    ...(job.error === undefined ? {} : { error: job.error }),
+    stopPod: job.stopPod,
+    ...(job.workerId === undefined ? {} : { workerId: job.workerId }),
+    progress: [...job.progress],
+    stream: [...job.stream],
+    ...(job.isStream === undefined ? {} : { isStream: job.isStream }),
+    ...(delay === undefined ? {} : { delayTime: delay }),
+    ...(exec === undefined ? {} : { executionTime: exec }),
+    duplicateResults: job.duplicateResults,
+    latePosts: job.latePosts,
+    deleted: job.deleted,
+  };
+}
+
+/**
+ * The job record clients see (platform-api §2.2): `id`, `status`, `delayTime` once started,
+ * `executionTime` once finished, `output` when there is one, `error` when it failed or timed out,
+ * and `workerId` while a worker holds it. Never `input`, `s3Config` or `webhook`.
+ */
+export function recordOf(job: JobEntry): JobRecord {
+  const delay = delayTime(job);
+  const exec = executionTime(job);
+  return {
+    id: job.id,
+    status: job.status,
+    ...(delay === undefined ? {} : { delayTime: delay }),
+    ...(exec === undefined ? {} : { executionTime: exec }),
+    ...(job.hasOutput ? { output: job.output } : {}),
+    ...(job.error === undefined ? {} : { error: job.error }),
+    ...(job.workerId === undefined ? {} : { workerId: job.workerId }),
+  };
+}
+
+/** The job as job-take delivers it (worker-protocol §2): `id`, `input`, and what was sent with it. */
+export function deliveredOf(job: JobEntry): Record<string, unknown> {
+  return {
+    id: job.id,
+    input: job.input,
+    ...(job.policy === undefined ? {} : { policy: job.policy }),
+    ...(job.s3Config === undefined ? {} : { s3Config: job.s3Config }),
+    ...(job.webhook === undefined ? {} : { webhook: job.webhook }),
+  };
+}

@@ -1,0 +1,185 @@
+import { randomBytes } from "node:crypto";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Logger } from "pino";
+import { RunletError } from "../errors.js";
+import {
+  EXECUTION_TIMEOUT_MS,
+  MAX_RUN_PAYLOAD_BYTES,
+  MAX_RUNSYNC_PAYLOAD_BYTES,
+  MAX_STREAM_CHUNK_BYTES,
+  RETENTION_MS,
+} from "../protocol/limits.js";
+import type { ScopedKey } from "./auth.js";
+import type { Clock } from "./clock.js";
+import { realClock } from "./clock.js";
+import type { RateLimitOptions } from "./rate-limits.js";
+import type { WebhookOptions } from "./webhooks.js";
+
+/** A running worker the harness started; `close()` stops it (idempotent). */
+export interface SpawnedWorker {
+  close(): Promise<void>;
+}
+
+/**
+ * Starts one worker connected to the harness. `env` holds the platform variables of
+ * worker-protocol §1 (`RUNPOD_WEBHOOK_*`, `RUNPOD_AI_API_KEY`, `RUNPOD_POD_ID`, ...).
+ * `runlet/testing` passes one that runs the handler in-process; {@link processSpawner} starts
+ * `runlet start <handler>` as a child process.
+ */
+export type WorkerSpawner = (env: Record<string, string>) => Promise<SpawnedWorker>;
+
+/** Settings of one endpoint. */
+export interface EndpointOptions {
+  /** Execution timeout of jobs without `policy.executionTimeout`, ms. @default 600000 */
+  readonly executionTimeoutMs?: number;
+  /** Starts workers for this endpoint; without it, workers connect on their own. */
+  readonly spawn?: WorkerSpawner;
+  /** Workers started at once and kept (needs `spawn`). @default 0 */
+  readonly minWorkers?: number;
+  /** Most workers the scaler runs at a time (needs `spawn`). @default 1 */
+  readonly maxWorkers?: number;
+  /** `RUNPOD_PING_INTERVAL` given to spawned workers, ms. @default the worker's own default */
+  readonly pingIntervalMs?: number;
+}
+
+/** Size limits and retention, overridable (tests shrink them). */
+export interface HarnessLimits {
+  /** Largest `/run` body, bytes. @default 10 MiB */
+  readonly runBytes?: number;
+  /** Largest `/runsync` body, bytes. @default 20 MiB */
+  readonly runsyncBytes?: number;
+  /** Largest job-done body, bytes (larger answers 400, as the platform does). @default 20 MiB */
+  readonly jobDoneBytes?: number;
+  /** Largest job-stream body, bytes: a 1 MiB chunk plus room for its envelope. @default 1 MiB + 64 KiB */
+  readonly streamBodyBytes?: number;
+  /** Result retention of `/run` jobs, ms. @default 1800000 (30 min) */
+  readonly runRetentionMs?: number;
+  /** Result retention of `/runsync` jobs, ms (an explicit `wait` extends it, up to runsyncMaxRetentionMs). @default 60000 */
+  readonly runsyncRetentionMs?: number;
+  /** Longest `/runsync` retention reachable through `wait`, ms. @default 300000 (5 min) */
+  readonly runsyncMaxRetentionMs?: number;
+}
+
+/** A handler for requests outside the job routes (e.g. management emulation); returns true when it answered. */
+export type ExtraRoutes = (req: IncomingMessage, res: ServerResponse, url: URL) => boolean | Promise<boolean>;
+
+/** Options of {@link startHarness}. */
+export interface HarnessOptions {
+  /** The main API key: opens every endpoint. @default a random key */
+  readonly apiKey?: string;
+  /** More keys, each limited to some endpoints (others answer 403). @default [] */
+  readonly keys?: readonly ScopedKey[];
+  /** Endpoints served. @default [{ id: "local" }] */
+  readonly endpoints?: ReadonlyArray<{ readonly id: string } & EndpointOptions>;
+  /** Address to bind. @default "127.0.0.1" */
+  readonly host?: string;
+  /** Port to bind; 0 picks a free one. @default 0 */
+  readonly port?: number;
+  /** How long job-take and job-stop long polls are held, ms. @default 30000 */
+  readonly takeTimeoutMs?: number;
+  /** How long `/stream` waits for a chunk before answering with none, ms. @default 500 */
+  readonly streamHoldMs?: number;
+  /** A worker holding jobs that makes no request for this long has lapsed, ms. @default 45000 */
+  readonly heartbeatTimeoutMs?: number;
+  /** Time for ttl, retention, timeouts, webhook retries, heartbeats, rate windows. @default the real clock */
+  readonly clock?: Clock;
+  readonly limits?: HarnessLimits;
+  readonly rateLimits?: RateLimitOptions;
+  readonly webhooks?: WebhookOptions;
+  /** Consulted for every path that is not a `/v2/<endpoint>/<job route>`; unanswered paths get 404. */
+  readonly extraRoutes?: ExtraRoutes;
+  /** Where the harness logs (webhook failures, spawn errors). @default silent */
+  readonly logger?: Logger;
+}
+
+/** Options after defaults, validated and frozen. */
+export interface ResolvedOptions {
+  readonly apiKey: string;
+  readonly keys: readonly ScopedKey[];
+  readonly endpoints: ReadonlyArray<{ readonly id: string } & EndpointOptions>;
+  readonly host: string;
+  readonly port: number;
+  readonly takeTimeoutMs: number;
+  readonly streamHoldMs: number;
+  readonly heartbeatTimeoutMs: number;
+  readonly clock: Clock;
+  readonly limits: Required<HarnessLimits>;
+  readonly rateLimits: RateLimitOptions;
+  readonly webhooks: WebhookOptions;
+  readonly extraRoutes: ExtraRoutes | undefined;
+  readonly logger: Logger | undefined;
+}
+
+function bad(message: string): RunletError {
+  return new RunletError("RUNLET_HARNESS_CONFIG", message);
+}
+
+function positiveInt(name: string, value: number | undefined, fallback: number, min = 1): number {
+  const v = value ?? fallback;
+  if (!Number.isInteger(v) || v < min) throw bad(`${name} must be an integer ≥ ${min}, got ${String(value)}`);
+  return v;
+}
+
+const ENDPOINT_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
+
+/** Checks one endpoint's settings. */
+export function checkEndpoint(ep: { readonly id: string } & EndpointOptions): void {
+  if (!ENDPOINT_ID.test(ep.id)) {
+    throw bad(`endpoint id must be 1–64 letters, digits, "-" or "_", got ${JSON.stringify(ep.id)}`);
+  }
+  positiveInt(`endpoints[${ep.id}].executionTimeoutMs`, ep.executionTimeoutMs, EXECUTION_TIMEOUT_MS.default);
+  const min = positiveInt(`endpoints[${ep.id}].minWorkers`, ep.minWorkers, 0, 0);
+  const max = positiveInt(`endpoints[${ep.id}].maxWorkers`, ep.maxWorkers, Math.max(1, min));
+  if (max < min) throw bad(`endpoints[${ep.id}].maxWorkers (${max}) must be ≥ minWorkers (${min})`);
+  if ((ep.minWorkers !== undefined || ep.maxWorkers !== undefined) && ep.spawn === undefined) {
+    throw bad(`endpoints[${ep.id}]: minWorkers and maxWorkers need a spawn function`);
+  }
+}
+
+/** Merges defaults once, validates, freezes. */
+export function resolveOptions(options: HarnessOptions): ResolvedOptions {
+  const apiKey = options.apiKey ?? `rl_${randomBytes(18).toString("base64url")}`;
+  if (apiKey.trim() === "" || /\s/.test(apiKey))
+    throw bad("apiKey must be a non-empty string without spaces");
+  const endpoints = options.endpoints ?? [{ id: "local" }];
+  const ids = new Set<string>();
+  for (const ep of endpoints) {
+    checkEndpoint(ep);
+    if (ids.has(ep.id)) throw bad(`endpoint "${ep.id}" is listed twice`);
+    ids.add(ep.id);
+  }
+  const l = options.limits ?? {};
+  const limits: Required<HarnessLimits> = {
+    runBytes: positiveInt("limits.runBytes", l.runBytes, MAX_RUN_PAYLOAD_BYTES),
+    runsyncBytes: positiveInt("limits.runsyncBytes", l.runsyncBytes, MAX_RUNSYNC_PAYLOAD_BYTES),
+    jobDoneBytes: positiveInt("limits.jobDoneBytes", l.jobDoneBytes, MAX_RUNSYNC_PAYLOAD_BYTES),
+    streamBodyBytes: positiveInt(
+      "limits.streamBodyBytes",
+      l.streamBodyBytes,
+      MAX_STREAM_CHUNK_BYTES + 65_536,
+    ),
+    runRetentionMs: positiveInt("limits.runRetentionMs", l.runRetentionMs, RETENTION_MS.run),
+    runsyncRetentionMs: positiveInt("limits.runsyncRetentionMs", l.runsyncRetentionMs, RETENTION_MS.runsync),
+    runsyncMaxRetentionMs: positiveInt(
+      "limits.runsyncMaxRetentionMs",
+      l.runsyncMaxRetentionMs,
+      RETENTION_MS.runsyncMax,
+    ),
+  };
+  return Object.freeze({
+    apiKey,
+    keys: options.keys ?? [],
+    endpoints,
+    host: options.host ?? "127.0.0.1",
+    port: positiveInt("port", options.port, 0, 0),
+    takeTimeoutMs: positiveInt("takeTimeoutMs", options.takeTimeoutMs, 30_000),
+    streamHoldMs: positiveInt("streamHoldMs", options.streamHoldMs, 500, 0),
+    heartbeatTimeoutMs: positiveInt("heartbeatTimeoutMs", options.heartbeatTimeoutMs, 45_000),
+    clock: options.clock ?? realClock(),
+    limits: Object.freeze(limits),
+    rateLimits: options.rateLimits ?? {},
+    webhooks: options.webhooks ?? {},
+    extraRoutes: options.extraRoutes,
+    logger: options.logger,
+  });
+}

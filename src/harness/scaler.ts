@@ -1,0 +1,166 @@
+import type { Logger } from "pino";
+import type { JobStore } from "./job-store.js";
+import type { SpawnedWorker, WorkerSpawner } from "./options.js";
+
+interface Slot {
+  readonly podId: string;
+  worker: SpawnedWorker | undefined;
+  readonly starting: Promise<void>;
+  /** Set once the worker has made a request (so it no longer counts as initializing). */
+  seen: boolean;
+}
+
+interface Pool {
+  readonly spawn: WorkerSpawner;
+  readonly minWorkers: number;
+  readonly maxWorkers: number;
+  readonly pingIntervalMs: number | undefined;
+  readonly slots: Map<string, Slot>;
+  next: number;
+  /** After a failed start, no new start before this time (real ms), so a broken spawner cannot spin. */
+  pausedUntil: number;
+}
+
+/**
+ * Starts workers for endpoints that have a spawner: `minWorkers` at once, then one more each time
+ * a job that is not `lowPriority` waits with no free worker (no held job-take, none starting), up
+ * to `maxWorkers`. Workers are not scaled down while the harness runs; `close()` stops them all.
+ */
+export class Scaler {
+  readonly #store: JobStore;
+  readonly #envFor: (
+    endpointId: string,
+    podId: string,
+    pingIntervalMs: number | undefined,
+  ) => Record<string, string>;
+  readonly #logger: Logger | undefined;
+  readonly #pools = new Map<string, Pool>();
+  readonly #scheduled = new Set<string>();
+  #closed = false;
+
+  constructor(options: {
+    store: JobStore;
+    envFor: (endpointId: string, podId: string, pingIntervalMs: number | undefined) => Record<string, string>;
+    logger: Logger | undefined;
+  }) {
+    this.#store = options.store;
+    this.#envFor = options.envFor;
+    this.#logger = options.logger;
+  }
+
+  /** Registers an endpoint's spawner and starts its minimum. */
+  add(
+    endpointId: string,
+    spawn: WorkerSpawner,
+    minWorkers: number,
+    maxWorkers: number,
+    pingIntervalMs: number | undefined,
+  ): void {
+    this.#pools.set(endpointId, {
+      spawn,
+      minWorkers,
+      maxWorkers,
+      pingIntervalMs,
+      slots: new Map(),
+      next: 1,
+      pausedUntil: 0,
+    });
+    this.schedule(endpointId);
+  }
+
+  /** Workers started and not connected yet. */
+  initializing(endpointId: string): number {
+    const pool = this.#pools.get(endpointId);
+    if (pool === undefined) return 0;
+    let n = 0;
+    for (const slot of pool.slots.values()) {
+      if (!slot.seen && this.#store.workers.get(endpointId, slot.podId) !== undefined) slot.seen = true;
+      if (!slot.seen) n++;
+    }
+    return n;
+  }
+
+  /** Waits until every worker being started has started (or failed). */
+  async settled(endpointId: string): Promise<void> {
+    const pool = this.#pools.get(endpointId);
+    if (pool !== undefined) await Promise.all([...pool.slots.values()].map((s) => s.starting));
+  }
+
+  /** Re-evaluates an endpoint soon (coalesced: the store calls this on every queue change). */
+  schedule(endpointId: string): void {
+    if (this.#closed || !this.#pools.has(endpointId) || this.#scheduled.has(endpointId)) return;
+    this.#scheduled.add(endpointId);
+    setImmediate(() => {
+      this.#scheduled.delete(endpointId);
+      this.#evaluate(endpointId);
+    });
+  }
+
+  /** A worker asked to be replaced (`stopPod`): stop it if the harness started it. */
+  replace(endpointId: string, podId: string): void {
+    const slot = this.#pools.get(endpointId)?.slots.get(podId);
+    if (slot === undefined) return;
+    this.#pools.get(endpointId)?.slots.delete(podId);
+    void slot.starting.then(() => this.#stop(slot)).finally(() => this.schedule(endpointId));
+  }
+
+  /** Stops every started worker. Idempotent. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    const slots = [...this.#pools.values()].flatMap((p) => [...p.slots.values()]);
+    for (const p of this.#pools.values()) p.slots.clear();
+    await Promise.allSettled(
+      slots.map(async (s) => {
+        await s.starting;
+        await this.#stop(s);
+      }),
+    );
+  }
+
+  #evaluate(endpointId: string): void {
+    const pool = this.#pools.get(endpointId);
+    if (pool === undefined || this.#closed || Date.now() < pool.pausedUntil) return;
+    let want = Math.max(0, pool.minWorkers - pool.slots.size);
+    const waiting = this.#store.queued(endpointId).filter((j) => j.policy?.lowPriority !== true).length;
+    const free = this.#store.waitingTakes(endpointId) + this.initializing(endpointId);
+    want = Math.max(want, waiting - free);
+    want = Math.min(want, pool.maxWorkers - pool.slots.size);
+    for (let i = 0; i < want; i++) this.#start(endpointId, pool);
+  }
+
+  #start(endpointId: string, pool: Pool): void {
+    const podId = `${endpointId}-worker-${pool.next++}`;
+    const env = this.#envFor(endpointId, podId, pool.pingIntervalMs);
+    const slot: Slot = {
+      podId,
+      worker: undefined,
+      seen: false,
+      // A spawner that throws synchronously is treated like one that rejects.
+      starting: Promise.resolve()
+        .then(() => pool.spawn(env))
+        .then(
+          (worker) => {
+            slot.worker = worker;
+            // Closed (or replaced) while starting: stop it at once.
+            if (this.#closed || !pool.slots.has(podId)) void this.#stop(slot);
+          },
+          (err: unknown) => {
+            pool.slots.delete(podId);
+            pool.pausedUntil = Date.now() + 1_000;
+            this.#logger?.error({ err, endpointId, podId }, "could not start a worker");
+          },
+        ),
+    };
+    pool.slots.set(podId, slot);
+  }
+
+  async #stop(slot: Slot): Promise<void> {
+    const worker = slot.worker;
+    slot.worker = undefined;
+    try {
+      await worker?.close();
+    } catch (err) {
+      this.#logger?.error({ err, podId: slot.podId }, "stopping a worker failed");
+    }
+  }
+}

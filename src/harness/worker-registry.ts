@@ -1,0 +1,154 @@
+import type { ClockTimer, TimerSet } from "./clock.js";
+
+/** One worker (pod) as the harness knows it, from the requests it makes. */
+export interface WorkerState {
+  readonly id: string;
+  readonly endpointId: string;
+  readonly firstSeenAt: number;
+  lastSeenAt: number;
+  /** Requests of this worker the harness is still answering (a held long poll counts). */
+  openRequests: number;
+  /** Ids of the jobs it holds (IN_PROGRESS). */
+  readonly jobs: Set<string>;
+  /** Job ids its next job-stop poll answers with. */
+  pendingStops: string[];
+  /** Wakes a held job-stop poll. */
+  stopWaiter: (() => void) | undefined;
+  /** From its last ping. */
+  lastPing: { readonly jobIds: readonly string[]; readonly version: string | undefined } | undefined;
+  /** Set when it pinged `status=unhealthy`. */
+  unhealthy: string | undefined;
+  lapseTimer: ClockTimer | undefined;
+}
+
+/** Counts of workers for `/health` (platform-api §4.1; the official JS client types every field). */
+export type WorkerCounts = {
+  /** Connected, holding no job. */
+  readonly idle: number;
+  /** Connected, holding at least one job. */
+  readonly running: number;
+  /** Started by the harness's scaler and not connected yet. */
+  readonly initializing: number;
+  /** Connected and able to take work: the same as idle here. */
+  readonly ready: number;
+  /** Always 0: the harness never throttles a worker. */
+  readonly throttled: number;
+  /** Connected workers that reported `status=unhealthy` on a ping. */
+  readonly unhealthy: number;
+};
+
+/**
+ * The workers of every endpoint, keyed by endpoint then worker id. A worker appears with its first
+ * request and disappears when it lapses: no request for `heartbeatTimeoutMs` while none is held open.
+ */
+export class WorkerRegistry {
+  readonly #timers: TimerSet;
+  readonly #now: () => number;
+  readonly #heartbeatTimeoutMs: number;
+  readonly #onLapse: (worker: WorkerState) => void;
+  readonly #byEndpoint = new Map<string, Map<string, WorkerState>>();
+
+  constructor(options: {
+    timers: TimerSet;
+    now: () => number;
+    heartbeatTimeoutMs: number;
+    onLapse: (worker: WorkerState) => void;
+  }) {
+    this.#timers = options.timers;
+    this.#now = options.now;
+    this.#heartbeatTimeoutMs = options.heartbeatTimeoutMs;
+    this.#onLapse = options.onLapse;
+  }
+
+  /** The worker, if it is connected. */
+  get(endpointId: string, workerId: string): WorkerState | undefined {
+    return this.#byEndpoint.get(endpointId)?.get(workerId);
+  }
+
+  /** The connected workers of an endpoint. */
+  list(endpointId: string): WorkerState[] {
+    return [...(this.#byEndpoint.get(endpointId)?.values() ?? [])];
+  }
+
+  /** Marks the start of a request by this worker (registering it on first sight). */
+  begin(endpointId: string, workerId: string): WorkerState {
+    let workers = this.#byEndpoint.get(endpointId);
+    if (workers === undefined) {
+      workers = new Map();
+      this.#byEndpoint.set(endpointId, workers);
+    }
+    let worker = workers.get(workerId);
+    if (worker === undefined) {
+      worker = {
+        id: workerId,
+        endpointId,
+        firstSeenAt: this.#now(),
+        lastSeenAt: this.#now(),
+        openRequests: 0,
+        jobs: new Set(),
+        pendingStops: [],
+        stopWaiter: undefined,
+        lastPing: undefined,
+        unhealthy: undefined,
+        lapseTimer: undefined,
+      };
+      workers.set(workerId, worker);
+    }
+    worker.openRequests++;
+    this.#touch(worker);
+    return worker;
+  }
+
+  /** Marks the end of a request begun with {@link begin}. */
+  end(worker: WorkerState): void {
+    worker.openRequests = Math.max(0, worker.openRequests - 1);
+    this.#touch(worker);
+  }
+
+  /** Asks the worker to stop a job through its next (or held) job-stop poll. */
+  requestStop(endpointId: string, workerId: string, jobId: string): void {
+    const worker = this.get(endpointId, workerId);
+    if (worker === undefined) return;
+    worker.jobs.delete(jobId);
+    if (!worker.pendingStops.includes(jobId)) worker.pendingStops.push(jobId);
+    worker.stopWaiter?.();
+  }
+
+  /** Counts for `/health`; `initializing` comes from the scaler. */
+  counts(endpointId: string, initializing: number): WorkerCounts {
+    let idle = 0;
+    let running = 0;
+    let unhealthy = 0;
+    for (const w of this.list(endpointId)) {
+      if (w.jobs.size > 0) running++;
+      else idle++;
+      if (w.unhealthy !== undefined) unhealthy++;
+    }
+    return { idle, running, initializing, ready: idle, throttled: 0, unhealthy };
+  }
+
+  /** Forgets every worker and cancels their lapse timers. */
+  clear(): void {
+    for (const workers of this.#byEndpoint.values()) {
+      for (const w of workers.values()) {
+        this.#timers.clear(w.lapseTimer);
+        w.stopWaiter?.();
+      }
+    }
+    this.#byEndpoint.clear();
+  }
+
+  #touch(worker: WorkerState): void {
+    worker.lastSeenAt = this.#now();
+    this.#timers.clear(worker.lapseTimer);
+    worker.lapseTimer = this.#timers.set(() => this.#check(worker), this.#heartbeatTimeoutMs);
+  }
+
+  #check(worker: WorkerState): void {
+    worker.lapseTimer = undefined;
+    // A worker waiting on a long poll is alive: its next request re-arms the timer.
+    if (worker.openRequests > 0) return;
+    this.#byEndpoint.get(worker.endpointId)?.delete(worker.id);
+    this.#onLapse(worker);
+  }
+}
