@@ -1,0 +1,63 @@
+import { loadHandler } from "../../worker/load-handler.js";
+import { LOCAL_MODE_MESSAGE, serveHandler } from "../../worker/serve.js";
+import { type Command, EXIT, parseCommandArgs, reportCliError, usageError } from "../command.js";
+import { DEFAULT_HANDLER_PATHS, resolveHandlerPath } from "../handler-path.js";
+
+const HELP = `Usage: runlet start [handler] [--shutdown-grace-ms N]
+
+Runs the worker loop for a handler module (.ts, .mts, .mjs) whose default export is
+defineHandler(...), against the platform described by its environment (RUNPOD_WEBHOOK_GET_JOB,
+RUNPOD_WEBHOOK_POST_OUTPUT, RUNPOD_AI_API_KEY, ...). This is what a worker container runs.
+SIGTERM or SIGINT stops taking jobs, lets running ones finish, reports the rest, and exits 0;
+a second signal exits at once with 1.
+
+Arguments:
+  handler                  the handler module
+                           default: the first of ${DEFAULT_HANDLER_PATHS.join(", ")}
+
+Options:
+  --shutdown-grace-ms N    how long running jobs may finish after SIGTERM   default: 20000
+  -h, --help               show this help
+
+Without RUNPOD_WEBHOOK_GET_JOB there is no platform: use \`runlet dev\` or \`runlet test\`.
+
+Exit codes: 0 stopped by a signal, 1 failure (or a handler that ignored its deadline),
+2 bad usage or no platform environment.`;
+
+/** `runlet start`: the worker loop, as the platform's container runs it. */
+export const command: Command = {
+  name: "start",
+  summary: "run the worker loop against the platform (inside a worker container)",
+  help: HELP,
+  async run(argv) {
+    const parsed = parseCommandArgs(this, argv, { "shutdown-grace-ms": { type: "string" } });
+    if ("exitCode" in parsed) return parsed.exitCode;
+    try {
+      if (parsed.positionals.length > 1) throw usageError("expected at most one handler file");
+      const grace = parsed.values["shutdown-grace-ms"];
+      let shutdownGraceMs: number | undefined;
+      if (grace !== undefined) {
+        shutdownGraceMs = Number(grace);
+        if (typeof grace !== "string" || !Number.isInteger(shutdownGraceMs) || shutdownGraceMs < 0) {
+          throw usageError(`--shutdown-grace-ms must be an integer ≥ 0, got ${JSON.stringify(grace)}`);
+        }
+      }
+      const path = await resolveHandlerPath(parsed.positionals[0]);
+      // The CLI is the process entry: the one place that reads process.env.
+      const env = process.env;
+      if ((env["RUNPOD_WEBHOOK_GET_JOB"] ?? "").trim() === "") {
+        process.stderr.write(LOCAL_MODE_MESSAGE);
+        return EXIT.usage;
+      }
+      const { definition } = await loadHandler(path);
+      const code = await serveHandler(definition, {
+        env,
+        handlerModule: path,
+        ...(shutdownGraceMs === undefined ? {} : { shutdownGraceMs }),
+      });
+      return code;
+    } catch (err) {
+      return reportCliError("start", err);
+    }
+  },
+};

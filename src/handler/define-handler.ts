@@ -1,0 +1,207 @@
+import type { Logger } from "pino";
+import { z } from "zod";
+import { RunletError } from "../errors.js";
+import type { DeliveredJob } from "../protocol/index.js";
+import type { JobS3 } from "../s3/types.js";
+import type { JobMetrics } from "./metrics.js";
+
+/**
+ * `defineHandler()`: the one way a user describes a handler. Options are checked here, once, so a
+ * bad option fails when the module loads rather than on the first job.
+ */
+
+/** Marks a definition so `runlet start` can check a module's default export (works across package copies). */
+export const HANDLER_BRAND: unique symbol = Symbol.for("runlet.handler-definition") as never;
+
+/** What a handler receives for one job. */
+export interface HandlerContext<Input> {
+  /** The job: its id and the job object exactly as the platform delivered it. */
+  readonly job: { readonly id: string; readonly raw: DeliveredJob };
+  /** The job's `input`, validated by the `input` schema (defaults applied). */
+  readonly input: Input;
+  /** Fires at the job's deadline, on a job-stop, or when the worker shuts down. `signal.reason` says which. */
+  readonly signal: AbortSignal;
+  /** When the job times out, in epoch ms. */
+  readonly deadline: number;
+  /** A pino child logger bound to `requestId: <job id>`. */
+  readonly log: Logger;
+  /** Posts an IN_PROGRESS update, delivered before the final result. Throws when `value` is not JSON. */
+  progress(value: unknown): void;
+  /** Named numbers and strings for this job; logged with `Finished.` and attached to stream chunks. */
+  readonly metrics: JobMetrics;
+  /** The S3-compatible store bound to this job (its `s3Config`, else `BUCKET_*`); created on first use. */
+  readonly s3: JobS3;
+}
+
+/** A handler: sync, async, a generator or an async generator (each yielded value is one stream item). */
+export type HandlerFunction<Input> = (
+  context: HandlerContext<Input>,
+) =>
+  | unknown
+  | Promise<unknown>
+  | Generator<unknown, unknown, undefined>
+  | AsyncGenerator<unknown, unknown, undefined>;
+
+/** How concurrency is given: a fixed number, or a function of the current value called between takes. */
+export type Concurrency = number | ((current: number) => number);
+
+/** Options of {@link defineHandler}. */
+export interface HandlerOptions<Schema extends z.ZodType> {
+  /** zod schema of the job's `input`; the handler's `input` is its output type. @default z.unknown() */
+  input?: Schema;
+  /** The function that runs each job. */
+  handler: HandlerFunction<z.output<Schema>>;
+  /** Jobs run at once by one worker, or `(current) => next`; a bad return is logged and ignored. @default 1 */
+  concurrency?: Concurrency;
+  /** A job's time limit when it carries no `policy.executionTimeout`, in ms. @default 600_000 */
+  executionTimeoutMs?: number;
+  /** Ask the platform to replace the worker after every job (`stopPod: true`). @default false */
+  refreshWorker?: boolean;
+  /** `"in-process"` runs jobs on the main thread; `"thread"` runs each in a worker thread that can be killed. @default "in-process" */
+  isolation?: "in-process" | "thread";
+  /** A streaming job's final result lists every yielded item instead of `[]`. @default false */
+  returnAggregateStream?: boolean;
+  /** Join string items yielded within this many ms of each other into one stream item (0: never). @default 0 */
+  streamCoalesceMs?: number;
+  /** How long a handler may ignore its aborted signal before it is hard-stopped, in ms. @default 5_000 */
+  hardStopGraceMs?: number;
+  /** Unposted stream bytes of one job above which the generator is paused. @default 4_194_304 (4 MiB) */
+  maxBufferedStreamBytes?: number;
+}
+
+/** A checked, frozen handler definition: what `export default defineHandler(...)` gives. */
+export interface HandlerDefinition<Schema extends z.ZodType = z.ZodType> {
+  readonly [HANDLER_BRAND]: true;
+  readonly input: Schema;
+  readonly handler: HandlerFunction<z.output<Schema>>;
+  readonly concurrency: Concurrency;
+  readonly executionTimeoutMs: number;
+  readonly refreshWorker: boolean;
+  readonly isolation: "in-process" | "thread";
+  readonly returnAggregateStream: boolean;
+  readonly streamCoalesceMs: number;
+  readonly hardStopGraceMs: number;
+  readonly maxBufferedStreamBytes: number;
+}
+
+/** Defaults of the options, in one place. */
+export const HANDLER_DEFAULTS = Object.freeze({
+  concurrency: 1,
+  executionTimeoutMs: 600_000,
+  refreshWorker: false,
+  isolation: "in-process" as const,
+  returnAggregateStream: false,
+  streamCoalesceMs: 0,
+  hardStopGraceMs: 5_000,
+  maxBufferedStreamBytes: 4_194_304, // 4 MiB
+});
+
+function describe(value: unknown): string {
+  if (typeof value === "string") return JSON.stringify(value);
+  if (typeof value === "function") return "a function";
+  if (typeof value === "bigint") return `${value}n`;
+  if (value === null || typeof value !== "object") return String(value);
+  return Array.isArray(value) ? "an array" : "an object";
+}
+
+function invalid(message: string): RunletError {
+  return new RunletError("RUNLET_HANDLER_INVALID", `defineHandler: ${message}`);
+}
+
+function positiveInt(name: string, value: unknown, fallback: number, allowZero = false): number {
+  if (value === undefined) return fallback;
+  const ok =
+    typeof value === "number" && Number.isSafeInteger(value) && (allowZero ? value >= 0 : value >= 1);
+  if (!ok) throw invalid(`${name} must be an integer ≥ ${allowZero ? 0 : 1}, got ${describe(value)}`);
+  return value as number;
+}
+
+function bool(name: string, value: unknown, fallback: boolean): boolean {
+  if (value === undefined) return fallback;
+  if (typeof value !== "boolean") throw invalid(`${name} must be true or false, got ${describe(value)}`);
+  return value;
+}
+
+function isZodSchema(value: unknown): value is z.ZodType {
+  return (
+    typeof value === "object" &&
+    value !== null &&
+    typeof (value as { safeParseAsync?: unknown }).safeParseAsync === "function" &&
+    "_zod" in value
+  );
+}
+
+/**
+ * Describes a handler and checks its options (RUNLET_HANDLER_INVALID names the bad one).
+ *
+ * @example
+ * export default defineHandler({
+ *   input: z.object({ text: z.string() }),
+ *   handler: ({ input }) => ({ echo: input.text }),
+ * });
+ */
+export function defineHandler<Schema extends z.ZodType = z.ZodUnknown>(
+  options: HandlerOptions<Schema>,
+): HandlerDefinition<Schema> {
+  if (typeof options !== "object" || options === null)
+    throw invalid(`expected an options object, got ${describe(options)}`);
+  if (typeof options.handler !== "function") {
+    throw invalid(`handler must be a function, got ${describe(options.handler)}`);
+  }
+  const input = options.input ?? (z.unknown() as unknown as Schema);
+  if (!isZodSchema(input)) throw invalid(`input must be a zod schema, got ${describe(options.input)}`);
+  const concurrency = options.concurrency ?? HANDLER_DEFAULTS.concurrency;
+  if (
+    typeof concurrency !== "function" &&
+    !(typeof concurrency === "number" && Number.isSafeInteger(concurrency) && concurrency >= 1)
+  ) {
+    throw invalid(`concurrency must be an integer ≥ 1 or a function, got ${describe(concurrency)}`);
+  }
+  const isolation = options.isolation ?? HANDLER_DEFAULTS.isolation;
+  if (isolation !== "in-process" && isolation !== "thread") {
+    throw invalid(`isolation must be "in-process" or "thread", got ${describe(isolation)}`);
+  }
+  const definition: HandlerDefinition<Schema> = {
+    [HANDLER_BRAND]: true,
+    input,
+    handler: options.handler,
+    concurrency,
+    executionTimeoutMs: positiveInt(
+      "executionTimeoutMs",
+      options.executionTimeoutMs,
+      HANDLER_DEFAULTS.executionTimeoutMs,
+    ),
+    refreshWorker: bool("refreshWorker", options.refreshWorker, HANDLER_DEFAULTS.refreshWorker),
+    isolation,
+    returnAggregateStream: bool(
+      "returnAggregateStream",
+      options.returnAggregateStream,
+      HANDLER_DEFAULTS.returnAggregateStream,
+    ),
+    streamCoalesceMs: positiveInt(
+      "streamCoalesceMs",
+      options.streamCoalesceMs,
+      HANDLER_DEFAULTS.streamCoalesceMs,
+      true,
+    ),
+    hardStopGraceMs: positiveInt(
+      "hardStopGraceMs",
+      options.hardStopGraceMs,
+      HANDLER_DEFAULTS.hardStopGraceMs,
+      true,
+    ),
+    maxBufferedStreamBytes: positiveInt(
+      "maxBufferedStreamBytes",
+      options.maxBufferedStreamBytes,
+      HANDLER_DEFAULTS.maxBufferedStreamBytes,
+    ),
+  };
+  return Object.freeze(definition);
+}
+
+/** True when `value` is a `defineHandler()` result (checked by brand, so it works across package copies). */
+export function isHandlerDefinition(value: unknown): value is HandlerDefinition {
+  return (
+    typeof value === "object" && value !== null && (value as Record<symbol, unknown>)[HANDLER_BRAND] === true
+  );
+}

@@ -1,0 +1,218 @@
+import type { Logger } from "pino";
+import { RunletError } from "../errors.js";
+import type { DeliveredJob } from "../protocol/index.js";
+import type { JobS3, JobS3Options } from "../s3/types.js";
+import { StreamCoalescer, splitItem } from "../stream/index.js";
+import type { HandlerContext, HandlerDefinition } from "./define-handler.js";
+import { createJobMetrics } from "./metrics.js";
+import {
+  failedResult,
+  inputErrorMessage,
+  type JobResult,
+  type ReportIdentity,
+  returnedResult,
+  toJsonText,
+} from "./outcome.js";
+
+/**
+ * Runs one job's handler: validate input, call, drain a generator, normalise. The same code runs
+ * in-process and inside an isolation thread; the caller supplies where progress and chunks go.
+ */
+
+/** Where a running job's intermediate output goes. */
+export interface ExecuteHooks {
+  /** A progress update's output, as JSON text. */
+  progress(outputJson: string): void;
+  /** The chunk bodies (JSON text) of one stream item; resolves when the generator may continue. */
+  chunks(bodies: readonly string[], bytes: number): Promise<void>;
+}
+
+/** Everything {@link executeJob} needs. */
+export interface ExecuteOptions {
+  readonly definition: HandlerDefinition;
+  readonly job: DeliveredJob;
+  readonly signal: AbortSignal;
+  readonly deadline: number;
+  readonly log: Logger;
+  readonly identity: ReportIdentity;
+  /** Binds ctx.s3 to the job (the job's s3Config or the default store). */
+  readonly s3: Omit<JobS3Options, "signal" | "log" | "jobId">;
+  readonly hooks: ExecuteHooks;
+}
+
+/** What a job ended with, plus its metrics for the `Finished.` line. */
+export interface ExecuteOutcome {
+  readonly result: JobResult;
+  readonly metrics: Record<string, number | string>;
+}
+
+type CreateJobS3 = (options: JobS3Options) => JobS3;
+let s3Module: Promise<CreateJobS3 | Error> | undefined;
+
+/** Loads the S3 module once, and only for jobs that have a store: others never pay for the AWS SDK. */
+function loadS3(): Promise<CreateJobS3 | Error> {
+  s3Module ??= import("../s3/index.js").then(
+    (m) => m.createJobS3,
+    (err: unknown) => (err instanceof Error ? err : new Error(String(err))),
+  );
+  return s3Module;
+}
+
+/** ctx.s3 of a job with no store at all: reports itself unconfigured and refuses every use. */
+function unconfiguredS3(): JobS3 {
+  const refuse = (): never => {
+    throw new RunletError(
+      "RUNLET_S3_NOT_CONFIGURED",
+      "ctx.s3 needs a store: send s3Config with the job, or set BUCKET_ENDPOINT_URL, BUCKET_ACCESS_KEY_ID and BUCKET_SECRET_ACCESS_KEY",
+    );
+  };
+  return {
+    configured: false,
+    upload: async () => refuse(),
+    download: async () => refuse(),
+    offloadOutput: async () => refuse(),
+    cleanup: async () => {},
+  };
+}
+
+function isIterator(value: unknown): value is AsyncIterator<unknown> | Iterator<unknown> {
+  return (
+    typeof value === "object" &&
+    value !== null &&
+    typeof (value as { next?: unknown }).next === "function" &&
+    (Symbol.asyncIterator in value || Symbol.iterator in value)
+  );
+}
+
+/** Runs `options.job` through `options.definition`; never throws (every failure is a result). */
+export async function executeJob(options: ExecuteOptions): Promise<ExecuteOutcome> {
+  const { definition, job, signal, log, identity, hooks } = options;
+  const metrics = createJobMetrics();
+  const stopPod = definition.refreshWorker;
+  const parsed = await definition.input.safeParseAsync(job.input);
+  if (!parsed.success) {
+    const message = inputErrorMessage(parsed.error);
+    return { result: { kind: "error", message, code: "RUNLET_INPUT_INVALID", stopPod }, metrics: {} };
+  }
+  const hasStore = (job as { s3Config?: unknown }).s3Config !== undefined || options.s3.bucket !== undefined;
+  const createJobS3 = hasStore ? await loadS3() : unconfiguredS3;
+  let s3: JobS3 | undefined;
+  const context: HandlerContext<unknown> = {
+    job: Object.freeze({ id: job.id, raw: job }),
+    input: parsed.data,
+    signal,
+    deadline: options.deadline,
+    log,
+    metrics,
+    progress(value) {
+      hooks.progress(toJsonText(value, "a progress value"));
+    },
+    get s3(): JobS3 {
+      if (s3 !== undefined) return s3;
+      if (createJobS3 === unconfiguredS3) {
+        s3 = unconfiguredS3();
+        return s3;
+      }
+      if (createJobS3 instanceof Error) {
+        throw new RunletError("RUNLET_S3_NOT_CONFIGURED", `ctx.s3 is unavailable: ${createJobS3.message}`, {
+          cause: createJobS3,
+        });
+      }
+      const s3Config = (job as { s3Config?: JobS3Options["s3Config"] }).s3Config;
+      s3 = createJobS3({ ...options.s3, s3Config, jobId: job.id, signal, log });
+      return s3;
+    },
+  };
+  let result: JobResult;
+  try {
+    const returned = definition.handler(context);
+    if (isIterator(returned)) {
+      result = await drain(returned, definition, metrics.toJSON, hooks, identity, stopPod);
+    } else {
+      result = returnedResult(await returned, stopPod);
+    }
+  } catch (err) {
+    result = failedResult(err, identity, stopPod);
+  } finally {
+    if (s3 !== undefined) {
+      await s3.cleanup().catch((err: unknown) => log.warn({ err }, "ctx.s3 cleanup failed"));
+    }
+  }
+  return { result, metrics: metrics.toJSON() };
+}
+
+/** Drains a generator: each item becomes stream chunks (split to the chunk limit); the final output is `[]` or every item. */
+async function drain(
+  iterator: AsyncIterator<unknown> | Iterator<unknown>,
+  definition: HandlerDefinition,
+  readMetrics: () => Record<string, number | string>,
+  hooks: ExecuteHooks,
+  identity: ReportIdentity,
+  stopPod: boolean,
+): Promise<JobResult> {
+  const aggregate: unknown[] = [];
+  let index = 0;
+  let done = false;
+  // Emits run one after another (a timer flush and the loop never interleave), keeping item order.
+  let tail: Promise<void> = Promise.resolve();
+  let emitFailure: unknown;
+  const emit = (items: readonly unknown[]): Promise<void> => {
+    tail = tail.then(async () => {
+      for (const value of items) {
+        if (emitFailure !== undefined) return;
+        try {
+          const chunks = splitItem(value, index, readMetrics());
+          index += 1;
+          if (definition.returnAggregateStream) aggregate.push(value);
+          const bodies = chunks.map((chunk) => JSON.stringify(chunk));
+          await hooks.chunks(
+            bodies,
+            bodies.reduce((sum, body) => sum + Buffer.byteLength(body), 0),
+          );
+        } catch (err) {
+          emitFailure = err;
+        }
+      }
+    });
+    return tail;
+  };
+  const coalescer =
+    definition.streamCoalesceMs > 0
+      ? new StreamCoalescer({ windowMs: definition.streamCoalesceMs })
+      : undefined;
+  let timer: NodeJS.Timeout | undefined;
+  const arm = (): void => {
+    const due = coalescer?.dueAt();
+    if (coalescer === undefined || due === undefined || timer !== undefined) return;
+    timer = setTimeout(
+      () => {
+        timer = undefined;
+        void emit(coalescer.poll());
+        arm();
+      },
+      Math.max(0, due - Date.now()),
+    );
+  };
+  try {
+    for (;;) {
+      const step = await iterator.next();
+      if (step.done) break;
+      await emit(coalescer === undefined ? [step.value] : coalescer.push(step.value));
+      if (emitFailure !== undefined) throw emitFailure;
+      arm();
+    }
+    if (timer !== undefined) clearTimeout(timer);
+    await emit(coalescer?.flush() ?? []);
+    if (emitFailure !== undefined) throw emitFailure;
+    done = true;
+  } catch (err) {
+    return failedResult(err, identity, stopPod);
+  } finally {
+    if (timer !== undefined) clearTimeout(timer);
+    // Ending early (a bad item): let the generator run its finally blocks. Its own failure there
+    // cannot change the result any more, so it is dropped.
+    if (!done) await Promise.resolve(iterator.return?.()).catch(() => undefined);
+  }
+  const json = definition.returnAggregateStream ? toJsonText(aggregate, "the aggregated stream") : "[]";
+  return { kind: "output", json, stream: true, stopPod };
+}

@@ -1,0 +1,24 @@
+export {
+  type Concurrency,
+  defineHandler,
+  HANDLER_BRAND,
+  HANDLER_DEFAULTS,
+  type HandlerContext,
+  type HandlerDefinition,
+  type HandlerFunction,
+  type HandlerOptions,
+  isHandlerDefinition,
+} from "./define-handler.js";
+export { type ExecuteHooks, type ExecuteOptions, type ExecuteOutcome, executeJob } from "./execute.js";
+export { createJobMetrics, type JobMetrics } from "./metrics.js";
+export {
+  errorReport,
+  failedResult,
+  finalBodyText,
+  inputErrorMessage,
+  isErrorReturn,
+  type JobResult,
+  type ReportIdentity,
+  returnedResult,
+  toJsonText,
+} from "./outcome.js";

@@ -1,0 +1,36 @@
+/**
+ * runlet's public surface: define a handler, run the worker loop, and the errors it raises.
+ * Everything not exported here is internal.
+ */
+export {
+  ERROR_CODES,
+  isRunletError,
+  JobError,
+  type JobErrorOptions,
+  RunletError,
+  type RunletErrorCode,
+  type RunletErrorOptions,
+} from "./errors.js";
+export {
+  type Concurrency,
+  defineHandler,
+  type HandlerContext,
+  type HandlerDefinition,
+  type HandlerFunction,
+  type HandlerOptions,
+  isHandlerDefinition,
+  type JobMetrics,
+} from "./handler/index.js";
+export type { JobS3, S3Reference } from "./s3/types.js";
+export { VERSION } from "./version.js";
+export {
+  isExecutorThread,
+  loadHandler,
+  runExecutorThread,
+  type ServeOptions,
+  serveHandler,
+  startWorker,
+  Worker,
+  type WorkerOptions,
+  type WorkerStopInfo,
+} from "./worker/index.js";

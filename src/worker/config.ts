@@ -1,0 +1,106 @@
+import type { Logger } from "pino";
+import { z } from "zod";
+import { type PlatformEnv, readPlatformEnv } from "../config.js";
+import { RunletError } from "../errors.js";
+import { DEFAULT_MAX_RESULT_BYTES } from "../protocol/index.js";
+
+/** Options of `startWorker()`. Every number is validated once; the merged config is frozen. */
+export interface WorkerOptions {
+  /**
+   * The platform's environment (worker-protocol §1), usually `process.env`. Required: library code
+   * never reads `process.env` itself.
+   */
+  env: Readonly<Record<string, string | undefined>>;
+  /** The logger. @default one from createLogger (JSON lines when RUNPOD_ENDPOINT_ID is set, the API key scrubbed) */
+  logger?: Logger;
+  /** Where runlet's own logger writes. @default process.stdout */
+  logDestination?: NodeJS.WritableStream;
+  /** After close() or SIGTERM, how long running jobs may still finish before they are aborted, in ms. @default 20_000 */
+  shutdownGraceMs?: number;
+  /** After the jobs ended, how long close() keeps retrying undelivered posts, in ms. @default 10_000 */
+  flushTimeoutMs?: number;
+  /** Longest single job-take or job-stop long poll, in ms. @default 90_000 */
+  takeTimeoutMs?: number;
+  /** A final output whose JSON is larger is offloaded to S3, or fails the job, in bytes. @default 10_485_760 (10 MiB) */
+  maxResultBytes?: number;
+  /** Install SIGTERM/SIGINT handlers: the first closes the worker and exits 0, a second exits 1 at once. @default false */
+  handleSignals?: boolean;
+  /**
+   * Exit the process when an in-process handler ignores its aborted signal past its grace, after
+   * reporting the job; also arms the heartbeat thread's watchdog for handlers that block the
+   * main thread. When false the worker reports the job and closes itself instead. @default false
+   */
+  exitOnHardStop?: boolean;
+  /** The handler module's path or file URL, loaded by isolation threads (`isolation: "thread"`). */
+  handlerModule?: string;
+  /** A file that serves jobs when started as a thread with `workerData.runletRole === "executor"` (a bundle passes its own `import.meta.url`). */
+  threadEntry?: string;
+  /** Smallest retry delay bound, in ms. @default 250 */
+  retryBaseMs?: number;
+  /** Largest retry delay, in ms. @default 15_000 */
+  retryCapMs?: number;
+}
+
+/** The worker's settings: the platform env plus options, merged and frozen. */
+export interface WorkerConfig extends PlatformEnv {
+  readonly jobTakeUrl: string;
+  readonly jobDoneUrl: string;
+  readonly shutdownGraceMs: number;
+  readonly flushTimeoutMs: number;
+  readonly takeTimeoutMs: number;
+  readonly maxResultBytes: number;
+  readonly handleSignals: boolean;
+  readonly exitOnHardStop: boolean;
+  readonly handlerModule: string | undefined;
+  readonly threadEntry: string | undefined;
+  readonly retryBaseMs: number;
+  readonly retryCapMs: number;
+}
+
+const ms = (fallback: number, min = 0) => z.number().int().min(min).default(fallback);
+const optionsSchema = z.object({
+  shutdownGraceMs: ms(20_000),
+  flushTimeoutMs: ms(10_000),
+  takeTimeoutMs: ms(90_000, 1),
+  maxResultBytes: ms(DEFAULT_MAX_RESULT_BYTES, 1),
+  handleSignals: z.boolean().default(false),
+  exitOnHardStop: z.boolean().default(false),
+  handlerModule: z.string().min(1).optional(),
+  threadEntry: z.string().min(1).optional(),
+  retryBaseMs: ms(250, 1),
+  retryCapMs: ms(15_000, 1),
+});
+
+/** Merges `options` and the env (RUNLET_CONFIG_INVALID names a bad value); local mode (no job-take URL) is an error here. */
+export function resolveWorkerConfig(options: WorkerOptions): WorkerConfig {
+  const env = readPlatformEnv(options.env);
+  const parsed = optionsSchema.safeParse({
+    ...options,
+    env: undefined,
+    logger: undefined,
+    logDestination: undefined,
+  });
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map(
+      (i) => `${i.path.join(".")} ${i.message.replace(/^Invalid input: /, "")}`,
+    );
+    throw new RunletError("RUNLET_CONFIG_INVALID", `startWorker: ${problems.join("; ")}`, {
+      details: { issues: problems },
+    });
+  }
+  if (env.jobTakeUrl === undefined || env.jobDoneUrl === undefined) {
+    throw new RunletError(
+      "RUNLET_CONFIG_INVALID",
+      "startWorker needs the platform's RUNPOD_WEBHOOK_GET_JOB and RUNPOD_WEBHOOK_POST_OUTPUT; " +
+        "locally, use `runlet dev` or `runlet test` instead",
+    );
+  }
+  return Object.freeze({
+    ...env,
+    ...parsed.data,
+    jobTakeUrl: env.jobTakeUrl,
+    jobDoneUrl: env.jobDoneUrl,
+    handlerModule: parsed.data.handlerModule,
+    threadEntry: parsed.data.threadEntry,
+  });
+}

@@ -1,0 +1,70 @@
+import type { Logger } from "pino";
+import type { HandlerDefinition } from "../handler/define-handler.js";
+import { type ExecuteHooks, type ExecuteOutcome, executeJob } from "../handler/execute.js";
+import type { ReportIdentity } from "../handler/outcome.js";
+import type { DeliveredJob } from "../protocol/index.js";
+
+/** Where jobs run: on the main thread, or in killable worker threads (see thread-executor.ts). */
+
+/** One job handed to an executor. */
+export interface ExecRequest {
+  readonly job: DeliveredJob;
+  readonly deadline: number;
+  readonly log: Logger;
+}
+
+/** A running job. */
+export interface ExecHandle {
+  /** Resolves with what the handler produced; `"killed"` after a hard stop, never rejects. */
+  readonly outcome: Promise<ExecuteOutcome | "killed">;
+  /** Fires the job's signal with `reason`. */
+  abort(reason: Error): void;
+  /** Ends the handler by force; false when this executor cannot (in-process). */
+  hardStop(): Promise<boolean>;
+}
+
+/** Runs jobs. */
+export interface Executor {
+  run(request: ExecRequest, hooks: ExecuteHooks): ExecHandle;
+  close(): Promise<void>;
+}
+
+/** Shared by both executors: who reports, and the default store for ctx.s3. */
+export interface ExecutorSettings {
+  readonly identity: ReportIdentity;
+  readonly bucket:
+    | { readonly endpointUrl: string; readonly accessKeyId: string; readonly secretAccessKey: string }
+    | undefined;
+}
+
+/** Runs handlers on the main thread: cheapest, but a handler that ignores its signal cannot be stopped. */
+export class InProcessExecutor implements Executor {
+  readonly #definition: HandlerDefinition;
+  readonly #settings: ExecutorSettings;
+
+  constructor(definition: HandlerDefinition, settings: ExecutorSettings) {
+    this.#definition = definition;
+    this.#settings = settings;
+  }
+
+  run(request: ExecRequest, hooks: ExecuteHooks): ExecHandle {
+    const controller = new AbortController();
+    const outcome = executeJob({
+      definition: this.#definition,
+      job: request.job,
+      signal: controller.signal,
+      deadline: request.deadline,
+      log: request.log,
+      identity: this.#settings.identity,
+      s3: { s3Config: undefined, bucket: this.#settings.bucket },
+      hooks,
+    });
+    return {
+      outcome,
+      abort: (reason) => controller.abort(reason),
+      hardStop: async () => false,
+    };
+  }
+
+  async close(): Promise<void> {}
+}

@@ -1,0 +1,6 @@
+export { backoffDelayMs, retryAfterMs, sleep } from "./backoff.js";
+export { resolveWorkerConfig, type WorkerConfig, type WorkerOptions } from "./config.js";
+export { loadHandler } from "./load-handler.js";
+export { LOCAL_MODE_MESSAGE, type ServeOptions, serveHandler } from "./serve.js";
+export { isExecutorThread, runExecutorThread } from "./thread-entry.js";
+export { startWorker, Worker, type WorkerStopInfo } from "./worker.js";

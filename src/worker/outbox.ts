@@ -1,0 +1,246 @@
+import type { Logger } from "pino";
+import { RunletError } from "../errors.js";
+import { backoffDelayMs, retryAfterMs, sleep } from "./backoff.js";
+import type { PlatformHttp } from "./platform-http.js";
+
+/**
+ * One job's ordered outbox (ARCHITECTURE decision 2): progress, stream chunks, then the final
+ * result, posted one at a time in order. Network errors, 429 and 5xx are retried with capped,
+ * jittered back-off (Retry-After honoured) until the worker's give-up signal fires; a 4xx is final.
+ */
+
+/** A queued post. */
+interface Entry {
+  readonly kind: "progress" | "chunk" | "final";
+  readonly url: string;
+  readonly body: string;
+  readonly bytes: number;
+  /** Names the entry in messages: "progress update 2", "stream chunk 5". */
+  readonly label: string;
+  readonly stopPod: boolean;
+}
+
+/** How a job's final post ended. */
+export type FinalDelivery = "delivered" | "replaced" | "rejected" | "gave-up" | "discarded";
+
+/** Options of {@link JobOutbox}. */
+export interface JobOutboxOptions {
+  readonly jobId: string;
+  readonly http: PlatformHttp;
+  readonly log: Logger;
+  /** Aborting it ends all retrying (the shutdown flush deadline). */
+  readonly giveUp: AbortSignal;
+  readonly retryBaseMs: number;
+  readonly retryCapMs: number;
+}
+
+/** A single request may take this long before it counts as a network error and is retried. */
+const POST_TIMEOUT_MS = 120_000;
+
+type PostOutcome = { ok: true } | { ok: false; status: number | "gave-up"; text: string };
+
+export class JobOutbox {
+  readonly #options: JobOutboxOptions;
+  readonly #queue: Entry[] = [];
+  #running = false;
+  #unpostedStreamBytes = 0;
+  #counts = { progress: 0, chunk: 0 };
+  #rejected: { label: string; status: number } | undefined;
+  #discarded = false;
+  #waiters: Array<{ budget: number; resolve: () => void }> = [];
+  #resolveDone!: (delivery: FinalDelivery) => void;
+  /** Resolves when the final result was posted, replaced by an error, rejected, given up or discarded. */
+  readonly done: Promise<FinalDelivery>;
+
+  constructor(options: JobOutboxOptions) {
+    this.#options = options;
+    this.done = new Promise((resolve) => {
+      this.#resolveDone = resolve;
+    });
+  }
+
+  /** Bytes of stream chunks queued but not yet accepted by the platform. */
+  get unpostedStreamBytes(): number {
+    return this.#unpostedStreamBytes;
+  }
+
+  /** Queues a progress update (`output` is JSON text). */
+  progress(url: string, outputJson: string): void {
+    this.#counts.progress += 1;
+    const body = `{"status":"IN_PROGRESS","output":${outputJson}}`;
+    this.#push({
+      kind: "progress",
+      url,
+      body,
+      bytes: Buffer.byteLength(body),
+      label: `progress update ${this.#counts.progress}`,
+      stopPod: false,
+    });
+  }
+
+  /** Queues stream chunk bodies. */
+  chunks(url: string, bodies: readonly string[]): void {
+    for (const body of bodies) {
+      this.#counts.chunk += 1;
+      const bytes = Buffer.byteLength(body);
+      this.#unpostedStreamBytes += bytes;
+      this.#push({
+        kind: "chunk",
+        url,
+        body,
+        bytes,
+        label: `stream chunk ${this.#counts.chunk}`,
+        stopPod: false,
+      });
+    }
+  }
+
+  /** Queues the final result; nothing may follow it. */
+  final(url: string, body: string, stopPod: boolean): void {
+    this.#push({
+      kind: "final",
+      url,
+      body,
+      bytes: Buffer.byteLength(body),
+      label: "the final result",
+      stopPod,
+    });
+  }
+
+  /** Resolves once the unposted stream bytes are at most `budget` (or the outbox can post no more). */
+  waitBelow(budget: number): Promise<void> {
+    if (this.#unpostedStreamBytes <= budget || this.#discarded || this.#options.giveUp.aborted)
+      return Promise.resolve();
+    return new Promise((resolve) => this.#waiters.push({ budget, resolve }));
+  }
+
+  /** Drops everything not yet sent (a job-stop: nothing more is posted for the job). */
+  discard(): void {
+    this.#discarded = true;
+    this.#queue.length = 0;
+    this.#unpostedStreamBytes = 0;
+    this.#wake();
+    if (!this.#running) this.#resolveDone("discarded");
+  }
+
+  #push(entry: Entry): void {
+    if (this.#discarded) return;
+    this.#queue.push(entry);
+    if (!this.#running) void this.#run();
+  }
+
+  #wake(): void {
+    const giveUp = this.#options.giveUp.aborted;
+    this.#waiters = this.#waiters.filter((w) => {
+      if (giveUp || this.#discarded || this.#unpostedStreamBytes <= w.budget) {
+        w.resolve();
+        return false;
+      }
+      return true;
+    });
+  }
+
+  async #run(): Promise<void> {
+    this.#running = true;
+    try {
+      for (let entry = this.#queue.shift(); entry !== undefined; entry = this.#queue.shift()) {
+        if (entry.kind === "final") {
+          this.#resolveDone(await this.#deliverFinal(entry));
+          return;
+        }
+        const outcome = await this.#post(entry);
+        if (entry.kind === "chunk") this.#unpostedStreamBytes -= entry.bytes;
+        this.#wake();
+        if (!outcome.ok && outcome.status !== "gave-up" && this.#rejected === undefined) {
+          this.#rejected = { label: entry.label, status: outcome.status };
+          this.#options.log.error(
+            {
+              code: "RUNLET_REPORT_REJECTED",
+              status: outcome.status,
+              bytes: entry.bytes,
+              answer: outcome.text.slice(0, 200),
+            },
+            `the platform rejected ${entry.label} with HTTP ${outcome.status}`,
+          );
+        }
+      }
+    } finally {
+      this.#running = false;
+      if (this.#discarded) this.#resolveDone("discarded");
+    }
+  }
+
+  async #deliverFinal(entry: Entry): Promise<FinalDelivery> {
+    const { log } = this.#options;
+    if (this.#rejected !== undefined) {
+      const { label, status } = this.#rejected;
+      const message = `the platform rejected ${label} of this job with HTTP ${status}; its output is incomplete`;
+      return (await this.#replaceWithError(entry, message)) ? "replaced" : "rejected";
+    }
+    const outcome = await this.#post(entry);
+    if (outcome.ok) return "delivered";
+    if (outcome.status === "gave-up") return "gave-up";
+    log.error(
+      {
+        code: "RUNLET_REPORT_REJECTED",
+        status: outcome.status,
+        bytes: entry.bytes,
+        answer: outcome.text.slice(0, 200),
+      },
+      `the platform rejected the final result (${entry.bytes} bytes) with HTTP ${outcome.status}; reporting why instead`,
+    );
+    const message = `the platform rejected this job's result (${entry.bytes} bytes) with HTTP ${outcome.status}`;
+    return (await this.#replaceWithError(entry, message)) ? "replaced" : "rejected";
+  }
+
+  /** Posts one short `{error}` instead of a rejected result; true when the platform took it. */
+  async #replaceWithError(entry: Entry, message: string): Promise<boolean> {
+    const body = JSON.stringify(entry.stopPod ? { error: message, stopPod: true } : { error: message });
+    const outcome = await this.#post({ ...entry, body, bytes: Buffer.byteLength(body) });
+    if (!outcome.ok && outcome.status !== "gave-up") {
+      this.#options.log.error(
+        { code: "RUNLET_REPORT_REJECTED", status: outcome.status },
+        `the platform also rejected the short error report with HTTP ${outcome.status}; giving up on this job`,
+      );
+    }
+    return outcome.ok;
+  }
+
+  /** Posts until a 2xx, a non-retryable answer, or the give-up signal. */
+  async #post(entry: Entry): Promise<PostOutcome> {
+    const { http, jobId, log, giveUp, retryBaseMs, retryCapMs } = this.#options;
+    for (let attempt = 0; ; attempt++) {
+      if (giveUp.aborted) return this.#gaveUp(entry);
+      let waitMs: number;
+      try {
+        const signal = AbortSignal.any([giveUp, AbortSignal.timeout(POST_TIMEOUT_MS)]);
+        const response = await http.postJson(entry.url, entry.body, { jobId, signal });
+        if (response.status >= 200 && response.status < 300) return { ok: true };
+        if (response.status !== 429 && response.status < 500) {
+          return { ok: false, status: response.status, text: response.text };
+        }
+        waitMs =
+          retryAfterMs(response.headers["retry-after"], retryCapMs * 4) ??
+          backoffDelayMs(attempt, { baseMs: retryBaseMs, capMs: retryCapMs });
+        log.warn(
+          { status: response.status, attempt, waitMs },
+          `posting ${entry.label} got HTTP ${response.status}; retrying`,
+        );
+      } catch (err) {
+        if (giveUp.aborted) return this.#gaveUp(entry);
+        waitMs = backoffDelayMs(attempt, { baseMs: retryBaseMs, capMs: retryCapMs });
+        log.warn({ err: (err as Error).message, attempt, waitMs }, `posting ${entry.label} failed; retrying`);
+      }
+      await sleep(waitMs, giveUp);
+    }
+  }
+
+  #gaveUp(entry: Entry): PostOutcome {
+    const error = new RunletError(
+      "RUNLET_REPORT_GAVE_UP",
+      `gave up posting ${entry.label}: the worker is exiting`,
+    );
+    this.#options.log.error({ code: error.code, bytes: entry.bytes }, error.message);
+    return { ok: false, status: "gave-up", text: "" };
+  }
+}

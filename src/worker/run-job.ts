@@ -1,0 +1,292 @@
+import type { Logger } from "pino";
+import { RunletError } from "../errors.js";
+import type { HandlerDefinition } from "../handler/define-handler.js";
+import type { ExecuteOutcome } from "../handler/execute.js";
+import { finalBodyText, type JobResult } from "../handler/outcome.js";
+import { type DeliveredJob, expandTemplate, withQuery } from "../protocol/index.js";
+import type { JobS3, JobS3Options } from "../s3/types.js";
+import type { WorkerConfig } from "./config.js";
+import type { Executor } from "./executor.js";
+import type { Heartbeat } from "./heartbeat.js";
+import { JobOutbox } from "./outbox.js";
+import type { PlatformHttp } from "./platform-http.js";
+
+/**
+ * One job on the main thread: its deadline and hard stop, its outbox, and the final result
+ * (ARCHITECTURE decisions 2, 3 and 7). The handler itself runs in an executor.
+ */
+
+/** The worker's parts a job uses. */
+export interface JobDeps {
+  readonly config: WorkerConfig;
+  readonly definition: HandlerDefinition;
+  readonly http: PlatformHttp;
+  readonly executor: Executor;
+  readonly heartbeat: Heartbeat | undefined;
+  readonly log: Logger;
+  /** Aborts every retry (the shutdown flush deadline). */
+  readonly giveUp: AbortSignal;
+  /** An in-process handler ignored its signal past the grace: the worker must be replaced. */
+  readonly onRunaway: (jobId: string) => void;
+}
+
+/** The watchdog fires this long after the main thread's own hard stop, so it acts only when the main thread is stuck. */
+const WATCHDOG_SLACK_MS = 1_000;
+
+/** A job's time limit: a positive integer `policy.executionTimeout`, else the handler's. */
+export function jobTimeoutMs(job: DeliveredJob, fallbackMs: number): number {
+  const policy = job.policy;
+  if (typeof policy === "object" && policy !== null) {
+    const value = (policy as { executionTimeout?: unknown }).executionTimeout;
+    if (typeof value === "number" && Number.isSafeInteger(value) && value > 0) return value;
+  }
+  return fallbackMs;
+}
+
+/** The final job-done URL and body for a job the worker fails itself (bad job, extra batch item, watchdog). */
+export function failureBody(message: string, stopPod = false): string {
+  return finalBodyText({ kind: "error", message, code: "RUNLET_JOB_FAILED", stopPod });
+}
+
+/** The job-done URL for `jobId`. */
+export function doneUrl(config: WorkerConfig, jobId: string, isStream: boolean): string {
+  const url = expandTemplate(config.jobDoneUrl, {
+    podId: config.podId,
+    gpuTypeId: config.gpuTypeId,
+    id: jobId,
+  });
+  return withQuery(url, { isStream: String(isStream) });
+}
+
+type State = "running" | "timed-out" | "stopped" | "shutdown" | "finished";
+
+/** A job the worker is running or still reporting. */
+export class ActiveJob {
+  readonly id: string;
+  readonly #deps: JobDeps;
+  readonly #job: DeliveredJob;
+  readonly #log: Logger;
+  readonly #outbox: JobOutbox;
+  readonly #timeoutMs: number;
+  readonly #startedAt = Date.now();
+  #state: State = "running";
+  #abort: ((reason: Error) => void) | undefined;
+  #hardStop: (() => Promise<boolean>) | undefined;
+  #timers: NodeJS.Timeout[] = [];
+  #missingStreamUrl = false;
+  /** Resolves when the job holds its slot no more: reported (or discarded) and its handler settled or killed. */
+  readonly finished: Promise<void>;
+  /** Resolves when the job's posts are done (delivered, replaced, given up or discarded). */
+  readonly reported: Promise<unknown>;
+
+  constructor(job: DeliveredJob, deps: JobDeps) {
+    this.id = job.id;
+    this.#job = job;
+    this.#deps = deps;
+    this.#log = deps.log.child({ requestId: job.id });
+    this.#timeoutMs = jobTimeoutMs(job, deps.definition.executionTimeoutMs);
+    this.#outbox = new JobOutbox({
+      jobId: job.id,
+      http: deps.http,
+      log: this.#log,
+      giveUp: deps.giveUp,
+      retryBaseMs: deps.config.retryBaseMs,
+      retryCapMs: deps.config.retryCapMs,
+    });
+    this.reported = this.#outbox.done;
+    this.finished = this.#start();
+  }
+
+  async #start(): Promise<void> {
+    const { config, definition, executor } = this.#deps;
+    const deadline = this.#startedAt + this.#timeoutMs;
+    this.#log.info("Started.");
+    const streamUrl =
+      config.jobStreamUrl === undefined
+        ? undefined
+        : withQuery(
+            expandTemplate(config.jobStreamUrl, {
+              podId: config.podId,
+              gpuTypeId: config.gpuTypeId,
+              id: this.id,
+            }),
+            {
+              isStream: "false",
+            },
+          );
+    const handle = executor.run(
+      { job: this.#job, deadline, log: this.#log },
+      {
+        progress: (json) => {
+          if (this.#state === "running") this.#outbox.progress(doneUrl(config, this.id, false), json);
+        },
+        chunks: async (bodies) => {
+          if (this.#state !== "running") return;
+          if (streamUrl === undefined) {
+            this.#missingStreamUrl = true;
+            return;
+          }
+          this.#outbox.chunks(streamUrl, bodies);
+          await this.#outbox.waitBelow(definition.maxBufferedStreamBytes);
+        },
+      },
+    );
+    this.#abort = handle.abort;
+    this.#hardStop = handle.hardStop;
+    this.#timers.push(setTimeout(() => this.#onDeadline(), this.#timeoutMs));
+    const watchdog =
+      definition.isolation === "in-process" && config.exitOnHardStop ? this.#deps.heartbeat : undefined;
+    watchdog?.watch(
+      this.id,
+      deadline + definition.hardStopGraceMs + WATCHDOG_SLACK_MS,
+      doneUrl(config, this.id, false),
+      failureBody(this.#timeoutMessage(), definition.refreshWorker),
+    );
+    const outcome = await handle.outcome;
+    for (const timer of this.#timers) clearTimeout(timer);
+    watchdog?.unwatch(this.id);
+    await this.#settle(outcome);
+    await this.#outbox.done;
+  }
+
+  #timeoutMessage(): string {
+    return `job timed out after ${this.#timeoutMs} ms (executionTimeout)`;
+  }
+
+  #onDeadline(): void {
+    if (this.#state !== "running") return;
+    this.#state = "timed-out";
+    this.#log.warn({ timeoutMs: this.#timeoutMs }, "the job reached its deadline; aborting its signal");
+    this.#abort?.(new RunletError("RUNLET_JOB_TIMEOUT", this.#timeoutMessage()));
+    this.#armHardStop();
+  }
+
+  /** After the grace, a handler that still runs is stopped by force (or, in-process, the worker gives up on itself). */
+  #armHardStop(): void {
+    const { definition } = this.#deps;
+    this.#timers.push(
+      setTimeout(() => {
+        void (async () => {
+          if (this.#state === "finished") return;
+          this.#log.error(
+            { graceMs: definition.hardStopGraceMs },
+            "the handler ignored its aborted signal; hard-stopping it",
+          );
+          this.#deps.heartbeat?.unwatch(this.id);
+          const stopped = await this.#hardStop?.();
+          if (stopped) return; // the executor's outcome ("killed") settles the job
+          if (this.#state === "timed-out") this.#finalize(this.#timeoutError());
+          this.#deps.onRunaway(this.id);
+        })();
+      }, definition.hardStopGraceMs),
+    );
+  }
+
+  #timeoutError(): JobResult {
+    return {
+      kind: "error",
+      message: this.#timeoutMessage(),
+      code: "RUNLET_JOB_TIMEOUT",
+      stopPod: this.#deps.definition.refreshWorker,
+    };
+  }
+
+  /** job-stop named this job: abort it and post nothing more for it. */
+  stop(): void {
+    if (this.#state === "finished" || this.#state === "stopped") return;
+    this.#state = "stopped";
+    this.#log.info("the platform asked to stop this job; aborting it, nothing more is posted");
+    this.#outbox.discard();
+    this.#abort?.(new RunletError("RUNLET_JOB_STOPPED", "the platform stopped this job"));
+    this.#armHardStop();
+  }
+
+  /** The worker is shutting down and the grace ran out: abort and report the job as failed. */
+  shutdown(reason: string): void {
+    if (this.#state !== "running" && this.#state !== "timed-out") return;
+    const message = `worker shutting down: ${reason}`;
+    this.#abort?.(new RunletError("RUNLET_JOB_SHUTDOWN", message));
+    this.#state = "shutdown";
+    this.#finalize({
+      kind: "error",
+      message,
+      code: "RUNLET_JOB_SHUTDOWN",
+      stopPod: this.#deps.definition.refreshWorker,
+    });
+  }
+
+  async #settle(outcome: ExecuteOutcome | "killed"): Promise<void> {
+    const state = this.#state;
+    if (state === "stopped" || state === "shutdown" || state === "finished") return;
+    if (state === "timed-out" || outcome === "killed") return this.#finalize(this.#timeoutError());
+    let result = outcome.result;
+    if (this.#missingStreamUrl) {
+      result = {
+        kind: "error",
+        message: "this handler streams but RUNPOD_WEBHOOK_POST_STREAM is not set",
+        code: "RUNLET_JOB_FAILED",
+        stopPod: result.stopPod,
+      };
+    }
+    this.#finalize(await this.#fitResult(result), outcome.metrics);
+  }
+
+  /** A final output over maxResultBytes goes to S3 when a store is configured; otherwise the job fails saying so. */
+  async #fitResult(result: JobResult): Promise<JobResult> {
+    if (result.kind !== "output") return result;
+    const bytes = Buffer.byteLength(result.json);
+    const limit = this.#deps.config.maxResultBytes;
+    if (bytes <= limit) return result;
+    let s3: JobS3 | undefined;
+    try {
+      s3 = await createOffloadStore(this.#job, this.#deps, this.#log);
+      if (s3?.configured) {
+        const ref = await s3.offloadOutput(result.json);
+        this.#log.info({ bytes, key: ref.key }, "the output was too large to post; offloaded it to S3");
+        return { ...result, json: JSON.stringify({ s3: ref }) };
+      }
+    } catch (err) {
+      return {
+        kind: "error",
+        message: `the output is ${bytes} bytes, over the ${limit}-byte limit, and offloading it to S3 failed: ${(err as Error).message}`,
+        code: "RUNLET_OUTPUT_TOO_LARGE",
+        stopPod: result.stopPod,
+      };
+    } finally {
+      await s3?.cleanup().catch((err: unknown) => this.#log.warn({ err }, "S3 cleanup failed"));
+    }
+    return {
+      kind: "error",
+      message: `the output is ${bytes} bytes, over the ${limit}-byte limit for a result, and no S3 store is configured to offload it (send s3Config with the job or set BUCKET_*)`,
+      code: "RUNLET_OUTPUT_TOO_LARGE",
+      stopPod: result.stopPod,
+    };
+  }
+
+  #finalize(result: JobResult, metrics: Record<string, number | string> = {}): void {
+    if (this.#state === "finished" || this.#state === "stopped") return;
+    this.#state = "finished";
+    const isStream = result.kind === "output" && result.stream;
+    this.#outbox.final(doneUrl(this.#deps.config, this.id, isStream), finalBodyText(result), result.stopPod);
+    const executionTimeMs = Date.now() - this.#startedAt;
+    if (result.kind === "output") this.#log.info({ executionTimeMs, metrics }, "Finished.");
+    else
+      this.#log.info(
+        { executionTimeMs, metrics, code: result.code, error: result.message.slice(0, 500) },
+        "Finished.",
+      );
+  }
+}
+
+async function createOffloadStore(job: DeliveredJob, deps: JobDeps, log: Logger): Promise<JobS3 | undefined> {
+  if (job.s3Config === undefined && deps.config.bucket === undefined) return undefined;
+  // Loaded here, lazily: the AWS SDK is paid for only when an output is too large.
+  const { createJobS3 } = await import("../s3/index.js");
+  return createJobS3({
+    jobId: job.id,
+    s3Config: job.s3Config as JobS3Options["s3Config"],
+    bucket: deps.config.bucket,
+    signal: deps.giveUp,
+    log,
+  });
+}

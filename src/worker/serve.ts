@@ -1,0 +1,53 @@
+import type { HandlerDefinition } from "../handler/define-handler.js";
+import { isExecutorThread, runExecutorThread } from "./thread-entry.js";
+import { startWorker, type WorkerStopInfo } from "./worker.js";
+
+/** Options of {@link serveHandler}. */
+export interface ServeOptions {
+  /** The process environment (the entry point reads it; library code never does). */
+  readonly env: Readonly<Record<string, string | undefined>>;
+  /** The handler module (sources and the CLI), loaded by isolation threads. */
+  readonly handlerModule?: string;
+  /** A bundle's own file (`import.meta.url`): isolation threads start it again as executors. */
+  readonly threadEntry?: string;
+  /** @default 20_000 */
+  readonly shutdownGraceMs?: number;
+}
+
+/** The message `runlet start` and a bundle print when the platform's environment is missing. */
+export const LOCAL_MODE_MESSAGE =
+  "RUNPOD_WEBHOOK_GET_JOB is not set, so there is no platform to take jobs from.\n" +
+  "This command serves the platform inside its container. Locally, run `runlet dev <handler>` " +
+  "(a local platform plus workers) or `runlet test <handler> --input '{...}'` (one job).\n";
+
+/**
+ * What a process entry point does with a handler: inside an isolation thread, serve jobs for the
+ * main thread; otherwise run the worker loop with signal handling and exit when it stops.
+ * Returns an exit code without starting anything in local mode (no RUNPOD_WEBHOOK_GET_JOB): 2.
+ *
+ * @example
+ * // the entry of a single-file bundle (see docs/worker.md, "Thread entry")
+ * import definition from "./handler.ts";
+ * import { serveHandler } from "runlet";
+ * process.exitCode = await serveHandler(definition, { env: process.env, threadEntry: import.meta.url });
+ */
+export async function serveHandler(definition: HandlerDefinition, options: ServeOptions): Promise<number> {
+  if (isExecutorThread()) {
+    runExecutorThread(definition);
+    return 0;
+  }
+  if ((options.env["RUNPOD_WEBHOOK_GET_JOB"] ?? "").trim() === "") {
+    process.stderr.write(LOCAL_MODE_MESSAGE);
+    return 2;
+  }
+  const worker = await startWorker(definition, {
+    env: options.env,
+    handleSignals: true,
+    exitOnHardStop: true,
+    ...(options.handlerModule === undefined ? {} : { handlerModule: options.handlerModule }),
+    ...(options.threadEntry === undefined ? {} : { threadEntry: options.threadEntry }),
+    ...(options.shutdownGraceMs === undefined ? {} : { shutdownGraceMs: options.shutdownGraceMs }),
+  });
+  const info: WorkerStopInfo = await worker.stopped;
+  return info.exitCode;
+}

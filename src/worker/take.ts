@@ -1,0 +1,83 @@
+import {
+  type DeliveredJob,
+  deliveredJobSchema,
+  expandTemplate,
+  swapTakeRoute,
+  withQuery,
+} from "../protocol/index.js";
+import { retryAfterMs } from "./backoff.js";
+import type { PlatformHttp } from "./platform-http.js";
+
+/** One job-take or job-take-batch request and the reading of its answer (worker-protocol §2). */
+
+/** A delivered item that is not a valid job. */
+export interface BadJob {
+  /** Its id, when it had a usable one (the worker then fails that job with `reason`). */
+  readonly id: string | undefined;
+  readonly reason: string;
+}
+
+/** What a take answered. */
+export type TakeAnswer =
+  | { readonly kind: "jobs"; readonly jobs: DeliveredJob[]; readonly bad: BadJob[] }
+  | { readonly kind: "none"; readonly status: number }
+  | { readonly kind: "slow-down"; readonly waitMs: number | undefined }
+  | { readonly kind: "fault"; readonly reason: string };
+
+/** Where to take from: job-take for one free slot, job-take-batch with `batch_size` for more. */
+export function takeUrl(
+  template: string,
+  ids: { podId: string; gpuTypeId: string },
+  free: number,
+  jobInProgress: boolean,
+): string {
+  const base = expandTemplate(template, { ...ids, id: ids.podId });
+  const route = free > 1 ? swapTakeRoute(base, "job-take-batch") : base;
+  return withQuery(route, {
+    ...(free > 1 ? { batch_size: free } : {}),
+    job_in_progress: jobInProgress ? 1 : 0,
+  });
+}
+
+function readJob(item: unknown): { job: DeliveredJob } | { bad: BadJob } {
+  const parsed = deliveredJobSchema.safeParse(item);
+  if (parsed.success) return { job: parsed.data as DeliveredJob };
+  const rawId = typeof item === "object" && item !== null ? (item as { id?: unknown }).id : undefined;
+  const id = typeof rawId === "string" && rawId !== "" ? rawId : undefined;
+  const reason = parsed.error.issues.map((i) =>
+    i.path.length > 0 ? `${i.path.join(".")}: ${i.message}` : i.message,
+  );
+  return { bad: { id, reason: `the platform delivered a malformed job (${reason.join("; ")})` } };
+}
+
+/** Sends one take and reads the answer; never throws except when `signal` aborts. */
+export async function take(http: PlatformHttp, url: string, signal: AbortSignal): Promise<TakeAnswer> {
+  let status: number;
+  let text: string;
+  let headers: Readonly<Record<string, string | string[] | undefined>>;
+  try {
+    ({ status, text, headers } = await http.get(url, { signal }));
+  } catch (err) {
+    if (signal.aborted) throw err;
+    return { kind: "fault", reason: err instanceof Error ? err.message : String(err) };
+  }
+  if (status === 204 || status === 400 || (status === 200 && text.trim() === ""))
+    return { kind: "none", status };
+  if (status === 429) return { kind: "slow-down", waitMs: retryAfterMs(headers["retry-after"]) };
+  if (status !== 200) return { kind: "fault", reason: `HTTP ${status}: ${text.slice(0, 200)}` };
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    return { kind: "fault", reason: `the take answer is not JSON: ${text.slice(0, 200)}` };
+  }
+  const items = Array.isArray(body) ? body : [body];
+  const jobs: DeliveredJob[] = [];
+  const bad: BadJob[] = [];
+  for (const item of items) {
+    const read = readJob(item);
+    if ("bad" in read) bad.push(read.bad);
+    else jobs.push(read.job);
+  }
+  return { kind: "jobs", jobs, bad };
+}

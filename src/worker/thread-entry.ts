@@ -1,0 +1,95 @@
+import { isMainThread, parentPort, workerData } from "node:worker_threads";
+import { RunletError, type RunletErrorCode } from "../errors.js";
+import type { HandlerDefinition } from "../handler/define-handler.js";
+import { executeJob } from "../handler/execute.js";
+import type { ReportIdentity } from "../handler/outcome.js";
+import { createLogger } from "../log/index.js";
+import type { DeliveredJob } from "../protocol/index.js";
+import type { ExecutorSettings } from "./executor.js";
+
+/**
+ * The isolation thread's side (`isolation: "thread"`): receives jobs from the main thread, runs
+ * them with the same executeJob as in-process, and sends progress, chunks and the result back.
+ * The main thread does all networking. Contract for bundles: docs/worker.md, "Thread entry".
+ */
+
+/** `workerData` of an isolation thread. */
+export interface ExecutorWorkerData {
+  readonly runletRole: "executor";
+  /** The file the thread imports: this module (sources) or a bundle's own file. */
+  readonly entryUrl: string;
+  /** Sources only: the handler module whose default export runs; a bundle has it built in. */
+  readonly handlerUrl: string | undefined;
+  /** Path of tsx's CommonJS API, when TypeScript must be loadable in the thread. */
+  readonly tsxApiPath: string | undefined;
+  readonly log: { readonly platform: boolean; readonly level: string; readonly secrets: readonly string[] };
+  readonly settings: ExecutorSettings;
+}
+
+/** Main → thread messages. */
+export type ToThread =
+  | { readonly type: "run"; readonly job: DeliveredJob; readonly deadline: number }
+  | { readonly type: "abort"; readonly code: RunletErrorCode; readonly message: string }
+  | { readonly type: "credit"; readonly seq: number };
+
+/** Thread → main messages. */
+export type FromThread =
+  | { readonly type: "progress"; readonly json: string }
+  | {
+      readonly type: "chunks";
+      readonly seq: number;
+      readonly bodies: readonly string[];
+      readonly bytes: number;
+    }
+  | { readonly type: "result"; readonly outcome: Awaited<ReturnType<typeof executeJob>> };
+
+/** True inside a thread started by runlet to run jobs (a bundle's entry checks this first). */
+export function isExecutorThread(): boolean {
+  return !isMainThread && (workerData as { runletRole?: unknown } | null)?.runletRole === "executor";
+}
+
+/** Serves jobs for `definition` on this isolation thread until the main thread terminates it. */
+export function runExecutorThread(definition: HandlerDefinition): void {
+  if (!isExecutorThread() || parentPort === null) {
+    throw new RunletError(
+      "RUNLET_HANDLER_LOAD",
+      "runExecutorThread() runs only inside a runlet isolation thread",
+    );
+  }
+  const port = parentPort;
+  const data = workerData as ExecutorWorkerData;
+  const log = createLogger({ platform: data.log.platform, level: data.log.level, secrets: data.log.secrets });
+  const identity: ReportIdentity = data.settings.identity;
+  let controller: AbortController | undefined;
+  let seq = 0;
+  const credits = new Map<number, () => void>();
+  port.on("message", (msg: ToThread) => {
+    if (msg.type === "abort") controller?.abort(new RunletError(msg.code, msg.message));
+    else if (msg.type === "credit") {
+      credits.get(msg.seq)?.();
+      credits.delete(msg.seq);
+    } else if (msg.type === "run") {
+      controller = new AbortController();
+      void executeJob({
+        definition,
+        job: msg.job,
+        signal: controller.signal,
+        deadline: msg.deadline,
+        log: log.child({ requestId: msg.job.id }),
+        identity,
+        s3: { s3Config: undefined, bucket: data.settings.bucket },
+        hooks: {
+          progress: (json) => port.postMessage({ type: "progress", json } satisfies FromThread),
+          chunks: (bodies, bytes) => {
+            seq += 1;
+            const mine = seq;
+            return new Promise<void>((resolve) => {
+              credits.set(mine, resolve);
+              port.postMessage({ type: "chunks", seq: mine, bodies, bytes } satisfies FromThread);
+            });
+          },
+        },
+      }).then((outcome) => port.postMessage({ type: "result", outcome } satisfies FromThread));
+    }
+  });
+}

@@ -1,0 +1,157 @@
+import { createRequire } from "node:module";
+import { pathToFileURL } from "node:url";
+import { Worker as Thread } from "node:worker_threads";
+import type { RunletErrorCode } from "../errors.js";
+import type { ExecuteHooks, ExecuteOutcome } from "../handler/execute.js";
+import type { ExecHandle, ExecRequest, Executor, ExecutorSettings } from "./executor.js";
+import type { ExecutorWorkerData, FromThread, ToThread } from "./thread-entry.js";
+
+/**
+ * `isolation: "thread"`: each running job owns a worker thread; a hard stop terminates it (even a
+ * synchronous `while (true) {}`) and the next job gets a fresh one. Idle threads are reused.
+ */
+
+/**
+ * Bootstraps a thread from any setting: registers tsx when TypeScript must load, imports the
+ * entry, and, for sources, hands the handler's default export to the entry's runExecutorThread.
+ * A bundle's entry runs itself on import (it checks isExecutorThread()).
+ */
+const BOOTSTRAP = `
+const { workerData } = require("node:worker_threads");
+(async () => {
+  if (workerData.tsxApiPath) require(workerData.tsxApiPath).register();
+  const entry = await import(workerData.entryUrl);
+  if (workerData.handlerUrl) {
+    const handler = await import(workerData.handlerUrl);
+    entry.runExecutorThread(handler.default);
+  }
+})().catch((err) => { setImmediate(() => { throw err; }); });
+`;
+
+const TS_FILE = /\.(c|m)?tsx?$/;
+
+/** Options of {@link ThreadExecutor}. */
+export interface ThreadExecutorOptions {
+  /** The thread's entry file URL: thread-entry (sources) or a bundle's own file. */
+  readonly entryUrl: string;
+  /** Sources: the handler module (path or URL). Undefined for a bundle. */
+  readonly handlerModule: string | undefined;
+  readonly log: ExecutorWorkerData["log"];
+  readonly settings: ExecutorSettings;
+}
+
+function toUrl(pathOrUrl: string): string {
+  return /^[a-z]+:\/\//i.test(pathOrUrl) ? pathOrUrl : pathToFileURL(pathOrUrl).href;
+}
+
+/** The default entry when running from sources or the CLI: this folder's thread-entry module. */
+export function defaultThreadEntryUrl(): string {
+  return new URL(import.meta.url.endsWith(".ts") ? "./thread-entry.ts" : "./thread-entry.js", import.meta.url)
+    .href;
+}
+
+export class ThreadExecutor implements Executor {
+  readonly #data: ExecutorWorkerData;
+  readonly #idle: Thread[] = [];
+  readonly #all = new Set<Thread>();
+  #closed = false;
+
+  constructor(options: ThreadExecutorOptions) {
+    const handlerUrl = options.handlerModule === undefined ? undefined : toUrl(options.handlerModule);
+    const needsTsx =
+      TS_FILE.test(new URL(options.entryUrl).pathname) ||
+      (handlerUrl !== undefined && TS_FILE.test(new URL(handlerUrl).pathname));
+    this.#data = {
+      runletRole: "executor",
+      entryUrl: options.entryUrl,
+      handlerUrl,
+      // Resolved lazily: a bundle (plain .mjs) never needs tsx and may not ship it.
+      tsxApiPath: needsTsx ? createRequire(import.meta.url).resolve("tsx/esm/api") : undefined,
+      log: options.log,
+      settings: options.settings,
+    };
+  }
+
+  #spawn(): Thread {
+    const thread = new Thread(BOOTSTRAP, { eval: true, workerData: this.#data });
+    this.#all.add(thread);
+    thread.once("exit", () => {
+      this.#all.delete(thread);
+      const at = this.#idle.indexOf(thread);
+      if (at >= 0) this.#idle.splice(at, 1);
+    });
+    return thread;
+  }
+
+  run(request: ExecRequest, hooks: ExecuteHooks): ExecHandle {
+    const thread = this.#idle.pop() ?? this.#spawn();
+    let settle!: (outcome: ExecuteOutcome | "killed") => void;
+    const outcome = new Promise<ExecuteOutcome | "killed">((resolve) => {
+      settle = resolve;
+    });
+    let killed = false;
+    const send = (msg: ToThread): void => thread.postMessage(msg);
+    const onMessage = (msg: FromThread): void => {
+      if (msg.type === "progress") hooks.progress(msg.json);
+      else if (msg.type === "chunks") {
+        void hooks.chunks(msg.bodies, msg.bytes).then(() => send({ type: "credit", seq: msg.seq }));
+      } else if (msg.type === "result") {
+        cleanup();
+        if (!this.#closed) this.#idle.push(thread);
+        settle(msg.outcome);
+      }
+    };
+    let failure: Error | undefined;
+    const onError = (err: Error): void => {
+      failure = err;
+      request.log.error({ err }, "the isolation thread failed");
+    };
+    const onExit = (code: number): void => {
+      cleanup();
+      if (killed) {
+        settle("killed");
+        return;
+      }
+      settle({
+        result: {
+          kind: "error",
+          message: `the isolation thread running this job exited unexpectedly (exit code ${code})${failure === undefined ? "" : `: ${failure.message}`}`,
+          code: "RUNLET_JOB_THREAD_DIED",
+          stopPod: false,
+        },
+        metrics: {},
+      });
+    };
+    const cleanup = (): void => {
+      thread.off("message", onMessage);
+      thread.off("error", onError);
+      thread.off("exit", onExit);
+    };
+    thread.on("message", onMessage);
+    thread.on("error", onError);
+    thread.on("exit", onExit);
+    send({ type: "run", job: request.job, deadline: request.deadline });
+    return {
+      outcome,
+      abort: (reason) => {
+        const code = (reason as { code?: unknown }).code;
+        send({
+          type: "abort",
+          code: (typeof code === "string" ? code : "RUNLET_JOB_STOPPED") as RunletErrorCode,
+          message: reason.message,
+        });
+      },
+      hardStop: async () => {
+        killed = true;
+        await thread.terminate();
+        return true;
+      },
+    };
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    this.#idle.length = 0;
+    await Promise.all([...this.#all].map((thread) => thread.terminate()));
+  }
+}

@@ -1,0 +1,422 @@
+import type { Logger } from "pino";
+import { RunletError } from "../errors.js";
+import { type HandlerDefinition, isHandlerDefinition } from "../handler/define-handler.js";
+import { createLogger } from "../log/index.js";
+import { type DeliveredJob, expandTemplate, jobsToStopSchema, swapTakeRoute } from "../protocol/index.js";
+import { backoffDelayMs, retryAfterMs, sleep } from "./backoff.js";
+import { resolveWorkerConfig, type WorkerConfig, type WorkerOptions } from "./config.js";
+import { type Executor, InProcessExecutor } from "./executor.js";
+import { Heartbeat } from "./heartbeat.js";
+import { JobOutbox } from "./outbox.js";
+import { PlatformHttp } from "./platform-http.js";
+import { ActiveJob, doneUrl, failureBody } from "./run-job.js";
+import { take, takeUrl } from "./take.js";
+import { defaultThreadEntryUrl, ThreadExecutor } from "./thread-executor.js";
+
+/** Why and how a worker stopped. */
+export interface WorkerStopInfo {
+  /** `closed`: close() was called; `signal`: SIGTERM/SIGINT; `runaway`: an in-process handler ignored its deadline. */
+  readonly reason: "closed" | "signal" | "runaway";
+  /** The exit code the process should end with: 0, or 1 after a runaway handler. */
+  readonly exitCode: number;
+}
+
+/** How long to wait on a 429 without Retry-After (the reference worker's figure). */
+const SLOW_DOWN_MS = 5_000;
+/** While every slot is busy, a concurrency function is consulted at least this often. */
+const CONCURRENCY_RECHECK_MS = 1_000;
+
+/**
+ * The worker loop: takes jobs (never more than free slots), runs them, reports every result, and
+ * shuts down gracefully. Create it with {@link startWorker}.
+ */
+export class Worker {
+  readonly #config: WorkerConfig;
+  readonly #definition: HandlerDefinition;
+  readonly #log: Logger;
+  readonly #http: PlatformHttp;
+  readonly #executor: Executor;
+  readonly #heartbeat: Heartbeat | undefined;
+  readonly #jobs = new Map<string, ActiveJob>();
+  readonly #orphans = new Set<Promise<unknown>>();
+  readonly #closing = new AbortController();
+  readonly #giveUp = new AbortController();
+  #concurrency: number;
+  #wake: (() => void) | undefined;
+  #loops: Promise<void>;
+  #closed: Promise<void> | undefined;
+  #stopInfo: WorkerStopInfo = { reason: "closed", exitCode: 0 };
+  #resolveStopped!: (info: WorkerStopInfo) => void;
+  #removeSignalHandlers: (() => void) | undefined;
+  /** Resolves once the worker has fully stopped (after close(), a signal, or a runaway handler). */
+  readonly stopped: Promise<WorkerStopInfo>;
+
+  /** @internal use {@link startWorker}. */
+  constructor(definition: HandlerDefinition, config: WorkerConfig, log: Logger) {
+    this.#definition = definition;
+    this.#config = config;
+    this.#log = log;
+    this.stopped = new Promise((resolve) => {
+      this.#resolveStopped = resolve;
+    });
+    this.#concurrency = typeof definition.concurrency === "number" ? definition.concurrency : 1;
+    this.#http = new PlatformHttp(config.apiKey);
+    const settings = {
+      identity: { hostname: config.hostname, workerId: config.podId },
+      bucket: config.bucket,
+    };
+    this.#executor =
+      definition.isolation === "thread"
+        ? new ThreadExecutor({
+            entryUrl: config.threadEntry ?? defaultThreadEntryUrl(),
+            handlerModule: config.threadEntry === undefined ? config.handlerModule : undefined,
+            log: {
+              platform: config.endpointId !== undefined,
+              level: log.level,
+              secrets: config.apiKey ? [config.apiKey] : [],
+            },
+            settings,
+          })
+        : new InProcessExecutor(definition, settings);
+    const pingUrl =
+      config.pingUrl !== undefined && config.apiKey !== undefined
+        ? expandTemplate(config.pingUrl, {
+            podId: config.podId,
+            gpuTypeId: config.gpuTypeId,
+            id: config.podId,
+          })
+        : undefined;
+    const watchdog = config.exitOnHardStop && definition.isolation === "in-process";
+    this.#heartbeat =
+      pingUrl !== undefined || watchdog
+        ? new Heartbeat({ pingUrl, intervalMs: config.pingIntervalMs, apiKey: config.apiKey, watchdog, log })
+        : undefined;
+    if (config.handleSignals) this.#installSignalHandlers();
+    log.info({ workerId: config.podId, isolation: definition.isolation }, "worker started");
+    this.#loops = Promise.all([this.#takeLoop(), this.#stopLoop()]).then(() => undefined);
+  }
+
+  /** This worker's id (RUNPOD_POD_ID). */
+  get id(): string {
+    return this.#config.podId;
+  }
+
+  /** Ids of the jobs running or still being reported. */
+  get jobIds(): string[] {
+    return [...this.#jobs.keys()];
+  }
+
+  /** The current concurrency. */
+  get concurrency(): number {
+    return this.#concurrency;
+  }
+
+  #notify(): void {
+    const wake = this.#wake;
+    this.#wake = undefined;
+    wake?.();
+  }
+
+  /** Waits until a slot or the job list changes, `ms` passes, or the worker closes. */
+  #waitForChange(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      const signal = this.#closing.signal;
+      function done(): void {
+        clearTimeout(timer);
+        signal.removeEventListener("abort", done);
+        resolve();
+      }
+      signal.addEventListener("abort", done, { once: true });
+      const previous = this.#wake;
+      this.#wake = () => {
+        previous?.();
+        done();
+      };
+    });
+  }
+
+  #updateConcurrency(): void {
+    const fn = this.#definition.concurrency;
+    if (typeof fn !== "function") return;
+    let next: unknown;
+    try {
+      next = fn(this.#concurrency);
+    } catch (err) {
+      this.#log.error({ err }, "the concurrency function threw; keeping the current value");
+      return;
+    }
+    if (typeof next !== "number" || !Number.isSafeInteger(next) || next < 1) {
+      this.#log.error(
+        { got: String(next) },
+        `concurrency function must return an integer ≥ 1, got ${String(next)}; keeping ${this.#concurrency}`,
+      );
+      return;
+    }
+    if (next !== this.#concurrency)
+      this.#log.info({ from: this.#concurrency, to: next }, "concurrency changed");
+    this.#concurrency = next;
+  }
+
+  async #takeLoop(): Promise<void> {
+    const config = this.#config;
+    const closing = this.#closing.signal;
+    let faults = 0;
+    while (!closing.aborted) {
+      this.#updateConcurrency();
+      const free = this.#concurrency - this.#jobs.size;
+      if (free <= 0) {
+        await this.#waitForChange(CONCURRENCY_RECHECK_MS);
+        continue;
+      }
+      const url = takeUrl(config.jobTakeUrl, config, free, this.#jobs.size > 0);
+      let answer: Awaited<ReturnType<typeof take>>;
+      try {
+        answer = await take(
+          this.#http,
+          url,
+          AbortSignal.any([closing, AbortSignal.timeout(config.takeTimeoutMs)]),
+        );
+      } catch {
+        // Our own long-poll cap or shutdown aborted the request: no job was handed over.
+        continue;
+      }
+      if (answer.kind === "none") faults = 0;
+      else if (answer.kind === "slow-down") {
+        this.#log.warn({ waitMs: answer.waitMs ?? SLOW_DOWN_MS }, "job-take answered 429; waiting");
+        await sleep(answer.waitMs ?? SLOW_DOWN_MS, closing);
+      } else if (answer.kind === "fault") {
+        const waitMs = backoffDelayMs(faults++, { baseMs: config.retryBaseMs, capMs: config.retryCapMs });
+        this.#log.warn({ reason: answer.reason, waitMs }, "job-take failed; backing off");
+        await sleep(waitMs, closing);
+      } else {
+        faults = 0;
+        this.#accept(answer.jobs, answer.bad, free);
+      }
+    }
+  }
+
+  #accept(
+    jobs: DeliveredJob[],
+    bad: ReadonlyArray<{ id: string | undefined; reason: string }>,
+    free: number,
+  ): void {
+    for (const item of bad) {
+      this.#log.error({ code: "RUNLET_PROTOCOL_BAD_JOB", jobId: item.id }, item.reason);
+      if (item.id !== undefined) this.#failUnrun(item.id, item.reason);
+    }
+    let room = free;
+    for (const job of jobs) {
+      if (this.#jobs.has(job.id)) {
+        this.#log.error(
+          { code: "RUNLET_PROTOCOL_BAD_JOB", jobId: job.id },
+          "the platform delivered a job this worker is already running; ignoring the copy",
+        );
+        continue;
+      }
+      if (room <= 0) {
+        const reason = `the platform delivered more jobs than the ${free} this worker asked for; this job was not run (retry it)`;
+        this.#log.error({ code: "RUNLET_PROTOCOL_BAD_JOB", jobId: job.id }, reason);
+        this.#failUnrun(job.id, reason);
+        continue;
+      }
+      room -= 1;
+      this.#startJob(job);
+    }
+  }
+
+  /** Reports a job the worker will not run, so it is not left IN_PROGRESS. */
+  #failUnrun(jobId: string, reason: string): void {
+    const outbox = new JobOutbox({
+      jobId,
+      http: this.#http,
+      log: this.#log.child({ requestId: jobId }),
+      giveUp: this.#giveUp.signal,
+      retryBaseMs: this.#config.retryBaseMs,
+      retryCapMs: this.#config.retryCapMs,
+    });
+    outbox.final(doneUrl(this.#config, jobId, false), failureBody(reason), false);
+    const done = outbox.done.finally(() => this.#orphans.delete(done));
+    this.#orphans.add(done);
+  }
+
+  #startJob(job: DeliveredJob): void {
+    const active = new ActiveJob(job, {
+      config: this.#config,
+      definition: this.#definition,
+      http: this.#http,
+      executor: this.#executor,
+      heartbeat: this.#heartbeat,
+      log: this.#log,
+      giveUp: this.#giveUp.signal,
+      onRunaway: (jobId) => this.#onRunaway(jobId),
+    });
+    this.#jobs.set(job.id, active);
+    this.#jobsChanged();
+    void active.finished.finally(() => {
+      this.#jobs.delete(job.id);
+      this.#jobsChanged();
+    });
+  }
+
+  #jobsChanged(): void {
+    this.#heartbeat?.setJobs([...this.#jobs.keys()]);
+    this.#notify();
+  }
+
+  async #stopLoop(): Promise<void> {
+    const config = this.#config;
+    const closing = this.#closing.signal;
+    const url = swapTakeRoute(
+      expandTemplate(config.jobTakeUrl, {
+        podId: config.podId,
+        gpuTypeId: config.gpuTypeId,
+        id: config.podId,
+      }),
+      "job-stop",
+    );
+    let faults = 0;
+    while (!closing.aborted) {
+      // Only a running job can be stopped: stay quiet while idle.
+      if (this.#jobs.size === 0) {
+        await this.#waitForChange(60_000);
+        continue;
+      }
+      let waitMs = 0;
+      try {
+        const response = await this.#http.get(url, {
+          signal: AbortSignal.any([closing, AbortSignal.timeout(config.takeTimeoutMs)]),
+        });
+        if (response.status === 200) {
+          faults = 0;
+          const parsed = jobsToStopSchema.safeParse(JSON.parse(response.text));
+          if (!parsed.success) throw new Error(`bad job-stop answer: ${response.text.slice(0, 200)}`);
+          for (const id of parsed.data.jobsToStop) this.#jobs.get(id)?.stop();
+        } else if (response.status === 429) {
+          waitMs = retryAfterMs(response.headers["retry-after"]) ?? SLOW_DOWN_MS;
+        } else if (response.status !== 204) {
+          throw new Error(`job-stop answered HTTP ${response.status}`);
+        } else faults = 0;
+      } catch (err) {
+        if (closing.aborted) break;
+        if ((err as Error).name !== "TimeoutError" && (err as Error).name !== "AbortError") {
+          waitMs = backoffDelayMs(faults++, { baseMs: config.retryBaseMs, capMs: config.retryCapMs });
+          this.#log.warn({ err: (err as Error).message, waitMs }, "job-stop poll failed; backing off");
+        }
+      }
+      if (waitMs > 0) await sleep(waitMs, closing);
+    }
+  }
+
+  #onRunaway(jobId: string): void {
+    this.#log.error(
+      { jobId },
+      this.#config.exitOnHardStop
+        ? "an in-process handler ignored its deadline; the worker reports it and exits so the platform replaces it"
+        : "an in-process handler ignored its deadline; the worker reports it and stops taking jobs",
+    );
+    this.#stopInfo = { reason: "runaway", exitCode: 1 };
+    void this.close().then(() => {
+      if (this.#config.exitOnHardStop) process.exit(1);
+    });
+  }
+
+  #installSignalHandlers(): void {
+    let received = 0;
+    const onSignal = (signal: NodeJS.Signals): void => {
+      received += 1;
+      if (received > 1) {
+        this.#log.warn({ signal }, "second signal: exiting at once");
+        process.exit(1);
+      }
+      this.#log.info({ signal }, "shutting down: finishing running jobs");
+      if (this.#stopInfo.reason === "closed") this.#stopInfo = { reason: "signal", exitCode: 0 };
+      void this.close().then(() => process.exit(this.#stopInfo.exitCode));
+    };
+    process.on("SIGTERM", onSignal);
+    process.on("SIGINT", onSignal);
+    this.#removeSignalHandlers = () => {
+      process.off("SIGTERM", onSignal);
+      process.off("SIGINT", onSignal);
+    };
+  }
+
+  /**
+   * Stops taking jobs, lets running ones finish up to `shutdownGraceMs`, then aborts the rest and
+   * reports each as failed, flushes every outbox (up to `flushTimeoutMs`) and releases everything.
+   * Idempotent: every call returns the same promise. Does not exit the process.
+   */
+  close(): Promise<void> {
+    this.#closed ??= this.#shutdown();
+    return this.#closed;
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+
+  async #shutdown(): Promise<void> {
+    const { shutdownGraceMs, flushTimeoutMs } = this.#config;
+    this.#closing.abort();
+    this.#notify();
+    try {
+      await this.#loops;
+      const running = [...this.#jobs.values()];
+      const graceOver = new AbortController();
+      const timer = setTimeout(() => graceOver.abort(), shutdownGraceMs);
+      await Promise.race([
+        Promise.all(running.map((job) => job.finished)),
+        new Promise((resolve) => graceOver.signal.addEventListener("abort", resolve, { once: true })),
+      ]);
+      clearTimeout(timer);
+      for (const job of this.#jobs.values()) {
+        job.shutdown(`the job did not finish within the ${shutdownGraceMs} ms shutdown grace`);
+      }
+      const flushTimer = setTimeout(() => this.#giveUp.abort(), flushTimeoutMs);
+      await Promise.all([...[...this.#jobs.values()].map((job) => job.reported), ...this.#orphans]);
+      clearTimeout(flushTimer);
+    } finally {
+      this.#giveUp.abort();
+      this.#removeSignalHandlers?.();
+      const steps = [this.#executor.close(), this.#heartbeat?.close(), this.#http.close()];
+      for (const result of await Promise.allSettled(steps)) {
+        if (result.status === "rejected") this.#log.warn({ err: result.reason }, "a clean-up step failed");
+      }
+      this.#log.info({ reason: this.#stopInfo.reason }, "worker stopped");
+      this.#resolveStopped(this.#stopInfo);
+    }
+  }
+}
+
+/**
+ * Starts a worker for `definition` against the platform described by `options.env`.
+ *
+ * @example
+ * const worker = await startWorker(handler, { env: process.env, handleSignals: true });
+ * await worker.stopped;
+ */
+export async function startWorker(definition: HandlerDefinition, options: WorkerOptions): Promise<Worker> {
+  if (!isHandlerDefinition(definition)) {
+    throw new RunletError("RUNLET_HANDLER_INVALID", "startWorker needs a defineHandler(...) result");
+  }
+  const config = resolveWorkerConfig(options);
+  if (
+    definition.isolation === "thread" &&
+    config.handlerModule === undefined &&
+    config.threadEntry === undefined
+  ) {
+    throw new RunletError(
+      "RUNLET_CONFIG_INVALID",
+      'isolation: "thread" needs handlerModule (the handler file) or threadEntry (a bundle\'s own file) so threads can load the handler',
+    );
+  }
+  const log =
+    options.logger ??
+    createLogger({
+      platform: config.endpointId !== undefined,
+      level: config.logLevel,
+      ...(options.logDestination === undefined ? {} : { destination: options.logDestination }),
+      secrets: config.apiKey === undefined ? [] : [config.apiKey],
+    });
+  return new Worker(definition, config, log);
+}
