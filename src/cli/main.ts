@@ -6,6 +6,7 @@ const COMMANDS: Record<string, () => Promise<{ command: Command }>> = {
   // Each command's module registers here: init, dev, test, build, start, harness, deploy.
   init: () => import("./commands/init.js"),
   build: () => import("./commands/build.js"),
+  start: () => import("./commands/start.js"),
 };
 
 async function loadAll(): Promise<Command[]> {
