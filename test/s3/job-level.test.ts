@@ -132,7 +132,9 @@ describe("jobs with S3", () => {
     // The worker words this one itself (it skips loading the AWS SDK for jobs without a store);
     // what matters is that it says both ways to configure a store.
     expect(report.error_message).toMatch(/^ctx\.s3 (has no|needs a) store: send (the job with )?s3Config/);
-    expect(report.error_message).toContain("BUCKET_ENDPOINT_URL, BUCKET_ACCESS_KEY_ID and BUCKET_SECRET_ACCESS_KEY");
+    expect(report.error_message).toContain(
+      "BUCKET_ENDPOINT_URL, BUCKET_ACCESS_KEY_ID and BUCKET_SECRET_ACCESS_KEY",
+    );
   });
 
   it("fails a job with a clear message when the store rejects its credentials, never naming the secret", async () => {
