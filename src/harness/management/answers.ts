@@ -17,6 +17,7 @@ const TITLES: Readonly<Record<number, string>> = {
   404: "Not Found",
   405: "Method Not Allowed",
   409: "Conflict",
+  413: "Content Too Large",
   501: "Not Implemented",
 };
 

@@ -1,4 +1,5 @@
 export { type ManagementAnswer, problem, v1Error } from "./answers.js";
+export { MAX_MANAGEMENT_BODY_BYTES, mountManagementRoutes } from "./mount.js";
 export { EMULATED_V2_SEGMENTS, isManagementPath, MANAGEMENT_V2_SEGMENTS } from "./paths.js";
 export {
   createManagementRoutes,

@@ -38,6 +38,15 @@ export function unwrapList<S extends z.ZodType>(
   item: S,
   what: string,
 ): z.output<S>[] {
+  const list =
+    typeof answer === "object" && answer !== null ? (answer as Record<string, unknown>)[key] : undefined;
+  if (!Array.isArray(list)) {
+    throw new RunletError(
+      "RUNLET_MANAGEMENT_BAD_RESPONSE",
+      `${what} answer has an unexpected shape: expected {"${key}": [...]}, got ${Array.isArray(answer) ? "an array" : typeof answer}`,
+      { details: { issues: [{ field: key, message: "missing list wrapper" }] } },
+    );
+  }
   const wrapper = validateResponse(z.looseObject({ [key]: z.array(item) }), answer, what);
   return wrapper[key] as z.output<S>[];
 }

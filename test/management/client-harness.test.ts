@@ -1,0 +1,224 @@
+import { describe, expect, it } from "vitest";
+import { createManagementClient, type ManagementErrorDetails } from "../../src/management/index.js";
+import { startManagementServer } from "./servers.js";
+
+const API_KEY = "mgmt-test-key-123";
+const FIXED_MS = Date.UTC(2026, 0, 2, 3, 4, 5);
+
+async function failure(
+  promise: Promise<unknown>,
+): Promise<{ code: string; message: string; details: ManagementErrorDetails }> {
+  try {
+    await promise;
+  } catch (err) {
+    return err as { code: string; message: string; details: ManagementErrorDetails };
+  }
+  throw new Error("expected the call to fail");
+}
+
+describe("management client against the harness copy", () => {
+  it("creates, lists, gets, updates and deletes templates in v2 field names", async () => {
+    await using server = await startManagementServer({ apiKey: API_KEY });
+    const mgmt = createManagementClient({ apiKey: API_KEY, baseUrl: server.url });
+
+    const created = await mgmt.templates.create({
+      name: "echo",
+      image: "me/echo:1",
+      disk: 5,
+      env: { MODE: "fast" },
+      ports: ["8000/http"],
+      registry: { id: "reg1" },
+    });
+    expect(created).toMatchObject({
+      name: "echo",
+      image: "me/echo:1",
+      disk: 5,
+      public: false,
+      env: { MODE: "fast" },
+      ports: ["8000/http"],
+      registry: { id: "reg1" },
+    });
+    expect(created).not.toHaveProperty("imageName");
+    expect(created.id).toMatch(/^[a-z0-9]{10}$/);
+
+    expect((await mgmt.templates.list()).map((t) => t.id)).toEqual([created.id]);
+    expect(await mgmt.templates.get(created.id)).toEqual(created);
+
+    const updated = await mgmt.templates.update(created.id, { image: "me/echo:2", public: true });
+    expect(updated).toEqual({ ...created, image: "me/echo:2", public: true });
+
+    // The v1 lookup sees the same template under v1 names.
+    const v1 = await mgmt.getTemplate(created.id);
+    expect(v1).toMatchObject({
+      imageName: "me/echo:2",
+      containerDiskInGb: 5,
+      isPublic: true,
+      containerRegistryAuthId: "reg1",
+    });
+
+    await mgmt.templates.delete(created.id);
+    expect(await mgmt.templates.list()).toEqual([]);
+    const gone = await failure(mgmt.templates.get(created.id));
+    expect(gone.code).toBe("RUNLET_MANAGEMENT_HTTP");
+    expect(gone.details).toMatchObject({
+      status: 404,
+      title: "Not Found",
+      detail: `template ${created.id} not found`,
+    });
+  });
+
+  it("creates, lists, gets, patches and deletes serverless endpoints and reports each to the hooks", async () => {
+    const events: string[] = [];
+    await using server = await startManagementServer({
+      apiKey: API_KEY,
+      clock: () => FIXED_MS,
+      onEndpointCreated: ({ endpoint, template }) => events.push(`created ${endpoint.id} ${template?.name}`),
+      onEndpointUpdated: ({ endpoint }) => events.push(`updated ${endpoint.id} ${endpoint.workers?.max}`),
+      onEndpointDeleted: (id) => events.push(`deleted ${id}`),
+    });
+    const mgmt = createManagementClient({ apiKey: API_KEY, baseUrl: `${server.url}/v2` });
+    const template = await mgmt.templates.create({ name: "tpl", image: "me/w:1" });
+
+    const endpoint = await mgmt.serverless.create({
+      templateId: template.id,
+      gpu: { id: "NVIDIA RTX A4000", count: 1 },
+      workers: { min: 0, max: 2 },
+      scaling: { type: "QUEUE_DELAY", value: 4 },
+      executionTimeoutMs: 60_000,
+    });
+    expect(endpoint).toEqual({
+      id: endpoint.id,
+      name: "tpl",
+      templateId: template.id,
+      gpu: { id: "NVIDIA RTX A4000", count: 1 },
+      workers: { min: 0, max: 2 },
+      scaling: { type: "QUEUE_DELAY", value: 4 },
+      executionTimeoutMs: 60_000,
+      createdAt: "2026-01-02T03:04:05.000Z",
+    });
+    expect(endpoint.id).toMatch(/^[a-z0-9]{14}$/);
+    expect(await mgmt.serverless.list()).toEqual([endpoint]);
+    expect(await mgmt.serverless.get(endpoint.id)).toEqual(endpoint);
+
+    const patched = await mgmt.serverless.update(endpoint.id, { workers: { max: 5 }, cpu: { id: "cpu3c" } });
+    expect(patched.workers).toEqual({ min: 0, max: 5 });
+    expect(patched).toMatchObject({ cpu: { id: "cpu3c" } });
+    expect(patched).not.toHaveProperty("gpu");
+
+    await mgmt.serverless.delete(endpoint.id);
+    expect(await mgmt.serverless.list()).toEqual([]);
+    expect(events).toEqual([
+      `created ${endpoint.id} tpl`,
+      `updated ${endpoint.id} 5`,
+      `deleted ${endpoint.id}`,
+    ]);
+  });
+
+  it("looks a v1 template up only when the include flag for its kind is set", async () => {
+    await using server = await startManagementServer({
+      apiKey: API_KEY,
+      templates: [
+        { id: "official1", name: "official", imageName: "op/base:1", owner: "runpod" },
+        { id: "community1", name: "shared", imageName: "someone/x:1", owner: "community" },
+        { id: "mine1", name: "mine", imageName: "me/y:1" },
+      ],
+    });
+    const mgmt = createManagementClient({ apiKey: API_KEY, baseUrl: server.url });
+    await mgmt.serverless.create({ templateId: "mine1", gpu: { id: "A" } });
+
+    for (const [id, flag] of [
+      ["official1", "includeRunpodTemplates"],
+      ["community1", "includePublicTemplates"],
+      ["mine1", "includeEndpointBoundTemplates"],
+    ] as const) {
+      const hidden = await failure(mgmt.getTemplate(id));
+      expect(hidden.details).toMatchObject({ status: 404, detail: `template ${id} not found`, errors: [] });
+      const found = await mgmt.getTemplate(id, { [flag]: true });
+      expect(found.id).toBe(id);
+    }
+    const official = await mgmt.getTemplate("official1", { includeRunpodTemplates: true });
+    expect(official).toEqual({
+      id: "official1",
+      name: "official",
+      imageName: "op/base:1",
+      category: "NVIDIA",
+      containerDiskInGb: 10,
+      volumeInGb: 0,
+      volumeMountPath: "/workspace",
+      dockerEntrypoint: [],
+      dockerStartCmd: [],
+      env: {},
+      ports: [],
+      readme: "",
+      isPublic: true,
+      isRunpod: true,
+      isServerless: false,
+      earned: 0,
+      runtimeInMin: 0,
+    });
+  });
+
+  it("turns v1 {message} answers (400 invalid id, 401) into RUNLET_MANAGEMENT_HTTP", async () => {
+    await using server = await startManagementServer({ apiKey: API_KEY });
+    const mgmt = createManagementClient({ apiKey: API_KEY, baseUrl: server.url });
+    const invalid = await failure(mgmt.getTemplate("not valid!"));
+    expect(invalid.details).toEqual({
+      status: 400,
+      title: "Bad Request",
+      detail: 'invalid template id "not valid!"',
+      errors: [],
+      method: "GET",
+      path: "/v1/templates/not%20valid!",
+    });
+    const wrongKey = createManagementClient({ apiKey: "wrong-key-456", baseUrl: server.url });
+    const unauthorized = await failure(wrongKey.getTemplate("abc"));
+    expect(unauthorized.details).toMatchObject({ status: 401, title: "Unauthorized" });
+    expect(unauthorized.message).toContain("check the API key");
+    expect(unauthorized.message).not.toContain("wrong-key-456");
+  });
+
+  it("turns v2 problems (400 with errors, 401, 403) into RUNLET_MANAGEMENT_HTTP with every message", async () => {
+    await using server = await startManagementServer({
+      apiKey: API_KEY,
+      templates: [{ id: "community1", name: "shared", imageName: "someone/x:1", owner: "community" }],
+    });
+    const mgmt = createManagementClient({ apiKey: API_KEY, baseUrl: server.url });
+    // A raw request skips client-side validation, so the server's problem comes back.
+    const bad = await failure(
+      mgmt.request({ method: "POST", path: "/serverless", body: { name: "x", cpu: {} } }),
+    );
+    expect(bad.code).toBe("RUNLET_MANAGEMENT_HTTP");
+    expect(bad.details).toEqual({
+      status: 400,
+      title: "Bad Request",
+      detail: "the endpoint is invalid",
+      errors: ["image: required when no templateId is given"],
+      method: "POST",
+      path: "/v2/serverless",
+    });
+    const forbidden = await failure(mgmt.templates.update("community1", { name: "mine now" }));
+    expect(forbidden.details).toMatchObject({
+      status: 403,
+      title: "Forbidden",
+      detail: "template community1 is not yours to change",
+    });
+    const unknownTemplate = await failure(mgmt.serverless.create({ templateId: "nope1", gpu: { id: "A" } }));
+    expect(unknownTemplate.details).toMatchObject({ status: 400, errors: ["templateId: no template nope1"] });
+    const dup = await mgmt.templates.create({ name: "one", image: "a/b:1" });
+    const clash = await failure(mgmt.templates.create({ name: "one", image: "a/b:2" }));
+    expect(clash.details).toMatchObject({
+      status: 400,
+      errors: ['name: a template named "one" already exists'],
+    });
+    await mgmt.serverless.create({ templateId: dup.id, gpu: { id: "A" } });
+    const inUse = await failure(mgmt.templates.delete(dup.id));
+    expect(inUse.details).toMatchObject({ status: 400 });
+    const wrongKey = createManagementClient({ apiKey: "wrong-key-456", baseUrl: server.url });
+    const unauthorized = await failure(wrongKey.serverless.list());
+    expect(unauthorized.details).toMatchObject({
+      status: 401,
+      title: "Unauthorized",
+      path: "/v2/serverless",
+    });
+  });
+});

@@ -1,0 +1,134 @@
+import { describe, expect, it } from "vitest";
+import {
+  createManagementClient,
+  type TemplateV1,
+  templateV1ToV2,
+  templateV2ToV1,
+} from "../../src/management/index.js";
+import { startRecorder } from "./servers.js";
+
+const API_KEY = "validation-key-1";
+
+async function invalid(
+  promise: Promise<unknown>,
+): Promise<{ code: string; message: string; details: Record<string, unknown> }> {
+  try {
+    await promise;
+  } catch (err) {
+    return err as { code: string; message: string; details: Record<string, unknown> };
+  }
+  throw new Error("expected the call to fail");
+}
+
+describe("client-side validation", () => {
+  it("refuses bad bodies before anything is sent, naming each bad field", async () => {
+    await using server = await startRecorder();
+    const mgmt = createManagementClient({ apiKey: API_KEY, baseUrl: server.url });
+    const cases: Array<[Promise<unknown>, string, string]> = [
+      [
+        mgmt.pods.create({ name: "p", image: "i:1", gpu: { id: "A" }, cpu: { id: "c" } }),
+        "gpu",
+        "pod is invalid: gpu: set exactly one of gpu or cpu, not both",
+      ],
+      [
+        mgmt.pods.create({ name: "p", image: "i:1" }),
+        "gpu",
+        "pod is invalid: gpu: set exactly one of gpu or cpu; neither was given",
+      ],
+      [
+        mgmt.pods.create({ name: "p", image: "i:1", cpu: {}, ports: ["8888/http", "22/udp"] }),
+        "ports[1]",
+        'pod is invalid: ports[1]: must be "<port>/http" or "<port>/tcp" with a port 1-65535, got "22/udp"',
+      ],
+      [
+        mgmt.templates.create({ name: "t", image: "i:1", ports: ["70000/tcp"] }),
+        "ports[0]",
+        'template is invalid: ports[0]: must be "<port>/http" or "<port>/tcp" with a port 1-65535, got "70000/tcp"',
+      ],
+      [
+        mgmt.templates.create({ name: "t", image: "i:1", env: { PORT: 8000 as unknown as string } }),
+        "env.PORT",
+        "template is invalid: env.PORT: env values must be strings, got number",
+      ],
+      [
+        mgmt.serverless.create({ name: "e", gpu: { id: "A" } }),
+        "image",
+        "serverless endpoint is invalid: image: required when no templateId is given",
+      ],
+      [
+        mgmt.serverless.update("e1", { workers: { min: 3, max: 1 } }),
+        "workers.max",
+        "serverless endpoint update is invalid: workers.max: workers.min must be ≤ workers.max",
+      ],
+      [
+        mgmt.networkVolumes.create({ name: "v", dataCenter: "EU", type: "FAST" as "STANDARD" }),
+        "type",
+        'network volume is invalid: type: type must be STANDARD or HIGH_PERFORMANCE, got "FAST"',
+      ],
+      [
+        mgmt.pods.action("p1", "reset" as "start"),
+        "(body)",
+        'pod action is invalid: (body): action must be one of start, stop, restart, terminate, got "reset"',
+      ],
+      [mgmt.serverless.get(""), "id", 'id must be a non-empty string, got ""'],
+    ];
+    for (const [promise, field, message] of cases) {
+      const err = await invalid(promise);
+      expect({ code: err.code, message: err.message, field: err.details["field"] }).toEqual({
+        code: "RUNLET_MANAGEMENT_INVALID",
+        message,
+        field,
+      });
+    }
+    expect(server.requests).toEqual([]);
+  });
+
+  it("accepts a serverless endpoint from a template alone, without image", async () => {
+    await using server = await startRecorder(() => ({ status: 201, body: { id: "e1" } }));
+    const mgmt = createManagementClient({ apiKey: API_KEY, baseUrl: server.url });
+    await mgmt.serverless.create({ templateId: "t1", workers: { min: 1, max: 1 } });
+    expect(JSON.parse(server.requests[0]!.body)).toEqual({ templateId: "t1", workers: { min: 1, max: 1 } });
+  });
+});
+
+describe("template mapping between v1 and v2", () => {
+  const v1: TemplateV1 = {
+    id: "t1",
+    name: "echo",
+    imageName: "me/echo:1",
+    containerDiskInGb: 20,
+    isPublic: true,
+    containerRegistryAuthId: "auth9",
+    env: { A: "1" },
+    ports: ["8000/http"],
+    isServerless: true,
+    readme: "# hi",
+  };
+
+  it("renames the four fields and keeps the rest", () => {
+    expect(templateV1ToV2(v1)).toEqual({
+      id: "t1",
+      name: "echo",
+      image: "me/echo:1",
+      disk: 20,
+      public: true,
+      registry: { id: "auth9" },
+      env: { A: "1" },
+      ports: ["8000/http"],
+      isServerless: true,
+      readme: "# hi",
+    });
+  });
+
+  it("maps back to the same v1 template", () => {
+    expect(templateV2ToV1(templateV1ToV2(v1))).toEqual(v1);
+  });
+
+  it("leaves registry out when the v1 template has no registry auth", () => {
+    expect(templateV1ToV2({ id: "t", name: "n", imageName: "i", containerRegistryAuthId: null })).toEqual({
+      id: "t",
+      name: "n",
+      image: "i",
+    });
+  });
+});
