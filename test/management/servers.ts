@@ -60,7 +60,9 @@ export async function startRecorder(
     req.on("end", () => {
       const url = new URL(req.url ?? "/", "http://x");
       const query: Record<string, string[]> = {};
-      for (const [k, v] of url.searchParams) (query[k] ??= []).push(v);
+      for (const [k, v] of url.searchParams) {
+        query[k] = [...(query[k] ?? []), v];
+      }
       const recorded: Recorded = {
         method: req.method ?? "",
         path: url.pathname,
