@@ -1,0 +1,30 @@
+import { createEndpointClient } from "./endpoint.js";
+import { type ClientOptions, resolveClientOptions } from "./options.js";
+import { createTransport } from "./transport.js";
+import type { EndpointClient } from "./types.js";
+
+/** A client of the job API (platform-api §4.1), for the platform and runlet's harness alike. */
+export interface Client {
+  /** The job API of one endpoint; type parameters describe its input, output and streamed items. */
+  endpoint<TInput = Record<string, unknown>, TOutput = unknown, TStreamItem = unknown>(
+    endpointId: string,
+  ): EndpointClient<TInput, TOutput, TStreamItem>;
+}
+
+/**
+ * Creates a job-API client. Options are checked once; bad ones throw RUNLET_CONFIG_INVALID.
+ * Error answers become RunletError RUNLET_CLIENT_HTTP with `details.status` and `details.body`.
+ *
+ * @example
+ * const client = createClient({ apiKey: process.env.API_KEY!, baseUrl: "http://127.0.0.1:8000" });
+ * const ep = client.endpoint<{ prompt: string }, string, string>("my-endpoint");
+ * const { id } = await ep.run({ input: { prompt: "hi" } });
+ * for await (const token of ep.stream(id)) process.stdout.write(token);
+ */
+export function createClient(options: ClientOptions): Client {
+  const transport = createTransport(resolveClientOptions(options));
+  return {
+    endpoint: <TInput, TOutput, TStreamItem>(endpointId: string) =>
+      createEndpointClient<TInput, TOutput, TStreamItem>(transport, endpointId),
+  };
+}

@@ -1,0 +1,83 @@
+import type { Dispatcher } from "undici";
+import { RunletError } from "../errors.js";
+import { USER_AGENT } from "../version.js";
+
+/** Options of {@link createClient}. */
+export interface ClientOptions {
+  /** The API key, sent as `Authorization: Bearer <apiKey>` on every request. */
+  readonly apiKey: string;
+  /**
+   * Where the job API lives: the host (`https://host`, then paths are `/v2/<endpoint>/...`), or
+   * the host with its `/v2` prefix (as the official JS client takes it) — both work.
+   */
+  readonly baseUrl: string;
+  /** The undici dispatcher requests go through (a proxy agent, a mock agent). @default undici's global dispatcher */
+  readonly dispatcher?: Dispatcher;
+  /** How long to wait for an answer's headers and between body bytes, per request, in ms. @default 30_000 */
+  readonly requestTimeoutMs?: number;
+  /** How many times a read (`status`, `stream`, `health`, polls) answered 429 is retried. @default 5 */
+  readonly maxRateLimitRetries?: number;
+  /** First back-off after a 429 without `Retry-After`, in ms; it doubles per attempt, with jitter. @default 500 */
+  readonly retryBaseMs?: number;
+  /** Longest back-off after a 429, `Retry-After` included, in ms. @default 30_000 */
+  readonly retryMaxMs?: number;
+  /** The `User-Agent` header. @default runlet's own (`runlet/<version> (node ...)`) */
+  readonly userAgent?: string;
+}
+
+/** Options after defaults are merged and checked once. */
+export interface ResolvedClientOptions {
+  readonly apiKey: string;
+  /** The job API root ending in `/v2` (no trailing slash). */
+  readonly apiRoot: string;
+  readonly dispatcher: Dispatcher | undefined;
+  readonly requestTimeoutMs: number;
+  readonly maxRateLimitRetries: number;
+  readonly retryBaseMs: number;
+  readonly retryMaxMs: number;
+  readonly userAgent: string;
+}
+
+function invalid(message: string): never {
+  throw new RunletError("RUNLET_CONFIG_INVALID", message);
+}
+
+function integerAtLeast(name: string, value: number | undefined, fallback: number, min: number): number {
+  const resolved = value ?? fallback;
+  if (!Number.isInteger(resolved) || resolved < min) {
+    invalid(`${name} must be an integer ≥ ${min}, got ${String(value)}`);
+  }
+  return resolved;
+}
+
+/** Merges defaults, validates, freezes; bad options fail here with a message naming the option. */
+export function resolveClientOptions(options: ClientOptions): ResolvedClientOptions {
+  if (typeof options.apiKey !== "string" || options.apiKey === "") {
+    invalid("apiKey must be a non-empty string (the endpoint's API key)");
+  }
+  let base: URL;
+  try {
+    base = new URL(options.baseUrl);
+  } catch (cause) {
+    throw new RunletError(
+      "RUNLET_CONFIG_INVALID",
+      `baseUrl must be an absolute http(s) URL, got ${JSON.stringify(options.baseUrl)}`,
+      { cause },
+    );
+  }
+  if (base.protocol !== "http:" && base.protocol !== "https:") {
+    invalid(`baseUrl must be an http(s) URL, got ${base.protocol}`);
+  }
+  const path = base.pathname.replace(/\/+$/, "");
+  const apiRoot = `${base.origin}${path.endsWith("/v2") ? path : `${path}/v2`}`;
+  return Object.freeze({
+    apiKey: options.apiKey,
+    apiRoot,
+    dispatcher: options.dispatcher,
+    requestTimeoutMs: integerAtLeast("requestTimeoutMs", options.requestTimeoutMs, 30_000, 1),
+    maxRateLimitRetries: integerAtLeast("maxRateLimitRetries", options.maxRateLimitRetries, 5, 0),
+    retryBaseMs: integerAtLeast("retryBaseMs", options.retryBaseMs, 500, 0),
+    retryMaxMs: integerAtLeast("retryMaxMs", options.retryMaxMs, 30_000, 0),
+    userAgent: options.userAgent ?? USER_AGENT,
+  });
+}

@@ -1,0 +1,126 @@
+import { request } from "undici";
+import { z } from "zod";
+import { RunletError } from "../errors.js";
+import { apiErrorSchema } from "../protocol/index.js";
+import { backoffMs, delay, retryAfterMs } from "./delay.js";
+import type { ResolvedClientOptions } from "./options.js";
+
+/** One job-API call, described once and sent (and perhaps retried) by the transport. */
+export interface ApiCall<T> {
+  readonly method: "GET" | "POST";
+  /** Path under `/v2`, starting with the endpoint id: `ep/status/<id>` (segments already encoded). */
+  readonly path: string;
+  readonly query?: Readonly<Record<string, string | number | undefined>>;
+  /** JSON request body (POST only). */
+  readonly body?: unknown;
+  /** Schema the answer must satisfy. */
+  readonly schema: z.ZodType<T>;
+  /** True for reads, which are retried on 429; writes (run, cancel, ...) never are. */
+  readonly idempotent: boolean;
+  readonly signal?: AbortSignal | undefined;
+  /** Extra time the server may legitimately hold this request (runsync's `wait`), in ms. */
+  readonly holdMs?: number;
+}
+
+/** Sends job-API calls: auth and headers, error answers to RunletErrors, 429 back-off on reads. */
+export interface Transport {
+  send<T>(call: ApiCall<T>): Promise<T>;
+}
+
+const MAX_MESSAGE_BODY_CHARS = 300;
+
+/** Creates the transport for one client. */
+export function createTransport(options: ResolvedClientOptions): Transport {
+  return {
+    async send<T>(call: ApiCall<T>): Promise<T> {
+      const url = new URL(`${options.apiRoot}/${call.path}`);
+      for (const [name, value] of Object.entries(call.query ?? {})) {
+        if (value !== undefined) url.searchParams.set(name, String(value));
+      }
+      const label = `${call.method} ${url.pathname}`;
+      for (let attempt = 0; ; attempt++) {
+        call.signal?.throwIfAborted();
+        const timeoutMs = options.requestTimeoutMs + (call.holdMs ?? 0);
+        const answer = await request(url, {
+          method: call.method,
+          headers: {
+            authorization: `Bearer ${options.apiKey}`,
+            "user-agent": options.userAgent,
+            accept: "application/json",
+            ...(call.body === undefined ? {} : { "content-type": "application/json" }),
+          },
+          body:
+            call.body === undefined ? (call.method === "POST" ? "" : undefined) : JSON.stringify(call.body),
+          signal: call.signal,
+          headersTimeout: timeoutMs,
+          bodyTimeout: timeoutMs,
+          ...(options.dispatcher === undefined ? {} : { dispatcher: options.dispatcher }),
+        });
+        const text = await answer.body.text();
+        const status = answer.statusCode;
+        if (status === 429 && call.idempotent && attempt < options.maxRateLimitRetries) {
+          const asked = retryAfterMs(answer.headers["retry-after"]);
+          const wait = asked ?? backoffMs(attempt, options.retryBaseMs, options.retryMaxMs);
+          await delay(Math.min(wait, options.retryMaxMs), call.signal);
+          continue;
+        }
+        if (status < 200 || status >= 300) throw httpError(label, status, text);
+        return parseAnswer(label, status, text, call.schema);
+      }
+    },
+  };
+}
+
+/** The error for an error answer: the message from runlet's `{error, status, issues}` body when there is one. */
+function httpError(label: string, status: number, text: string): RunletError {
+  let body: unknown = text;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    // Not JSON (a proxy's HTML page, an empty body): the raw text is the best detail there is.
+  }
+  const parsed = apiErrorSchema.safeParse(body);
+  let reason: string;
+  if (parsed.success) {
+    reason = parsed.data.error + (parsed.data.issues?.length ? ` (${parsed.data.issues.join("; ")})` : "");
+  } else if (
+    typeof body === "object" &&
+    body !== null &&
+    typeof (body as { message?: unknown }).message === "string"
+  ) {
+    reason = (body as { message: string }).message;
+  } else if (
+    typeof body === "object" &&
+    body !== null &&
+    typeof (body as { error?: unknown }).error === "string"
+  ) {
+    reason = (body as { error: string }).error;
+  } else {
+    reason = text.trim() === "" ? "(empty body)" : text.trim().slice(0, MAX_MESSAGE_BODY_CHARS);
+  }
+  return new RunletError("RUNLET_CLIENT_HTTP", `${label} answered ${status}: ${reason}`, {
+    details: { status, body },
+  });
+}
+
+function parseAnswer<T>(label: string, status: number, text: string, schema: z.ZodType<T>): T {
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch (cause) {
+    throw new RunletError(
+      "RUNLET_CLIENT_BAD_RESPONSE",
+      `${label} answered ${status} with a body that is not JSON: ${text.slice(0, MAX_MESSAGE_BODY_CHARS)}`,
+      { cause, details: { status, body: text } },
+    );
+  }
+  const parsed = schema.safeParse(body);
+  if (!parsed.success) {
+    throw new RunletError(
+      "RUNLET_CLIENT_BAD_RESPONSE",
+      `${label} answered ${status} with an unexpected body: ${z.prettifyError(parsed.error)}`,
+      { cause: parsed.error, details: { status, body } },
+    );
+  }
+  return parsed.data;
+}
