@@ -131,6 +131,9 @@ export function createJobS3(options: JobS3Options): JobS3 {
       // Whatever failed, no multipart upload of this object may stay open on the store.
       await tracker.abortOpen(c, log, { bucket: store.bucket, key });
       if (signal.aborted) throw abortReason(signal);
+      // A body that failed to read is the caller's problem, not the store's: say so with its own error.
+      const fromSource = prepared.sourceError();
+      if (fromSource !== undefined) throw fromSource;
       throw toRequestError(err, store, { operation: "upload", key });
     } finally {
       signal.removeEventListener("abort", onAbort);

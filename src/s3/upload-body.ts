@@ -18,6 +18,8 @@ export interface PreparedBody {
   bytes(): number;
   /** Releases the source (closes a file we opened; ends a stream the upload gave up on). */
   dispose(): void;
+  /** The error the source itself failed with (a file read, the caller's stream), if it did. */
+  sourceError(): unknown;
 }
 
 const CONTENT_TYPES: Readonly<Record<string, string>> = {
@@ -61,18 +63,28 @@ function isPathBody(body: unknown): body is { path: string } {
 }
 
 /** A pass-through that counts bytes: the size of a stream is only known once it has been read. */
-function counting(source: Readable): { stream: Readable; bytes: () => number; dispose: () => void } {
+function counting(source: Readable): {
+  stream: Readable;
+  bytes: () => number;
+  dispose: () => void;
+  sourceError: () => unknown;
+} {
   let total = 0;
+  let failed: unknown;
   const counter = new Transform({
     transform(chunk: Buffer, _enc, callback) {
       total += chunk.length;
       callback(null, chunk);
     },
   });
-  source.on("error", (err) => counter.destroy(err));
+  source.on("error", (err) => {
+    failed ??= err;
+    counter.destroy(err);
+  });
   return {
     stream: source.pipe(counter),
     bytes: () => total,
+    sourceError: () => failed,
     dispose: () => {
       source.destroy();
       counter.destroy();
@@ -96,7 +108,7 @@ export async function prepareBody(body: UploadBody, contentType: string | undefi
     const info = await stat(body.path);
     if (!info.isFile()) throw new TypeError(`upload body { path } must name a file, got ${body.path}`);
     const extension = extname(body.path);
-    const { stream, bytes, dispose } = counting(createReadStream(body.path));
+    const { stream, bytes, dispose, sourceError } = counting(createReadStream(body.path));
     return {
       body: stream,
       contentLength: info.size,
@@ -104,10 +116,11 @@ export async function prepareBody(body: UploadBody, contentType: string | undefi
       extension,
       bytes,
       dispose,
+      sourceError,
     };
   }
   if (body instanceof Readable) {
-    const { stream, bytes, dispose } = counting(body);
+    const { stream, bytes, dispose, sourceError } = counting(body);
     return {
       body: stream,
       contentLength: undefined,
@@ -115,6 +128,7 @@ export async function prepareBody(body: UploadBody, contentType: string | undefi
       extension: "",
       bytes,
       dispose,
+      sourceError,
     };
   }
   throw new TypeError(
@@ -132,5 +146,6 @@ function fixed(data: Uint8Array, contentType: string, extension: string): Prepar
     extension,
     bytes: () => data.byteLength,
     dispose: () => undefined,
+    sourceError: () => undefined,
   };
 }

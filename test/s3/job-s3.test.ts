@@ -155,6 +155,21 @@ describe("upload", () => {
     expect(sha256(Buffer.concat(chunks))).toBe(sha256(Buffer.concat(pieces)));
   });
 
+  it("rejects with the body's own error when the stream being uploaded fails, leaving no multipart upload", async () => {
+    const s3 = jobS3();
+    const boom = new Error("camera unplugged");
+    let n = 0;
+    const body = new Readable({
+      read() {
+        n += 1;
+        if (n <= 10) this.push(randomBytes(1_048_576));
+        else this.destroy(boom);
+      },
+    });
+    expect(await caught(s3.upload(body, { key: "job-1/broken.bin" }))).toBe(boom);
+    expect(await s3rver.listMultipartUploads(BUCKET)).toEqual([]);
+  });
+
   it("offloads an output's JSON to <job id>/output.json", async () => {
     const s3 = jobS3({ jobId: "job-offload" });
     const json = JSON.stringify({ text: "é".repeat(1000) });
