@@ -39,16 +39,16 @@ const CJS_BANNER = [
 ].join("\n");
 
 /**
- * The bundle's entry: it imports the handler and hands it to runlet's bundle entry, which starts
- * the worker on the main thread and runs jobs when the same file is loaded as an isolation thread
- * (docs/worker.md, "bundles").
+ * The bundle's entry: it imports the handler and hands it to runlet's `serveHandler`, which runs
+ * the worker loop on the main thread and, when this same file is started again as an
+ * `isolation: "thread"` executor, serves jobs there instead (docs/worker.md, "Thread entry").
  */
 export function renderEntry(handlerPath: string): string {
   return [
-    `import handler from ${JSON.stringify(handlerPath)};`,
-    'import { runBundledWorker } from "runlet";',
+    `import definition from ${JSON.stringify(handlerPath)};`,
+    'import { serveHandler } from "runlet";',
     "",
-    "await runBundledWorker(handler, import.meta.url);",
+    "process.exitCode = await serveHandler(definition, { env: process.env, threadEntry: import.meta.url });",
     "",
   ].join("\n");
 }

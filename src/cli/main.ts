@@ -5,6 +5,7 @@ import type { Command } from "./command.js";
 const COMMANDS: Record<string, () => Promise<{ command: Command }>> = {
   // Each command's module registers here: init, dev, test, build, start, harness, deploy.
   init: () => import("./commands/init.js"),
+  dev: () => import("./commands/dev.js"),
   build: () => import("./commands/build.js"),
   start: () => import("./commands/start.js"),
 };

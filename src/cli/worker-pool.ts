@@ -1,0 +1,138 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { RUNLET_ROOT } from "./paths.js";
+
+/** Options of {@link WorkerPool}. */
+export interface WorkerPoolOptions {
+  /** The handler module each worker runs (`runlet start <handler>`). */
+  readonly handlerPath: string;
+  /** Worker processes to keep running. */
+  readonly size: number;
+  /** The platform environment for a new worker (a fresh pod id each call). */
+  readonly envFor: () => Record<string, string>;
+  /** Receives each line a worker prints, with the worker's label. */
+  readonly onLine: (label: string, line: string) => void;
+  /** Told when a worker exits on its own (not stopped by the pool). */
+  readonly onExit: (label: string, code: number | null, signal: NodeJS.Signals | null) => void;
+  /** How long a stopped worker may finish its jobs before it is killed, in ms. @default 30_000 */
+  readonly stopGraceMs?: number;
+  /** Pause before replacing a worker that exited on its own, in ms (a broken handler must not spin). @default 1_000 */
+  readonly restartDelayMs?: number;
+}
+
+interface Member {
+  readonly label: string;
+  readonly child: ChildProcess;
+  readonly exited: Promise<void>;
+  stopping: boolean;
+}
+
+/**
+ * The worker processes of `runlet dev`: `runlet start <handler>` children connected to the
+ * harness. `reload()` starts fresh workers (new code) and gracefully stops the old ones, which
+ * finish the jobs they hold; jobs still queued wait in the harness for the new workers.
+ */
+export class WorkerPool {
+  readonly #options: WorkerPoolOptions;
+  readonly #members = new Set<Member>();
+  readonly #closed = new AbortController();
+  #counter = 0;
+  #closing: Promise<void> | undefined;
+
+  constructor(options: WorkerPoolOptions) {
+    this.#options = options;
+  }
+
+  /** Starts the pool's workers. */
+  start(): void {
+    for (let i = 0; i < this.#options.size; i++) this.#spawn();
+  }
+
+  /** Replaces every worker: new ones start now, the old ones stop taking jobs and finish theirs. */
+  async reload(): Promise<void> {
+    const old = [...this.#members];
+    this.start();
+    await Promise.all(old.map((m) => this.#stop(m)));
+  }
+
+  /** The labels of the running workers. */
+  labels(): string[] {
+    return [...this.#members].filter((m) => !m.stopping).map((m) => m.label);
+  }
+
+  /** Stops every worker (SIGTERM, then SIGKILL after the grace period). Idempotent. */
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      this.#closed.abort();
+      await Promise.all([...this.#members].map((m) => this.#stop(m)));
+    })();
+    return this.#closing;
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+
+  #spawn(): void {
+    if (this.#closed.signal.aborted) return;
+    const label = `w${++this.#counter}`;
+    const child = spawn(
+      process.execPath,
+      [join(RUNLET_ROOT, "bin", "runlet.mjs"), "start", this.#options.handlerPath],
+      { env: { ...inheritedEnv(), ...this.#options.envFor() }, stdio: ["ignore", "pipe", "pipe"] },
+    );
+    const member: Member = {
+      label,
+      child,
+      stopping: false,
+      exited: new Promise((resolve) => child.once("close", () => resolve())),
+    };
+    this.#members.add(member);
+    for (const stream of [child.stdout, child.stderr]) {
+      let pending = "";
+      stream?.setEncoding("utf8").on("data", (chunk: string) => {
+        pending += chunk;
+        const lines = pending.split("\n");
+        pending = lines.pop() ?? "";
+        for (const line of lines) this.#options.onLine(label, line);
+      });
+      stream?.on("end", () => {
+        if (pending !== "") this.#options.onLine(label, pending);
+      });
+    }
+    child.once("close", (code, signal) => {
+      this.#members.delete(member);
+      if (member.stopping || this.#closed.signal.aborted) return;
+      this.#options.onExit(label, code, signal);
+      // Replace it (a refreshWorker job, a crash, a handler that fails to load) without spinning.
+      sleep(this.#options.restartDelayMs ?? 1_000, undefined, { signal: this.#closed.signal }).then(
+        () => this.#spawn(),
+        () => {
+          // Aborted: the pool is closing, so no replacement.
+        },
+      );
+    });
+    child.once("error", (err) => this.#options.onLine(label, `could not start: ${err.message}`));
+  }
+
+  async #stop(member: Member): Promise<void> {
+    member.stopping = true;
+    if (member.child.exitCode === null && member.child.signalCode === null) member.child.kill("SIGTERM");
+    const timer = setTimeout(() => member.child.kill("SIGKILL"), this.#options.stopGraceMs ?? 30_000);
+    try {
+      await member.exited;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
+
+/** The CLI's environment without platform variables, so a worker sees only the harness's. */
+function inheritedEnv(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (!k.startsWith("RUNPOD_")) env[k] = v;
+  }
+  return env;
+}

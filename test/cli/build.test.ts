@@ -1,0 +1,133 @@
+import { spawn } from "node:child_process";
+import { copyFile, mkdtemp, readdir, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { renderProjectDockerfile } from "../../src/cli/dockerfile.js";
+import { startHarness } from "../../src/harness/index.js";
+import { node22 } from "./node22.js";
+import { childEnv, REPO_ROOT, runCli } from "./run-cli.js";
+
+let tmp: string;
+let node: { bin: string; version: string; fallback: boolean };
+
+beforeAll(async () => {
+  tmp = await mkdtemp(join(tmpdir(), "runlet-build-"));
+  node = await node22();
+}, 200_000);
+afterAll(async () => {
+  await rm(tmp, { recursive: true, force: true });
+});
+
+/** Builds `handler` in a fresh project folder and returns that folder. */
+async function buildIn(
+  name: string,
+  handler: string,
+  extra: string[] = [],
+): Promise<{ dir: string; stdout: string }> {
+  const dir = join(tmp, name);
+  const { mkdir } = await import("node:fs/promises");
+  await mkdir(dir);
+  const r = await runCli(["build", join(REPO_ROOT, handler), ...extra], { cwd: dir });
+  expect(r.stderr).toBe("");
+  expect(r.code).toBe(0);
+  return { dir, stdout: r.stdout };
+}
+
+/**
+ * Runs `bundle` alone (copied into an empty folder: no node_modules, no sources) with Node 22
+ * against a harness, sends it `jobs`, and returns their snapshots; stops the worker with SIGTERM.
+ */
+async function runBundle(bundleDir: string, jobs: unknown[]) {
+  const lonely = await mkdtemp(join(tmp, "image-"));
+  await copyFile(join(bundleDir, "dist", "worker.mjs"), join(lonely, "worker.mjs"));
+  expect(await readdir(lonely)).toEqual(["worker.mjs"]);
+  await using harness = await startHarness({ takeTimeoutMs: 500, endpoints: [{ id: "bundle" }] });
+  const child = spawn(node.bin, [join(lonely, "worker.mjs")], {
+    cwd: lonely,
+    env: { ...childEnv(), ...harness.workerEnv("bundle"), RUNPOD_ENDPOINT_ID: "bundle", NODE_PATH: "" },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let log = "";
+  child.stdout.on("data", (d: Buffer) => {
+    log += d.toString();
+  });
+  child.stderr.on("data", (d: Buffer) => {
+    log += d.toString();
+  });
+  const exited = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)));
+  try {
+    const ids = jobs.map((input) => harness.enqueue("bundle", { input }));
+    const results = [];
+    for (const id of ids) results.push(await harness.waitForJob(id, { timeoutMs: 30_000 }));
+    child.kill("SIGTERM");
+    return { results, exitCode: await exited, log };
+  } finally {
+    if (child.exitCode === null) child.kill("SIGKILL");
+  }
+}
+
+describe("runlet build", () => {
+  it("bundles a thread-isolated handler that runs from its file alone under Node 22", async () => {
+    const { dir, stdout } = await buildIn("cpu", "examples/cpu-thread/handler.ts");
+    expect(stdout).toMatch(
+      /^Built dist\/worker\.mjs {2}\d+(\.\d+)? (KiB|MiB) {2}\(source map \d+(\.\d+)? (KiB|MiB)\)\n/,
+    );
+    expect(stdout).toContain("Wrote Dockerfile");
+    expect(await readFile(join(dir, "Dockerfile"), "utf8")).toBe(renderProjectDockerfile());
+    const bundle = await readFile(join(dir, "dist", "worker.mjs"), "utf8");
+    expect(bundle.startsWith('import { createRequire as __runletCreateRequire } from "node:module";')).toBe(
+      true,
+    );
+    expect(bundle).toContain("//# sourceMappingURL=worker.mjs.map");
+    const map = JSON.parse(await readFile(join(dir, "dist", "worker.mjs.map"), "utf8")) as {
+      sources: string[];
+    };
+    expect(map.sources.some((s) => s.endsWith("examples/cpu-thread/handler.ts"))).toBe(true);
+
+    const { results, exitCode, log } = await runBundle(dir, [
+      { below: 100 },
+      { below: 1000 },
+      { below: "x" },
+    ]);
+    if (node.fallback) console.warn("this run used the current Node, not Node 22");
+    expect(results.map((j) => [j.status, j.output])).toEqual([
+      ["COMPLETED", { below: 100, primes: 25 }],
+      ["COMPLETED", { below: 1000, primes: 168 }],
+      ["FAILED", undefined],
+    ]);
+    expect(results[2]?.error).toContain("below");
+    expect(exitCode, log).toBe(0);
+  });
+
+  it("keeps an existing Dockerfile and names the externals it must install", async () => {
+    const { dir } = await buildIn("ext", "examples/token-stream/handler.ts");
+    const again = await runCli(
+      ["build", join(REPO_ROOT, "examples/token-stream/handler.ts"), "--external", "zod"],
+      {
+        cwd: dir,
+      },
+    );
+    expect(again.code).toBe(0);
+    expect(again.stdout).toContain("note: Dockerfile kept as it is; it must install zod");
+    expect(await readFile(join(dir, "Dockerfile"), "utf8")).toBe(renderProjectDockerfile());
+    const bundle = await readFile(join(dir, "dist", "worker.mjs"), "utf8");
+    expect(bundle).toMatch(/from "zod"/);
+  });
+
+  it("fails with exit 1 and esbuild's location when the handler does not compile", async () => {
+    const { mkdir, writeFile } = await import("node:fs/promises");
+    const dir = join(tmp, "broken");
+    await mkdir(dir);
+    await writeFile(
+      join(dir, "handler.ts"),
+      'import { nothing } from "./missing.js";\nexport default nothing;\n',
+    );
+    const r = await runCli(["build"], { cwd: dir });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(
+      /^runlet build: esbuild could not bundle the handler:\n.*handler\.ts:1:\d+: Could not resolve "\.\/missing\.js" \(RUNLET_BUILD_FAILED\)\n$/,
+    );
+    expect(r.stdout).toBe("");
+  });
+});
