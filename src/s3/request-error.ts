@@ -69,7 +69,7 @@ export function toRequestError(err: unknown, store: StoreConfig, ctx: RequestCon
       `${where} rejected the credentials of access id "${store.accessKeyId}" (${storeCode}) on ${ctx.operation}: ` +
       `check ${store.source === "s3Config" ? "s3Config.accessId and s3Config.accessSecret" : "BUCKET_ACCESS_KEY_ID and BUCKET_SECRET_ACCESS_KEY"}`;
   } else if (storeCode === "AccessDenied" || status === 403) {
-    message = `${where} denied access id "${store.accessKeyId}" ${ctx.operation} on ${object} (${storeCode ?? status}): grant it that permission`;
+    message = `${where} denied access id "${store.accessKeyId}" permission for ${ctx.operation} on ${object} (${storeCode ?? status}): grant it that permission`;
   } else if (storeCode === "NoSuchBucket") {
     message =
       `${where} has no bucket "${store.bucket}"` +

@@ -350,6 +350,31 @@ describe("credentials", () => {
   });
 });
 
+describe("store errors", () => {
+  it("says the bucket is missing and how to name one", async () => {
+    const s3 = jobS3({ s3Config: s3Config({ bucketName: "no-such-bucket" }) });
+    const err = await caught(s3.upload("x"));
+    expect(isRunletError(err) && err.code).toBe("RUNLET_S3_REQUEST_FAILED");
+    expect((err as Error).message).toBe(
+      `the store at ${s3rver.endpoint} has no bucket "no-such-bucket": create it, or fix s3Config.bucketName`,
+    );
+  });
+
+  it("says the store cannot be reached", async () => {
+    const server = createServer();
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const port = (server.address() as AddressInfo).port;
+    await new Promise((resolve) => server.close(resolve)); // nothing listens there now
+    const endpoint = `http://127.0.0.1:${port}`;
+    const s3 = jobS3({ s3Config: s3Config({ endpointUrl: endpoint }) });
+    const err = await caught(s3.upload("x"));
+    expect(isRunletError(err) && err.code).toBe("RUNLET_S3_REQUEST_FAILED");
+    expect((err as Error).message).toBe(
+      `could not reach the store at ${endpoint} (ECONNREFUSED) on upload: check the endpoint URL and the network`,
+    );
+  });
+});
+
 describe("download", () => {
   it("refuses URLs on loopback, private and link-local addresses unless allowed", async () => {
     const ref = await jobS3().upload("private data");
