@@ -4,7 +4,12 @@ import { StreamCoalescer } from "../../src/stream/index.js";
 /** A clock the test advances by hand. */
 function manualClock(): { now: () => number; advance: (ms: number) => void } {
   let time = 1_000;
-  return { now: () => time, advance: (ms) => void (time += ms) };
+  return {
+    now: () => time,
+    advance: (ms) => {
+      time += ms;
+    },
+  };
 }
 
 describe("StreamCoalescer", () => {

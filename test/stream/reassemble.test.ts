@@ -45,7 +45,8 @@ describe("reassembly of a whole stream", () => {
           step = Math.floor(step / 5) + 7;
           for (const chunk of chunks.slice(at, at + size)) {
             const done = reassembler.push(chunk);
-            const isLast = chunk.metrics?.["part"] === Number(chunk.metrics?.["parts"]) - 1;
+            const { part, parts } = chunk.metrics ?? {};
+            const isLast = part === Number(parts) - 1;
             expect(done).toHaveLength(isLast ? 1 : 0);
             back.push(...done);
           }

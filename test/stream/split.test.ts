@@ -135,8 +135,8 @@ describe("splitItem on JSON values", () => {
   });
 
   it("throws RUNLET_OUTPUT_UNSERIALIZABLE for a BigInt, a cycle and undefined", () => {
-    const cycle: Record<string, unknown> = {};
-    cycle["self"] = cycle;
+    const cycle: { self?: unknown } = {};
+    cycle.self = cycle;
     for (const value of [10n, { n: 1n }, cycle, undefined, () => 1]) {
       expect(() => splitItem(value, 0)).toThrow(
         expect.objectContaining({ code: "RUNLET_OUTPUT_UNSERIALIZABLE" }),
