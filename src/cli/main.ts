@@ -6,8 +6,10 @@ const COMMANDS: Record<string, () => Promise<{ command: Command }>> = {
   // Each command's module registers here: init, dev, test, build, start, harness, deploy.
   init: () => import("./commands/init.js"),
   dev: () => import("./commands/dev.js"),
+  test: () => import("./commands/test.js"),
   build: () => import("./commands/build.js"),
   start: () => import("./commands/start.js"),
+  deploy: () => import("./commands/deploy.js"),
 };
 
 async function loadAll(): Promise<Command[]> {

@@ -18,6 +18,19 @@ export {
   type RawRequest,
 } from "./client.js";
 export {
+  DEPLOY_DEFAULT_WORKERS,
+  type DeployResult,
+  type DeploySpec,
+  type DeployStep,
+  deploy,
+  type EndpointStep,
+  findExisting,
+  planDeploy,
+  stepRequest,
+  TEMPLATE_ID_PLACEHOLDER,
+  type TemplateStep,
+} from "./deploy.js";
+export {
   type ManagementErrorDetails,
   managementHttpError,
   parseErrorBody,
