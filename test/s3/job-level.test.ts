@@ -1,7 +1,8 @@
 import { writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Writable } from "node:stream";
+import { Readable, Writable } from "node:stream";
+import { HeadObjectCommand } from "@aws-sdk/client-s3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { type Harness, startHarness } from "../../src/harness/index.js";
@@ -120,6 +121,43 @@ describe("jobs with S3", () => {
     expect(res.headers.get("content-type")).toBe("application/json");
     expect(await res.text()).toBe(expected);
     expect(JSON.stringify(job) + ctx.lines.join("")).not.toContain(SECRET);
+  });
+
+  it("aborts the multipart upload of a job that runs past its deadline, leaving none open on the store", async () => {
+    const endless = defineHandler({
+      input: z.object({}),
+      async handler({ s3, job }) {
+        let n = 0;
+        const body = new Readable({
+          read() {
+            n += 1;
+            setTimeout(() => this.push(Buffer.alloc(1_048_576, n % 256)), 10);
+          },
+        });
+        return s3.upload(body, { key: `${job.id}/endless.bin` });
+      },
+    });
+    await using ctx = await run(endless);
+    const id = ctx.h.enqueue("local", {
+      input: {},
+      s3Config: s3Config(),
+      policy: { executionTimeout: 3_000 },
+    });
+    await expect
+      .poll(async () => (await s3rver.listMultipartUploads(BUCKET)).map((u) => u.key), {
+        timeout: 3_000,
+        interval: 25,
+      })
+      .toEqual([`${id}/endless.bin`]);
+    const job = await ctx.h.waitForJob(id);
+    expect(job.status).toBe("TIMED_OUT");
+    await expect
+      .poll(async () => (await s3rver.listMultipartUploads(BUCKET)).length, { timeout: 10_000, interval: 50 })
+      .toBe(0);
+    const head = await s3rver.client
+      .send(new HeadObjectCommand({ Bucket: BUCKET, Key: `${id}/endless.bin` }))
+      .catch((e: { name?: string }) => e.name);
+    expect(head).toBe("NotFound");
   });
 
   it("fails a job that uses ctx.s3 without a store, saying how to configure one", async () => {
