@@ -1,0 +1,51 @@
+import type { z } from "zod";
+import { runRequestSchema } from "../protocol/api.js";
+import { parseJson } from "./http-util.js";
+import type { NewJob } from "./job-entry.js";
+
+/** A `/run` or `/runsync` body, checked: the job to create, or what is wrong with it. */
+export type RunBodyResult =
+  | { readonly ok: true; readonly job: NewJob }
+  | { readonly ok: false; readonly message: string; readonly issues?: string[] };
+
+/** One line per zod issue, naming the field (the policy bounds messages already do). */
+function describe(issue: z.core.$ZodIssue): string {
+  const path = issue.path.map(String).join(".");
+  if (path === "" || issue.message.startsWith(path)) return issue.message;
+  return `${path}: ${issue.message}`;
+}
+
+/**
+ * Parses and validates a job request body (platform-api §2.2): a JSON object with an `input`
+ * object and optional `webhook`, `policy` (bounds of §8) and `s3Config`. Unknown keys are ignored.
+ */
+export function parseRunBody(text: string): RunBodyResult {
+  if (text.trim() === "") {
+    return { ok: false, message: "request body is empty: send a JSON object with an input field" };
+  }
+  const parsed = parseJson(text);
+  if (!parsed.ok) return { ok: false, message: `request body is not JSON: ${parsed.message}` };
+  const body = parsed.value;
+  if (typeof body !== "object" || body === null || Array.isArray(body)) {
+    return { ok: false, message: "request body must be a JSON object with an input field" };
+  }
+  if (!Object.hasOwn(body, "input")) {
+    const issues = ["input is required: a JSON object of the handler's parameters"];
+    return { ok: false, message: `invalid request body: ${issues[0]}`, issues };
+  }
+  const checked = runRequestSchema.safeParse(body);
+  if (!checked.success) {
+    const issues = checked.error.issues.map(describe);
+    return { ok: false, message: `invalid request body: ${issues.join("; ")}`, issues };
+  }
+  const { input, policy, s3Config, webhook } = checked.data;
+  return {
+    ok: true,
+    job: {
+      input,
+      ...(policy === undefined ? {} : { policy }),
+      ...(s3Config === undefined ? {} : { s3Config }),
+      ...(webhook === undefined ? {} : { webhook }),
+    },
+  };
+}
