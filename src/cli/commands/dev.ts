@@ -4,6 +4,7 @@ import { startHarness } from "../../harness/index.js";
 import { type Command, EXIT, parseCommandArgs, reportCliError, usageError } from "../command.js";
 import { DEFAULT_HANDLER_PATHS, resolveHandlerPath } from "../handler-path.js";
 import { followJobs } from "../job-log.js";
+import { formatLogLine } from "../log-line.js";
 import { watchFolder } from "../watch.js";
 import { WorkerPool } from "../worker-pool.js";
 
@@ -106,13 +107,14 @@ export const command: Command = {
       await using pool = new WorkerPool({
         handlerPath,
         size: workers,
-        envFor: () => harness.workerEnv(ENDPOINT_ID),
-        onLine: (label, line) => out(`[${label}] ${line}`),
+        // Platform mode (JSON lines) so each worker line can be rendered as one readable line.
+        envFor: () => ({ ...harness.workerEnv(ENDPOINT_ID), RUNPOD_ENDPOINT_ID: ENDPOINT_ID }),
+        onLine: (label, line) => out(`[${label}] ${formatLogLine(line)}`),
         onExit: (label, code, signal) =>
           out(`runlet dev: worker ${label} exited (${signal ?? `code ${code}`}); starting another`),
       });
       pool.start();
-      const jobs = followJobs(harness, out);
+      const jobs = followJobs(harness, out, 100);
       const watcher = watchFolder(dirname(handlerPath), (files) => {
         out(
           `runlet dev: ${files.slice(0, 3).join(", ")}${files.length > 3 ? ", …" : ""} changed; reloading workers`,
