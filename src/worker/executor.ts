@@ -9,12 +9,15 @@ import type { DeliveredJob } from "../protocol/index.js";
 /** One job handed to an executor. */
 export interface ExecRequest {
   readonly job: DeliveredJob;
-  readonly deadline: number;
+  /** The job's time limit; its clock starts when the handler starts (after a thread has loaded). */
+  readonly timeoutMs: number;
   readonly log: Logger;
 }
 
 /** A running job. */
 export interface ExecHandle {
+  /** Resolves with the epoch ms at which the handler started (its deadline is that plus the timeout). */
+  readonly started: Promise<number>;
   /** Resolves with what the handler produced; `"killed"` after a hard stop, never rejects. */
   readonly outcome: Promise<ExecuteOutcome | "killed">;
   /** Fires the job's signal with `reason`. */
@@ -49,17 +52,19 @@ export class InProcessExecutor implements Executor {
 
   run(request: ExecRequest, hooks: ExecuteHooks): ExecHandle {
     const controller = new AbortController();
+    const startedAt = Date.now();
     const outcome = executeJob({
       definition: this.#definition,
       job: request.job,
       signal: controller.signal,
-      deadline: request.deadline,
+      deadline: startedAt + request.timeoutMs,
       log: request.log,
       identity: this.#settings.identity,
       s3: { s3Config: undefined, bucket: this.#settings.bucket },
       hooks,
     });
     return {
+      started: Promise.resolve(startedAt),
       outcome,
       abort: (reason) => controller.abort(reason),
       hardStop: async () => false,

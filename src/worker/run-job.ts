@@ -99,7 +99,6 @@ export class ActiveJob {
 
   async #start(): Promise<void> {
     const { config, definition, executor } = this.#deps;
-    const deadline = this.#startedAt + this.#timeoutMs;
     this.#log.info("Started.");
     const streamUrl =
       config.jobStreamUrl === undefined
@@ -115,7 +114,7 @@ export class ActiveJob {
             },
           );
     const handle = executor.run(
-      { job: this.#job, deadline, log: this.#log },
+      { job: this.#job, timeoutMs: this.#timeoutMs, log: this.#log },
       {
         progress: (json) => {
           if (this.#state === "running") this.#outbox.progress(doneUrl(config, this.id, false), json);
@@ -133,7 +132,12 @@ export class ActiveJob {
     );
     this.#abort = handle.abort;
     this.#hardStop = handle.hardStop;
-    this.#timers.push(setTimeout(() => this.#onDeadline(), this.#timeoutMs));
+    // The clock runs from the handler's start: an isolation thread's loading is not the job's time.
+    const outcomeOrStart = await Promise.race([handle.started, handle.outcome.then(() => undefined)]);
+    const deadline = (outcomeOrStart ?? Date.now()) + this.#timeoutMs;
+    if (this.#state === "running") {
+      this.#timers.push(setTimeout(() => this.#onDeadline(), Math.max(0, deadline - Date.now())));
+    }
     const watchdog =
       definition.isolation === "in-process" && config.exitOnHardStop ? this.#deps.heartbeat : undefined;
     watchdog?.watch(

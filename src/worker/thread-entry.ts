@@ -20,20 +20,21 @@ export interface ExecutorWorkerData {
   readonly entryUrl: string;
   /** Sources only: the handler module whose default export runs; a bundle has it built in. */
   readonly handlerUrl: string | undefined;
-  /** Path of tsx's CommonJS API, when TypeScript must be loadable in the thread. */
-  readonly tsxApiPath: string | undefined;
+  /** File URL of tsx's ESM API, when TypeScript must be loadable in the thread. */
+  readonly tsxApiUrl: string | undefined;
   readonly log: { readonly platform: boolean; readonly level: string; readonly secrets: readonly string[] };
   readonly settings: ExecutorSettings;
 }
 
 /** Main → thread messages. */
 export type ToThread =
-  | { readonly type: "run"; readonly job: DeliveredJob; readonly deadline: number }
+  | { readonly type: "run"; readonly job: DeliveredJob; readonly timeoutMs: number }
   | { readonly type: "abort"; readonly code: RunletErrorCode; readonly message: string }
   | { readonly type: "credit"; readonly seq: number };
 
 /** Thread → main messages. */
 export type FromThread =
+  | { readonly type: "started"; readonly at: number }
   | { readonly type: "progress"; readonly json: string }
   | {
       readonly type: "chunks";
@@ -70,11 +71,13 @@ export function runExecutorThread(definition: HandlerDefinition): void {
       credits.delete(msg.seq);
     } else if (msg.type === "run") {
       controller = new AbortController();
+      const startedAt = Date.now();
+      port.postMessage({ type: "started", at: startedAt } satisfies FromThread);
       void executeJob({
         definition,
         job: msg.job,
         signal: controller.signal,
-        deadline: msg.deadline,
+        deadline: startedAt + msg.timeoutMs,
         log: log.child({ requestId: msg.job.id }),
         identity,
         s3: { s3Config: undefined, bucket: data.settings.bucket },

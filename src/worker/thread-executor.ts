@@ -1,4 +1,6 @@
+import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { Worker as Thread } from "node:worker_threads";
 import type { RunletErrorCode } from "../errors.js";
@@ -19,7 +21,7 @@ import type { ExecutorWorkerData, FromThread, ToThread } from "./thread-entry.js
 const BOOTSTRAP = `
 const { workerData } = require("node:worker_threads");
 (async () => {
-  if (workerData.tsxApiPath) require(workerData.tsxApiPath).register();
+  if (workerData.tsxApiUrl) (await import(workerData.tsxApiUrl)).register();
   const entry = await import(workerData.entryUrl);
   if (workerData.handlerUrl) {
     const handler = await import(workerData.handlerUrl);
@@ -29,6 +31,17 @@ const { workerData } = require("node:worker_threads");
 `;
 
 const TS_FILE = /\.(c|m)?tsx?$/;
+
+/** The file URL of tsx's ESM API (its CommonJS build cannot register the ESM loader in a thread). */
+function tsxApiUrl(): string {
+  const require = createRequire(import.meta.url);
+  const manifestPath = require.resolve("tsx/package.json");
+  const manifest = JSON.parse(readFileSync(manifestPath, "utf8")) as {
+    exports: Record<string, { import?: { default?: string } }>;
+  };
+  const target = manifest.exports["./esm/api"]?.import?.default ?? "./dist/esm/api/index.mjs";
+  return pathToFileURL(join(dirname(manifestPath), target)).href;
+}
 
 /** Options of {@link ThreadExecutor}. */
 export interface ThreadExecutorOptions {
@@ -66,10 +79,12 @@ export class ThreadExecutor implements Executor {
       entryUrl: options.entryUrl,
       handlerUrl,
       // Resolved lazily: a bundle (plain .mjs) never needs tsx and may not ship it.
-      tsxApiPath: needsTsx ? createRequire(import.meta.url).resolve("tsx/esm/api") : undefined,
+      tsxApiUrl: needsTsx ? tsxApiUrl() : undefined,
       log: options.log,
       settings: options.settings,
     };
+    // A warm thread has loaded tsx, zod and the handler before the first job's clock runs.
+    this.#idle.push(this.#spawn());
   }
 
   #spawn(): Thread {
@@ -90,9 +105,14 @@ export class ThreadExecutor implements Executor {
       settle = resolve;
     });
     let killed = false;
+    let markStarted!: (at: number) => void;
+    const started = new Promise<number>((resolve) => {
+      markStarted = resolve;
+    });
     const send = (msg: ToThread): void => thread.postMessage(msg);
     const onMessage = (msg: FromThread): void => {
-      if (msg.type === "progress") hooks.progress(msg.json);
+      if (msg.type === "started") markStarted(msg.at);
+      else if (msg.type === "progress") hooks.progress(msg.json);
       else if (msg.type === "chunks") {
         void hooks.chunks(msg.bodies, msg.bytes).then(() => send({ type: "credit", seq: msg.seq }));
       } else if (msg.type === "result") {
@@ -108,6 +128,9 @@ export class ThreadExecutor implements Executor {
     };
     const onExit = (code: number): void => {
       cleanup();
+      markStarted(Date.now());
+      // The slot keeps serving: warm a replacement now rather than on the next job's clock.
+      if (!this.#closed && this.#idle.length === 0) this.#idle.push(this.#spawn());
       if (killed) {
         settle("killed");
         return;
@@ -130,8 +153,9 @@ export class ThreadExecutor implements Executor {
     thread.on("message", onMessage);
     thread.on("error", onError);
     thread.on("exit", onExit);
-    send({ type: "run", job: request.job, deadline: request.deadline });
+    send({ type: "run", job: request.job, timeoutMs: request.timeoutMs });
     return {
+      started,
       outcome,
       abort: (reason) => {
         const code = (reason as { code?: unknown }).code;

@@ -365,7 +365,8 @@ export class Worker {
       const graceOver = new AbortController();
       const timer = setTimeout(() => graceOver.abort(), shutdownGraceMs);
       await Promise.race([
-        Promise.all(running.map((job) => job.finished)),
+        // A job already reported (e.g. a runaway handler that was timed out) needs no grace.
+        Promise.all(running.map((job) => Promise.race([job.finished, job.reported]))),
         new Promise((resolve) => graceOver.signal.addEventListener("abort", resolve, { once: true })),
       ]);
       clearTimeout(timer);
