@@ -1,4 +1,10 @@
 export { type ManagementAnswer, problem, v1Error } from "./answers.js";
+export {
+  endpointOptionsOf,
+  type HarnessManagement,
+  type HarnessManagementOptions,
+  harnessManagement,
+} from "./attach.js";
 export { MAX_MANAGEMENT_BODY_BYTES, mountManagementRoutes } from "./mount.js";
 export { EMULATED_V2_SEGMENTS, isManagementPath, MANAGEMENT_V2_SEGMENTS } from "./paths.js";
 export {

@@ -1,0 +1,86 @@
+import type { Harness } from "../harness.js";
+import type { ExtraRoutes, WorkerSpawner } from "../options.js";
+import { mountManagementRoutes } from "./mount.js";
+import { createManagementRoutes, type EndpointEvent, type ManagementRoutes } from "./routes.js";
+import type { TemplateSeed } from "./store.js";
+
+/** Options of {@link harnessManagement}. */
+export interface HarnessManagementOptions {
+  /** The key management callers must send (the harness's main key). */
+  readonly apiKey: string;
+  /**
+   * Starts the workers of an endpoint created through `POST /v2/serverless` — the handler's
+   * workers. Without it, the new endpoint takes jobs only from workers that connect on their own.
+   */
+  readonly spawn?: WorkerSpawner | undefined;
+  /** Templates present from the start. */
+  readonly templates?: readonly TemplateSeed[];
+  /** Time source for `createdAt`, ms since the epoch. @default Date.now */
+  readonly clock?: () => number;
+  /** Receives a failure to register an endpoint with the harness. @default ignore */
+  readonly onError?: (err: unknown) => void;
+}
+
+/** The management emulation bound to a harness. */
+export interface HarnessManagement {
+  readonly routes: ManagementRoutes;
+  /** The node:http handler for the harness's `extraRoutes` seam. */
+  readonly extraRoutes: ExtraRoutes;
+  /** Connects the harness that created endpoints are added to; events before this are kept and replayed. */
+  attach(harness: Pick<Harness, "addEndpoint">): void;
+}
+
+/** The harness endpoint settings for a created endpoint: its execution timeout and worker counts. */
+export function endpointOptionsOf(event: EndpointEvent, spawn: WorkerSpawner | undefined) {
+  const { endpoint } = event;
+  const timeout = endpoint["executionTimeoutMs"];
+  const base = {
+    id: endpoint.id,
+    ...(typeof timeout === "number" && Number.isInteger(timeout) && timeout > 0
+      ? { executionTimeoutMs: timeout }
+      : {}),
+  };
+  if (spawn === undefined) return base;
+  const min = endpoint.workers?.min ?? 0;
+  return { ...base, spawn, minWorkers: min, maxWorkers: Math.max(1, min, endpoint.workers?.max ?? 1) };
+}
+
+/**
+ * Binds the management emulation to a harness: an endpoint created with `POST /v2/serverless`
+ * becomes a harness endpoint (same id) whose jobs run on workers from `spawn`.
+ *
+ * @example
+ * const management = harnessManagement({ apiKey, spawn });
+ * await using h = await startHarness({ apiKey, endpoints: [], extraRoutes: management.extraRoutes });
+ * management.attach(h);
+ */
+export function harnessManagement(options: HarnessManagementOptions): HarnessManagement {
+  let harness: Pick<Harness, "addEndpoint"> | undefined;
+  const pending: EndpointEvent[] = [];
+  const register = (event: EndpointEvent) => {
+    if (harness === undefined) {
+      pending.push(event);
+      return;
+    }
+    try {
+      harness.addEndpoint(endpointOptionsOf(event, options.spawn));
+    } catch (err) {
+      options.onError?.(err);
+    }
+  };
+  const routes = createManagementRoutes({
+    apiKey: options.apiKey,
+    ...(options.templates === undefined ? {} : { templates: options.templates }),
+    ...(options.clock === undefined ? {} : { clock: options.clock }),
+    onEndpointCreated: register,
+    ...(options.onError === undefined ? {} : { onHookError: options.onError }),
+  });
+  return {
+    routes,
+    extraRoutes: mountManagementRoutes(routes),
+    attach(target) {
+      harness = target;
+      for (const event of pending.splice(0)) register(event);
+    },
+  };
+}
