@@ -1,0 +1,138 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import type { Harness } from "../../src/harness/index.js";
+import { testHarness, waitFor } from "./helpers.js";
+
+const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+
+interface Child {
+  readonly child: ChildProcess;
+  readonly output: () => string;
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/** Runs `runlet start <fixture>` as a real child process against endpoint "local" of `h`. */
+function startChild(
+  h: Harness,
+  fixture: string,
+  env: Record<string, string> = {},
+  podId = "pod-child",
+  args: readonly string[] = [],
+): Child {
+  const inherited: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env))
+    if (!k.startsWith("RUNPOD_") && v !== undefined) inherited[k] = v;
+  const child = spawn(process.execPath, ["bin/runlet.mjs", "start", `test/fixtures/${fixture}`, ...args], {
+    cwd: ROOT,
+    env: { ...inherited, ...h.workerEnv("local", { podId }), RUNPOD_ENDPOINT_ID: "local", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let text = "";
+  child.stdout?.on("data", (d: Buffer) => {
+    text += d.toString();
+  });
+  child.stderr?.on("data", (d: Buffer) => {
+    text += d.toString();
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once("exit", (code, signal) => resolve({ code, signal })),
+  );
+  return { child, output: () => text, exited };
+}
+
+async function stopChild(c: Child): Promise<void> {
+  if (c.child.exitCode === null && c.child.signalCode === null) c.child.kill("SIGKILL");
+  await c.exited;
+}
+
+describe("the worker as a real process (runlet start)", () => {
+  it("finishes a running job on SIGTERM, fails the one past the grace, and exits 0", async () => {
+    await using h = await testHarness();
+    const c = startChild(h, "slow.ts", {}, "pod-term", ["--shutdown-grace-ms", "1000"]);
+    try {
+      const quick = h.enqueue("local", { input: { ms: 300 } });
+      const long = h.enqueue("local", { input: { ms: 60_000 } });
+      await waitFor(
+        "both jobs to run",
+        () => h.job(quick)?.status === "IN_PROGRESS" && h.job(long)?.status === "IN_PROGRESS",
+        20_000,
+      );
+      c.child.kill("SIGTERM");
+      const exit = await c.exited;
+      expect(exit).toEqual({ code: 0, signal: null });
+      expect(h.job(quick)!.status).toBe("COMPLETED");
+      expect(h.job(quick)!.output).toEqual({ slept: 300 });
+      expect(h.job(long)!.status).toBe("FAILED");
+      expect(h.job(long)!.error).toBe(
+        "worker shutting down: the job did not finish within the 1000 ms shutdown grace",
+      );
+      // Platform-mode logs: one JSON line a message, with Started./Finished. per job.
+      expect(c.output()).toContain(`{"level":"INFO","requestId":"${quick}","message":"Started."}`);
+      expect(c.output()).toContain('"message":"Finished."');
+    } finally {
+      await stopChild(c);
+    }
+  }, 30_000);
+
+  it("reports a synchronous in-process loop as timed out from the watchdog and exits non-zero", async () => {
+    await using h = await testHarness();
+    const c = startChild(h, "spin-in-process.ts", {}, "pod-spin");
+    try {
+      const id = h.enqueue("local", { input: {} });
+      const exit = await c.exited;
+      expect(exit.code !== 0).toBe(true);
+      const job = await h.waitForJob(id, { timeoutMs: 10_000 });
+      expect(job.status).toBe("FAILED");
+      expect(job.error).toBe("job timed out after 300 ms (executionTimeout)");
+      expect(job.duplicateResults).toBe(0);
+    } finally {
+      await stopChild(c);
+    }
+  }, 30_000);
+
+  it("keeps pinging while a handler blocks the main thread", async () => {
+    await using h = await testHarness();
+    const c = startChild(h, "block-main.ts", { RUNPOD_PING_INTERVAL: "100" }, "pod-block");
+    try {
+      const marker = (name: string) => `${h.url}/v2/local/ping/${name}?gpu=marker`;
+      const id = h.enqueue("local", {
+        input: {
+          startUrl: marker("block-start"),
+          endUrl: marker("block-end"),
+          key: h.apiKey,
+          blockMs: 1_500,
+        },
+      });
+      const job = await h.waitForJob(id, { timeoutMs: 20_000 });
+      expect(job.output).toBe("unblocked");
+      const pings = h.requests({ route: "ping" });
+      const start = pings.findIndex((r) => r.path.endsWith("/block-start"));
+      const end = pings.findIndex((r) => r.path.endsWith("/block-end"));
+      expect(start).toBeGreaterThanOrEqual(0);
+      expect(end).toBeGreaterThan(start);
+      const during = pings.slice(start + 1, end).filter((r) => r.path.endsWith("/pod-block"));
+      expect(during.length).toBeGreaterThanOrEqual(3);
+      expect(during.every((r) => r.query["job_id"] === id)).toBe(true);
+    } finally {
+      c.child.kill("SIGTERM");
+      await c.exited;
+    }
+  }, 30_000);
+
+  it("explains that it needs the platform's environment and exits 2 in local mode", async () => {
+    const child = spawn(process.execPath, ["bin/runlet.mjs", "start", "test/fixtures/slow.ts"], {
+      cwd: ROOT,
+      env: { PATH: process.env["PATH"] ?? "" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stderr = "";
+    child.stderr.on("data", (d: Buffer) => {
+      stderr += d.toString();
+    });
+    const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+    expect(code).toBe(2);
+    expect(stderr).toContain("RUNPOD_WEBHOOK_GET_JOB is not set");
+    expect(stderr).toContain("runlet dev");
+  });
+});
