@@ -9,6 +9,7 @@ import { TimerSet } from "./clock.js";
 import { sendError } from "./http-util.js";
 import { type JobSnapshot, type NewJob, recordOf, snapshotOf } from "./job-entry.js";
 import { JobStore } from "./job-store.js";
+import { type HarnessManagement, harnessManagement } from "./management/index.js";
 import {
   checkEndpoint,
   type EndpointOptions,
@@ -51,6 +52,7 @@ export class Harness {
   readonly #webhooks: WebhookSender;
   readonly #limiter: RateLimiter;
   readonly #scaler: Scaler;
+  readonly #management: HarnessManagement;
   readonly #endpointOptions = new Map<string, EndpointOptions>();
   #url = "";
   #closing: Promise<void> | undefined;
@@ -78,6 +80,14 @@ export class Harness {
         this.workerEnv(endpointId, { podId, ...(pingIntervalMs === undefined ? {} : { pingIntervalMs }) }),
       logger: options.logger,
     });
+    // Templates and serverless endpoints in memory (docs/management.md): an endpoint created there
+    // is served here, its workers started by the first configured endpoint's spawn (the handler).
+    this.#management = harnessManagement({
+      apiKey: options.apiKey,
+      spawn: options.endpoints[0]?.spawn,
+      onError: (err) => options.logger?.error({ err }, "management: could not add the created endpoint"),
+    });
+    this.#management.attach(this);
     this.#server = createServer((req, res) => {
       this.#handle(req, res).catch((err: unknown) => {
         options.logger?.error({ err, url: req.url }, "harness request failed");
@@ -312,6 +322,7 @@ export class Harness {
       }
     }
     if (this.#options.extraRoutes !== undefined && (await this.#options.extraRoutes(req, res, url))) return;
+    if (await this.#management.extraRoutes(req, res, url)) return;
     sendError(res, 404, `no route for ${req.method} ${url.pathname}`);
   }
 }
