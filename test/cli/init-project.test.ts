@@ -1,0 +1,76 @@
+import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { TEMPLATE_NAMES } from "../../src/cli/paths.js";
+import { childEnv, REPO_ROOT, runCli, runNode } from "./run-cli.js";
+
+let tmp: string;
+beforeAll(async () => {
+  tmp = await mkdtemp(join(tmpdir(), "runlet-init-"));
+});
+afterAll(async () => {
+  await rm(tmp, { recursive: true, force: true });
+});
+
+/**
+ * Links this checkout of runlet and the project's other dependencies into `dir/node_modules`,
+ * as `npm install` would, without the registry: runlet is this repository (a symlink, so the
+ * test exercises the working tree), the rest are the repository's own installed copies.
+ */
+async function linkDependencies(dir: string): Promise<void> {
+  const nm = join(dir, "node_modules");
+  await mkdir(join(nm, ".bin"), { recursive: true });
+  await mkdir(join(nm, "@types"), { recursive: true });
+  await symlink(REPO_ROOT, join(nm, "runlet"), "dir");
+  for (const pkg of ["zod", "vitest", "typescript", "@types/node"]) {
+    await symlink(join(REPO_ROOT, "node_modules", pkg), join(nm, pkg), "dir");
+  }
+  await symlink("../vitest/vitest.mjs", join(nm, ".bin", "vitest"));
+  await symlink("../typescript/bin/tsc", join(nm, ".bin", "tsc"));
+}
+
+/** `npm <args>` in `cwd`, through the npm that came with the Node running the tests. */
+function npm(args: string[], cwd: string) {
+  // Under `npm test`, npm says where it is; else the npm installed beside this Node.
+  const fromNpm = process.env["npm_execpath"];
+  const npmCli = fromNpm?.endsWith("npm-cli.js")
+    ? fromNpm
+    : join(process.execPath, "..", "..", "lib", "node_modules", "npm", "bin", "npm-cli.js");
+  return runNode([npmCli, ...args], { cwd, env: childEnv(), timeoutMs: 120_000 });
+}
+
+describe("a project made by runlet init", () => {
+  it("passes its own npm test and type-checks, for every starter", async () => {
+    const dirs: string[] = [];
+    for (const template of TEMPLATE_NAMES) {
+      const dir = join(tmp, template);
+      const r = await runCli(["init", dir, "--template", template]);
+      expect(r.code, r.stderr).toBe(0);
+      await linkDependencies(dir);
+      dirs.push(dir);
+    }
+    await writeFile(
+      join(tmp, "tsconfig.json"),
+      JSON.stringify({
+        extends: "./basic/tsconfig.json",
+        compilerOptions: { typeRoots: ["./basic/node_modules/@types"] },
+        include: TEMPLATE_NAMES.flatMap((t) => [`${t}/src`, `${t}/test`, `${t}/vitest.config.ts`]),
+      }),
+    );
+    // Each starter's own `npm test`, and one type-check over all three, side by side.
+    const [tsc, ...tests] = await Promise.all([
+      runNode([join(REPO_ROOT, "node_modules", "typescript", "bin", "tsc"), "-p", tmp], {
+        cwd: tmp,
+        timeoutMs: 120_000,
+      }),
+      ...dirs.map((dir) => npm(["test"], dir)),
+    ]);
+    tests.forEach((r, i) => {
+      expect(r.code, `${dirs[i]}\n${r.stdout}\n${r.stderr}`).toBe(0);
+      expect(r.stdout).toMatch(/Tests\s+\S*\d+ passed/);
+    });
+    expect(`${tsc?.stdout}${tsc?.stderr}`).toBe("");
+    expect(tsc?.code).toBe(0);
+  }, 240_000);
+});
