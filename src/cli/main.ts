@@ -9,6 +9,7 @@ const COMMANDS: Record<string, () => Promise<{ command: Command }>> = {
   test: () => import("./commands/test.js"),
   build: () => import("./commands/build.js"),
   start: () => import("./commands/start.js"),
+  harness: () => import("./commands/harness.js"),
   deploy: () => import("./commands/deploy.js"),
 };
 

@@ -10,6 +10,7 @@ export type {
   SpawnedWorker,
   WorkerSpawner,
 } from "./options.js";
+export { type ProcessSpawnerOptions, processSpawner } from "./process-spawner.js";
 export type { RateLimitOptions } from "./rate-limits.js";
 export {
   type Fault,

@@ -19,6 +19,8 @@ interface Pool {
   next: number;
   /** After a failed start, no new start before this time (real ms), so a broken spawner cannot spin. */
   pausedUntil: number;
+  /** Why the last start failed, reported by settled(). */
+  lastError: unknown;
 }
 
 /**
@@ -64,8 +66,10 @@ export class Scaler {
       slots: new Map(),
       next: 1,
       pausedUntil: 0,
+      lastError: undefined,
     });
-    this.schedule(endpointId);
+    // At once, not scheduled, so settled() right after sees the minimum starting.
+    this.#evaluate(endpointId);
   }
 
   /** Workers started and not connected yet. */
@@ -80,10 +84,16 @@ export class Scaler {
     return n;
   }
 
-  /** Waits until every worker being started has started (or failed). */
+  /** Waits until every worker being started has started; rejects with the error of a start that failed. */
   async settled(endpointId: string): Promise<void> {
     const pool = this.#pools.get(endpointId);
-    if (pool !== undefined) await Promise.all([...pool.slots.values()].map((s) => s.starting));
+    if (pool === undefined) return;
+    await Promise.all([...pool.slots.values()].map((s) => s.starting));
+    if (pool.lastError !== undefined) {
+      const err = pool.lastError;
+      pool.lastError = undefined;
+      throw err;
+    }
   }
 
   /** Re-evaluates an endpoint soon (coalesced: the store calls this on every queue change). */
@@ -147,6 +157,7 @@ export class Scaler {
           (err: unknown) => {
             pool.slots.delete(podId);
             pool.pausedUntil = Date.now() + 1_000;
+            pool.lastError = err;
             this.#logger?.error({ err, endpointId, podId }, "could not start a worker");
           },
         ),

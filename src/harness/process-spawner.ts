@@ -1,0 +1,72 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { once } from "node:events";
+import { fileURLToPath } from "node:url";
+import type { SpawnedWorker, WorkerSpawner } from "./options.js";
+
+/** Options of {@link processSpawner}. */
+export interface ProcessSpawnerOptions {
+  /**
+   * Environment the child starts from, before the platform variables are added. A child process
+   * inherits its parent's environment, as any spawned program does. @default process.env
+   */
+  readonly baseEnv?: Readonly<Record<string, string | undefined>>;
+  /** Where the child's stdout and stderr go. @default discarded */
+  readonly output?: NodeJS.WritableStream;
+  /** After SIGTERM, how long the child may take to exit before SIGKILL, ms. @default 10000 */
+  readonly killAfterMs?: number;
+  /** The runlet CLI to run. @default this package's bin/runlet.mjs */
+  readonly cliPath?: string;
+}
+
+const DEFAULT_CLI = fileURLToPath(new URL("../../bin/runlet.mjs", import.meta.url));
+
+/**
+ * A {@link WorkerSpawner} that runs `runlet start <handlerPath>` as a child process with the
+ * platform's variables (worker-protocol §1), the way the platform runs a worker's container.
+ *
+ * @example
+ * await startHarness({ endpoints: [{ id: "e", spawn: processSpawner("src/handler.ts"), minWorkers: 1 }] });
+ */
+export function processSpawner(handlerPath: string, options: ProcessSpawnerOptions = {}): WorkerSpawner {
+  const killAfterMs = options.killAfterMs ?? 10_000;
+  return async (env) => {
+    const child = spawn(process.execPath, [options.cliPath ?? DEFAULT_CLI, "start", handlerPath], {
+      env: { ...(options.baseEnv ?? process.env), ...env },
+      stdio: [
+        "ignore",
+        options.output === undefined ? "ignore" : "pipe",
+        options.output === undefined ? "ignore" : "pipe",
+      ],
+    });
+    if (options.output !== undefined) {
+      child.stdout?.pipe(options.output, { end: false });
+      child.stderr?.pipe(options.output, { end: false });
+    }
+    await new Promise<void>((resolve, reject) => {
+      child.once("spawn", resolve);
+      child.once("error", reject);
+    });
+    return childWorker(child, killAfterMs);
+  };
+}
+
+function childWorker(child: ChildProcess, killAfterMs: number): SpawnedWorker {
+  let closing: Promise<void> | undefined;
+  const exited = child.exitCode !== null || child.signalCode !== null;
+  return {
+    close() {
+      closing ??= (async () => {
+        if (exited || child.exitCode !== null || child.signalCode !== null) return;
+        const exit = once(child, "exit");
+        child.kill("SIGTERM");
+        const timer = setTimeout(() => child.kill("SIGKILL"), killAfterMs);
+        try {
+          await exit;
+        } finally {
+          clearTimeout(timer);
+        }
+      })();
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,172 @@
+import pino, { type Logger } from "pino";
+import { type Client, createClient } from "../client/index.js";
+import type { EndpointClient } from "../client/types.js";
+import { RunletError } from "../errors.js";
+import type { HandlerDefinition } from "../handler/index.js";
+import {
+  type Clock,
+  type EndpointOptions,
+  type Harness,
+  type HarnessLimits,
+  type HarnessOptions,
+  type RateLimitOptions,
+  startHarness,
+  type WebhookOptions,
+  type WorkerSpawner,
+} from "../harness/index.js";
+import { loadHandler, startWorker, type WorkerOptions } from "../worker/index.js";
+
+/** One endpoint of a test harness: its handler and how many in-process workers serve it. */
+export interface TestEndpoint extends Omit<EndpointOptions, "spawn" | "minWorkers"> {
+  readonly id: string;
+  /** The handler, as `defineHandler(...)` returned it. */
+  readonly handler?: HandlerDefinition;
+  /** A handler file (`.ts`, `.mts`, `.mjs`); needed for `isolation: "thread"`. */
+  readonly handlerPath?: string;
+  /** Workers started at once. @default 1 (0 when the endpoint has no handler) */
+  readonly workers?: number;
+}
+
+/** Options of {@link createHarness}. */
+export interface CreateHarnessOptions {
+  /** The handler of the default endpoint (`"local"`), when `endpoints` is not given. */
+  readonly handler?: HandlerDefinition;
+  /** The handler file of the default endpoint, when `endpoints` is not given. */
+  readonly handlerPath?: string;
+  /** Endpoints, each with its handler. @default [{ id: "local", handler | handlerPath }] */
+  readonly endpoints?: readonly TestEndpoint[];
+  /** Time for ttl, retention, timeouts, webhook retries. @default the real clock */
+  readonly clock?: Clock;
+  readonly limits?: HarnessLimits;
+  /** Rate limits. @default disabled (tests opt in) */
+  readonly rateLimits?: RateLimitOptions;
+  readonly webhooks?: WebhookOptions;
+  /** @default a random key */
+  readonly apiKey?: string;
+  /** How long the harness holds job-take and job-stop polls, ms. @default 5000 */
+  readonly takeTimeoutMs?: number;
+  /** How long `/stream` waits for a chunk, ms. @default 500 */
+  readonly streamHoldMs?: number;
+  /** @default 45000 */
+  readonly heartbeatTimeoutMs?: number;
+  /** Worker options passed to every in-process worker (grace periods, retry delays). */
+  readonly worker?: Omit<Partial<WorkerOptions>, "env" | "handlerModule">;
+  /** Logger of the harness and the workers. @default silent */
+  readonly logger?: Logger;
+}
+
+/** A started harness with in-process workers and a client, for one test. */
+export interface TestHarness {
+  /** The harness itself (enqueue, job snapshots, recorded requests, faults). */
+  readonly harness: Harness;
+  /** A `runlet/client` pointed at the harness. */
+  readonly client: Client;
+  /** The client of the first endpoint. */
+  readonly endpoint: EndpointClient;
+  readonly url: string;
+  readonly apiKey: string;
+  /** Stops the workers and the harness. Idempotent. */
+  close(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+function silentLogger(): Logger {
+  return pino({ level: "silent" });
+}
+
+/** A spawner that runs `definition` in this process with `startWorker`. */
+function inProcessSpawner(
+  definition: HandlerDefinition,
+  handlerModule: string | undefined,
+  options: CreateHarnessOptions,
+  logger: Logger,
+): WorkerSpawner {
+  return async (env) => {
+    const worker = await startWorker(definition, {
+      shutdownGraceMs: 2_000,
+      flushTimeoutMs: 2_000,
+      retryBaseMs: 20,
+      retryCapMs: 500,
+      logger,
+      ...options.worker,
+      env,
+      ...(handlerModule === undefined ? {} : { handlerModule }),
+    });
+    return { close: () => worker.close() };
+  };
+}
+
+/**
+ * Starts a harness with in-process workers running your handler, and a client for it.
+ *
+ * @example
+ * await using h = await createHarness({ handler });
+ * const record = await h.endpoint.runsync({ input: { prompt: "hi" } });
+ * expect(record.output).toEqual({ text: "HI" });
+ */
+export async function createHarness(options: CreateHarnessOptions): Promise<TestHarness> {
+  const logger = options.logger ?? silentLogger();
+  const specs: readonly TestEndpoint[] = options.endpoints ?? [
+    {
+      id: "local",
+      ...(options.handler === undefined ? {} : { handler: options.handler }),
+      ...(options.handlerPath === undefined ? {} : { handlerPath: options.handlerPath }),
+    },
+  ];
+  if (specs.length === 0)
+    throw new RunletError("RUNLET_HARNESS_CONFIG", "createHarness needs at least one endpoint");
+  const endpoints: Array<{ id: string } & EndpointOptions> = [];
+  for (const spec of specs) {
+    const { handler, handlerPath, workers, ...rest } = spec;
+    let definition = handler;
+    if (definition === undefined && handlerPath !== undefined) {
+      definition = (await loadHandler(handlerPath)).definition;
+    }
+    const count = workers ?? (definition === undefined ? 0 : 1);
+    if (definition === undefined && count > 0) {
+      throw new RunletError(
+        "RUNLET_HARNESS_CONFIG",
+        `endpoint "${spec.id}" has workers but no handler or handlerPath`,
+      );
+    }
+    endpoints.push({
+      ...rest,
+      ...(definition === undefined
+        ? {}
+        : {
+            spawn: inProcessSpawner(definition, handlerPath, options, logger),
+            minWorkers: count,
+            maxWorkers: Math.max(count, rest.maxWorkers ?? count, 1),
+          }),
+    });
+  }
+  const harnessOptions: HarnessOptions = {
+    endpoints,
+    takeTimeoutMs: options.takeTimeoutMs ?? 5_000,
+    rateLimits: options.rateLimits ?? { disabled: true },
+    logger,
+    ...(options.apiKey === undefined ? {} : { apiKey: options.apiKey }),
+    ...(options.clock === undefined ? {} : { clock: options.clock }),
+    ...(options.limits === undefined ? {} : { limits: options.limits }),
+    ...(options.webhooks === undefined ? {} : { webhooks: options.webhooks }),
+    ...(options.streamHoldMs === undefined ? {} : { streamHoldMs: options.streamHoldMs }),
+    ...(options.heartbeatTimeoutMs === undefined ? {} : { heartbeatTimeoutMs: options.heartbeatTimeoutMs }),
+  };
+  const harness = await startHarness(harnessOptions);
+  try {
+    await Promise.all(endpoints.map((ep) => harness.workersStarted(ep.id)));
+  } catch (err) {
+    await harness.close();
+    throw err;
+  }
+  const client = createClient({ apiKey: harness.apiKey, baseUrl: harness.url });
+  return {
+    harness,
+    client,
+    endpoint: client.endpoint(endpoints[0]!.id),
+    url: harness.url,
+    apiKey: harness.apiKey,
+    close: () => harness.close(),
+    [Symbol.asyncDispose]: () => harness.close(),
+  };
+}

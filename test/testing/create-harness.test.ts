@@ -1,0 +1,83 @@
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import { defineHandler } from "../../src/index.js";
+import { createHarness, ManualClock } from "../../src/testing/index.js";
+
+const upperPath = fileURLToPath(new URL("./fixtures/upper-handler.ts", import.meta.url));
+
+const double = defineHandler({
+  input: z.object({ n: z.number().int() }),
+  handler: ({ input }) => ({ doubled: input.n * 2 }),
+});
+
+describe("runlet/testing createHarness", () => {
+  it("runs a handler in a few lines: runsync through the client", async () => {
+    await using h = await createHarness({ handler: double });
+    const record = await h.endpoint.runsync({ input: { n: 21 } });
+    expect(record).toMatchObject({ status: "COMPLETED", output: { doubled: 42 } });
+    expect(record.id).toMatch(/^sync-/);
+    expect(h.url).toBe(h.harness.url);
+    expect(h.apiKey).toBe(h.harness.apiKey);
+  });
+
+  it("fails a job whose input does not match the handler's schema", async () => {
+    await using h = await createHarness({ handler: double });
+    const record = await h.endpoint.runsync({ input: { n: "x" } as unknown as { n: number } });
+    expect(record.status).toBe("FAILED");
+    expect(record.error).toContain("n");
+  });
+
+  it("loads a handler from a file", async () => {
+    await using h = await createHarness({ handlerPath: upperPath });
+    expect((await h.endpoint.runsync({ input: { text: "abc" } })).output).toEqual({ text: "ABC" });
+  });
+
+  it("streams a generator handler's items through the client", async () => {
+    const letters = defineHandler({
+      input: z.object({ text: z.string() }),
+      async *handler({ input }) {
+        for (const letter of input.text) yield letter.toUpperCase();
+      },
+    });
+    await using h = await createHarness({ handler: letters, streamHoldMs: 100 });
+    const { id } = await h.endpoint.run({ input: { text: "abc" } });
+    const items: unknown[] = [];
+    for await (const item of h.endpoint.stream(id)) items.push(item);
+    expect(items).toEqual(["A", "B", "C"]);
+    expect((await h.endpoint.status(id)).status).toBe("COMPLETED");
+  });
+
+  it("serves several endpoints, each with its own handler and workers", async () => {
+    await using h = await createHarness({
+      endpoints: [
+        { id: "double", handler: double, workers: 2 },
+        { id: "upper", handlerPath: upperPath },
+      ],
+    });
+    const [a, b] = await Promise.all([
+      h.client.endpoint("double").runsync({ input: { n: 2 } }),
+      h.client.endpoint("upper").runsync({ input: { text: "hi" } }),
+    ]);
+    expect([a.output, b.output]).toEqual([{ doubled: 4 }, { text: "HI" }]);
+    await expect
+      .poll(() => h.harness.health("double").workers.idle + h.harness.health("double").workers.running)
+      .toBe(2);
+  });
+
+  it("takes a manual clock: result retention elapses without waiting", async () => {
+    const clock = new ManualClock();
+    await using h = await createHarness({ handler: double, clock });
+    const { id } = await h.endpoint.run({ input: { n: 1 } });
+    expect((await h.harness.waitForJob(id)).status).toBe("COMPLETED");
+    clock.advance(30 * 60_000);
+    await expect(h.endpoint.status(id)).rejects.toMatchObject({ code: "RUNLET_CLIENT_HTTP" });
+  });
+
+  it("refuses an endpoint with workers but no handler", async () => {
+    await expect(createHarness({ endpoints: [{ id: "x", workers: 1 }] })).rejects.toMatchObject({
+      code: "RUNLET_HARNESS_CONFIG",
+      message: 'endpoint "x" has workers but no handler or handlerPath',
+    });
+  });
+});
