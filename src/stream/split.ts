@@ -115,14 +115,14 @@ function toJson(value: unknown): string {
 function outputRoom(
   streamIndex: number,
   encoding: StreamEncoding,
-  bytesUpper: number,
+  size: { readonly bytesMetricUpper: number; readonly outputBytesUpper: number },
   minSliceBytes: (room: number) => number,
   extraMetrics: ExtraMetrics,
   maxChunkBytes: number,
 ): number {
   for (let digits = 1; digits <= 16; digits++) {
     const widest = 10 ** digits - 1;
-    const metrics = buildMetrics(streamIndex, widest, widest, encoding, bytesUpper, extraMetrics);
+    const metrics = buildMetrics(streamIndex, widest, widest, encoding, size.bytesMetricUpper, extraMetrics);
     const room = maxChunkBytes - ENVELOPE_BYTES - Buffer.byteLength(JSON.stringify(metrics));
     if (room < MIN_OUTPUT_ROOM_BYTES) {
       throw new RunletError(
@@ -131,12 +131,12 @@ function outputRoom(
         { details: { maxChunkBytes, roomBytes: room } },
       );
     }
-    const partsUpper = Math.ceil(bytesUpper / Math.max(1, minSliceBytes(room)));
+    const partsUpper = Math.ceil(size.outputBytesUpper / Math.max(1, minSliceBytes(room)));
     if (partsUpper <= widest) return room;
   }
   throw new RunletError(
     "RUNLET_OUTPUT_TOO_LARGE",
-    `a streamed value of ${bytesUpper} bytes is too large to split`,
+    `a streamed value of ${size.bytesMetricUpper} bytes is too large to split`,
   );
 }
 
@@ -148,12 +148,15 @@ function splitText(
   extraMetrics: ExtraMetrics,
   maxChunkBytes: number,
 ): StreamChunk[] {
-  // JSON-escaping makes a code unit cost 1 to 6 bytes; plan for the worst, measure the real thing.
-  const bytesUpper = knownBytes ?? MAX_CODE_POINT_BYTES * text.length + 2;
+  // Plan the metrics' widths for the worst case, then measure the real thing. JSON-escaping makes a
+  // code unit of a string cost 1 to 6 bytes. Slices of JSON text are escaped once more as strings:
+  // only its quotes and backslashes grow (to 2 bytes; control characters are already escaped).
+  const bytesMetricUpper = knownBytes ?? MAX_CODE_POINT_BYTES * text.length + 2;
+  const outputBytesUpper = encoding === "json-text" ? 2 * Buffer.byteLength(text) + 2 : bytesMetricUpper;
   const room = outputRoom(
     streamIndex,
     encoding,
-    bytesUpper,
+    { bytesMetricUpper, outputBytesUpper },
     // A slice ends only when the next code point does not fit, so each but the last holds more than this.
     (r) => r - 2 - MAX_CODE_POINT_BYTES,
     extraMetrics,
@@ -189,7 +192,8 @@ function splitBytes(
   // Base64 is plain ASCII (never escaped): 4 characters per 3 bytes, so slices of a multiple of 3
   // bytes decode on their own and concatenate back exactly.
   const rawPerSlice = (room: number) => Math.floor((room - 2) / 4) * 3;
-  const room = outputRoom(streamIndex, "base64", data.byteLength, rawPerSlice, extraMetrics, maxChunkBytes);
+  const size = { bytesMetricUpper: data.byteLength, outputBytesUpper: data.byteLength };
+  const room = outputRoom(streamIndex, "base64", size, rawPerSlice, extraMetrics, maxChunkBytes);
   const step = rawPerSlice(room);
   const parts = Math.ceil(data.byteLength / step);
   const chunks: StreamChunk[] = [];

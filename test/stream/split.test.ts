@@ -126,6 +126,19 @@ describe("splitItem on JSON values", () => {
     );
   });
 
+  it("keeps quote-heavy JSON under the limit when escaping pushes the part count past a digit", () => {
+    // JSON text full of quotes doubles when escaped again as string slices, so the part count can
+    // cross from 1 to 2 digits (9 → 10+) beyond what the JSON size alone predicts.
+    for (let n = 300; n < 700; n += 3) {
+      for (const max of [380, 400, 420]) {
+        const value = Array.from({ length: n }, () => '"\\');
+        const chunks = splitItem(value, 0, {}, max);
+        checkChunks(chunks, 0, {}, max);
+        expect(reassemble(chunks)).toEqual([value]);
+      }
+    }
+  });
+
   it("splits a 5 MB object at the real limit and parses it back equal", () => {
     const value = { rows: Array.from({ length: 60_000 }, (_, i) => ({ i, text: `row "${i}" é😀\n` })) };
     const chunks = splitItem(value, 0);
