@@ -1,3 +1,4 @@
+import { RunletError } from "../../errors.js";
 import type { TemplateV1 } from "../../management/index.js";
 import { type ManagementAnswer, problem, v1Error } from "./answers.js";
 import { EMULATED_V2_SEGMENTS, isManagementPath, segmentsOf } from "./paths.js";
@@ -89,7 +90,10 @@ function queryOf(request: ManagementRequest): URLSearchParams {
  */
 export function createManagementRoutes(options: ManagementRoutesOptions): ManagementRoutes {
   if (typeof options.apiKey !== "string" || options.apiKey.length === 0) {
-    throw new TypeError("createManagementRoutes: apiKey must be a non-empty string");
+    throw new RunletError(
+      "RUNLET_HARNESS_CONFIG",
+      "createManagementRoutes: apiKey must be a non-empty string",
+    );
   }
   const store = new ManagementStore(options.templates);
   const context: RouteContext = {
