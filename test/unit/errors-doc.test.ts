@@ -5,7 +5,7 @@ import { ERROR_CODES, isRunletError, JobError, RunletError } from "../../src/err
 describe("error codes", () => {
   it("lists every code of src/errors.ts in docs/errors.md, and no other", async () => {
     const doc = await readFile(new URL("../../docs/errors.md", import.meta.url), "utf8");
-    const documented = [...doc.matchAll(/^\| `(RUNLET_[A-Z0-9_]+)` \|/gm)].map((m) => m[1]);
+    const documented = [...doc.matchAll(/^\| *`(RUNLET_[A-Z0-9_]+)` *\|/gm)].map((m) => m[1]);
     expect(documented.sort()).toEqual(Object.keys(ERROR_CODES).sort());
   });
 
