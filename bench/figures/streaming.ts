@@ -1,0 +1,112 @@
+import type { Harness } from "../../src/harness/index.js";
+import type { BenchOptions } from "../options.js";
+import { benchHarness, type Connected, connectWorker } from "../session.js";
+import { type Figure, figure, repeat } from "../stats.js";
+import { resetPeakRss } from "../worker-process.js";
+
+const STREAM = "bench/handlers/stream.ts";
+const MB = 1_000_000;
+
+/** Runs one stream job; returns the elapsed ms once it is terminal, after checking every item arrived. */
+async function streamJob(harness: Harness, endpointId: string, input: object, expectChunks?: number) {
+  const started = performance.now();
+  const id = harness.enqueue(endpointId, { input });
+  const job = await harness.waitForJob(id, { timeoutMs: 600_000 });
+  const ms = performance.now() - started;
+  if (job.status !== "COMPLETED")
+    throw new Error(`stream job on ${endpointId} ended ${job.status}: ${job.error}`);
+  if (expectChunks !== undefined && job.stream.length !== expectChunks) {
+    throw new Error(
+      `stream job on ${endpointId} delivered ${job.stream.length} chunks, expected ${expectChunks}`,
+    );
+  }
+  return { ms, chunks: job.stream.length };
+}
+
+/**
+ * Streaming: items/s for a generator yielding many short strings, runlet against a baseline
+ * worker that posts one item at a time and waits for each post (same harness, alternating runs);
+ * the same with coalescing on; and MB/s for one large string item with the worker's peak RSS.
+ */
+export async function measureStreaming(options: BenchOptions): Promise<Figure[]> {
+  const { smallItems, largeBytes, coalesceMs } = options.stream;
+  const harness = await benchHarness(["runlet", "baseline", "coalesced"]);
+  const workers: Connected[] = [];
+  try {
+    workers.push(await connectWorker(harness, "runlet", { handler: STREAM }));
+    workers.push(await connectWorker(harness, "baseline", { baseline: true }));
+    workers.push(
+      await connectWorker(
+        harness,
+        "coalesced",
+        { handler: STREAM },
+        { BENCH_COALESCE_MS: String(coalesceMs) },
+      ),
+    );
+    const small = { items: smallItems };
+    // Warm-up of each path (JIT, connections) on a tenth of the items.
+    for (const ep of ["runlet", "baseline", "coalesced"]) {
+      await streamJob(harness, ep, { items: Math.max(1, Math.floor(smallItems / 10)) });
+    }
+    const runs = await repeat(options.stream.repetitions, async () => {
+      const runlet = await streamJob(harness, "runlet", small, smallItems);
+      const baseline = await streamJob(harness, "baseline", small, smallItems);
+      const coalesced = await streamJob(harness, "coalesced", small);
+      return {
+        runlet: smallItems / (runlet.ms / 1000),
+        baseline: smallItems / (baseline.ms / 1000),
+        coalesced: smallItems / (coalesced.ms / 1000),
+        coalescedChunks: coalesced.chunks,
+      };
+    });
+    const large = await repeat(options.stream.repetitions, async () => {
+      const pid = workers[0]!.worker.pid;
+      resetPeakRss(pid);
+      const { ms } = await streamJob(harness, "runlet", { bytes: largeBytes });
+      return { mbps: largeBytes / MB / (ms / 1000), peak: workers[0]!.worker.peakRssBytes() ?? Number.NaN };
+    });
+    const items = smallItems.toLocaleString("en-US");
+    return [
+      figure(
+        "stream.small.runlet",
+        `stream, ${items} short strings, runlet`,
+        "items/s",
+        runs.map((r) => r.runlet),
+      ),
+      figure(
+        "stream.small.baseline",
+        `stream, ${items} short strings, post-and-wait baseline`,
+        "items/s",
+        runs.map((r) => r.baseline),
+      ),
+      figure(
+        "stream.small.ratio",
+        "stream, runlet ÷ baseline (paired runs)",
+        "x",
+        runs.map((r) => r.runlet / r.baseline),
+      ),
+      figure(
+        "stream.small.coalesced",
+        `stream, ${items} short strings, runlet with streamCoalesceMs ${coalesceMs}`,
+        "items/s",
+        runs.map((r) => r.coalesced),
+        `items merged into a median of ${Math.round(runs.map((r) => r.coalescedChunks).sort((a, b) => a - b)[runs.length >> 1]!)} chunks`,
+      ),
+      figure(
+        "stream.large.throughput",
+        `stream, one ${Math.round(largeBytes / MB)} MB string`,
+        "MB/s",
+        large.map((r) => r.mbps),
+      ),
+      figure(
+        "stream.large.peakRss",
+        `worker peak RSS while streaming the ${Math.round(largeBytes / MB)} MB string`,
+        "MiB",
+        large.map((r) => r.peak / 1_048_576),
+      ),
+    ];
+  } finally {
+    await Promise.all(workers.map((w) => w.worker.stop()));
+    await harness.close();
+  }
+}

@@ -1,0 +1,101 @@
+import type { BenchOptions } from "../options.js";
+import { benchHarness, connectWorker, runJobs } from "../session.js";
+import { type Figure, figure, percentile, repeat } from "../stats.js";
+
+const TRIVIAL = "bench/handlers/trivial.ts";
+
+/** Job throughput at each concurrency level: jobs/s through the harness and one `runlet start` process. */
+export async function measureThroughput(
+  options: BenchOptions,
+): Promise<{ figures: Figure[]; startToFirstTakeMs: number[] }> {
+  const figures: Figure[] = [];
+  const starts: number[] = [];
+  for (const concurrency of options.throughput.concurrency) {
+    const harness = await benchHarness(["local"]);
+    const { worker, startToFirstTakeMs } = await connectWorker(
+      harness,
+      "local",
+      { handler: TRIVIAL },
+      {
+        BENCH_CONCURRENCY: String(concurrency),
+      },
+    );
+    starts.push(startToFirstTakeMs);
+    try {
+      const inputs = (count: number) => Array.from({ length: count }, (_, n) => ({ n }));
+      await runJobs(harness, "local", inputs(options.throughput.warmupJobs));
+      const runs = await repeat(options.repetitions, async () => {
+        const { elapsedMs } = await runJobs(harness, "local", inputs(options.throughput.jobs));
+        return options.throughput.jobs / (elapsedMs / 1000);
+      });
+      figures.push(
+        figure(
+          `throughput.c${concurrency}`,
+          `job throughput, concurrency ${concurrency}${concurrency > 1 ? " (batch take)" : ""}`,
+          "jobs/s",
+          runs,
+        ),
+      );
+    } finally {
+      await worker.stop();
+      await harness.close();
+    }
+  }
+  return { figures, startToFirstTakeMs: starts };
+}
+
+/** Posts a `/run` and reads `/status-sync` (answers once the job is terminal); returns ms and the record. */
+async function roundTrip(
+  base: string,
+  apiKey: string,
+  n: number,
+): Promise<{ ms: number; handlerMs: number; status: string }> {
+  const headers = { authorization: `Bearer ${apiKey}`, "content-type": "application/json" };
+  const started = performance.now();
+  const run = await fetch(`${base}/run`, { method: "POST", headers, body: JSON.stringify({ input: { n } }) });
+  const { id } = (await run.json()) as { id: string };
+  const res = await fetch(`${base}/status-sync/${encodeURIComponent(id)}?wait=60000`, { headers });
+  const record = (await res.json()) as { status: string; output?: { handlerMs?: number } };
+  const ms = performance.now() - started;
+  return { ms, handlerMs: record.output?.handlerMs ?? 0, status: record.status };
+}
+
+/**
+ * Per-job overhead at low load: ms from `POST /run` to the result readable through the status API
+ * (`/status-sync` answers the moment the job is terminal), minus the handler's own time; one job
+ * at a time, p50 and p99 per run.
+ */
+export async function measureOverhead(options: BenchOptions): Promise<Figure[]> {
+  const harness = await benchHarness(["local"]);
+  const { worker } = await connectWorker(harness, "local", { handler: TRIVIAL }, { BENCH_CONCURRENCY: "1" });
+  const base = `${harness.url}/v2/local`;
+  try {
+    for (let i = 0; i < 20; i++) await roundTrip(base, harness.apiKey, i); // warm-up
+    const runs = await repeat(options.repetitions, async () => {
+      const overheads: number[] = [];
+      for (let i = 0; i < options.overhead.jobs; i++) {
+        const trip = await roundTrip(base, harness.apiKey, i);
+        if (trip.status !== "COMPLETED") throw new Error(`overhead job ended ${trip.status}`);
+        overheads.push(trip.ms - trip.handlerMs);
+      }
+      return { p50: percentile(overheads, 50), p99: percentile(overheads, 99) };
+    });
+    return [
+      figure(
+        "overhead.p50",
+        "per-job overhead p50 (/run → result in /status)",
+        "ms",
+        runs.map((r) => r.p50),
+      ),
+      figure(
+        "overhead.p99",
+        "per-job overhead p99 (/run → result in /status)",
+        "ms",
+        runs.map((r) => r.p99),
+      ),
+    ];
+  } finally {
+    await worker.stop();
+    await harness.close();
+  }
+}

@@ -1,0 +1,85 @@
+/** Every size and repetition of `npm run bench`, in one object so the smoke test can shrink them. */
+export interface BenchOptions {
+  /** Runs per figure; each figure is the median of these, with min and max. @default 5 */
+  readonly repetitions: number;
+  readonly throughput: {
+    /** Handler concurrency levels measured (batch take is used whenever more than one slot is free). */
+    readonly concurrency: readonly number[];
+    /** Jobs per run. */
+    readonly jobs: number;
+    /** Jobs run once before measuring (JIT, connections). */
+    readonly warmupJobs: number;
+  };
+  readonly overhead: {
+    /** Jobs per run, one at a time (low load). */
+    readonly jobs: number;
+  };
+  readonly stream: {
+    /** Runs of the streaming figures (the 100 000-item run is the bench's slowest part). */
+    readonly repetitions: number;
+    /** Short strings yielded by the small-item job. */
+    readonly smallItems: number;
+    /** Size of the single large string item, bytes. */
+    readonly largeBytes: number;
+    /** `streamCoalesceMs` of the coalesced variant, ms. */
+    readonly coalesceMs: number;
+  };
+  readonly s3: {
+    /** Body uploaded and downloaded, bytes. */
+    readonly bytes: number;
+  };
+  readonly memory: {
+    /** Fresh workers measured (each runs every job). */
+    readonly repetitions: number;
+    /** Jobs run before RSS is read again. */
+    readonly jobs: number;
+    /** Handler concurrency of the memory run. */
+    readonly concurrency: number;
+    /** Pause before each RSS reading, ms. */
+    readonly settleMs: number;
+    /** Largest RSS growth (after − idle) that still passes, bytes. */
+    readonly growthBoundBytes: number;
+    /** Largest RSS growth over the second half of the jobs (a leak keeps growing; warm-up does not), bytes. */
+    readonly secondHalfBoundBytes: number;
+  };
+  /** Call `bench/cold-start.ts` when it exists. */
+  readonly coldStart: boolean;
+}
+
+const MiB = 1_048_576;
+
+/** The full bench: a few minutes on 2 cores. */
+export const FULL_OPTIONS: BenchOptions = Object.freeze({
+  repetitions: 5,
+  throughput: { concurrency: [1, 8, 64], jobs: 2_000, warmupJobs: 200 },
+  overhead: { jobs: 200 },
+  stream: { repetitions: 3, smallItems: 100_000, largeBytes: 100_000_000, coalesceMs: 5 },
+  s3: { bytes: 50_000_000 },
+  memory: {
+    repetitions: 3,
+    jobs: 10_000,
+    concurrency: 8,
+    settleMs: 1_000,
+    growthBoundBytes: 96 * MiB,
+    secondHalfBoundBytes: 16 * MiB,
+  },
+  coldStart: true,
+});
+
+/** Tiny sizes (`--quick`, the smoke test): checks the bench runs, measures nothing meaningful. */
+export const QUICK_OPTIONS: BenchOptions = Object.freeze({
+  repetitions: 2,
+  throughput: { concurrency: [1, 8], jobs: 20, warmupJobs: 5 },
+  overhead: { jobs: 10 },
+  stream: { repetitions: 2, smallItems: 200, largeBytes: 2 * MiB, coalesceMs: 5 },
+  s3: { bytes: MiB },
+  memory: {
+    repetitions: 2,
+    jobs: 100,
+    concurrency: 8,
+    settleMs: 100,
+    growthBoundBytes: 96 * MiB,
+    secondHalfBoundBytes: 16 * MiB,
+  },
+  coldStart: false,
+});

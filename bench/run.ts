@@ -1,0 +1,126 @@
+import { writeFile } from "node:fs/promises";
+import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { numericLeaves, runColdStart } from "./figures/cold-start-glue.js";
+import { measureMemory } from "./figures/memory.js";
+import { measureS3 } from "./figures/s3.js";
+import { measureStreaming } from "./figures/streaming.js";
+import { measureOverhead, measureThroughput } from "./figures/throughput.js";
+import { describeMachine, type Machine } from "./machine.js";
+import { type BenchOptions, FULL_OPTIONS, QUICK_OPTIONS } from "./options.js";
+import { type Figure, figure } from "./stats.js";
+import { formatTable } from "./table.js";
+import { ROOT } from "./worker-process.js";
+
+/** What `bench/results.json` holds. */
+export interface BenchResults {
+  /** Bumped when the shape changes. */
+  readonly schema: 1;
+  readonly mode: "full" | "quick";
+  readonly machine: Machine;
+  readonly options: BenchOptions;
+  /** Every figure, in the order measured: median over runs, with min, max and each run. */
+  readonly figures: readonly Figure[];
+  /** True when the memory figures stayed within both stated bounds. */
+  readonly memoryWithinBound: boolean;
+  readonly coldStart:
+    | {
+        readonly available: true;
+        readonly export: string;
+        readonly result: unknown;
+        readonly leaves: ReadonlyArray<{ path: string; value: number }>;
+      }
+    | { readonly available: false; readonly reason: string };
+  /** Wall time of the whole bench, ms. */
+  readonly durationMs: number;
+}
+
+/** Runs every figure with `options` and returns the results (writes nothing). */
+export async function runBench(
+  options: BenchOptions,
+  mode: "full" | "quick",
+  progress: (line: string) => void = () => {},
+): Promise<BenchResults> {
+  const startedAt = new Date();
+  const t0 = performance.now();
+  const figures: Figure[] = [];
+  const step = async <T>(name: string, fn: () => Promise<T>): Promise<T> => {
+    progress(`bench: ${name}…`);
+    const s = performance.now();
+    const out = await fn();
+    progress(`bench: ${name} done in ${((performance.now() - s) / 1000).toFixed(1)} s`);
+    return out;
+  };
+  const throughput = await step("job throughput", () => measureThroughput(options));
+  figures.push(...throughput.figures);
+  figures.push(
+    figure(
+      "start.firstTake",
+      "worker process start → first job-take (runlet start, TS sources)",
+      "ms",
+      throughput.startToFirstTakeMs,
+    ),
+  );
+  figures.push(...(await step("per-job overhead", () => measureOverhead(options))));
+  figures.push(...(await step("streaming", () => measureStreaming(options))));
+  figures.push(...(await step("S3", () => measureS3(options))));
+  const memory = await step("memory", () => measureMemory(options));
+  figures.push(...memory.figures);
+  let coldStart: BenchResults["coldStart"] = { available: false, reason: "skipped (--quick)" };
+  if (options.coldStart) {
+    const cold = await step("cold start", () => runColdStart());
+    coldStart = cold.available ? { ...cold, leaves: numericLeaves(cold.result) } : cold;
+  }
+  return {
+    schema: 1,
+    mode,
+    machine: describeMachine(startedAt),
+    options,
+    figures,
+    memoryWithinBound: memory.withinBound,
+    coldStart,
+    durationMs: Math.round(performance.now() - t0),
+  };
+}
+
+const HELP = `Usage: npm run bench [-- --quick] [-- --out <file>]
+
+Measures job throughput, per-job overhead, streaming, S3, worker memory and cold start,
+prints a table and writes the results as JSON (docs/benchmarks.md says what each figure is).
+
+  --quick        tiny sizes: checks the bench runs, measures nothing meaningful
+  --out <file>   where to write the JSON   default: bench/results.json
+`;
+
+async function main(): Promise<number> {
+  const { values } = parseArgs({
+    options: { quick: { type: "boolean" }, out: { type: "string" }, help: { type: "boolean", short: "h" } },
+  });
+  if (values.help === true) {
+    process.stdout.write(HELP);
+    return 0;
+  }
+  const quick = values.quick === true;
+  const out = resolve(values.out ?? join(ROOT, "bench", "results.json"));
+  const results = await runBench(quick ? QUICK_OPTIONS : FULL_OPTIONS, quick ? "quick" : "full", (line) =>
+    process.stderr.write(`${line}\n`),
+  );
+  await writeFile(out, `${JSON.stringify(results, null, 2)}\n`);
+  process.stdout.write(`${formatTable(results)}\n\nwritten to ${out}\n`);
+  return results.memoryWithinBound ? 0 : 1;
+}
+
+if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  main().then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (err: unknown) => {
+      process.stderr.write(
+        `bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+      );
+      process.exitCode = 1;
+    },
+  );
+}
