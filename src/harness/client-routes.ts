@@ -158,7 +158,8 @@ async function submit(
   const parsed = parseRunBody(body.text);
   if (!parsed.ok) return sendError(res, 400, parsed.message, { issues: parsed.issues });
   const job = ctx.store.create(endpointId, route, parsed.job, retentionMs);
-  if (route === "run") return sendJson(res, 200, { id: job.id, status: job.status });
+  // The answer says IN_QUEUE even when a waiting worker took the job at once, as the platform's does.
+  if (route === "run") return sendJson(res, 200, { id: job.id, status: "IN_QUEUE" });
   await waitForEnd(ctx, job.id, waitMs, hangUpSignal(res));
   sendJson(res, 200, recordOf(job));
 }
@@ -220,7 +221,7 @@ async function onJob(
         );
       }
       ctx.store.retry(job);
-      return sendJson(res, 200, { id: job.id, status: job.status });
+      return sendJson(res, 200, { id: job.id, status: "IN_QUEUE" });
     default:
       return sendError(res, 404, `no route for ${req.method} ${url.pathname}`);
   }

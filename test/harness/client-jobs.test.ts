@@ -33,6 +33,16 @@ describe("harness client API: jobs", () => {
     });
   });
 
+  it("answers /run with IN_QUEUE even when a waiting worker takes the job at once", async () => {
+    await using h = await startHarness({ takeTimeoutMs: 10_000 });
+    const taking = takeJob(h);
+    await expect.poll(() => h.requests({ route: "job-take" }).length).toBe(1);
+    const run = await api(h, "POST", "/v2/local/run", { input: {} });
+    const { id } = run.body as { id: string };
+    expect(run.body).toEqual({ id, status: "IN_QUEUE" });
+    expect((await taking)?.id).toBe(id);
+  });
+
   it("answers /runsync with the finished record, its id prefixed sync-", async () => {
     await using h = await startHarness({ takeTimeoutMs: 5_000 });
     const worker = (async () => {
