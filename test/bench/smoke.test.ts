@@ -1,0 +1,109 @@
+import { spawn } from "node:child_process";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { QUICK_OPTIONS } from "../../bench/options.js";
+
+/** Runs `node bin/run-ts.mjs bench/run.ts <args>` from the repository root. */
+function runBenchProcess(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["bin/run-ts.mjs", "bench/run.ts", ...args], {
+      cwd: join(import.meta.dirname, "..", ".."),
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (c: Buffer) => {
+      stdout += c.toString();
+    });
+    child.stderr.on("data", (c: Buffer) => {
+      stderr += c.toString();
+    });
+    child.once("error", reject);
+    child.once("exit", (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+const FIGURE_IDS = [
+  "throughput.c1",
+  "throughput.c8",
+  "start.firstTake",
+  "overhead.p50",
+  "overhead.p99",
+  "stream.small.runlet",
+  "stream.small.baseline",
+  "stream.small.ratio",
+  "stream.small.coalesced",
+  "stream.large.throughput",
+  "stream.large.peakRss",
+  "s3.upload",
+  "s3.download",
+  "memory.idle",
+  "memory.after",
+  "memory.growth",
+  "memory.secondHalf",
+];
+
+describe("npm run bench (quick smoke run: shape only, never speed)", () => {
+  it("runs every figure in --quick mode, prints the table and writes results JSON of the documented shape", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "runlet-bench-smoke-"));
+    try {
+      const out = join(dir, "results.json");
+      const run = await runBenchProcess(["--quick", "--out", out]);
+      expect(run.code, run.stderr).toBe(0);
+      expect(run.stdout).toContain("runlet bench (quick)");
+      expect(run.stdout).toContain(`written to ${out}`);
+      const results = JSON.parse(await readFile(out, "utf8")) as Record<string, unknown>;
+      expect(Object.keys(results).sort()).toEqual(
+        [
+          "coldStart",
+          "durationMs",
+          "figures",
+          "machine",
+          "memoryWithinBound",
+          "mode",
+          "options",
+          "schema",
+        ].sort(),
+      );
+      expect(results["schema"]).toBe(1);
+      expect(results["mode"]).toBe("quick");
+      expect(results["options"]).toEqual(QUICK_OPTIONS);
+      expect(results["memoryWithinBound"]).toBe(true);
+      expect(results["coldStart"]).toEqual({ available: false, reason: "skipped (--quick)" });
+      const machine = results["machine"] as Record<string, unknown>;
+      expect(typeof machine["cpuModel"]).toBe("string");
+      expect(machine["cores"]).toBeGreaterThanOrEqual(1);
+      expect(machine["totalMemoryBytes"]).toBeGreaterThan(0);
+      expect(machine["node"]).toBe(process.version);
+      expect(Number.isNaN(Date.parse(String(machine["date"])))).toBe(false);
+
+      const figures = results["figures"] as Array<Record<string, unknown>>;
+      expect(figures.map((f) => f["id"])).toEqual(FIGURE_IDS);
+      for (const f of figures) {
+        const runs = f["runs"] as number[];
+        const expectedRuns = String(f["id"]).startsWith("stream.")
+          ? QUICK_OPTIONS.stream.repetitions
+          : String(f["id"]).startsWith("memory.")
+            ? QUICK_OPTIONS.memory.repetitions
+            : f["id"] === "start.firstTake"
+              ? QUICK_OPTIONS.throughput.concurrency.length
+              : QUICK_OPTIONS.repetitions;
+        expect(runs, String(f["id"])).toHaveLength(expectedRuns);
+        expect(
+          runs.every((v) => Number.isFinite(v)),
+          String(f["id"]),
+        ).toBe(true);
+        expect(typeof f["label"]).toBe("string");
+        expect(typeof f["unit"]).toBe("string");
+        expect(f["min"]).toBe(Math.min(...runs));
+        expect(f["max"]).toBe(Math.max(...runs));
+        expect(f["median"] as number).toBeGreaterThanOrEqual(f["min"] as number);
+        expect(f["median"] as number).toBeLessThanOrEqual(f["max"] as number);
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 240_000);
+});
