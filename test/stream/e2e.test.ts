@@ -6,6 +6,7 @@ import { type Harness, startHarness } from "../../src/harness/index.js";
 import type { HandlerDefinition } from "../../src/index.js";
 import { defineHandler, startWorker, type Worker } from "../../src/index.js";
 import { createReassembler } from "../../src/stream/index.js";
+import { createHarness } from "../../src/testing/index.js";
 
 // Streaming end to end: a real runlet worker against runlet's harness over loopback, read by
 // runlet's client (and once by the official JS client).
@@ -191,5 +192,24 @@ describe("streaming end to end", () => {
     expect(values[0]).toBe("a");
     expect(values[1] === big).toBe(true);
     expect(values[2]).toEqual({ done: true });
+  }, 60_000);
+
+  it("streams through runlet/testing's createHarness client in a few lines", async () => {
+    const page = { rows: Array.from({ length: 40_000 }, (_, i) => ({ i, s: `"row" ${i}` })) }; // ~1.2 MB of JSON
+    await using h = await createHarness({
+      handler: defineHandler({
+        async *handler() {
+          yield page;
+          yield "end";
+        },
+      }),
+      takeTimeoutMs: 300,
+    });
+    const { id } = await h.endpoint.run({ input: {} });
+    const values: unknown[] = [];
+    for await (const value of h.endpoint.stream(id)) values.push(value);
+    expect(values).toEqual([page, "end"]);
+    const encodings = (h.harness.job(id)?.stream ?? []).map((chunk) => chunk.metrics?.["encoding"]);
+    expect(encodings).toEqual(["json-text", "json-text", "json"]);
   }, 60_000);
 });
