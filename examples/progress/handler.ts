@@ -3,9 +3,9 @@ import { defineHandler } from "runlet";
 import { z } from "zod";
 
 /**
- * A long job that reports progress: each `progress()` call posts an IN_PROGRESS update that a
- * client sees as the job's `output` on `/status` while it runs; the final result follows, never
- * before an update.
+ * A long job that reports progress: each `progress()` call posts an IN_PROGRESS update to the
+ * platform (worker-protocol §4) while the job runs. Updates are delivered in order and always
+ * before the final result.
  */
 
 const input = z.object({
