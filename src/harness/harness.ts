@@ -47,7 +47,7 @@ export class Harness {
   readonly #server: Server;
   readonly #timers: TimerSet;
   readonly #store: JobStore;
-  readonly #requests = new RequestLog();
+  readonly #requests: RequestLog;
   readonly #keys: KeyRing;
   readonly #webhooks: WebhookSender;
   readonly #limiter: RateLimiter;
@@ -60,6 +60,7 @@ export class Harness {
   private constructor(options: ResolvedOptions) {
     this.#options = options;
     this.#timers = new TimerSet(options.clock);
+    this.#requests = new RequestLog(options.maxRecordedRequests);
     this.#keys = new KeyRing(options.apiKey, options.keys);
     this.#webhooks = new WebhookSender(options.webhooks, this.#timers, options.logger);
     this.#limiter = new RateLimiter(options.rateLimits, options.clock);

@@ -7,6 +7,9 @@ import type { JobEntry, JobKind, NewJob } from "./job-entry.js";
 import { JobWaits } from "./job-waits.js";
 import { WorkerRegistry as Registry, type WorkerRegistry, type WorkerState } from "./worker-registry.js";
 
+/** How long a deleted job is remembered (for `Harness.job` and counting late results), ms. */
+const TOMBSTONE_MS = 60 * 60_000; // 1 h
+
 /** Per-endpoint settings the store needs. */
 export interface StoreEndpoint {
   /** Execution timeout when a job carries no `policy.executionTimeout`, ms. */
@@ -383,6 +386,8 @@ export class JobStore {
     }
     for (const t of [job.ttlTimer, job.executionTimer, job.retentionTimer]) this.#timers.clear(t);
     job.deleted = true;
+    // The record stays a while so late results are still recognised and counted, then goes.
+    this.#timers.set(() => this.#jobs.delete(job.id), TOMBSTONE_MS);
     this.waits.notify(job.id);
     this.#events.onQueueChange(job.endpointId);
   }

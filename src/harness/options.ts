@@ -86,6 +86,8 @@ export interface HarnessOptions {
   readonly limits?: HarnessLimits;
   readonly rateLimits?: RateLimitOptions;
   readonly webhooks?: WebhookOptions;
+  /** How many worker-route requests `requests()` keeps (the oldest are dropped). @default 50000 */
+  readonly maxRecordedRequests?: number;
   /** Consulted for every path that is not a `/v2/<endpoint>/<job route>`; unanswered paths get 404. */
   readonly extraRoutes?: ExtraRoutes;
   /** Where the harness logs (webhook failures, spawn errors). @default silent */
@@ -106,6 +108,7 @@ export interface ResolvedOptions {
   readonly limits: Required<HarnessLimits>;
   readonly rateLimits: RateLimitOptions;
   readonly webhooks: WebhookOptions;
+  readonly maxRecordedRequests: number;
   readonly extraRoutes: ExtraRoutes | undefined;
   readonly logger: Logger | undefined;
 }
@@ -179,6 +182,7 @@ export function resolveOptions(options: HarnessOptions): ResolvedOptions {
     limits: Object.freeze(limits),
     rateLimits: options.rateLimits ?? {},
     webhooks: options.webhooks ?? {},
+    maxRecordedRequests: positiveInt("maxRecordedRequests", options.maxRecordedRequests, 50_000),
     extraRoutes: options.extraRoutes,
     logger: options.logger,
   });

@@ -25,6 +25,8 @@ export type Fault =
 
 /** One worker-route request as it arrived (before any fault), and what the harness answered. */
 export interface RecordedRequest {
+  /** Arrival number, from 0; stays unique when old records are dropped. */
+  readonly seq: number;
   readonly route: WorkerRoute;
   readonly endpointId: string;
   readonly method: string;
@@ -45,15 +47,26 @@ export interface RequestFilter {
   readonly endpointId?: string;
 }
 
-/** Every worker-route request in arrival order, and the queue of faults per route. */
+/**
+ * Worker-route requests in arrival order (the latest `maxRecords`, so a long-running harness does
+ * not grow without bound), and the queue of faults per route.
+ */
 export class RequestLog {
   readonly #records: RecordedRequest[] = [];
   readonly #faults = new Map<WorkerRoute, Fault[]>();
+  readonly #maxRecords: number;
+  #seq = 0;
+
+  constructor(maxRecords: number) {
+    this.#maxRecords = maxRecords;
+  }
 
   /** Adds a request; the caller sets `status` once answered. */
-  add(record: RecordedRequest): RecordedRequest {
-    this.#records.push(record);
-    return record;
+  add(record: Omit<RecordedRequest, "seq">): RecordedRequest {
+    const full: RecordedRequest = { seq: this.#seq++, ...record };
+    this.#records.push(full);
+    if (this.#records.length > this.#maxRecords) this.#records.shift();
+    return full;
   }
 
   /** Requests in arrival order, optionally filtered (copies, so later answers do not change them). */

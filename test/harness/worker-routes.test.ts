@@ -235,6 +235,15 @@ describe("harness worker routes", () => {
     expect(h.health("local").workers).toMatchObject({ idle: 1, running: 0 });
   });
 
+  it("keeps the latest maxRecordedRequests requests, numbered in arrival order", async () => {
+    await using h = await startHarness({ takeTimeoutMs: 200, maxRecordedRequests: 2 });
+    for (const n of [1, 2, 3]) await get(h, `/v2/local/ping/w${n}`);
+    expect(h.requests().map((r) => [r.seq, r.path])).toEqual([
+      [1, "/v2/local/ping/w2"],
+      [2, "/v2/local/ping/w3"],
+    ]);
+  });
+
   it("answers an injected status without applying the request, with Retry-After", async () => {
     await using h = await startHarness({ takeTimeoutMs: 200 });
     const id = h.enqueue("local", { input: {} });
