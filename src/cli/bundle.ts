@@ -1,5 +1,5 @@
 import { mkdir, stat } from "node:fs/promises";
-import { dirname, join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { build, type Message, type Plugin } from "esbuild";
 import { RunletError } from "../errors.js";
 import { runletExports } from "./paths.js";
@@ -42,13 +42,26 @@ const CJS_BANNER = [
  * The bundle's entry: it imports the handler and hands it to runlet's `serveHandler`, which runs
  * the worker loop on the main thread and, when this same file is started again as an
  * `isolation: "thread"` executor, serves jobs there instead (docs/worker.md, "Thread entry").
+ * The handler is imported inside the `try` so that a handler which fails to load, or a missing
+ * platform variable, ends the process with one readable line and exit code 1, not an uncaught
+ * stack trace.
  */
 export function renderEntry(handlerPath: string): string {
   return [
-    `import definition from ${JSON.stringify(handlerPath)};`,
-    'import { serveHandler } from "runlet";',
+    'import { isHandlerDefinition, isRunletError, RunletError, serveHandler } from "runlet";',
     "",
-    "process.exitCode = await serveHandler(definition, { env: process.env, threadEntry: import.meta.url });",
+    "try {",
+    `  const { default: definition } = await import(${JSON.stringify(handlerPath)});`,
+    "  if (!isHandlerDefinition(definition)) {",
+    `    throw new RunletError("RUNLET_HANDLER_LOAD", ${JSON.stringify(`${basename(handlerPath)} must \`export default defineHandler({...})\``)});`,
+    "  }",
+    "  process.exitCode = await serveHandler(definition, { env: process.env, threadEntry: import.meta.url });",
+    "} catch (err) {",
+    "  process.stderr.write(",
+    "    isRunletError(err) ? `runlet: ${err.message} (${err.code})\\n` : `runlet: ${err?.stack ?? String(err)}\\n`,",
+    "  );",
+    "  process.exitCode = 1;",
+    "}",
     "",
   ].join("\n");
 }

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { renderProjectDockerfile } from "../../src/cli/dockerfile.js";
 import { startHarness } from "../../src/harness/index.js";
 import { node22 } from "./node22.js";
-import { childEnv, REPO_ROOT, runCli } from "./run-cli.js";
+import { childEnv, REPO_ROOT, runCli, runNode } from "./run-cli.js";
 
 let tmp: string;
 let node: { bin: string; version: string; fallback: boolean };
@@ -98,6 +98,30 @@ describe("runlet build", () => {
     ]);
     expect(results[2]?.error).toContain("below");
     expect(exitCode, log).toBe(0);
+  });
+
+  it("ends a bundle started without the platform's environment with exit 2 and one message", async () => {
+    const { dir } = await buildIn("local", "examples/echo/handler.ts");
+    const r = await runNode([join(dir, "dist", "worker.mjs")], { node: node.bin, cwd: dir, env: childEnv() });
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe("");
+    expect(r.stderr).toMatch(
+      /^RUNPOD_WEBHOOK_GET_JOB is not set, so there is no platform to take jobs from\.\n/,
+    );
+  });
+
+  it("ends a bundle whose handler module exports no definition with exit 1 and one line", async () => {
+    const { mkdir, writeFile } = await import("node:fs/promises");
+    const dir = join(tmp, "no-definition");
+    await mkdir(dir);
+    await writeFile(join(dir, "package.json"), '{"type": "module"}\n');
+    await writeFile(join(dir, "handler.ts"), "export default { handler: () => 1 };\n");
+    expect((await runCli(["build"], { cwd: dir })).code).toBe(0);
+    const r = await runNode([join(dir, "dist", "worker.mjs")], { node: node.bin, cwd: dir, env: childEnv() });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe(
+      "runlet: handler.ts must `export default defineHandler({...})` (RUNLET_HANDLER_LOAD)\n",
+    );
   });
 
   it("keeps an existing Dockerfile and names the externals it must install", async () => {
