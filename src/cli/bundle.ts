@@ -58,6 +58,7 @@ export function renderEntry(handlerPath: string): string {
     "  process.exitCode = await serveHandler(definition, { env: process.env, threadEntry: import.meta.url });",
     "} catch (err) {",
     "  process.stderr.write(",
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: generated code holds its own template literal
     "    isRunletError(err) ? `runlet: ${err.message} (${err.code})\\n` : `runlet: ${err?.stack ?? String(err)}\\n`,",
     "  );",
     "  process.exitCode = 1;",
