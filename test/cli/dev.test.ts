@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { REPO_ROOT, startCli } from "./run-cli.js";
+import { REPO_ROOT, runCli, startCli } from "./run-cli.js";
 
 let tmp: string;
 beforeAll(async () => {
@@ -98,4 +98,29 @@ describe("runlet dev", () => {
       expect(code, dev.output()).toBe(0);
     }
   }, 60_000);
+
+  it("exits 1 with what to do when the port is taken", async () => {
+    const { createServer } = await import("node:http");
+    const blocker = createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, "127.0.0.1", resolve));
+    try {
+      const { port } = blocker.address() as { port: number };
+      await writeFile(join(tmp, "handler.ts"), handlerSource(1));
+      const r = await runCli(["dev", "handler.ts", "--port", String(port)], { cwd: tmp });
+      expect(r.code).toBe(1);
+      expect(r.stderr).toBe(
+        `runlet dev: port ${port} is in use; pass --port N (0 picks a free one) (RUNLET_HARNESS_CONFIG)\n`,
+      );
+    } finally {
+      await new Promise((resolve) => blocker.close(resolve));
+    }
+  });
+
+  it("exits 2 for a port that is not a number", async () => {
+    const r = await runCli(["dev", "handler.ts", "--port", "eighty"], { cwd: tmp });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe(
+      'runlet dev: --port must be an integer from 0 to 65535, got "eighty" (RUNLET_CLI_USAGE)\n',
+    );
+  });
 });

@@ -1,5 +1,6 @@
 import { readFile } from "node:fs/promises";
 import { dirname, join, relative } from "node:path";
+import { RunletError } from "../../errors.js";
 import { startHarness } from "../../harness/index.js";
 import { type Command, EXIT, parseCommandArgs, reportCliError, usageError } from "../command.js";
 import { DEFAULT_HANDLER_PATHS, resolveHandlerPath } from "../handler-path.js";
@@ -89,8 +90,15 @@ export const command: Command = {
       await using harness = await startHarness({ port, endpoints: [{ id: ENDPOINT_ID }] }).catch(
         (err: unknown) => {
           const code = (err as NodeJS.ErrnoException).code;
-          if (code === "EADDRINUSE")
-            throw new Error(`port ${port} is in use; pass --port N (0 picks a free one)`);
+          if (code === "EADDRINUSE") {
+            throw new RunletError(
+              "RUNLET_HARNESS_CONFIG",
+              `port ${port} is in use; pass --port N (0 picks a free one)`,
+              {
+                cause: err,
+              },
+            );
+          }
           throw err;
         },
       );
