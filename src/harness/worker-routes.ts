@@ -169,7 +169,11 @@ async function take(
 }
 
 function ping(res: ServerResponse, url: URL, worker: WorkerState, answer: (status: number) => void): void {
-  const jobIds = (url.searchParams.get("job_id") ?? "").split(",").filter((s) => s !== "");
+  // Comma-joined (runlet), or repeated `job_id=` parameters (the Python SDK encodes a list so).
+  const jobIds = url.searchParams
+    .getAll("job_id")
+    .flatMap((v) => v.split(","))
+    .filter((s) => s !== "");
   worker.lastPing = { jobIds, version: url.searchParams.get("runpod_version") ?? undefined };
   if (url.searchParams.get("status") === "unhealthy") {
     const check = url.searchParams.get("check") ?? "unknown";

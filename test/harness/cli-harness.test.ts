@@ -55,7 +55,7 @@ describe("runlet harness (CLI) and child-process workers", () => {
       expect(text).toContain("  api key  cli-key\n");
       const env = exportsOf(text, "alpha");
       expect(env).toEqual({
-        RUNPOD_WEBHOOK_GET_JOB: `${url}/v2/alpha/job-take/$RUNPOD_POD_ID?gpu=$RUNPOD_GPU_TYPE_ID`,
+        RUNPOD_WEBHOOK_GET_JOB: `${url}/v2/alpha/job-take/$ID?gpu=$RUNPOD_GPU_TYPE_ID`,
         RUNPOD_WEBHOOK_POST_OUTPUT: `${url}/v2/alpha/job-done/$RUNPOD_POD_ID/$ID?gpu=$RUNPOD_GPU_TYPE_ID`,
         RUNPOD_WEBHOOK_POST_STREAM: `${url}/v2/alpha/job-stream/$RUNPOD_POD_ID/$ID?gpu=$RUNPOD_GPU_TYPE_ID`,
         RUNPOD_WEBHOOK_PING: `${url}/v2/alpha/ping/$RUNPOD_POD_ID?gpu=$RUNPOD_GPU_TYPE_ID`,
@@ -80,6 +80,7 @@ describe("runlet harness (CLI) and child-process workers", () => {
         jobs: { completed: number };
       };
       expect(health.jobs.completed).toBe(1);
+      // One worker, under one id, whichever placeholder each of its templates used.
       expect(health.workers.idle + health.workers.running).toBe(1);
     } finally {
       worker?.kill("SIGTERM");
