@@ -1,10 +1,9 @@
 import { randomUUID } from "node:crypto";
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { RunletError } from "../errors.js";
 import type { Health } from "../protocol/api.js";
 import { KeyRing } from "./auth.js";
-import { handleClientRoute, isClientRoute } from "./client-routes.js";
 import { TimerSet } from "./clock.js";
 import { sendError } from "./http-util.js";
 import { type JobSnapshot, type NewJob, recordOf, snapshotOf } from "./job-entry.js";
@@ -20,15 +19,14 @@ import {
 import { RateLimiter } from "./rate-limits.js";
 import {
   type Fault,
-  isWorkerRoute,
   type RecordedRequest,
   type RequestFilter,
   RequestLog,
   type WorkerRoute,
 } from "./request-log.js";
+import { type RouterTargets, routeRequest } from "./router.js";
 import { Scaler } from "./scaler.js";
 import { type WebhookAttempt, WebhookSender } from "./webhooks.js";
-import { handleWorkerRoute } from "./worker-routes.js";
 
 /** Options of {@link Harness.workerEnv}. */
 export interface WorkerEnvOptions {
@@ -89,8 +87,30 @@ export class Harness {
       onError: (err) => options.logger?.error({ err }, "management: could not add the created endpoint"),
     });
     this.#management.attach(this);
+    const targets: RouterTargets = {
+      worker: {
+        store: this.#store,
+        requests: this.#requests,
+        keys: this.#keys,
+        takeTimeoutMs: options.takeTimeoutMs,
+        jobDoneBytes: options.limits.jobDoneBytes,
+        streamBodyBytes: options.limits.streamBodyBytes,
+        onStopPod: (ep, workerId) => this.#scaler.replace(ep, workerId),
+      },
+      client: {
+        store: this.#store,
+        keys: this.#keys,
+        limiter: this.#limiter,
+        options,
+        health: (ep) => this.health(ep),
+      },
+      fallbacks: [
+        ...(options.extraRoutes === undefined ? [] : [options.extraRoutes]),
+        (req, res, url) => this.#management.extraRoutes(req, res, url),
+      ],
+    };
     this.#server = createServer((req, res) => {
-      this.#handle(req, res).catch((err: unknown) => {
+      routeRequest(targets, req, res, this.#url).catch((err: unknown) => {
         options.logger?.error({ err, url: req.url }, "harness request failed");
         sendError(res, 500, `internal harness error: ${err instanceof Error ? err.message : String(err)}`);
       });
@@ -273,58 +293,6 @@ export class Harness {
     const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
     this.#url = `http://${host}:${address.port}`;
     for (const ep of this.#options.endpoints) this.addEndpoint(ep);
-  }
-
-  async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const url = new URL(req.url ?? "/", this.#url);
-    let parts: string[];
-    try {
-      parts = url.pathname.split("/").slice(1).map(decodeURIComponent);
-    } catch {
-      return sendError(res, 400, `malformed path: ${url.pathname}`);
-    }
-    const [prefix, endpointId, route, ...rest] = parts;
-    if (prefix === "v2" && endpointId !== undefined && endpointId !== "") {
-      if (isWorkerRoute(route)) {
-        return handleWorkerRoute(
-          {
-            store: this.#store,
-            requests: this.#requests,
-            keys: this.#keys,
-            takeTimeoutMs: this.#options.takeTimeoutMs,
-            jobDoneBytes: this.#options.limits.jobDoneBytes,
-            streamBodyBytes: this.#options.limits.streamBodyBytes,
-            onStopPod: (ep, workerId) => this.#scaler.replace(ep, workerId),
-          },
-          req,
-          res,
-          url,
-          route,
-          endpointId,
-          rest,
-        );
-      }
-      if (isClientRoute(route)) {
-        return handleClientRoute(
-          {
-            store: this.#store,
-            keys: this.#keys,
-            limiter: this.#limiter,
-            options: this.#options,
-            health: (ep) => this.health(ep),
-          },
-          req,
-          res,
-          url,
-          route,
-          endpointId,
-          rest,
-        );
-      }
-    }
-    if (this.#options.extraRoutes !== undefined && (await this.#options.extraRoutes(req, res, url))) return;
-    if (await this.#management.extraRoutes(req, res, url)) return;
-    sendError(res, 404, `no route for ${req.method} ${url.pathname}`);
   }
 }
 

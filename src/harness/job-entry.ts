@@ -54,6 +54,47 @@ export interface JobEntry {
   retentionTimer: ClockTimer | undefined;
 }
 
+/** A new job, IN_QUEUE, created at `now`. */
+export function newJobEntry(
+  id: string,
+  endpointId: string,
+  kind: JobKind,
+  spec: NewJob,
+  now: number,
+  retentionMs: number,
+): JobEntry {
+  return {
+    id,
+    endpointId,
+    kind,
+    input: spec.input,
+    policy: spec.policy,
+    s3Config: spec.s3Config,
+    webhook: spec.webhook,
+    status: "IN_QUEUE",
+    createdAt: now,
+    startedAt: undefined,
+    finishedAt: undefined,
+    output: undefined,
+    hasOutput: false,
+    error: undefined,
+    stopPod: false,
+    workerId: undefined,
+    progress: [],
+    stream: [],
+    isStream: undefined,
+    duplicateResults: 0,
+    latePosts: 0,
+    lapses: 0,
+    deleted: false,
+    retentionMs,
+    readers: new Map(),
+    ttlTimer: undefined,
+    executionTimer: undefined,
+    retentionTimer: undefined,
+  };
+}
+
 /** A read-only copy of a job for tests and tools (`Harness.job`). */
 export interface JobSnapshot {
   readonly id: string;

@@ -3,33 +3,13 @@ import { type JobStatus, TERMINAL_STATUSES } from "../protocol/api.js";
 import { TTL_MS } from "../protocol/limits.js";
 import type { StreamChunk } from "../protocol/worker-bodies.js";
 import type { Clock, TimerSet } from "./clock.js";
-import type { JobEntry, JobKind, NewJob } from "./job-entry.js";
+import { EndpointQueue, type StoreEndpoint } from "./endpoint-queue.js";
+import { type JobEntry, type JobKind, type NewJob, newJobEntry } from "./job-entry.js";
 import { JobWaits } from "./job-waits.js";
 import { WorkerRegistry as Registry, type WorkerRegistry, type WorkerState } from "./worker-registry.js";
 
 /** How long a deleted job is remembered (for `Harness.job` and counting late results), ms. */
 const TOMBSTONE_MS = 60 * 60_000; // 1 h
-
-/** Per-endpoint settings the store needs. */
-export interface StoreEndpoint {
-  /** Execution timeout when a job carries no `policy.executionTimeout`, ms. */
-  readonly executionTimeoutMs: number;
-}
-
-interface EndpointState {
-  readonly settings: StoreEndpoint;
-  /** Waiting job ids, oldest first. */
-  queue: string[];
-  /** Held job-take polls, oldest first. */
-  readonly takers: Array<{
-    readonly workerId: string;
-    readonly max: number;
-    resolve(jobs: JobEntry[]): void;
-  }>;
-  completed: number;
-  failed: number;
-  retried: number;
-}
 
 /** What the store tells its owner about. */
 export interface StoreEvents {
@@ -48,7 +28,7 @@ export class JobStore {
   readonly #clock: Clock;
   readonly #timers: TimerSet;
   readonly #events: StoreEvents;
-  readonly #endpoints = new Map<string, EndpointState>();
+  readonly #endpoints = new Map<string, EndpointQueue>();
   readonly #jobs = new Map<string, JobEntry>();
   readonly waits = new JobWaits();
   readonly workers: WorkerRegistry;
@@ -67,7 +47,7 @@ export class JobStore {
 
   addEndpoint(id: string, settings: StoreEndpoint): void {
     if (this.#endpoints.has(id)) return;
-    this.#endpoints.set(id, { settings, queue: [], takers: [], completed: 0, failed: 0, retried: 0 });
+    this.#endpoints.set(id, new EndpointQueue(settings, (ids, workerId) => this.#start(ids, workerId)));
   }
 
   hasEndpoint(id: string): boolean {
@@ -94,59 +74,26 @@ export class JobStore {
     const ep = this.#endpoint(endpointId);
     const id = spec.id ?? `${kind === "runsync" ? "sync-" : ""}${randomUUID()}-e1`;
     if (this.#jobs.has(id)) throw new Error(`a job with id "${id}" already exists`);
-    const job: JobEntry = {
-      id,
-      endpointId,
-      kind,
-      input: spec.input,
-      policy: spec.policy,
-      s3Config: spec.s3Config,
-      webhook: spec.webhook,
-      status: "IN_QUEUE",
-      createdAt: this.#clock.now(),
-      startedAt: undefined,
-      finishedAt: undefined,
-      output: undefined,
-      hasOutput: false,
-      error: undefined,
-      stopPod: false,
-      workerId: undefined,
-      progress: [],
-      stream: [],
-      isStream: undefined,
-      duplicateResults: 0,
-      latePosts: 0,
-      lapses: 0,
-      deleted: false,
-      retentionMs,
-      readers: new Map(),
-      ttlTimer: undefined,
-      executionTimer: undefined,
-      retentionTimer: undefined,
-    };
+    const job = newJobEntry(id, endpointId, kind, spec, this.#clock.now(), retentionMs);
     this.#jobs.set(id, job);
     job.ttlTimer = this.#timers.set(() => this.#delete(job), spec.policy?.ttl ?? TTL_MS.default);
-    ep.queue.push(id);
-    this.#dispatch(endpointId);
+    ep.push(id);
     this.#events.onQueueChange(endpointId);
     return job;
   }
 
   /** Waiting jobs of an endpoint, oldest first. */
   queued(endpointId: string): JobEntry[] {
-    return this.#endpoint(endpointId).queue.map((id) => this.#jobs.get(id)!);
+    return this.#endpoint(endpointId).ids.map((id) => this.#jobs.get(id)!);
   }
 
   /** Held job-take polls of an endpoint. */
   waitingTakes(endpointId: string): number {
-    return this.#endpoint(endpointId).takers.length;
+    return this.#endpoint(endpointId).waitingTakes;
   }
 
-  /**
-   * A worker's job-take: up to `max` queued jobs at once, else the first that arrives within
-   * `holdMs`, else none. Aborting the signal (the worker hung up) withdraws the poll.
-   */
-  take(
+  /** A worker's job-take on an endpoint (see EndpointQueue.take); the jobs handed out are started. */
+  async take(
     endpointId: string,
     workerId: string,
     max: number,
@@ -154,44 +101,10 @@ export class JobStore {
     signal: AbortSignal,
   ): Promise<JobEntry[]> {
     const ep = this.#endpoint(endpointId);
-    if (ep.queue.length > 0) return Promise.resolve(this.#hand(ep, workerId, max));
-    return new Promise((resolve) => {
-      const taker = {
-        workerId,
-        max,
-        resolve: (jobs: JobEntry[]) => {
-          clearTimeout(timer);
-          signal.removeEventListener("abort", withdraw);
-          resolve(jobs);
-        },
-      };
-      const withdraw = () => {
-        const at = ep.takers.indexOf(taker);
-        if (at >= 0) ep.takers.splice(at, 1);
-        taker.resolve([]);
-      };
-      const timer = setTimeout(withdraw, holdMs);
-      signal.addEventListener("abort", withdraw, { once: true });
-      ep.takers.push(taker);
-      this.#events.onQueueChange(endpointId);
-    });
-  }
-
-  /** A worker's job-stop poll: the ids to stop, at once or within `holdMs`, else none. */
-  stopPoll(worker: WorkerState, holdMs: number, signal: AbortSignal): Promise<string[]> {
-    const drain = () => worker.pendingStops.splice(0);
-    if (worker.pendingStops.length > 0) return Promise.resolve(drain());
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        signal.removeEventListener("abort", done);
-        if (worker.stopWaiter === done) worker.stopWaiter = undefined;
-        resolve(signal.aborted ? [] : drain());
-      };
-      const timer = setTimeout(done, holdMs);
-      signal.addEventListener("abort", done, { once: true });
-      worker.stopWaiter = done;
-    });
+    const taking = ep.take(workerId, max, holdMs, signal);
+    // A held poll is a free worker: the scaler counts it.
+    this.#events.onQueueChange(endpointId);
+    return (await taking).map((id) => this.#jobs.get(id)!);
   }
 
   /** An IN_PROGRESS update from the worker. Returns false when the job had already ended. */
@@ -261,8 +174,7 @@ export class JobStore {
 
   /** Removes every waiting job of an endpoint; returns how many. Running jobs go on. */
   purge(endpointId: string): number {
-    const ep = this.#endpoint(endpointId);
-    const ids = ep.queue.splice(0);
+    const ids = this.#endpoint(endpointId).drain();
     for (const id of ids) this.#delete(this.#jobs.get(id)!);
     this.#events.onQueueChange(endpointId);
     return ids.length;
@@ -295,21 +207,19 @@ export class JobStore {
       completed: ep.completed,
       failed: ep.failed,
       inProgress,
-      inQueue: ep.queue.length,
+      inQueue: ep.ids.length,
       retried: ep.retried,
     };
   }
 
   /** Ends every held poll and wait; timers are the owner's (TimerSet.clearAll). */
   close(): void {
-    for (const ep of this.#endpoints.values()) {
-      for (const taker of ep.takers.splice(0)) taker.resolve([]);
-    }
+    for (const ep of this.#endpoints.values()) ep.releaseTakers();
     this.workers.clear();
     this.waits.closeAll();
   }
 
-  #endpoint(id: string): EndpointState {
+  #endpoint(id: string): EndpointQueue {
     const ep = this.#endpoints.get(id);
     if (ep === undefined) throw new Error(`unknown endpoint "${id}"`);
     return ep;
@@ -319,31 +229,23 @@ export class JobStore {
     return job.deleted || TERMINAL_STATUSES.has(job.status);
   }
 
-  #dispatch(endpointId: string): void {
-    const ep = this.#endpoint(endpointId);
-    while (ep.queue.length > 0 && ep.takers.length > 0) {
-      const taker = ep.takers.shift()!;
-      taker.resolve(this.#hand(ep, taker.workerId, taker.max));
-    }
-  }
-
-  #hand(ep: EndpointState, workerId: string, max: number): JobEntry[] {
-    const jobs = ep.queue.splice(0, Math.max(1, max)).map((id) => this.#jobs.get(id)!);
-    const worker = jobs[0] === undefined ? undefined : this.workers.get(jobs[0].endpointId, workerId);
-    for (const job of jobs) {
+  /** Jobs just handed to a worker start running: IN_PROGRESS, its execution timeout armed. */
+  #start(ids: readonly string[], workerId: string): void {
+    for (const id of ids) {
+      const job = this.#jobs.get(id)!;
+      const ep = this.#endpoint(job.endpointId);
       job.status = "IN_PROGRESS";
       job.startedAt = this.#clock.now();
       job.workerId = workerId;
-      worker?.jobs.add(job.id);
+      this.workers.get(job.endpointId, workerId)?.jobs.add(job.id);
       const timeoutMs = job.policy?.executionTimeout ?? ep.settings.executionTimeoutMs;
       job.executionTimer = this.#timers.set(() => {
         job.executionTimer = undefined;
         this.#finish(job, "TIMED_OUT", { error: `job timed out after ${timeoutMs} ms (executionTimeout)` });
       }, timeoutMs);
       this.waits.notify(job.id);
+      this.#events.onQueueChange(job.endpointId);
     }
-    if (jobs.length > 0) this.#events.onQueueChange(jobs[0]!.endpointId);
-    return jobs;
   }
 
   #finish(
@@ -353,7 +255,7 @@ export class JobStore {
   ): void {
     const ep = this.#endpoint(job.endpointId);
     const wasRunning = job.status === "IN_PROGRESS";
-    if (job.status === "IN_QUEUE") ep.queue = ep.queue.filter((id) => id !== job.id);
+    if (job.status === "IN_QUEUE") ep.remove(job.id);
     if (wasRunning && job.workerId !== undefined && status !== "COMPLETED" && status !== "FAILED") {
       // Cancel and timeout reach the worker as a job-stop (worker-protocol §6).
       this.workers.requestStop(job.endpointId, job.workerId, job.id);
@@ -379,8 +281,7 @@ export class JobStore {
   /** ttl or retention elapsed (or a purge): gone for clients; a running job's worker is told to stop. */
   #delete(job: JobEntry): void {
     if (job.deleted) return;
-    const ep = this.#endpoint(job.endpointId);
-    if (job.status === "IN_QUEUE") ep.queue = ep.queue.filter((id) => id !== job.id);
+    if (job.status === "IN_QUEUE") this.#endpoint(job.endpointId).remove(job.id);
     if (job.status === "IN_PROGRESS" && job.workerId !== undefined) {
       this.workers.requestStop(job.endpointId, job.workerId, job.id);
     }
@@ -405,9 +306,8 @@ export class JobStore {
   }
 
   #enqueueAgain(job: JobEntry): void {
-    this.#endpoint(job.endpointId).queue.push(job.id);
     this.waits.notify(job.id);
-    this.#dispatch(job.endpointId);
+    this.#endpoint(job.endpointId).push(job.id);
     this.#events.onQueueChange(job.endpointId);
   }
 

@@ -114,6 +114,23 @@ export class WorkerRegistry {
     worker.stopWaiter?.();
   }
 
+  /** A worker's job-stop poll: the ids to stop, at once or within `holdMs` (real time), else none. */
+  stopPoll(worker: WorkerState, holdMs: number, signal: AbortSignal): Promise<string[]> {
+    const drain = () => worker.pendingStops.splice(0);
+    if (worker.pendingStops.length > 0) return Promise.resolve(drain());
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        signal.removeEventListener("abort", done);
+        if (worker.stopWaiter === done) worker.stopWaiter = undefined;
+        resolve(signal.aborted ? [] : drain());
+      };
+      const timer = setTimeout(done, holdMs);
+      signal.addEventListener("abort", done, { once: true });
+      worker.stopWaiter = done;
+    });
+  }
+
   /** Counts for `/health`; `initializing` comes from the scaler. */
   counts(endpointId: string, initializing: number): WorkerCounts {
     let idle = 0;

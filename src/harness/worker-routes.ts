@@ -119,7 +119,7 @@ export async function handleWorkerRoute(
       case "job-take-batch":
         return await take(ctx, res, url, route, worker, answer);
       case "job-stop": {
-        const ids = await ctx.store.stopPoll(worker, ctx.takeTimeoutMs, hangUpSignal(res));
+        const ids = await ctx.store.workers.stopPoll(worker, ctx.takeTimeoutMs, hangUpSignal(res));
         if (ids.length === 0) {
           answer(204);
           return sendEmpty(res, 204);

@@ -1,0 +1,107 @@
+/** Per-endpoint settings the store needs. */
+export interface StoreEndpoint {
+  /** Execution timeout when a job carries no `policy.executionTimeout`, ms. */
+  readonly executionTimeoutMs: number;
+}
+
+interface Taker {
+  readonly workerId: string;
+  readonly max: number;
+  resolve(ids: string[]): void;
+}
+
+/**
+ * One endpoint's waiting jobs (ids, oldest first) and the job-take polls held open for them.
+ * Handing out goes through `onHand`, which the store uses to start the jobs.
+ */
+export class EndpointQueue {
+  readonly settings: StoreEndpoint;
+  /** Jobs that reached COMPLETED since start. */
+  completed = 0;
+  /** Jobs that reached FAILED or TIMED_OUT since start. */
+  failed = 0;
+  /** Client retries and heartbeat requeues since start. */
+  retried = 0;
+  #ids: string[] = [];
+  readonly #takers: Taker[] = [];
+  readonly #onHand: (ids: readonly string[], workerId: string) => void;
+
+  constructor(settings: StoreEndpoint, onHand: (ids: readonly string[], workerId: string) => void) {
+    this.settings = settings;
+    this.#onHand = onHand;
+  }
+
+  /** Waiting job ids, oldest first. */
+  get ids(): readonly string[] {
+    return this.#ids;
+  }
+
+  /** How many job-take polls are held. */
+  get waitingTakes(): number {
+    return this.#takers.length;
+  }
+
+  /** Adds a job at the back and offers it to held polls. */
+  push(id: string): void {
+    this.#ids.push(id);
+    this.#dispatch();
+  }
+
+  /** Removes one waiting job; true when it was waiting. */
+  remove(id: string): boolean {
+    const before = this.#ids.length;
+    this.#ids = this.#ids.filter((x) => x !== id);
+    return this.#ids.length !== before;
+  }
+
+  /** Removes every waiting job and returns their ids. */
+  drain(): string[] {
+    return this.#ids.splice(0);
+  }
+
+  /**
+   * A job-take: up to `max` waiting jobs at once, else the first to arrive within `holdMs` (real
+   * time), else none. Aborting `signal` (the worker hung up) withdraws the poll before anything is
+   * handed to it.
+   */
+  take(workerId: string, max: number, holdMs: number, signal: AbortSignal): Promise<string[]> {
+    if (this.#ids.length > 0) return Promise.resolve(this.#hand(workerId, max));
+    return new Promise((resolve) => {
+      const taker: Taker = {
+        workerId,
+        max,
+        resolve: (ids) => {
+          clearTimeout(timer);
+          signal.removeEventListener("abort", withdraw);
+          resolve(ids);
+        },
+      };
+      const withdraw = () => {
+        const at = this.#takers.indexOf(taker);
+        if (at >= 0) this.#takers.splice(at, 1);
+        taker.resolve([]);
+      };
+      const timer = setTimeout(withdraw, holdMs);
+      signal.addEventListener("abort", withdraw, { once: true });
+      this.#takers.push(taker);
+    });
+  }
+
+  /** Answers every held poll with nothing (on close). */
+  releaseTakers(): void {
+    for (const taker of this.#takers.splice(0)) taker.resolve([]);
+  }
+
+  #dispatch(): void {
+    while (this.#ids.length > 0 && this.#takers.length > 0) {
+      const taker = this.#takers.shift()!;
+      taker.resolve(this.#hand(taker.workerId, taker.max));
+    }
+  }
+
+  #hand(workerId: string, max: number): string[] {
+    const ids = this.#ids.splice(0, Math.max(1, max));
+    this.#onHand(ids, workerId);
+    return ids;
+  }
+}
