@@ -65,6 +65,39 @@ describe("runlet/testing createHarness", () => {
       .toBe(2);
   });
 
+  it("starts another in-process worker when jobs wait, up to maxWorkers", async () => {
+    let release: () => void = () => {};
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const gate = defineHandler({
+      input: z.object({}),
+      handler: async () => {
+        await released;
+        return "done";
+      },
+    });
+    await using h = await createHarness({
+      endpoints: [{ id: "local", handler: gate, workers: 1, maxWorkers: 2 }],
+    });
+    const ids = [
+      (await h.endpoint.run({ input: {} })).id,
+      (await h.endpoint.run({ input: {} })).id,
+      (await h.endpoint.run({ input: {} })).id,
+    ];
+    // Two workers (one each), never a third: the last job waits.
+    await expect.poll(() => h.harness.health("local").jobs.inProgress).toBe(2);
+    expect(h.harness.health("local")).toMatchObject({
+      jobs: { inProgress: 2, inQueue: 1 },
+      workers: { running: 2, initializing: 0 },
+    });
+    expect(new Set(ids.slice(0, 2).map((id) => h.harness.job(id)?.workerId))).toEqual(
+      new Set(["local-worker-1", "local-worker-2"]),
+    );
+    release();
+    for (const id of ids) expect((await h.harness.waitForJob(id)).output).toBe("done");
+  });
+
   it("takes a manual clock: result retention elapses without waiting", async () => {
     const clock = new ManualClock();
     await using h = await createHarness({ handler: double, clock });
