@@ -17,10 +17,9 @@ export async function runColdStart(): Promise<ColdStartResult> {
   const file = join(ROOT, "bench", "cold-start.ts");
   if (!existsSync(file)) return { available: false, reason: "bench/cold-start.ts is not there yet" };
   const module = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
-  const name =
-    typeof module["default"] === "function"
-      ? "default"
-      : Object.keys(module).find((key) => typeof module[key] === "function");
+  const name = ["measureColdStart", "default", ...Object.keys(module)].find(
+    (key) => typeof module[key] === "function",
+  );
   if (name === undefined) return { available: false, reason: "bench/cold-start.ts exports no function" };
   const result: unknown = await (module[name] as () => Promise<unknown>)();
   return { available: true, export: name, result };

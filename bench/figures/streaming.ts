@@ -44,9 +44,9 @@ export async function measureStreaming(options: BenchOptions): Promise<Figure[]>
       ),
     );
     const small = { items: smallItems };
-    // Warm-up of each path (JIT, connections) on a tenth of the items.
+    // Warm-up of each path (JIT, connections) on a few items.
     for (const ep of ["runlet", "baseline", "coalesced"]) {
-      await streamJob(harness, ep, { items: Math.max(1, Math.floor(smallItems / 10)) });
+      await streamJob(harness, ep, { items: Math.max(1, Math.min(2_000, Math.floor(smallItems / 10))) });
     }
     const runs = await repeat(options.stream.repetitions, async () => {
       const runlet = await streamJob(harness, "runlet", small, smallItems);

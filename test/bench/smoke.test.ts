@@ -42,7 +42,7 @@ const FIGURE_IDS = [
   "memory.idle",
   "memory.after",
   "memory.growth",
-  "memory.secondHalf",
+  "memory.heapGrowth",
 ];
 
 describe("npm run bench (quick smoke run: shape only, never speed)", () => {
