@@ -152,9 +152,10 @@ async function submit(
   }
   const limit = route === "run" ? limits.runBytes : limits.runsyncBytes;
   const body = await readBody(req, limit);
-  if (!body.ok) {
+  if (!body.ok && body.tooLarge) {
     return sendError(res, 413, `request body is over the /${route} limit of ${limit} bytes`);
   }
+  if (!body.ok) return sendError(res, 400, "request body is not valid UTF-8 JSON");
   const parsed = parseRunBody(body.text);
   if (!parsed.ok) return sendError(res, 400, parsed.message, { issues: parsed.issues });
   const job = ctx.store.create(endpointId, route, parsed.job, retentionMs);

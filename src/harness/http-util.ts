@@ -4,7 +4,17 @@ import type { ApiError } from "../protocol/api.js";
 /** A request body read under a size limit. */
 export type BodyResult =
   | { readonly ok: true; readonly text: string }
-  | { readonly ok: false; readonly limitBytes: number; readonly receivedBytes: number };
+  | {
+      readonly ok: false;
+      readonly tooLarge: true;
+      readonly limitBytes: number;
+      readonly receivedBytes: number;
+    }
+  /** The bytes are not UTF-8 (decoding would silently turn them into U+FFFD). */
+  | { readonly ok: false; readonly tooLarge: false; readonly bytes: Buffer };
+
+/** Throws on bytes that are not UTF-8; keeps a leading BOM as U+FEFF (JSON.parse then refuses it). */
+const STRICT_UTF8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
 /** Beyond the limit, this much more is read and thrown away (so the client can read our answer), then the socket is cut. */
 const DISCARD_ALLOWANCE_BYTES = 64 * 1_048_576; // 64 MiB
@@ -18,7 +28,7 @@ export function readBody(req: IncomingMessage, limitBytes: number): Promise<Body
   const declared = Number(req.headers["content-length"]);
   if (Number.isFinite(declared) && declared > limitBytes) {
     discard(req, 0);
-    return Promise.resolve({ ok: false, limitBytes, receivedBytes: declared });
+    return Promise.resolve({ ok: false, tooLarge: true, limitBytes, receivedBytes: declared });
   }
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
@@ -28,14 +38,20 @@ export function readBody(req: IncomingMessage, limitBytes: number): Promise<Body
       if (received > limitBytes) {
         cleanup();
         discard(req, received);
-        resolve({ ok: false, limitBytes, receivedBytes: received });
+        resolve({ ok: false, tooLarge: true, limitBytes, receivedBytes: received });
         return;
       }
       chunks.push(chunk);
     };
     const onEnd = () => {
       cleanup();
-      resolve({ ok: true, text: Buffer.concat(chunks).toString("utf8") });
+      const bytes = Buffer.concat(chunks);
+      try {
+        resolve({ ok: true, text: STRICT_UTF8.decode(bytes) });
+      } catch {
+        // Not UTF-8: the caller refuses it (400) rather than working on replacement characters.
+        resolve({ ok: false, tooLarge: false, bytes });
+      }
     };
     const onError = (err: Error) => {
       cleanup();

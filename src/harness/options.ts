@@ -18,6 +18,8 @@ import type { WebhookOptions } from "./webhooks.js";
 /** A running worker the harness started; `close()` stops it (idempotent). */
 export interface SpawnedWorker {
   close(): Promise<void>;
+  /** Settles when the worker ends on its own (a crash, an exit): the scaler then starts another. */
+  readonly exited?: Promise<unknown>;
 }
 
 /**

@@ -53,11 +53,12 @@ export function processSpawner(handlerPath: string, options: ProcessSpawnerOptio
 function childWorker(child: ChildProcess, killAfterMs: number): SpawnedWorker {
   let closing: Promise<void> | undefined;
   const exited = child.exitCode !== null || child.signalCode !== null;
+  const exit = exited ? Promise.resolve() : once(child, "exit");
   return {
+    exited: exit,
     close() {
       closing ??= (async () => {
         if (exited || child.exitCode !== null || child.signalCode !== null) return;
-        const exit = once(child, "exit");
         child.kill("SIGTERM");
         const timer = setTimeout(() => child.kill("SIGKILL"), killAfterMs);
         try {

@@ -153,6 +153,11 @@ export class Scaler {
             slot.worker = worker;
             // Closed (or replaced) while starting: stop it at once.
             if (this.#closed || !pool.slots.has(podId)) void this.#stop(slot);
+            // A worker that ends on its own is replaced, as the platform replaces a dead pod.
+            void worker.exited?.then(
+              () => this.#ended(endpointId, pool, slot),
+              () => this.#ended(endpointId, pool, slot),
+            );
           },
           (err: unknown) => {
             pool.slots.delete(podId);
@@ -163,6 +168,14 @@ export class Scaler {
         ),
     };
     pool.slots.set(podId, slot);
+  }
+
+  #ended(endpointId: string, pool: Pool, slot: Slot): void {
+    if (this.#closed || pool.slots.get(slot.podId) !== slot) return;
+    pool.slots.delete(slot.podId);
+    slot.worker = undefined;
+    this.#logger?.warn({ endpointId, podId: slot.podId }, "a worker ended on its own; starting another");
+    this.schedule(endpointId);
   }
 
   async #stop(slot: Slot): Promise<void> {

@@ -57,7 +57,7 @@ export async function handleWorkerRoute(
     path: url.pathname,
     query: queryOf(url),
     headers: headersOf(req),
-    body: body.ok ? body.text : "",
+    body: body.ok ? body.text : body.tooLarge ? "" : body.bytes.toString("utf8"),
     status: "pending",
   });
   const answer = (status: number) => {
@@ -108,9 +108,10 @@ export async function handleWorkerRoute(
       `${route} path must be /v2/<endpoint>/${route}/<worker id>${wantsJob ? "/<job id>" : ""}`,
     );
   }
-  if (!body.ok) {
+  if (!body.ok && body.tooLarge) {
     return fail(400, `${route} body is over the limit of ${body.limitBytes} bytes`);
   }
+  if (!body.ok) return fail(400, `${route} body is not valid UTF-8`);
 
   const worker = ctx.store.workers.begin(endpointId, workerId);
   try {

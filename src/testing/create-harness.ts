@@ -92,7 +92,7 @@ function inProcessSpawner(
       env,
       ...(handlerModule === undefined ? {} : { handlerModule }),
     });
-    return { close: () => worker.close() };
+    return { close: () => worker.close(), exited: worker.stopped };
   };
 }
 

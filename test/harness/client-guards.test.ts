@@ -79,6 +79,19 @@ describe("harness client API: auth, validation, limits, rate limits, routing", (
     expect(h.health("local").jobs.inQueue).toBe(0);
   });
 
+  it("refuses a body that is not valid UTF-8 with 400 and creates no job", async () => {
+    await using h = await startHarness();
+    const body = Buffer.concat([Buffer.from('{"input":{"s":"'), Buffer.from([0xc3]), Buffer.from('"}}')]);
+    const res = await fetch(`${h.url}/v2/local/run`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${h.apiKey}`, "content-type": "application/json" },
+      body,
+    });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toEqual({ error: "request body is not valid UTF-8 JSON", status: 400 });
+    expect(h.health("local").jobs.inQueue).toBe(0);
+  });
+
   it("refuses a body over the /run or /runsync limit with 413 naming the limit", async () => {
     await using h = await startHarness({ limits: { runBytes: 1_000, runsyncBytes: 2_000 } });
     const big = { input: { text: "x".repeat(1_500) } };

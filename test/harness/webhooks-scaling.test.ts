@@ -140,4 +140,27 @@ describe("harness scaling", () => {
     await expect.poll(() => started).toEqual(["local-worker-1", "local-worker-2"]);
     expect(closed).toEqual(["local-worker-1"]);
   });
+
+  it("replaces a started worker that ends on its own", async () => {
+    const started: string[] = [];
+    const crash: Array<() => void> = [];
+    await using _h = await startHarness({
+      takeTimeoutMs: 200,
+      endpoints: [
+        {
+          id: "local",
+          minWorkers: 1,
+          spawn: async (env) => {
+            const { RUNPOD_POD_ID: pod = "" } = env;
+            started.push(pod);
+            const exited = new Promise<void>((resolve) => crash.push(resolve));
+            return { close: async () => {}, exited };
+          },
+        },
+      ],
+    });
+    await expect.poll(() => started).toEqual(["local-worker-1"]);
+    crash[0]?.();
+    await expect.poll(() => started).toEqual(["local-worker-1", "local-worker-2"]);
+  });
 });
