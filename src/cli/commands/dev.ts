@@ -1,7 +1,6 @@
 import { readFile } from "node:fs/promises";
 import { dirname, join, relative } from "node:path";
 import { RunletError } from "../../errors.js";
-import { startHarness } from "../../harness/index.js";
 import { type Command, EXIT, parseCommandArgs, reportCliError, usageError } from "../command.js";
 import { DEFAULT_HANDLER_PATHS, resolveHandlerPath } from "../handler-path.js";
 import { followJobs } from "../job-log.js";
@@ -86,6 +85,8 @@ export const command: Command = {
       const cwd = process.cwd();
       const handlerPath = await resolveHandlerPath(parsed.positionals[0], cwd);
       const out = (line: string) => process.stdout.write(`${line}\n`);
+      // Loaded only now, so --help and usage errors answer without loading the harness.
+      const { startHarness } = await import("../../harness/index.js");
 
       await using harness = await startHarness({ port, endpoints: [{ id: ENDPOINT_ID }] }).catch(
         (err: unknown) => {

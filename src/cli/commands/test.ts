@@ -1,9 +1,6 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { startHarness } from "../../harness/index.js";
-import { loadHandler } from "../../worker/load-handler.js";
-import { startWorker } from "../../worker/worker.js";
 import { type Command, EXIT, parseCommandArgs, reportCliError, usageError } from "../command.js";
 import { DEFAULT_HANDLER_PATHS, resolveHandlerPath } from "../handler-path.js";
 
@@ -90,6 +87,12 @@ export const command: Command = {
       const handlerPath = await resolveHandlerPath(parsed.positionals[0], cwd);
       const { input: inputArg } = parsed.values;
       const job = await readJob(typeof inputArg === "string" ? inputArg : undefined, cwd);
+      // Loaded only now, so --help and usage errors answer without loading the worker and harness.
+      const [{ loadHandler }, { startWorker }, { startHarness }] = await Promise.all([
+        import("../../worker/load-handler.js"),
+        import("../../worker/worker.js"),
+        import("../../harness/index.js"),
+      ]);
       const { definition } = await loadHandler(handlerPath);
 
       await using harness = await startHarness({ takeTimeoutMs: 1_000, endpoints: [{ id: ENDPOINT_ID }] });
