@@ -47,6 +47,12 @@ export class EndpointQueue {
     this.#dispatch();
   }
 
+  /** Puts jobs back at the front, in order (a hand-out the worker never received), and offers them again. */
+  unshift(ids: readonly string[]): void {
+    this.#ids.unshift(...ids);
+    this.#dispatch();
+  }
+
   /** Removes one waiting job; true when it was waiting. */
   remove(id: string): boolean {
     const before = this.#ids.length;

@@ -107,6 +107,20 @@ export class JobStore {
     return (await taking).map((id) => this.#jobs.get(id)!);
   }
 
+  /**
+   * Jobs handed to a worker whose connection failed before the answer went out go back to the
+   * front of the queue, rather than waiting for a heartbeat lapse or their timeout.
+   */
+  undeliver(endpointId: string, workerId: string, jobs: readonly JobEntry[]): void {
+    const back = jobs.filter((j) => !j.deleted && j.status === "IN_PROGRESS" && j.workerId === workerId);
+    for (const job of back) {
+      this.workers.get(endpointId, workerId)?.jobs.delete(job.id);
+      this.#resetForQueue(job);
+      this.waits.notify(job.id);
+    }
+    if (back.length > 0) this.#endpoint(endpointId).unshift(back.map((j) => j.id));
+  }
+
   /** An IN_PROGRESS update from the worker. Returns false when the job had already ended. */
   addProgress(job: JobEntry, output: unknown): boolean {
     if (this.#ended(job)) {

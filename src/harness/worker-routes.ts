@@ -60,7 +60,7 @@ export async function handleWorkerRoute(
     body: body.ok ? body.text : body.tooLarge ? "" : body.bytes.toString("utf8"),
     status: "pending",
   });
-  const answer = (status: number) => {
+  const answer = (status: number | "dropped") => {
     record.status = status;
   };
   res.once("close", () => {
@@ -148,7 +148,7 @@ async function take(
   url: URL,
   route: WorkerRoute,
   worker: WorkerState,
-  answer: (status: number) => void,
+  answer: (status: number | "dropped") => void,
 ): Promise<void> {
   let max = 1;
   if (route === "job-take-batch") {
@@ -164,12 +164,25 @@ async function take(
     answer(204);
     return sendEmpty(res, 204);
   }
+  if (res.destroyed) {
+    ctx.store.undeliver(worker.endpointId, worker.id, jobs);
+    answer("dropped");
+    return;
+  }
   answer(200);
+  res.once("close", () => {
+    if (!res.writableFinished) ctx.store.undeliver(worker.endpointId, worker.id, jobs);
+  });
   const delivered = jobs.map(deliveredOf);
   sendJson(res, 200, route === "job-take" ? delivered[0] : delivered);
 }
 
-function ping(res: ServerResponse, url: URL, worker: WorkerState, answer: (status: number) => void): void {
+function ping(
+  res: ServerResponse,
+  url: URL,
+  worker: WorkerState,
+  answer: (status: number | "dropped") => void,
+): void {
   // Comma-joined (runlet), or repeated `job_id=` parameters (the Python SDK encodes a list so).
   const jobIds = url.searchParams
     .getAll("job_id")
