@@ -1,7 +1,8 @@
-import { type FSWatcher, watch } from "node:fs";
+import { type FSWatcher, readdirSync, watch } from "node:fs";
+import { join } from "node:path";
 
 /** Path segments whose changes never reload workers (dependencies, build output, VCS, editors). */
-const IGNORED_SEGMENTS = new Set(["node_modules", "dist", ".git", ".tmp", "coverage"]);
+const IGNORED_SEGMENTS = new Set(["node_modules", "dist", "coverage"]);
 
 function ignored(relPath: string): boolean {
   const parts = relPath.split(/[\\/]/);
@@ -11,8 +12,11 @@ function ignored(relPath: string): boolean {
 }
 
 /**
- * Watches `dir` recursively and calls `onChange` with the changed files once changes have been
- * quiet for `debounceMs` (an editor's save is often several events). Returns a closer.
+ * Watches `dir` and every sub-folder except ignored ones (node_modules, dist, coverage, dot
+ * folders) and calls `onChange` with the changed files once changes have been quiet for
+ * `debounceMs` (an editor's save is often several events). Ignored folders are never watched at
+ * all: a recursive watch of a project root would otherwise put a watch on every folder of
+ * node_modules. Sub-folders created later are not watched. Returns a closer.
  */
 export function watchFolder(
   dir: string,
@@ -21,23 +25,31 @@ export function watchFolder(
 ): { close(): void } {
   let timer: NodeJS.Timeout | undefined;
   const changed = new Set<string>();
-  const watcher: FSWatcher = watch(dir, { recursive: true }, (_event, filename) => {
-    const rel = filename === null ? "" : filename.toString();
-    if (rel === "" || ignored(rel)) return;
-    changed.add(rel);
-    clearTimeout(timer);
-    timer = setTimeout(() => {
-      const files = [...changed].sort();
-      changed.clear();
-      onChange(files);
-    }, debounceMs);
-  });
-  // A watch error (the folder removed) must not crash dev; the workers keep running as they are.
-  watcher.on("error", () => watcher.close());
+  const watchers: FSWatcher[] = [];
+  const listen = (path: string, prefix: string, recursive: boolean) => {
+    const watcher = watch(path, { recursive }, (_event, filename) => {
+      const rel = filename === null ? "" : `${prefix}${filename.toString()}`;
+      if (rel === prefix || ignored(rel)) return;
+      changed.add(rel);
+      clearTimeout(timer);
+      timer = setTimeout(() => {
+        const files = [...changed].sort();
+        changed.clear();
+        onChange(files);
+      }, debounceMs);
+    });
+    // A watch error (a folder removed) must not crash dev; the workers keep running as they are.
+    watcher.on("error", () => watcher.close());
+    watchers.push(watcher);
+  };
+  listen(dir, "", false);
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    if (entry.isDirectory() && !ignored(entry.name)) listen(join(dir, entry.name), `${entry.name}/`, true);
+  }
   return {
     close() {
       clearTimeout(timer);
-      watcher.close();
+      for (const w of watchers) w.close();
     },
   };
 }
