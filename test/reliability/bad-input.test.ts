@@ -193,7 +193,7 @@ const badRequest: fc.Arbitrary<BadRequest> = fc.oneof(
           .map((s) => `/v2/local/${s}`),
         fc
           .tuple(
-            idSegment.filter((s) => s !== "local"),
+            idSegment.filter((s) => s !== "local" && !MANAGEMENT.includes(s)),
             fc.constantFrom(...CLIENT_ROUTES),
           )
           .map(([ep, r]) => `/v2/${ep}/${r}`),

@@ -7,7 +7,7 @@ import { startWorkerProcess, waitFor } from "./helpers.js";
  * `heartbeatTimeoutMs` has lapsed; the job goes back to the queue once (`/health` `retried` + 1);
  * if its worker lapses again the job fails with a reason. Nothing stays IN_PROGRESS.
  */
-const HEARTBEAT_TIMEOUT_MS = 3_000;
+const HEARTBEAT_TIMEOUT_MS = 4_000;
 const SLEEPER = "test/reliability/fixtures/sleeper.ts";
 
 describe("reliability: worker process SIGKILLed mid-job", () => {
