@@ -42,6 +42,7 @@ const envSchema = z.object({
   BUCKET_ENDPOINT_URL: optionalUrl,
   BUCKET_ACCESS_KEY_ID: optionalString,
   BUCKET_SECRET_ACCESS_KEY: optionalString,
+  BUCKET_NAME: optionalString,
 });
 
 /** What the platform told this worker through its environment. */
@@ -68,9 +69,14 @@ export interface PlatformEnv {
   readonly gpuTypeId: string;
   /** Log level. @default "info" */
   readonly logLevel: "trace" | "debug" | "info" | "warn" | "error" | "fatal" | "silent";
-  /** Default S3-compatible store when a job carries no s3Config. */
+  /** Default S3-compatible store when a job carries no s3Config (`bucketName` from the optional BUCKET_NAME). */
   readonly bucket:
-    | { readonly endpointUrl: string; readonly accessKeyId: string; readonly secretAccessKey: string }
+    | {
+        readonly endpointUrl: string;
+        readonly accessKeyId: string;
+        readonly secretAccessKey: string;
+        readonly bucketName?: string | undefined;
+      }
     | undefined;
 }
 
@@ -90,6 +96,8 @@ export function readPlatformEnv(env: Readonly<Record<string, string | undefined>
           endpointUrl: e.BUCKET_ENDPOINT_URL,
           accessKeyId: e.BUCKET_ACCESS_KEY_ID,
           secretAccessKey: e.BUCKET_SECRET_ACCESS_KEY,
+          // runlet's own variable (not the platform's): names the bucket outright (docs/s3.md).
+          ...(e.BUCKET_NAME === undefined ? {} : { bucketName: e.BUCKET_NAME }),
         }
       : undefined;
   return Object.freeze({

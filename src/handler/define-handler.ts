@@ -42,6 +42,21 @@ export type HandlerFunction<Input> = (
   | Generator<unknown, unknown, undefined>
   | AsyncGenerator<unknown, unknown, undefined>;
 
+/** What a health check receives. */
+export interface HealthCheckContext {
+  /** Aborts when the check runs past `healthCheckTimeoutMs` or the worker closes. */
+  readonly signal: AbortSignal;
+  /** The worker's logger. */
+  readonly log: Logger;
+}
+
+/**
+ * A check of the worker's own fitness (a GPU that answers, a model that loaded). It fails when it
+ * throws, rejects, returns `false`, or runs past `healthCheckTimeoutMs`; throw a `WorkerUnfitError`
+ * to name the check in the unhealthy ping.
+ */
+export type HealthCheck = (context: HealthCheckContext) => unknown;
+
 /** How concurrency is given: a fixed number, or a function of the current value called between takes. */
 export type Concurrency = number | ((current: number) => number);
 
@@ -67,6 +82,20 @@ export interface HandlerOptions<Schema extends z.ZodType> {
   hardStopGraceMs?: number;
   /** Unposted stream bytes of one job above which the generator is paused. @default 4_194_304 (4 MiB) */
   maxBufferedStreamBytes?: number;
+  /**
+   * Checks the worker's fitness once before it takes its first job (and every
+   * `healthCheckIntervalMs` after). On failure the worker pings
+   * `status=unhealthy&check=<name>&reason=<message>` once, stops, and exits 1. @default none
+   */
+  healthCheck?: HealthCheck;
+  /** Run `healthCheck` again this often, in ms, while the worker runs; 0: only at start. @default 0 */
+  healthCheckIntervalMs?: number;
+  /** A health check that has not settled after this many ms has failed. @default 30_000 */
+  healthCheckTimeoutMs?: number;
+  /** Lifetime of the presigned URLs `ctx.s3.upload` returns, in seconds (1 to 604 800). A worker's own `presignExpiresSec` wins. @default 604_800 (7 days) */
+  presignExpiresSec?: number;
+  /** Let `ctx.s3.download` fetch URLs on private and loopback addresses. A worker's own `allowPrivateAddresses` wins. @default false */
+  allowPrivateAddresses?: boolean;
 }
 
 /** A checked, frozen handler definition: what `export default defineHandler(...)` gives. */
@@ -82,6 +111,13 @@ export interface HandlerDefinition<Schema extends z.ZodType = z.ZodType> {
   readonly streamCoalesceMs: number;
   readonly hardStopGraceMs: number;
   readonly maxBufferedStreamBytes: number;
+  readonly healthCheck: HealthCheck | undefined;
+  readonly healthCheckIntervalMs: number;
+  readonly healthCheckTimeoutMs: number;
+  /** Undefined: the default (or the worker's option). */
+  readonly presignExpiresSec: number | undefined;
+  /** Undefined: the default (or the worker's option). */
+  readonly allowPrivateAddresses: boolean | undefined;
 }
 
 /** Defaults of the options, in one place. */
@@ -94,6 +130,10 @@ export const HANDLER_DEFAULTS = Object.freeze({
   streamCoalesceMs: 0,
   hardStopGraceMs: 5_000,
   maxBufferedStreamBytes: 4_194_304, // 4 MiB
+  healthCheckIntervalMs: 0,
+  healthCheckTimeoutMs: 30_000,
+  presignExpiresSec: 604_800, // 7 days, the SigV4 maximum
+  allowPrivateAddresses: false,
 });
 
 function describe(value: unknown): string {
@@ -161,6 +201,15 @@ export function defineHandler<Schema extends z.ZodType = z.ZodUnknown>(
   if (isolation !== "in-process" && isolation !== "thread") {
     throw invalid(`isolation must be "in-process" or "thread", got ${describe(isolation)}`);
   }
+  if (options.healthCheck !== undefined && typeof options.healthCheck !== "function") {
+    throw invalid(`healthCheck must be a function, got ${describe(options.healthCheck)}`);
+  }
+  const presignExpiresSec = positiveInt("presignExpiresSec", options.presignExpiresSec, 0);
+  if (presignExpiresSec > HANDLER_DEFAULTS.presignExpiresSec) {
+    throw invalid(
+      `presignExpiresSec must be an integer from 1 to ${HANDLER_DEFAULTS.presignExpiresSec} (7 days, the SigV4 maximum), got ${presignExpiresSec}`,
+    );
+  }
   const definition: HandlerDefinition<Schema> = {
     [HANDLER_BRAND]: true,
     input,
@@ -195,6 +244,27 @@ export function defineHandler<Schema extends z.ZodType = z.ZodUnknown>(
       options.maxBufferedStreamBytes,
       HANDLER_DEFAULTS.maxBufferedStreamBytes,
     ),
+    healthCheck: options.healthCheck,
+    healthCheckIntervalMs: positiveInt(
+      "healthCheckIntervalMs",
+      options.healthCheckIntervalMs,
+      HANDLER_DEFAULTS.healthCheckIntervalMs,
+      true,
+    ),
+    healthCheckTimeoutMs: positiveInt(
+      "healthCheckTimeoutMs",
+      options.healthCheckTimeoutMs,
+      HANDLER_DEFAULTS.healthCheckTimeoutMs,
+    ),
+    presignExpiresSec: options.presignExpiresSec === undefined ? undefined : presignExpiresSec,
+    allowPrivateAddresses:
+      options.allowPrivateAddresses === undefined
+        ? undefined
+        : bool(
+            "allowPrivateAddresses",
+            options.allowPrivateAddresses,
+            HANDLER_DEFAULTS.allowPrivateAddresses,
+          ),
   };
   return Object.freeze(definition);
 }

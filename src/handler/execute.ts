@@ -1,6 +1,7 @@
 import type { Logger } from "pino";
 import { RunletError } from "../errors.js";
 import type { DeliveredJob } from "../protocol/index.js";
+import { unconfiguredJobS3 } from "../s3/no-store.js";
 import type { JobS3, JobS3Options } from "../s3/types.js";
 import { StreamCoalescer, splitItem } from "../stream/index.js";
 import type { HandlerContext, HandlerDefinition } from "./define-handler.js";
@@ -13,6 +14,7 @@ import {
   returnedResult,
   toJsonText,
 } from "./outcome.js";
+import { type Unfitness, unfitnessOf } from "./unfit.js";
 
 /**
  * Runs one job's handler: validate input, call, drain a generator, normalise. The same code runs
@@ -44,6 +46,8 @@ export interface ExecuteOptions {
 export interface ExecuteOutcome {
   readonly result: JobResult;
   readonly metrics: Record<string, number | string>;
+  /** Set when the handler threw a WorkerUnfitError: the worker must ping unhealthy and exit 1. */
+  readonly unfit?: Unfitness | undefined;
 }
 
 type CreateJobS3 = (options: JobS3Options) => JobS3;
@@ -56,23 +60,6 @@ function loadS3(): Promise<CreateJobS3 | Error> {
     (err: unknown) => (err instanceof Error ? err : new Error(String(err))),
   );
   return s3Module;
-}
-
-/** ctx.s3 of a job with no store at all: reports itself unconfigured and refuses every use. */
-function unconfiguredS3(): JobS3 {
-  const refuse = (): never => {
-    throw new RunletError(
-      "RUNLET_S3_NOT_CONFIGURED",
-      "ctx.s3 needs a store: send s3Config with the job, or set BUCKET_ENDPOINT_URL, BUCKET_ACCESS_KEY_ID and BUCKET_SECRET_ACCESS_KEY",
-    );
-  };
-  return {
-    configured: false,
-    upload: async () => refuse(),
-    download: async () => refuse(),
-    offloadOutput: async () => refuse(),
-    cleanup: async () => {},
-  };
 }
 
 function isIterator(value: unknown): value is AsyncIterator<unknown> | Iterator<unknown> {
@@ -95,7 +82,8 @@ export async function executeJob(options: ExecuteOptions): Promise<ExecuteOutcom
     return { result: { kind: "error", message, code: "RUNLET_INPUT_INVALID", stopPod }, metrics: {} };
   }
   const hasStore = (job as { s3Config?: unknown }).s3Config !== undefined || options.s3.bucket !== undefined;
-  const createJobS3 = hasStore ? await loadS3() : unconfiguredS3;
+  // A job without a store never loads the S3 module (and the AWS SDK behind it).
+  const createJobS3 = hasStore ? await loadS3() : undefined;
   let s3: JobS3 | undefined;
   const context: HandlerContext<unknown> = {
     job: Object.freeze({ id: job.id, raw: job }),
@@ -109,8 +97,8 @@ export async function executeJob(options: ExecuteOptions): Promise<ExecuteOutcom
     },
     get s3(): JobS3 {
       if (s3 !== undefined) return s3;
-      if (createJobS3 === unconfiguredS3) {
-        s3 = unconfiguredS3();
+      if (createJobS3 === undefined) {
+        s3 = unconfiguredJobS3(job.id);
         return s3;
       }
       if (createJobS3 instanceof Error) {
@@ -124,21 +112,41 @@ export async function executeJob(options: ExecuteOptions): Promise<ExecuteOutcom
     },
   };
   let result: JobResult;
+  let unfit: Unfitness | undefined;
+  // A WorkerUnfitError fails its job like any error, and also asks for the worker to be replaced.
+  const fail = (err: unknown): JobResult => {
+    unfit ??= unfitnessOf(err);
+    return failedResult(err, identity, stopPod || unfit !== undefined);
+  };
   try {
     const returned = definition.handler(context);
     if (isIterator(returned)) {
-      result = await drain(returned, definition, metrics.toJSON, hooks, identity, stopPod);
+      result = await drain(returned, definition, metrics.toJSON, hooks, fail, stopPod);
     } else {
       result = returnedResult(await returned, stopPod);
     }
   } catch (err) {
-    result = failedResult(err, identity, stopPod);
+    result = fail(err);
   } finally {
     if (s3 !== undefined) {
       await s3.cleanup().catch((err: unknown) => log.warn({ err }, "ctx.s3 cleanup failed"));
     }
   }
-  return { result, metrics: metrics.toJSON() };
+  return unfit === undefined
+    ? { result, metrics: metrics.toJSON() }
+    : { result, metrics: metrics.toJSON(), unfit };
+}
+
+/**
+ * An item as it appears in the aggregated final output (`returnAggregateStream`): bytes become a
+ * base64 string, as their stream chunks carry them (`encoding: "base64"`), instead of the
+ * `{type: "Buffer", data: [...]}` that JSON.stringify makes of a Buffer.
+ */
+function aggregateItem(value: unknown): unknown {
+  if (value instanceof Uint8Array) {
+    return Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString("base64");
+  }
+  return value;
 }
 
 /** Drains a generator: each item becomes stream chunks (split to the chunk limit); the final output is `[]` or every item. */
@@ -147,7 +155,7 @@ async function drain(
   definition: HandlerDefinition,
   readMetrics: () => Record<string, number | string>,
   hooks: ExecuteHooks,
-  identity: ReportIdentity,
+  fail: (err: unknown) => JobResult,
   stopPod: boolean,
 ): Promise<JobResult> {
   const aggregate: unknown[] = [];
@@ -163,7 +171,7 @@ async function drain(
         try {
           const chunks = splitItem(value, index, readMetrics());
           index += 1;
-          if (definition.returnAggregateStream) aggregate.push(value);
+          if (definition.returnAggregateStream) aggregate.push(aggregateItem(value));
           const bodies = chunks.map((chunk) => JSON.stringify(chunk));
           await hooks.chunks(
             bodies,
@@ -206,7 +214,7 @@ async function drain(
     if (emitFailure !== undefined) throw emitFailure;
     done = true;
   } catch (err) {
-    return failedResult(err, identity, stopPod);
+    return fail(err);
   } finally {
     if (timer !== undefined) clearTimeout(timer);
     // Ending early (a bad item): let the generator run its finally blocks. Its own failure there

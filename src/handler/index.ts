@@ -7,6 +7,8 @@ export {
   type HandlerDefinition,
   type HandlerFunction,
   type HandlerOptions,
+  type HealthCheck,
+  type HealthCheckContext,
   isHandlerDefinition,
 } from "./define-handler.js";
 export { type ExecuteHooks, type ExecuteOptions, type ExecuteOutcome, executeJob } from "./execute.js";
@@ -22,3 +24,10 @@ export {
   returnedResult,
   toJsonText,
 } from "./outcome.js";
+export {
+  DEFAULT_CHECK_NAME,
+  healthCheckFailure,
+  type Unfitness,
+  unfitnessOf,
+  WorkerUnfitError,
+} from "./unfit.js";

@@ -120,6 +120,7 @@ const PLAIN_MESSAGE_CODES: ReadonlySet<RunletErrorCode> = new Set<RunletErrorCod
   "RUNLET_OUTPUT_TOO_LARGE",
   "RUNLET_JOB_TIMEOUT",
   "RUNLET_JOB_SHUTDOWN",
+  "RUNLET_WORKER_UNFIT",
 ]);
 
 /**

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { NO_STORE_MESSAGE } from "./no-store.js";
 import type { JobS3Options } from "./types.js";
 
 /** Where one job's objects go: everything needed to build an S3 client, resolved once. */
@@ -28,9 +29,8 @@ const jobS3ConfigSchema = z.object({
   endpointUrl: nonEmpty("endpointUrl"),
 });
 
-export const HOW_TO_CONFIGURE =
-  "send the job with s3Config {accessId, accessSecret, bucketName, endpointUrl}, or set " +
-  "BUCKET_ENDPOINT_URL, BUCKET_ACCESS_KEY_ID and BUCKET_SECRET_ACCESS_KEY on the endpoint";
+// One wording for "no store", shared with the worker's SDK-free ctx.s3 (no-store.ts).
+export { HOW_TO_CONFIGURE } from "./no-store.js";
 
 // An AWS-style region label: eu-west-1, us-gov-west-1, ap-southeast-2, us-west-004 (Backblaze).
 const REGION_LABEL = /^[a-z]{2}(?:-[a-z]+)+-\d+$/;
@@ -128,7 +128,7 @@ export function resolveStore(options: JobS3Options, now: Date = new Date()): Sto
   }
   const env = options.bucket;
   if (env === undefined) {
-    return { kind: "none", message: `ctx.s3 has no store: ${HOW_TO_CONFIGURE}` };
+    return { kind: "none", message: NO_STORE_MESSAGE };
   }
   const url = parseHttpUrl(env.endpointUrl, "BUCKET_ENDPOINT_URL");
   if (typeof url === "string") return { kind: "invalid", message: url };

@@ -39,6 +39,15 @@ export interface WorkerOptions {
   retryBaseMs?: number;
   /** Largest retry delay, in ms. @default 15_000 */
   retryCapMs?: number;
+  /**
+   * Let `ctx.s3.download` fetch URLs on private and loopback addresses (local tests against a store
+   * on 127.0.0.1). Wins over the handler's `allowPrivateAddresses`. @default the handler's, else false
+   */
+  allowPrivateAddresses?: boolean;
+  /** Lifetime of presigned URLs, in seconds (1 to 604 800). Wins over the handler's. @default the handler's, else 604_800 (7 days) */
+  presignExpiresSec?: number;
+  /** Parent folder of each job's temporary folder (ctx.s3 downloads). @default os.tmpdir() */
+  tmpRoot?: string;
 }
 
 /** The worker's settings: the platform env plus options, merged and frozen. */
@@ -55,6 +64,9 @@ export interface WorkerConfig extends PlatformEnv {
   readonly threadEntry: string | undefined;
   readonly retryBaseMs: number;
   readonly retryCapMs: number;
+  readonly allowPrivateAddresses: boolean | undefined;
+  readonly presignExpiresSec: number | undefined;
+  readonly tmpRoot: string | undefined;
 }
 
 const ms = (fallback: number, min = 0) => z.number().int().min(min).default(fallback);
@@ -69,6 +81,9 @@ const optionsSchema = z.object({
   threadEntry: z.string().min(1).optional(),
   retryBaseMs: ms(250, 1),
   retryCapMs: ms(15_000, 1),
+  allowPrivateAddresses: z.boolean().optional(),
+  presignExpiresSec: z.number().int().min(1).max(604_800).optional(),
+  tmpRoot: z.string().min(1).optional(),
 });
 
 /** Merges `options` and the env (RUNLET_CONFIG_INVALID names a bad value); local mode (no job-take URL) is an error here. */
@@ -102,5 +117,8 @@ export function resolveWorkerConfig(options: WorkerOptions): WorkerConfig {
     jobDoneUrl: env.jobDoneUrl,
     handlerModule: parsed.data.handlerModule,
     threadEntry: parsed.data.threadEntry,
+    allowPrivateAddresses: parsed.data.allowPrivateAddresses,
+    presignExpiresSec: parsed.data.presignExpiresSec,
+    tmpRoot: parsed.data.tmpRoot,
   });
 }

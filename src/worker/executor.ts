@@ -3,6 +3,7 @@ import type { HandlerDefinition } from "../handler/define-handler.js";
 import { type ExecuteHooks, type ExecuteOutcome, executeJob } from "../handler/execute.js";
 import type { ReportIdentity } from "../handler/outcome.js";
 import type { DeliveredJob } from "../protocol/index.js";
+import type { JobS3Options } from "../s3/types.js";
 
 /** Where jobs run: on the main thread, or in killable worker threads (see thread-executor.ts). */
 
@@ -32,12 +33,24 @@ export interface Executor {
   close(): Promise<void>;
 }
 
-/** Shared by both executors: who reports, and the default store for ctx.s3. */
+/** How ctx.s3 behaves, resolved once from the worker's options and the handler's. */
+export interface S3Settings {
+  readonly allowPrivateAddresses: boolean;
+  readonly presignExpiresSec: number;
+  /** Undefined: os.tmpdir(). */
+  readonly tmpRoot: string | undefined;
+}
+
+/** Shared by both executors: who reports, the default store for ctx.s3, and its settings. */
 export interface ExecutorSettings {
   readonly identity: ReportIdentity;
-  readonly bucket:
-    | { readonly endpointUrl: string; readonly accessKeyId: string; readonly secretAccessKey: string }
-    | undefined;
+  readonly bucket: JobS3Options["bucket"];
+  readonly s3: S3Settings;
+}
+
+/** ctx.s3's options for a job run with `settings` (the job's own s3Config is added by executeJob). */
+export function s3Options(settings: ExecutorSettings): Omit<JobS3Options, "signal" | "log" | "jobId"> {
+  return { s3Config: undefined, bucket: settings.bucket, ...settings.s3 };
 }
 
 /** Runs handlers on the main thread: cheapest, but a handler that ignores its signal cannot be stopped. */
@@ -60,7 +73,7 @@ export class InProcessExecutor implements Executor {
       deadline: startedAt + request.timeoutMs,
       log: request.log,
       identity: this.#settings.identity,
-      s3: { s3Config: undefined, bucket: this.#settings.bucket },
+      s3: s3Options(this.#settings),
       hooks,
     });
     return {

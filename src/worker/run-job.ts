@@ -6,7 +6,7 @@ import { finalBodyText, type JobResult } from "../handler/outcome.js";
 import { type DeliveredJob, expandTemplate, withQuery } from "../protocol/index.js";
 import type { JobS3, JobS3Options } from "../s3/types.js";
 import type { WorkerConfig } from "./config.js";
-import type { Executor } from "./executor.js";
+import type { Executor, S3Settings } from "./executor.js";
 import type { Heartbeat } from "./heartbeat.js";
 import { JobOutbox } from "./outbox.js";
 import type { PlatformHttp } from "./platform-http.js";
@@ -26,6 +26,8 @@ export interface JobDeps {
   readonly log: Logger;
   /** Aborts every retry (the shutdown flush deadline). */
   readonly giveUp: AbortSignal;
+  /** ctx.s3's settings, also used to offload an output too large to post. */
+  readonly s3: S3Settings;
   /** An in-process handler ignored its signal past the grace: the worker must be replaced. */
   readonly onRunaway: (jobId: string) => void;
 }
@@ -292,5 +294,6 @@ async function createOffloadStore(job: DeliveredJob, deps: JobDeps, log: Logger)
     bucket: deps.config.bucket,
     signal: deps.giveUp,
     log,
+    ...deps.s3,
   });
 }

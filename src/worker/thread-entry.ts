@@ -5,7 +5,7 @@ import { executeJob } from "../handler/execute.js";
 import type { ReportIdentity } from "../handler/outcome.js";
 import { createLogger } from "../log/index.js";
 import type { DeliveredJob } from "../protocol/index.js";
-import type { ExecutorSettings } from "./executor.js";
+import { type ExecutorSettings, s3Options } from "./executor.js";
 
 /**
  * The isolation thread's side (`isolation: "thread"`): receives jobs from the main thread, runs
@@ -80,7 +80,7 @@ export function runExecutorThread(definition: HandlerDefinition): void {
         deadline: startedAt + msg.timeoutMs,
         log: log.child({ requestId: msg.job.id }),
         identity,
-        s3: { s3Config: undefined, bucket: data.settings.bucket },
+        s3: s3Options(data.settings),
         hooks: {
           progress: (json) => port.postMessage({ type: "progress", json } satisfies FromThread),
           chunks: (bodies, bytes) => {

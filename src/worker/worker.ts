@@ -1,11 +1,11 @@
 import type { Logger } from "pino";
 import { RunletError } from "../errors.js";
-import { type HandlerDefinition, isHandlerDefinition } from "../handler/define-handler.js";
+import { HANDLER_DEFAULTS, type HandlerDefinition, isHandlerDefinition } from "../handler/define-handler.js";
 import { createLogger } from "../log/index.js";
 import { type DeliveredJob, expandTemplate, jobsToStopSchema, swapTakeRoute } from "../protocol/index.js";
 import { backoffDelayMs, retryAfterMs, sleep } from "./backoff.js";
 import { resolveWorkerConfig, type WorkerConfig, type WorkerOptions } from "./config.js";
-import { type Executor, InProcessExecutor } from "./executor.js";
+import { type Executor, type ExecutorSettings, InProcessExecutor, type S3Settings } from "./executor.js";
 import { Heartbeat } from "./heartbeat.js";
 import { JobOutbox } from "./outbox.js";
 import { PlatformHttp } from "./platform-http.js";
@@ -19,6 +19,19 @@ export interface WorkerStopInfo {
   readonly reason: "closed" | "signal" | "runaway";
   /** The exit code the process should end with: 0, or 1 after a runaway handler. */
   readonly exitCode: number;
+}
+
+/** ctx.s3's settings: a worker option wins over the handler's, then runlet's default. */
+function s3Settings(config: WorkerConfig, definition: HandlerDefinition): S3Settings {
+  return Object.freeze({
+    allowPrivateAddresses:
+      config.allowPrivateAddresses ??
+      definition.allowPrivateAddresses ??
+      HANDLER_DEFAULTS.allowPrivateAddresses,
+    presignExpiresSec:
+      config.presignExpiresSec ?? definition.presignExpiresSec ?? HANDLER_DEFAULTS.presignExpiresSec,
+    tmpRoot: config.tmpRoot,
+  });
 }
 
 /** How long to wait on a 429 without Retry-After (the reference worker's figure). */
@@ -36,6 +49,7 @@ export class Worker {
   readonly #log: Logger;
   readonly #http: PlatformHttp;
   readonly #executor: Executor;
+  readonly #s3Settings: S3Settings;
   readonly #heartbeat: Heartbeat | undefined;
   readonly #jobs = new Map<string, ActiveJob>();
   readonly #orphans = new Set<Promise<unknown>>();
@@ -61,10 +75,12 @@ export class Worker {
     });
     this.#concurrency = typeof definition.concurrency === "number" ? definition.concurrency : 1;
     this.#http = new PlatformHttp(config.apiKey);
-    const settings = {
+    const settings: ExecutorSettings = {
       identity: { hostname: config.hostname, workerId: config.podId },
       bucket: config.bucket,
+      s3: s3Settings(config, definition),
     };
+    this.#s3Settings = settings.s3;
     this.#executor =
       definition.isolation === "thread"
         ? new ThreadExecutor({
@@ -249,6 +265,7 @@ export class Worker {
       heartbeat: this.#heartbeat,
       log: this.#log,
       giveUp: this.#giveUp.signal,
+      s3: this.#s3Settings,
       onRunaway: (jobId) => this.#onRunaway(jobId),
     });
     this.#jobs.set(job.id, active);
