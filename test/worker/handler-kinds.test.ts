@@ -90,6 +90,33 @@ describe("handler kinds against the harness", () => {
     expect(job.stream.map((c) => c.metrics?.["tokens"])).toEqual([1, 2]);
   });
 
+  it("aggregates yielded bytes as base64 strings, as their chunks carry them", async () => {
+    await using h = await testHarness();
+    const bytes = Buffer.from([0, 1, 2, 250, 255]);
+    await using _w = await workerFor(
+      h,
+      defineHandler({
+        returnAggregateStream: true,
+        *handler() {
+          yield "text";
+          yield bytes;
+          yield new Uint8Array(bytes.buffer, bytes.byteOffset + 1, 2);
+        },
+      }),
+    );
+    const id = h.enqueue("local", { input: {} });
+    await h.waitForJob(id);
+    const final = h.requests({ route: "job-done" }).at(-1)!;
+    expect(final.query["isStream"]).toBe("true");
+    expect(final.body).toBe('{"output":["text","AAEC+v8=","AQI="]}');
+    const chunks = h.job(id)!.stream;
+    expect(chunks.map((c) => [c.output, c.metrics?.["encoding"]])).toEqual([
+      ["text", "json"],
+      ["AAEC+v8=", "base64"],
+      ["AQI=", "base64"],
+    ]);
+  });
+
   it("posts {output: null} for a handler that returns nothing", async () => {
     await using h = await testHarness();
     await using _w = await workerFor(h, defineHandler({ handler: () => undefined }));
