@@ -1,11 +1,9 @@
-import { randomUUID } from "node:crypto";
 import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { RunletError } from "../errors.js";
 import type { Health } from "../protocol/api.js";
 import { KeyRing } from "./auth.js";
 import { TimerSet } from "./clock.js";
-import { sendError } from "./http-util.js";
+import { closeServer, listen, sendError } from "./http-util.js";
 import { type JobSnapshot, type NewJob, recordOf, snapshotOf } from "./job-entry.js";
 import { JobStore } from "./job-store.js";
 import { type HarnessManagement, harnessManagement } from "./management/index.js";
@@ -27,14 +25,7 @@ import {
 import { type RouterTargets, routeRequest } from "./router.js";
 import { Scaler } from "./scaler.js";
 import { type WebhookAttempt, WebhookSender } from "./webhooks.js";
-
-/** Options of {@link Harness.workerEnv}. */
-export interface WorkerEnvOptions {
-  /** The worker's id (`RUNPOD_POD_ID`). @default a fresh random id */
-  readonly podId?: string;
-  /** `RUNPOD_PING_INTERVAL`, ms. @default unset (the worker's default) */
-  readonly pingIntervalMs?: number;
-}
+import { type WorkerEnvOptions, workerEnvFor } from "./worker-env.js";
 
 /**
  * runlet's local copy of the platform: the client-facing job API and the worker-facing routes of
@@ -159,19 +150,7 @@ export class Harness {
   /** The platform environment (worker-protocol §1) with which a worker connects to `endpointId`. */
   workerEnv(endpointId: string, options: WorkerEnvOptions = {}): Record<string, string> {
     this.#endpoint(endpointId);
-    const base = `${this.#url}/v2/${encodeURIComponent(endpointId)}`;
-    const gpu = "?gpu=$RUNPOD_GPU_TYPE_ID";
-    return {
-      RUNPOD_WEBHOOK_GET_JOB: `${base}/job-take/$RUNPOD_POD_ID${gpu}`,
-      RUNPOD_WEBHOOK_POST_OUTPUT: `${base}/job-done/$RUNPOD_POD_ID/$ID${gpu}`,
-      RUNPOD_WEBHOOK_POST_STREAM: `${base}/job-stream/$RUNPOD_POD_ID/$ID${gpu}`,
-      RUNPOD_WEBHOOK_PING: `${base}/ping/$RUNPOD_POD_ID${gpu}`,
-      RUNPOD_AI_API_KEY: this.#options.apiKey,
-      RUNPOD_POD_ID: options.podId ?? `${endpointId}-${randomUUID().slice(0, 8)}`,
-      ...(options.pingIntervalMs === undefined
-        ? {}
-        : { RUNPOD_PING_INTERVAL: String(options.pingIntervalMs) }),
-    };
+    return workerEnvFor(this.#url, endpointId, this.#options.apiKey, options);
   }
 
   /** Queues a job in-process, bypassing the client API; returns its id. */
@@ -258,13 +237,7 @@ export class Harness {
       () => this.#store.close(),
       () => this.#timers.clearAll(),
       () => this.#webhooks.close(),
-      () =>
-        new Promise<void>((resolve) => {
-          this.#server.close(() => resolve());
-          this.#server.closeIdleConnections();
-          // Held polls were answered by store.close(); anything still open is cut.
-          setTimeout(() => this.#server.closeAllConnections(), 200).unref();
-        }),
+      () => closeServer(this.#server),
     ];
     for (const step of steps) {
       try {
@@ -282,16 +255,7 @@ export class Harness {
   }
 
   async #listen(): Promise<void> {
-    await new Promise<void>((resolve, reject) => {
-      this.#server.once("error", reject);
-      this.#server.listen(this.#options.port, this.#options.host, () => {
-        this.#server.off("error", reject);
-        resolve();
-      });
-    });
-    const address = this.#server.address() as AddressInfo;
-    const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
-    this.#url = `http://${host}:${address.port}`;
+    this.#url = await listen(this.#server, this.#options.port, this.#options.host);
     for (const ep of this.#options.endpoints) this.addEndpoint(ep);
   }
 }

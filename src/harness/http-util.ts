@@ -1,4 +1,5 @@
-import type { IncomingMessage, ServerResponse } from "node:http";
+import type { IncomingMessage, Server, ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
 import type { ApiError } from "../protocol/api.js";
 
 /** A request body read under a size limit. */
@@ -150,4 +151,28 @@ export function parseJson(text: string): { ok: true; value: unknown } | { ok: fa
   } catch (err) {
     return { ok: false, message: err instanceof Error ? err.message : String(err) };
   }
+}
+
+/** Listens on `host:port` (0 picks a free port) and returns the base URL, `http://<host>:<port>`. */
+export async function listen(server: Server, port: number, host: string): Promise<string> {
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const address = server.address() as AddressInfo;
+  const shown = address.family === "IPv6" ? `[${address.address}]` : address.address;
+  return `http://${shown}:${address.port}`;
+}
+
+/** Stops accepting, closes idle connections, and cuts what is still open after `graceMs`. */
+export function closeServer(server: Server, graceMs = 200): Promise<void> {
+  return new Promise<void>((resolve) => {
+    server.close(() => resolve());
+    server.closeIdleConnections();
+    // Held polls were answered before this; anything still open is cut.
+    setTimeout(() => server.closeAllConnections(), graceMs).unref();
+  });
 }

@@ -1,6 +1,6 @@
 export { type AuthResult, KeyRing, type ScopedKey } from "./auth.js";
 export { type Clock, type ClockTimer, ManualClock, realClock } from "./clock.js";
-export { Harness, startHarness, type WorkerEnvOptions } from "./harness.js";
+export { Harness, startHarness } from "./harness.js";
 export type { JobKind, JobSnapshot, NewJob } from "./job-entry.js";
 export type {
   EndpointOptions,
@@ -20,4 +20,5 @@ export {
   type WorkerRoute,
 } from "./request-log.js";
 export type { WebhookAttempt, WebhookOptions } from "./webhooks.js";
+export type { WorkerEnvOptions } from "./worker-env.js";
 export type { WorkerCounts } from "./worker-registry.js";

@@ -95,6 +95,42 @@ export function newJobEntry(
   };
 }
 
+/** Clears what one attempt left on a job going back to the queue (timers are the store's). */
+export function markQueued(job: JobEntry): void {
+  job.status = "IN_QUEUE";
+  job.startedAt = undefined;
+  job.finishedAt = undefined;
+  job.output = undefined;
+  job.hasOutput = false;
+  job.error = undefined;
+  job.workerId = undefined;
+}
+
+/** Also forgets what a retried job's earlier run produced: progress, chunks, readers, flags. */
+export function clearForRetry(job: JobEntry): void {
+  job.lapses = 0;
+  job.stopPod = false;
+  job.isStream = undefined;
+  job.progress = [];
+  job.stream = [];
+  job.readers.clear();
+}
+
+/** Records a job's end at `now`: its status, output (when the worker sent one) and error. */
+export function markFinished(
+  job: JobEntry,
+  status: JobStatus,
+  fields: { output?: unknown; hasOutput?: boolean; error?: string },
+  now: number,
+): void {
+  job.status = status;
+  job.finishedAt = now;
+  job.startedAt ??= now;
+  job.output = fields.output;
+  job.hasOutput = fields.hasOutput ?? false;
+  job.error = fields.error;
+}
+
 /** A read-only copy of a job for tests and tools (`Harness.job`). */
 export interface JobSnapshot {
   readonly id: string;

@@ -1,15 +1,21 @@
 import { randomUUID } from "node:crypto";
 import { type JobStatus, TERMINAL_STATUSES } from "../protocol/api.js";
-import { TTL_MS } from "../protocol/limits.js";
 import type { StreamChunk } from "../protocol/worker-bodies.js";
 import type { Clock, TimerSet } from "./clock.js";
 import { EndpointQueue, type StoreEndpoint } from "./endpoint-queue.js";
-import { type JobEntry, type JobKind, type NewJob, newJobEntry } from "./job-entry.js";
+import {
+  clearForRetry,
+  type JobEntry,
+  type JobKind,
+  markFinished,
+  markQueued,
+  type NewJob,
+  newJobEntry,
+} from "./job-entry.js";
+import { JobExpiry } from "./job-expiry.js";
+import { type JobCounts, JobTable } from "./job-table.js";
 import { JobWaits } from "./job-waits.js";
 import { WorkerRegistry as Registry, type WorkerRegistry, type WorkerState } from "./worker-registry.js";
-
-/** How long a deleted job is remembered (for `Harness.job` and counting late results), ms. */
-const TOMBSTONE_MS = 60 * 60_000; // 1 h
 
 /** What the store tells its owner about. */
 export interface StoreEvents {
@@ -26,16 +32,14 @@ export interface StoreEvents {
  */
 export class JobStore {
   readonly #clock: Clock;
-  readonly #timers: TimerSet;
   readonly #events: StoreEvents;
-  readonly #endpoints = new Map<string, EndpointQueue>();
-  readonly #jobs = new Map<string, JobEntry>();
+  readonly #table = new JobTable();
+  readonly #expiry: JobExpiry;
   readonly waits = new JobWaits();
   readonly workers: WorkerRegistry;
 
   constructor(options: { clock: Clock; timers: TimerSet; heartbeatTimeoutMs: number; events: StoreEvents }) {
     this.#clock = options.clock;
-    this.#timers = options.timers;
     this.#events = options.events;
     this.workers = new Registry({
       timers: options.timers,
@@ -43,40 +47,45 @@ export class JobStore {
       heartbeatTimeoutMs: options.heartbeatTimeoutMs,
       onLapse: (w) => this.#lapsed(w, options.heartbeatTimeoutMs),
     });
+    this.#expiry = new JobExpiry({
+      table: this.#table,
+      timers: options.timers,
+      workers: this.workers,
+      waits: this.waits,
+      onQueueChange: (endpointId) => this.#events.onQueueChange(endpointId),
+    });
   }
 
   addEndpoint(id: string, settings: StoreEndpoint): void {
-    if (this.#endpoints.has(id)) return;
-    this.#endpoints.set(id, new EndpointQueue(settings, (ids, workerId) => this.#start(ids, workerId)));
+    if (this.#table.hasEndpoint(id)) return;
+    this.#table.addEndpoint(id, new EndpointQueue(settings, (ids, workerId) => this.#start(ids, workerId)));
   }
 
   hasEndpoint(id: string): boolean {
-    return this.#endpoints.has(id);
+    return this.#table.hasEndpoint(id);
   }
 
   endpointIds(): string[] {
-    return [...this.#endpoints.keys()];
+    return this.#table.endpointIds();
   }
 
   /** Any job ever created here, deleted ones included. */
   get(id: string): JobEntry | undefined {
-    return this.#jobs.get(id);
+    return this.#table.get(id);
   }
 
   /** A job clients may still see: not deleted, and on this endpoint. */
   visible(endpointId: string, id: string): JobEntry | undefined {
-    const job = this.#jobs.get(id);
-    return job !== undefined && !job.deleted && job.endpointId === endpointId ? job : undefined;
+    return this.#table.visible(endpointId, id);
   }
 
   /** Creates a job IN_QUEUE and offers it to waiting workers. */
   create(endpointId: string, kind: JobKind, spec: NewJob, retentionMs: number): JobEntry {
     const ep = this.#endpoint(endpointId);
     const id = spec.id ?? `${kind === "runsync" ? "sync-" : ""}${randomUUID()}-e1`;
-    if (this.#jobs.has(id)) throw new Error(`a job with id "${id}" already exists`);
     const job = newJobEntry(id, endpointId, kind, spec, this.#clock.now(), retentionMs);
-    this.#jobs.set(id, job);
-    job.ttlTimer = this.#timers.set(() => this.#delete(job), spec.policy?.ttl ?? TTL_MS.default);
+    this.#table.add(job);
+    this.#expiry.armTtl(job);
     ep.push(id);
     this.#events.onQueueChange(endpointId);
     return job;
@@ -84,7 +93,7 @@ export class JobStore {
 
   /** Waiting jobs of an endpoint, oldest first. */
   queued(endpointId: string): JobEntry[] {
-    return this.#endpoint(endpointId).ids.map((id) => this.#jobs.get(id)!);
+    return this.#endpoint(endpointId).ids.map((id) => this.#table.get(id)!);
   }
 
   /** Held job-take polls of an endpoint. */
@@ -104,7 +113,7 @@ export class JobStore {
     const taking = ep.take(workerId, max, holdMs, signal);
     // A held poll is a free worker: the scaler counts it.
     this.#events.onQueueChange(endpointId);
-    return (await taking).map((id) => this.#jobs.get(id)!);
+    return (await taking).map((id) => this.#table.get(id)!);
   }
 
   /**
@@ -173,15 +182,9 @@ export class JobStore {
     if (job.status !== "FAILED" && job.status !== "TIMED_OUT") {
       throw new Error(`only FAILED or TIMED_OUT jobs can be retried; job ${job.id} is ${job.status}`);
     }
-    this.#timers.clear(job.retentionTimer);
-    job.retentionTimer = undefined;
+    this.#expiry.clearRetention(job);
     this.#resetForQueue(job);
-    job.lapses = 0;
-    job.stopPod = false;
-    job.isStream = undefined;
-    job.progress = [];
-    job.stream = [];
-    job.readers.clear();
+    clearForRetry(job);
     this.#endpoint(job.endpointId).retried++;
     this.#enqueueAgain(job);
   }
@@ -189,54 +192,30 @@ export class JobStore {
   /** Removes every waiting job of an endpoint; returns how many. Running jobs go on. */
   purge(endpointId: string): number {
     const ids = this.#endpoint(endpointId).drain();
-    for (const id of ids) this.#delete(this.#jobs.get(id)!);
+    for (const id of ids) this.#expiry.delete(this.#table.get(id)!);
     this.#events.onQueueChange(endpointId);
     return ids.length;
   }
 
   /** `/status?ttl=`: the job (or its kept result) now expires `ms` from now. */
   setTtl(job: JobEntry, ms: number): void {
-    if (job.finishedAt !== undefined) {
-      this.#timers.clear(job.retentionTimer);
-      job.retentionTimer = this.#timers.set(() => this.#delete(job), ms);
-    }
-    this.#timers.clear(job.ttlTimer);
-    job.ttlTimer = this.#timers.set(() => this.#delete(job), ms);
+    this.#expiry.setTtl(job, ms);
   }
 
   /** Job counts for `/health`. */
-  jobCounts(endpointId: string): {
-    completed: number;
-    failed: number;
-    inProgress: number;
-    inQueue: number;
-    retried: number;
-  } {
-    const ep = this.#endpoint(endpointId);
-    let inProgress = 0;
-    for (const job of this.#jobs.values()) {
-      if (job.endpointId === endpointId && !job.deleted && job.status === "IN_PROGRESS") inProgress++;
-    }
-    return {
-      completed: ep.completed,
-      failed: ep.failed,
-      inProgress,
-      inQueue: ep.ids.length,
-      retried: ep.retried,
-    };
+  jobCounts(endpointId: string): JobCounts {
+    return this.#table.counts(endpointId);
   }
 
   /** Ends every held poll and wait; timers are the owner's (TimerSet.clearAll). */
   close(): void {
-    for (const ep of this.#endpoints.values()) ep.releaseTakers();
+    for (const ep of this.#table.queues()) ep.releaseTakers();
     this.workers.clear();
     this.waits.closeAll();
   }
 
   #endpoint(id: string): EndpointQueue {
-    const ep = this.#endpoints.get(id);
-    if (ep === undefined) throw new Error(`unknown endpoint "${id}"`);
-    return ep;
+    return this.#table.endpoint(id);
   }
 
   #ended(job: JobEntry): boolean {
@@ -246,17 +225,16 @@ export class JobStore {
   /** Jobs just handed to a worker start running: IN_PROGRESS, its execution timeout armed. */
   #start(ids: readonly string[], workerId: string): void {
     for (const id of ids) {
-      const job = this.#jobs.get(id)!;
+      const job = this.#table.get(id)!;
       const ep = this.#endpoint(job.endpointId);
       job.status = "IN_PROGRESS";
       job.startedAt = this.#clock.now();
       job.workerId = workerId;
       this.workers.get(job.endpointId, workerId)?.jobs.add(job.id);
       const timeoutMs = job.policy?.executionTimeout ?? ep.settings.executionTimeoutMs;
-      job.executionTimer = this.#timers.set(() => {
-        job.executionTimer = undefined;
-        this.#finish(job, "TIMED_OUT", { error: `job timed out after ${timeoutMs} ms (executionTimeout)` });
-      }, timeoutMs);
+      this.#expiry.armExecution(job, timeoutMs, () =>
+        this.#finish(job, "TIMED_OUT", { error: `job timed out after ${timeoutMs} ms (executionTimeout)` }),
+      );
       this.waits.notify(job.id);
       this.#events.onQueueChange(job.endpointId);
     }
@@ -276,47 +254,19 @@ export class JobStore {
     } else if (job.workerId !== undefined) {
       this.workers.get(job.endpointId, job.workerId)?.jobs.delete(job.id);
     }
-    this.#timers.clear(job.executionTimer);
-    job.executionTimer = undefined;
-    job.status = status;
-    job.finishedAt = this.#clock.now();
-    job.startedAt ??= job.finishedAt;
-    job.output = fields.output;
-    job.hasOutput = fields.hasOutput ?? false;
-    job.error = fields.error;
+    this.#expiry.clearExecution(job);
+    markFinished(job, status, fields, this.#clock.now());
     if (status === "COMPLETED") ep.completed++;
     if (status === "FAILED" || status === "TIMED_OUT") ep.failed++;
-    job.retentionTimer = this.#timers.set(() => this.#delete(job), job.retentionMs);
+    this.#expiry.armRetention(job);
     this.waits.notify(job.id);
     this.#events.onTerminal(job);
     this.#events.onQueueChange(job.endpointId);
   }
 
-  /** ttl or retention elapsed (or a purge): gone for clients; a running job's worker is told to stop. */
-  #delete(job: JobEntry): void {
-    if (job.deleted) return;
-    if (job.status === "IN_QUEUE") this.#endpoint(job.endpointId).remove(job.id);
-    if (job.status === "IN_PROGRESS" && job.workerId !== undefined) {
-      this.workers.requestStop(job.endpointId, job.workerId, job.id);
-    }
-    for (const t of [job.ttlTimer, job.executionTimer, job.retentionTimer]) this.#timers.clear(t);
-    job.deleted = true;
-    // The record stays a while so late results are still recognised and counted, then goes.
-    this.#timers.set(() => this.#jobs.delete(job.id), TOMBSTONE_MS);
-    this.waits.notify(job.id);
-    this.#events.onQueueChange(job.endpointId);
-  }
-
   #resetForQueue(job: JobEntry): void {
-    this.#timers.clear(job.executionTimer);
-    job.executionTimer = undefined;
-    job.status = "IN_QUEUE";
-    job.startedAt = undefined;
-    job.finishedAt = undefined;
-    job.output = undefined;
-    job.hasOutput = false;
-    job.error = undefined;
-    job.workerId = undefined;
+    this.#expiry.clearExecution(job);
+    markQueued(job);
   }
 
   #enqueueAgain(job: JobEntry): void {
@@ -328,7 +278,7 @@ export class JobStore {
   /** A worker went silent: its running jobs are requeued once, and fail on a second lapse. */
   #lapsed(worker: WorkerState, heartbeatTimeoutMs: number): void {
     for (const id of worker.jobs) {
-      const job = this.#jobs.get(id);
+      const job = this.#table.get(id);
       if (job === undefined || this.#ended(job) || job.status !== "IN_PROGRESS") continue;
       job.lapses++;
       if (job.lapses >= 2) {

@@ -1,0 +1,96 @@
+import { TTL_MS } from "../protocol/limits.js";
+import type { TimerSet } from "./clock.js";
+import type { JobEntry } from "./job-entry.js";
+import type { JobTable } from "./job-table.js";
+import type { JobWaits } from "./job-waits.js";
+import type { WorkerRegistry } from "./worker-registry.js";
+
+/** How long a deleted job is remembered (for `Harness.job` and counting late results), ms. */
+const TOMBSTONE_MS = 60 * 60_000; // 1 h
+
+/** What {@link JobExpiry} works on: the store's table, timers, workers and waits. */
+export interface JobExpiryDeps {
+  readonly table: JobTable;
+  readonly timers: TimerSet;
+  readonly workers: WorkerRegistry;
+  readonly waits: JobWaits;
+  /** An endpoint's queue changed (scaling). */
+  readonly onQueueChange: (endpointId: string) => void;
+}
+
+/**
+ * When a job's time runs out (platform-api §3 and §8): the execution timeout of a running job, the
+ * ttl from submission, result retention after the end, `/status?ttl=`, and the deletion itself — gone for clients (404), remembered for an hour so
+ * late results are still recognised and counted, then forgotten.
+ */
+export class JobExpiry {
+  readonly #deps: JobExpiryDeps;
+
+  constructor(deps: JobExpiryDeps) {
+    this.#deps = deps;
+  }
+
+  /** Arms a new job's ttl (`policy.ttl`, else the platform's default), covering queue and run time. */
+  armTtl(job: JobEntry): void {
+    job.ttlTimer = this.#deps.timers.set(() => this.delete(job), job.policy?.ttl ?? TTL_MS.default);
+  }
+
+  /** Arms a started job's execution timeout; `onTimeout` ends it. */
+  armExecution(job: JobEntry, timeoutMs: number, onTimeout: () => void): void {
+    job.executionTimer = this.#deps.timers.set(() => {
+      job.executionTimer = undefined;
+      onTimeout();
+    }, timeoutMs);
+  }
+
+  /** Disarms the execution timeout (the job ended, or goes back to the queue). */
+  clearExecution(job: JobEntry): void {
+    this.#deps.timers.clear(job.executionTimer);
+    job.executionTimer = undefined;
+  }
+
+  /** Arms the result retention of a job that has just ended. */
+  armRetention(job: JobEntry): void {
+    this.#deps.timers.clear(job.retentionTimer);
+    job.retentionTimer = this.#deps.timers.set(() => this.delete(job), job.retentionMs);
+  }
+
+  /** Disarms result retention (a retried job is running again). */
+  clearRetention(job: JobEntry): void {
+    this.#deps.timers.clear(job.retentionTimer);
+    job.retentionTimer = undefined;
+  }
+
+  /** `/status?ttl=`: the job (or its kept result) now expires `ms` from now. */
+  setTtl(job: JobEntry, ms: number): void {
+    const { timers } = this.#deps;
+    if (job.finishedAt !== undefined) {
+      timers.clear(job.retentionTimer);
+      job.retentionTimer = timers.set(() => this.delete(job), ms);
+    }
+    timers.clear(job.ttlTimer);
+    job.ttlTimer = timers.set(() => this.delete(job), ms);
+  }
+
+  /** Deletes a job (ttl, retention, purge): gone for clients; a running job's worker is told to stop. */
+  delete(job: JobEntry): void {
+    if (job.deleted) return;
+    const { table, timers, workers, waits } = this.#deps;
+    // The endpoint may be gone already (Harness.removeEndpoint deletes its jobs after removing it).
+    if (job.status === "IN_QUEUE" && table.hasEndpoint(job.endpointId)) {
+      table.endpoint(job.endpointId).remove(job.id);
+    }
+    if (job.status === "IN_PROGRESS" && job.workerId !== undefined) {
+      workers.requestStop(job.endpointId, job.workerId, job.id);
+    }
+    for (const t of [job.ttlTimer, job.executionTimer, job.retentionTimer]) timers.clear(t);
+    job.ttlTimer = undefined;
+    job.executionTimer = undefined;
+    job.retentionTimer = undefined;
+    job.deleted = true;
+    // The record stays a while so late results are still recognised and counted, then goes.
+    timers.set(() => table.forget(job.id), TOMBSTONE_MS);
+    waits.notify(job.id);
+    this.#deps.onQueueChange(job.endpointId);
+  }
+}
