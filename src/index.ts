@@ -18,8 +18,11 @@ export {
   type HandlerDefinition,
   type HandlerFunction,
   type HandlerOptions,
+  type HealthCheck,
+  type HealthCheckContext,
   isHandlerDefinition,
   type JobMetrics,
+  WorkerUnfitError,
 } from "./handler/index.js";
 export type { JobS3, S3Reference } from "./s3/types.js";
 export { VERSION } from "./version.js";

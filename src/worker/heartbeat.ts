@@ -17,6 +17,7 @@ const { pingUrl, intervalMs, headers, version, watchdog } = workerData;
 let jobIds = [];
 let stopped = false;
 let timer;
+let beat = Promise.resolve();
 const watches = new Map();
 const report = (level, message, extra) => parentPort.postMessage({ type: "log", level, message, extra });
 
@@ -35,7 +36,8 @@ async function ping() {
 
 async function loop() {
   while (!stopped) {
-    const problem = await ping();
+    beat = ping();
+    const problem = await beat;
     if (stopped) break;
     // A refused ping is retried once soon, then the regular beat goes on.
     let wait = intervalMs;
@@ -65,8 +67,39 @@ async function fire(id) {
   process.kill(process.pid, "SIGKILL");
 }
 
+// Worker-protocol §7: one unhealthy ping (a retry only if it did not arrive), after any ping in
+// flight so nothing follows it; the regular beat stops for good.
+async function unhealthy(check, reason) {
+  stopped = true;
+  clearTimeout(timer);
+  await beat;
+  if (!pingUrl) return "no ping URL";
+  const url = new URL(pingUrl);
+  url.searchParams.set("status", "unhealthy");
+  url.searchParams.set("check", check);
+  url.searchParams.set("reason", reason);
+  if (jobIds.length > 0) url.searchParams.set("job_id", jobIds.join(","));
+  url.searchParams.set("runpod_version", version);
+  let problem;
+  for (let attempt = 0; attempt < 3; attempt++) {
+    try {
+      const res = await fetch(url, { headers, signal: AbortSignal.timeout(intervalMs * 2) });
+      await res.arrayBuffer();
+      if (res.status !== 429 && res.status < 500) return undefined;
+      problem = "HTTP " + res.status;
+    } catch (err) {
+      problem = String(err && err.message ? err.message : err);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200 * (attempt + 1)));
+  }
+  return problem;
+}
+
 parentPort.on("message", (msg) => {
   if (msg.type === "jobs") jobIds = msg.ids;
+  else if (msg.type === "unhealthy") {
+    unhealthy(msg.check, msg.reason).then((problem) => parentPort.postMessage({ type: "unhealthy-sent", problem }));
+  }
   else if (msg.type === "watch" && watchdog) {
     const delay = Math.max(0, msg.at - Date.now());
     watches.set(msg.id, { url: msg.url, body: msg.body, headers: msg.headers, timer: setTimeout(() => fire(msg.id), delay) });
@@ -99,10 +132,14 @@ export interface HeartbeatOptions {
 export class Heartbeat {
   readonly #thread: Thread;
   readonly #headers: Record<string, string>;
+  readonly #intervalMs: number;
   #closed: Promise<void> | undefined;
+  #unhealthy: Promise<void> | undefined;
+  #unhealthySent: (() => void) | undefined;
 
   constructor(options: HeartbeatOptions) {
     this.#headers = { "user-agent": USER_AGENT };
+    this.#intervalMs = options.intervalMs;
     if (options.apiKey !== undefined) this.#headers["authorization"] = options.apiKey;
     this.#thread = new Thread(THREAD_SOURCE, {
       eval: true,
@@ -114,9 +151,16 @@ export class Heartbeat {
         watchdog: options.watchdog,
       },
     });
-    this.#thread.on("message", (msg: { type: string; level?: "warn" | "error"; message?: string }) => {
-      if (msg.type === "log") options.log[msg.level ?? "warn"](msg.message ?? "");
-    });
+    this.#thread.on(
+      "message",
+      (msg: { type: string; level?: "warn" | "error"; message?: string; problem?: string }) => {
+        if (msg.type === "log") options.log[msg.level ?? "warn"](msg.message ?? "");
+        else if (msg.type === "unhealthy-sent") {
+          if (msg.problem !== undefined) options.log.warn(`the unhealthy ping failed: ${msg.problem}`);
+          this.#unhealthySent?.();
+        }
+      },
+    );
     this.#thread.on("error", (err) => options.log.error({ err }, "the heartbeat thread failed"));
     // The beat must not keep a finished process alive.
     this.#thread.unref();
@@ -136,6 +180,26 @@ export class Heartbeat {
   /** Disarms the watchdog for a job. */
   unwatch(jobId: string): void {
     this.#thread.postMessage({ type: "unwatch", id: jobId });
+  }
+
+  /**
+   * Pings once with `status=unhealthy&check=<check>&reason=<reason>` (worker-protocol §7) and stops
+   * the regular beat. Resolves when the ping was answered or failed (bounded by a few intervals);
+   * later calls return the first call's promise.
+   */
+  unhealthy(check: string, reason: string): Promise<void> {
+    this.#unhealthy ??= (async () => {
+      if (this.#closed !== undefined) return;
+      let timer: NodeJS.Timeout | undefined;
+      await new Promise<void>((resolve) => {
+        this.#unhealthySent = resolve;
+        // Three attempts of at most two intervals each, plus their pauses.
+        timer = setTimeout(resolve, this.#intervalMs * 6 + 2_000);
+        this.#thread.postMessage({ type: "unhealthy", check, reason });
+      });
+      clearTimeout(timer);
+    })();
+    return this.#unhealthy;
   }
 
   /** Stops the thread. Idempotent. */

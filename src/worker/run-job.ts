@@ -3,6 +3,7 @@ import { RunletError } from "../errors.js";
 import type { HandlerDefinition } from "../handler/define-handler.js";
 import type { ExecuteOutcome } from "../handler/execute.js";
 import { finalBodyText, type JobResult } from "../handler/outcome.js";
+import type { Unfitness } from "../handler/unfit.js";
 import { type DeliveredJob, expandTemplate, withQuery } from "../protocol/index.js";
 import type { JobS3, JobS3Options } from "../s3/types.js";
 import type { WorkerConfig } from "./config.js";
@@ -30,6 +31,8 @@ export interface JobDeps {
   readonly s3: S3Settings;
   /** An in-process handler ignored its signal past the grace: the worker must be replaced. */
   readonly onRunaway: (jobId: string) => void;
+  /** The handler threw a WorkerUnfitError: the worker pings unhealthy and exits 1 (§7). */
+  readonly onUnfit: (unfit: Unfitness) => void;
 }
 
 /** The watchdog fires this long after the main thread's own hard stop, so it acts only when the main thread is stuck. */
@@ -222,6 +225,7 @@ export class ActiveJob {
   }
 
   async #settle(outcome: ExecuteOutcome | "killed"): Promise<void> {
+    if (outcome !== "killed" && outcome.unfit !== undefined) this.#deps.onUnfit(outcome.unfit);
     const state = this.#state;
     if (state === "stopped" || state === "shutdown" || state === "finished") return;
     if (state === "timed-out" || outcome === "killed") return this.#finalize(this.#timeoutError());

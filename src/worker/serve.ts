@@ -14,6 +14,9 @@ export interface ServeOptions {
   readonly shutdownGraceMs?: number;
 }
 
+/** After a non-zero stop, how long the process may take to end on its own before it is ended. */
+const FORCED_EXIT_DELAY_MS = 1_000;
+
 /** The message `runlet start` and a bundle print when the platform's environment is missing. */
 export const LOCAL_MODE_MESSAGE =
   "RUNPOD_WEBHOOK_GET_JOB is not set, so there is no platform to take jobs from.\n" +
@@ -49,5 +52,10 @@ export async function serveHandler(definition: HandlerDefinition, options: Serve
     ...(options.shutdownGraceMs === undefined ? {} : { shutdownGraceMs: options.shutdownGraceMs }),
   });
   const info: WorkerStopInfo = await worker.stopped;
+  if (info.exitCode !== 0) {
+    // An unfit or runaway worker must end even if a handler left a timer or socket open: the
+    // caller gets a moment to set the exit code and flush, then the process exits regardless.
+    setTimeout(() => process.exit(info.exitCode), FORCED_EXIT_DELAY_MS).unref();
+  }
   return info.exitCode;
 }

@@ -1,11 +1,13 @@
 import type { Logger } from "pino";
 import { RunletError } from "../errors.js";
 import { HANDLER_DEFAULTS, type HandlerDefinition, isHandlerDefinition } from "../handler/define-handler.js";
+import type { Unfitness } from "../handler/unfit.js";
 import { createLogger } from "../log/index.js";
 import { type DeliveredJob, expandTemplate, jobsToStopSchema, swapTakeRoute } from "../protocol/index.js";
 import { backoffDelayMs, retryAfterMs, sleep } from "./backoff.js";
 import { resolveWorkerConfig, type WorkerConfig, type WorkerOptions } from "./config.js";
 import { type Executor, type ExecutorSettings, InProcessExecutor, type S3Settings } from "./executor.js";
+import { runHealthCheck } from "./health.js";
 import { Heartbeat } from "./heartbeat.js";
 import { JobOutbox } from "./outbox.js";
 import { PlatformHttp } from "./platform-http.js";
@@ -15,9 +17,12 @@ import { defaultThreadEntryUrl, ThreadExecutor } from "./thread-executor.js";
 
 /** Why and how a worker stopped. */
 export interface WorkerStopInfo {
-  /** `closed`: close() was called; `signal`: SIGTERM/SIGINT; `runaway`: an in-process handler ignored its deadline. */
-  readonly reason: "closed" | "signal" | "runaway";
-  /** The exit code the process should end with: 0, or 1 after a runaway handler. */
+  /**
+   * `closed`: close() was called; `signal`: SIGTERM/SIGINT; `runaway`: an in-process handler ignored
+   * its deadline; `unhealthy`: a health check failed or code reported the worker unfit (§7).
+   */
+  readonly reason: "closed" | "signal" | "runaway" | "unhealthy";
+  /** The exit code the process should end with: 0, or 1 after a runaway handler or unfitness. */
   readonly exitCode: number;
 }
 
@@ -62,6 +67,8 @@ export class Worker {
   #stopInfo: WorkerStopInfo = { reason: "closed", exitCode: 0 };
   #resolveStopped!: (info: WorkerStopInfo) => void;
   #removeSignalHandlers: (() => void) | undefined;
+  #unfit: Unfitness | undefined;
+  #unhealthyPing: Promise<void> | undefined;
   /** Resolves once the worker has fully stopped (after close(), a signal, or a runaway handler). */
   readonly stopped: Promise<WorkerStopInfo>;
 
@@ -109,7 +116,7 @@ export class Worker {
         : undefined;
     if (config.handleSignals) this.#installSignalHandlers();
     log.info({ workerId: config.podId, isolation: definition.isolation }, "worker started");
-    this.#loops = Promise.all([this.#takeLoop(), this.#stopLoop()]).then(() => undefined);
+    this.#loops = Promise.all([this.#takeLoop(), this.#stopLoop(), this.#healthLoop()]).then(() => undefined);
   }
 
   /** This worker's id (RUNPOD_POD_ID). */
@@ -174,9 +181,28 @@ export class Worker {
     this.#concurrency = next;
   }
 
+  /** The handler's healthCheck, run once; a failure makes the worker unfit. False when it failed. */
+  async #checkHealth(): Promise<boolean> {
+    const unfit = await runHealthCheck(this.#definition, this.#log, this.#closing.signal);
+    if (unfit === undefined) return true;
+    void this.reportUnfit(unfit.check, unfit.reason);
+    return false;
+  }
+
+  /** With healthCheckIntervalMs, checks again every interval while the worker runs. */
+  async #healthLoop(): Promise<void> {
+    const { healthCheck, healthCheckIntervalMs } = this.#definition;
+    if (healthCheck === undefined || healthCheckIntervalMs === 0) return;
+    while (await sleep(healthCheckIntervalMs, this.#closing.signal)) {
+      if (!(await this.#checkHealth())) return;
+    }
+  }
+
   async #takeLoop(): Promise<void> {
     const config = this.#config;
     const closing = this.#closing.signal;
+    // §7: a worker unfit from the start takes no job at all.
+    if (!(await this.#checkHealth())) return;
     let faults = 0;
     while (!closing.aborted) {
       this.#updateConcurrency();
@@ -267,6 +293,7 @@ export class Worker {
       giveUp: this.#giveUp.signal,
       s3: this.#s3Settings,
       onRunaway: (jobId) => this.#onRunaway(jobId),
+      onUnfit: (unfit) => void this.reportUnfit(unfit.check, unfit.reason),
     });
     this.#jobs.set(job.id, active);
     this.#jobsChanged();
@@ -338,6 +365,31 @@ export class Worker {
     });
   }
 
+  /**
+   * Declares this worker unfit (worker-protocol §7): stops taking jobs, pings once with
+   * `status=unhealthy&check=<check>&reason=<reason>`, then closes as close() does; `stopped`
+   * resolves with `{reason: "unhealthy", exitCode: 1}`. A failed `healthCheck` or a handler's
+   * `WorkerUnfitError` calls it. Idempotent: later calls return the same promise as close().
+   *
+   * @example
+   * gpu.on("lost", () => void worker.reportUnfit("gpu", "CUDA device lost"));
+   */
+  reportUnfit(check: string, reason: string): Promise<void> {
+    if (this.#unfit === undefined) {
+      this.#unfit = { check, reason };
+      this.#log.error(
+        { code: "RUNLET_WORKER_UNFIT", check, reason },
+        `the worker is unfit (${check}: ${reason}); pinging unhealthy, stopping, exit code 1`,
+      );
+      if (this.#stopInfo.reason !== "runaway") this.#stopInfo = { reason: "unhealthy", exitCode: 1 };
+      // Stop taking before the ping goes out, so no job arrives at a worker that declared itself unfit.
+      this.#closing.abort();
+      this.#notify();
+      this.#unhealthyPing = this.#heartbeat?.unhealthy(check, reason);
+    }
+    return this.close();
+  }
+
   #installSignalHandlers(): void {
     let received = 0;
     const onSignal = (signal: NodeJS.Signals): void => {
@@ -396,6 +448,8 @@ export class Worker {
     } finally {
       this.#giveUp.abort();
       this.#removeSignalHandlers?.();
+      // The heartbeat thread sends the unhealthy ping: let it finish before the thread ends.
+      await this.#unhealthyPing;
       const steps = [this.#executor.close(), this.#heartbeat?.close(), this.#http.close()];
       for (const result of await Promise.allSettled(steps)) {
         if (result.status === "rejected") this.#log.warn({ err: result.reason }, "a clean-up step failed");

@@ -1,0 +1,59 @@
+import type { Logger } from "pino";
+import { RunletError } from "../errors.js";
+import type { HandlerDefinition } from "../handler/define-handler.js";
+import { DEFAULT_CHECK_NAME, healthCheckFailure, type Unfitness } from "../handler/unfit.js";
+
+/**
+ * Runs a handler's `healthCheck` once (worker-protocol §7: a worker that finds itself unfit pings
+ * unhealthy and exits 1). The worker calls it before its first take and, with
+ * `healthCheckIntervalMs`, periodically; the unhealthy ping and the exit are the worker's.
+ */
+
+const TIMED_OUT: unique symbol = Symbol("timed out");
+const CLOSED: unique symbol = Symbol("closed");
+
+/**
+ * Resolves with the unfitness the check found, or undefined when it passed (or had no check, or the
+ * worker closed meanwhile: a check cut short by shutdown says nothing about fitness). Never rejects.
+ */
+export async function runHealthCheck(
+  definition: HandlerDefinition,
+  log: Logger,
+  closing: AbortSignal,
+): Promise<Unfitness | undefined> {
+  const check = definition.healthCheck;
+  if (check === undefined || closing.aborted) return undefined;
+  const timeoutMs = definition.healthCheckTimeoutMs;
+  const own = new AbortController();
+  const signal = AbortSignal.any([closing, own.signal]);
+  let timer: NodeJS.Timeout | undefined;
+  let onClose: (() => void) | undefined;
+  try {
+    const outcome = await Promise.race([
+      // Called inside then(): a check that throws synchronously is a rejection like any other.
+      Promise.resolve().then(() => check({ signal, log })),
+      new Promise<typeof TIMED_OUT>((resolve) => {
+        timer = setTimeout(() => resolve(TIMED_OUT), timeoutMs);
+      }),
+      new Promise<typeof CLOSED>((resolve) => {
+        onClose = () => resolve(CLOSED);
+        closing.addEventListener("abort", onClose, { once: true });
+      }),
+    ]);
+    if (outcome === CLOSED) return undefined;
+    if (outcome === TIMED_OUT) {
+      const reason = `the health check did not finish within ${timeoutMs} ms (healthCheckTimeoutMs)`;
+      own.abort(new RunletError("RUNLET_WORKER_UNFIT", reason));
+      return { check: DEFAULT_CHECK_NAME, reason };
+    }
+    if (outcome === false) return { check: DEFAULT_CHECK_NAME, reason: "the health check returned false" };
+    log.debug("health check passed");
+    return undefined;
+  } catch (err) {
+    if (closing.aborted) return undefined;
+    return healthCheckFailure(err);
+  } finally {
+    clearTimeout(timer);
+    if (onClose !== undefined) closing.removeEventListener("abort", onClose);
+  }
+}
