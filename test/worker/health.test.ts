@@ -49,7 +49,7 @@ describe("health checks and the unhealthy ping", () => {
     });
     expect(pingsAfterUnhealthy(h)).toEqual([]);
     expect(h.requests({ route: "job-take" })).toEqual([]);
-    expect(h.health("local").workers.unhealthy).toBe(1);
+    expect(h.health("local").workers["unhealthy"]).toBe(1);
     const line = sink.lines.find((l) => l["code"] === "RUNLET_WORKER_UNFIT");
     expect(line?.["message"]).toBe(
       "the worker is unfit (gpu: CUDA device lost); pinging unhealthy, stopping, exit code 1",
