@@ -86,7 +86,8 @@ export async function handleClientRoute(
 ): Promise<void> {
   const auth = ctx.keys.client(req.headers.authorization, endpointId);
   if (auth === "unauthorized") return sendError(res, 401, "missing or wrong API key");
-  if (!ctx.store.hasEndpoint(endpointId)) return sendError(res, 404, `endpoint "${endpointId}" not found`);
+  if (!ctx.store.table.hasEndpoint(endpointId))
+    return sendError(res, 404, `endpoint "${endpointId}" not found`);
   if (auth === "forbidden")
     return sendError(res, 403, `this API key has no access to endpoint "${endpointId}"`);
   if (req.method !== METHODS[route]) {
@@ -162,6 +163,8 @@ async function submit(
   // The answer says IN_QUEUE even when a waiting worker took the job at once, as the platform's does.
   if (route === "run") return sendJson(res, 200, { id: job.id, status: "IN_QUEUE" });
   await waitForEnd(ctx, job.id, waitMs, hangUpSignal(res));
+  // Deleted while waiting (its ttl, a purge, its endpoint removed): gone, as /status would say.
+  if (job.deleted) return sendError(res, 404, `job "${job.id}" not found (unknown, or expired)`);
   sendJson(res, 200, recordOf(job));
 }
 
@@ -169,7 +172,7 @@ async function submit(
 async function waitForEnd(ctx: ClientRoutesContext, jobId: string, waitMs: number, signal: AbortSignal) {
   const until = Date.now() + waitMs;
   for (;;) {
-    const job = ctx.store.get(jobId);
+    const job = ctx.store.table.get(jobId);
     if (job === undefined || job.deleted || (job.status !== "IN_QUEUE" && job.status !== "IN_PROGRESS"))
       return;
     const left = until - Date.now();
@@ -189,7 +192,7 @@ async function onJob(
   reader: string,
 ): Promise<void> {
   if (route === "cancel" || route === "retry") await readBody(req, EMPTY_BODY_LIMIT_BYTES);
-  const job = ctx.store.visible(endpointId, jobId);
+  const job = ctx.store.table.visible(endpointId, jobId);
   if (job === undefined) return sendError(res, 404, `job "${jobId}" not found (unknown, or expired)`);
   switch (route) {
     case "status": {

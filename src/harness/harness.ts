@@ -5,7 +5,9 @@ import { KeyRing } from "./auth.js";
 import { TimerSet } from "./clock.js";
 import { closeServer, listen, sendError } from "./http-util.js";
 import { type JobSnapshot, type NewJob, recordOf, snapshotOf } from "./job-entry.js";
+import { JobEventHub, type JobEventListener } from "./job-events.js";
 import { JobStore } from "./job-store.js";
+import { untilTerminal } from "./job-waits.js";
 import { type HarnessManagement, harnessManagement } from "./management/index.js";
 import {
   checkEndpoint,
@@ -42,7 +44,7 @@ export class Harness {
   readonly #limiter: RateLimiter;
   readonly #scaler: Scaler;
   readonly #management: HarnessManagement;
-  readonly #endpointOptions = new Map<string, EndpointOptions>();
+  readonly #events: JobEventHub;
   #url = "";
   #closing: Promise<void> | undefined;
 
@@ -53,6 +55,11 @@ export class Harness {
     this.#keys = new KeyRing(options.apiKey, options.keys);
     this.#webhooks = new WebhookSender(options.webhooks, this.#timers, options.logger);
     this.#limiter = new RateLimiter(options.rateLimits, options.clock);
+    this.#events = new JobEventHub((err) => options.logger?.error({ err }, "a job event listener threw"));
+    const about = (job: { id: string; endpointId: string }) => ({
+      jobId: job.id,
+      endpointId: job.endpointId,
+    });
     this.#store = new JobStore({
       clock: options.clock,
       timers: this.#timers,
@@ -60,7 +67,10 @@ export class Harness {
       events: {
         onTerminal: (job) => {
           if (job.webhook !== undefined) this.#webhooks.send(job.id, job.webhook, recordOf(job));
+          if (this.#events.active) this.#events.emit({ type: "end", ...about(job), job: snapshotOf(job) });
         },
+        onProgress: (job, output) => this.#events.emit({ type: "progress", ...about(job), output }),
+        onChunk: (job, chunk, index) => this.#events.emit({ type: "stream", ...about(job), index, chunk }),
         onQueueChange: (endpointId) => this.#scaler.schedule(endpointId),
       },
     });
@@ -71,11 +81,12 @@ export class Harness {
       logger: options.logger,
     });
     // Templates and serverless endpoints in memory (docs/management.md): an endpoint created there
-    // is served here, its workers started by the first configured endpoint's spawn (the handler).
+    // is served here, its workers started by managementSpawn (by default the first endpoint's).
     this.#management = harnessManagement({
       apiKey: options.apiKey,
-      spawn: options.endpoints[0]?.spawn,
-      onError: (err) => options.logger?.error({ err }, "management: could not add the created endpoint"),
+      spawn: options.managementSpawn,
+      onError: (err) =>
+        options.logger?.error({ err }, "management: could not apply an endpoint change to the harness"),
     });
     this.#management.attach(this);
     const targets: RouterTargets = {
@@ -127,14 +138,13 @@ export class Harness {
 
   /** Ids of the endpoints served. */
   endpointIds(): string[] {
-    return this.#store.endpointIds();
+    return this.#store.table.endpointIds();
   }
 
   /** Adds an endpoint while running (a no-op when it exists). */
   addEndpoint(endpoint: { readonly id: string } & EndpointOptions): void {
-    if (this.#store.hasEndpoint(endpoint.id)) return;
+    if (this.#store.table.hasEndpoint(endpoint.id)) return;
     checkEndpoint(endpoint);
-    this.#endpointOptions.set(endpoint.id, endpoint);
     this.#store.addEndpoint(endpoint.id, { executionTimeoutMs: endpoint.executionTimeoutMs ?? 600_000 });
     if (endpoint.spawn !== undefined) {
       this.#scaler.add(
@@ -147,6 +157,29 @@ export class Harness {
     }
   }
 
+  /**
+   * Removes an endpoint while running (the management copy's `DELETE /v2/serverless/{id}` calls
+   * this): its routes answer 404 at once; its waiting and running jobs are deleted, as a ttl
+   * deletes them (no webhook; `job(id)` shows `deleted: true`; a running job's worker gets a
+   * job-stop); held requests on it end; the workers the harness started for it are stopped.
+   * Resolves once they have stopped, with false when there was no such endpoint.
+   */
+  async removeEndpoint(endpointId: string): Promise<boolean> {
+    if (!this.#store.table.hasEndpoint(endpointId)) return false;
+    const stopping = this.#scaler.remove(endpointId);
+    this.#store.removeEndpoint(endpointId);
+    await stopping;
+    return true;
+  }
+
+  /**
+   * Calls `listener` for each progress update, stream chunk and job end, on every endpoint, as
+   * they happen (what `runlet dev` logs). Returns a function that stops the calls.
+   */
+  onJobEvent(listener: JobEventListener): () => void {
+    return this.#events.subscribe(listener);
+  }
+
   /** The platform environment (worker-protocol §1) with which a worker connects to `endpointId`. */
   workerEnv(endpointId: string, options: WorkerEnvOptions = {}): Record<string, string> {
     this.#endpoint(endpointId);
@@ -156,7 +189,7 @@ export class Harness {
   /** Queues a job in-process, bypassing the client API; returns its id. */
   enqueue(endpointId: string, job: NewJob): string {
     this.#endpoint(endpointId);
-    if (job.id !== undefined && this.#store.get(job.id) !== undefined) {
+    if (job.id !== undefined && this.#store.table.get(job.id) !== undefined) {
       throw new RunletError("RUNLET_HARNESS_CONFIG", `enqueue: a job with id "${job.id}" already exists`);
     }
     return this.#store.create(endpointId, "run", job, this.#options.limits.runRetentionMs).id;
@@ -164,25 +197,13 @@ export class Harness {
 
   /** A copy of a job (deleted jobs included, with `deleted: true`), or undefined. */
   job(jobId: string): JobSnapshot | undefined {
-    const job = this.#store.get(jobId);
+    const job = this.#store.table.get(jobId);
     return job === undefined ? undefined : snapshotOf(job);
   }
 
   /** Resolves with the job once it is terminal; rejects after `timeoutMs` or when it is deleted first. */
   async waitForJob(jobId: string, options: { readonly timeoutMs?: number } = {}): Promise<JobSnapshot> {
-    const timeoutMs = options.timeoutMs ?? 30_000;
-    const until = Date.now() + timeoutMs;
-    for (;;) {
-      const job = this.#store.get(jobId);
-      if (job === undefined) throw new Error(`waitForJob: no job "${jobId}"`);
-      if (job.status !== "IN_QUEUE" && job.status !== "IN_PROGRESS") return snapshotOf(job);
-      if (job.deleted) throw new Error(`waitForJob: job "${jobId}" was deleted while ${job.status}`);
-      const left = until - Date.now();
-      if (left <= 0 || this.#store.waits.closed) {
-        throw new Error(`waitForJob: job "${jobId}" is still ${job.status} after ${timeoutMs} ms`);
-      }
-      await this.#store.waits.next(jobId, left);
-    }
+    return snapshotOf(await untilTerminal(this.#store, jobId, options.timeoutMs ?? 30_000));
   }
 
   /** Every worker-route request so far, in arrival order. */
@@ -192,7 +213,7 @@ export class Harness {
 
   /** Cancels a job; a running one's worker gets it in its next job-stop poll. */
   stopJob(jobId: string): void {
-    const job = this.#store.get(jobId);
+    const job = this.#store.table.get(jobId);
     if (job === undefined) throw new Error(`stopJob: no job "${jobId}"`);
     this.#store.cancel(job);
   }
@@ -211,7 +232,7 @@ export class Harness {
   health(endpointId: string): Health {
     this.#endpoint(endpointId);
     return {
-      jobs: this.#store.jobCounts(endpointId),
+      jobs: this.#store.table.counts(endpointId),
       workers: this.#store.workers.counts(endpointId, this.#scaler.initializing(endpointId)),
     };
   }
@@ -237,6 +258,7 @@ export class Harness {
       () => this.#store.close(),
       () => this.#timers.clearAll(),
       () => this.#webhooks.close(),
+      () => this.#events.clear(),
       () => closeServer(this.#server),
     ];
     for (const step of steps) {
@@ -249,7 +271,7 @@ export class Harness {
   }
 
   #endpoint(endpointId: string): void {
-    if (!this.#store.hasEndpoint(endpointId)) {
+    if (!this.#store.table.hasEndpoint(endpointId)) {
       throw new RunletError("RUNLET_HARNESS_CONFIG", `unknown endpoint "${endpointId}"`);
     }
   }

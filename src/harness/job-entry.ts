@@ -199,16 +199,21 @@ export function snapshotOf(job: JobEntry): JobSnapshot {
  * The job record clients see (platform-api §2.2): `id`, `status`, `delayTime` once started,
  * `executionTime` once finished, `output` when there is one, `error` when it failed or timed out,
  * and `workerId` while a worker holds it. Never `input`, `s3Config` or `webhook`.
+ *
+ * While the job runs, `output` is its latest progress update, as the platform shows it: the
+ * reference SDK's progress updates (`{status: "IN_PROGRESS", output}` to job-done) exist so that
+ * `/status` can show how far a job has come.
  */
 export function recordOf(job: JobEntry): JobRecord {
   const delay = delayTime(job);
   const exec = executionTime(job);
+  const latest = job.status === "IN_PROGRESS" ? job.progress.at(-1) : undefined;
   return {
     id: job.id,
     status: job.status,
     ...(delay === undefined ? {} : { delayTime: delay }),
     ...(exec === undefined ? {} : { executionTime: exec }),
-    ...(job.hasOutput ? { output: job.output } : {}),
+    ...(job.hasOutput ? { output: job.output } : latest === undefined ? {} : { output: latest }),
     ...(job.error === undefined ? {} : { error: job.error }),
     ...(job.workerId === undefined ? {} : { workerId: job.workerId }),
   };

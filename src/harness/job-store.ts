@@ -13,14 +13,18 @@ import {
   newJobEntry,
 } from "./job-entry.js";
 import { JobExpiry } from "./job-expiry.js";
-import { type JobCounts, JobTable } from "./job-table.js";
+import { type JobLookup, JobTable } from "./job-table.js";
 import { JobWaits } from "./job-waits.js";
 import { WorkerRegistry as Registry, type WorkerRegistry, type WorkerState } from "./worker-registry.js";
 
 /** What the store tells its owner about. */
 export interface StoreEvents {
-  /** A job reached a terminal state (webhooks). */
+  /** A job reached a terminal state (webhooks, job events). */
   onTerminal(job: JobEntry): void;
+  /** A worker's progress update was applied. */
+  onProgress(job: JobEntry, output: unknown): void;
+  /** A worker's stream chunk was applied; `index` counts from 1. */
+  onChunk(job: JobEntry, chunk: StreamChunk, index: number): void;
   /** An endpoint's queue changed (scaling). */
   onQueueChange(endpointId: string): void;
 }
@@ -34,6 +38,8 @@ export class JobStore {
   readonly #clock: Clock;
   readonly #events: StoreEvents;
   readonly #table = new JobTable();
+  /** Lookups and counts (changes go through the store's methods). */
+  readonly table: JobLookup = this.#table;
   readonly #expiry: JobExpiry;
   readonly waits = new JobWaits();
   readonly workers: WorkerRegistry;
@@ -61,22 +67,17 @@ export class JobStore {
     this.#table.addEndpoint(id, new EndpointQueue(settings, (ids, workerId) => this.#start(ids, workerId)));
   }
 
-  hasEndpoint(id: string): boolean {
-    return this.#table.hasEndpoint(id);
-  }
-
-  endpointIds(): string[] {
-    return this.#table.endpointIds();
-  }
-
-  /** Any job ever created here, deleted ones included. */
-  get(id: string): JobEntry | undefined {
-    return this.#table.get(id);
-  }
-
-  /** A job clients may still see: not deleted, and on this endpoint. */
-  visible(endpointId: string, id: string): JobEntry | undefined {
-    return this.#table.visible(endpointId, id);
+  /**
+   * Removes an endpoint: held job-takes get nothing, every job of it is deleted (a running one's
+   * worker is told to stop), its workers are forgotten. False when it was not there.
+   */
+  removeEndpoint(id: string): boolean {
+    const ep = this.#table.removeEndpoint(id);
+    if (ep === undefined) return false;
+    ep.releaseTakers();
+    for (const job of this.#table.liveJobsOf(id)) this.#expiry.delete(job);
+    this.workers.removeEndpoint(id);
+    return true;
   }
 
   /** Creates a job IN_QUEUE and offers it to waiting workers. */
@@ -89,16 +90,6 @@ export class JobStore {
     ep.push(id);
     this.#events.onQueueChange(endpointId);
     return job;
-  }
-
-  /** Waiting jobs of an endpoint, oldest first. */
-  queued(endpointId: string): JobEntry[] {
-    return this.#endpoint(endpointId).ids.map((id) => this.#table.get(id)!);
-  }
-
-  /** Held job-take polls of an endpoint. */
-  waitingTakes(endpointId: string): number {
-    return this.#endpoint(endpointId).waitingTakes;
   }
 
   /** A worker's job-take on an endpoint (see EndpointQueue.take); the jobs handed out are started. */
@@ -138,6 +129,7 @@ export class JobStore {
     }
     job.progress.push(output);
     this.waits.notify(job.id);
+    this.#events.onProgress(job, output);
     return true;
   }
 
@@ -149,6 +141,7 @@ export class JobStore {
     }
     job.stream.push(chunk);
     this.waits.notify(job.id);
+    this.#events.onChunk(job, chunk, job.stream.length);
     return true;
   }
 
@@ -200,11 +193,6 @@ export class JobStore {
   /** `/status?ttl=`: the job (or its kept result) now expires `ms` from now. */
   setTtl(job: JobEntry, ms: number): void {
     this.#expiry.setTtl(job, ms);
-  }
-
-  /** Job counts for `/health`. */
-  jobCounts(endpointId: string): JobCounts {
-    return this.#table.counts(endpointId);
   }
 
   /** Ends every held poll and wait; timers are the owner's (TimerSet.clearAll). */

@@ -10,6 +10,12 @@ export interface JobCounts {
   readonly retried: number;
 }
 
+/** What the rest of the harness may ask the store's table: lookups and counts, no changes. */
+export type JobLookup = Pick<
+  JobTable,
+  "get" | "visible" | "hasEndpoint" | "endpointIds" | "counts" | "queued" | "waitingTakes"
+>;
+
 /**
  * Every endpoint queue and job of one harness, by id. It answers lookups and counts; the state
  * machine that changes jobs lives in {@link JobStore}, which owns this table.
@@ -86,6 +92,16 @@ export class JobTable {
       if (job.endpointId === endpointId && !job.deleted) out.push(job);
     }
     return out;
+  }
+
+  /** Waiting jobs of an endpoint, oldest first. */
+  queued(endpointId: string): JobEntry[] {
+    return this.endpoint(endpointId).ids.map((id) => this.#jobs.get(id)!);
+  }
+
+  /** Held job-take polls of an endpoint. */
+  waitingTakes(endpointId: string): number {
+    return this.endpoint(endpointId).waitingTakes;
   }
 
   /** `/health` job counts of an endpoint. */

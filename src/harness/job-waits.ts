@@ -1,3 +1,5 @@
+import type { JobEntry } from "./job-entry.js";
+
 /**
  * Wake-ups for requests that wait on a job (`/runsync`, `/status-sync`, `/stream`, `waitForJob`).
  * Waits are real time (a client is holding a connection), never the harness clock.
@@ -49,5 +51,28 @@ export class JobWaits {
     const all = [...this.#waiters.values()];
     this.#waiters.clear();
     for (const set of all) for (const wake of set) wake();
+  }
+}
+
+/**
+ * Resolves with the job once it is terminal (real time, for in-process callers such as
+ * `Harness.waitForJob`); rejects when it is unknown, deleted first, or still going after `timeoutMs`.
+ */
+export async function untilTerminal(
+  store: { readonly table: { get(id: string): JobEntry | undefined }; readonly waits: JobWaits },
+  jobId: string,
+  timeoutMs: number,
+): Promise<JobEntry> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const job = store.table.get(jobId);
+    if (job === undefined) throw new Error(`waitForJob: no job "${jobId}"`);
+    if (job.status !== "IN_QUEUE" && job.status !== "IN_PROGRESS") return job;
+    if (job.deleted) throw new Error(`waitForJob: job "${jobId}" was deleted while ${job.status}`);
+    const left = until - Date.now();
+    if (left <= 0 || store.waits.closed) {
+      throw new Error(`waitForJob: job "${jobId}" is still ${job.status} after ${timeoutMs} ms`);
+    }
+    await store.waits.next(jobId, left);
   }
 }

@@ -92,6 +92,12 @@ export interface HarnessOptions {
   readonly maxRecordedRequests?: number;
   /** Consulted for every path that is not a `/v2/<endpoint>/<job route>`; unanswered paths get 404. */
   readonly extraRoutes?: ExtraRoutes;
+  /**
+   * Starts the workers of endpoints created through the management copy (`POST /v2/serverless`,
+   * docs/management.md). @default the first configured endpoint's `spawn` (none: such endpoints
+   * take jobs only from workers that connect on their own)
+   */
+  readonly managementSpawn?: WorkerSpawner;
   /** Where the harness logs (webhook failures, spawn errors). @default silent */
   readonly logger?: Logger;
 }
@@ -112,6 +118,7 @@ export interface ResolvedOptions {
   readonly webhooks: WebhookOptions;
   readonly maxRecordedRequests: number;
   readonly extraRoutes: ExtraRoutes | undefined;
+  readonly managementSpawn: WorkerSpawner | undefined;
   readonly logger: Logger | undefined;
 }
 
@@ -186,6 +193,7 @@ export function resolveOptions(options: HarnessOptions): ResolvedOptions {
     webhooks: options.webhooks ?? {},
     maxRecordedRequests: positiveInt("maxRecordedRequests", options.maxRecordedRequests, 50_000),
     extraRoutes: options.extraRoutes,
+    managementSpawn: options.managementSpawn ?? endpoints[0]?.spawn,
     logger: options.logger,
   });
 }

@@ -114,6 +114,21 @@ export class Scaler {
     void slot.starting.then(() => this.#stop(slot)).finally(() => this.schedule(endpointId));
   }
 
+  /** Forgets an endpoint's spawner and stops the workers it started; resolves once they have stopped. */
+  async remove(endpointId: string): Promise<void> {
+    const pool = this.#pools.get(endpointId);
+    if (pool === undefined) return;
+    this.#pools.delete(endpointId);
+    const slots = [...pool.slots.values()];
+    pool.slots.clear();
+    await Promise.allSettled(
+      slots.map(async (s) => {
+        await s.starting;
+        await this.#stop(s);
+      }),
+    );
+  }
+
   /** Stops every started worker. Idempotent. */
   async close(): Promise<void> {
     this.#closed = true;
@@ -131,8 +146,8 @@ export class Scaler {
     const pool = this.#pools.get(endpointId);
     if (pool === undefined || this.#closed || Date.now() < pool.pausedUntil) return;
     let want = Math.max(0, pool.minWorkers - pool.slots.size);
-    const waiting = this.#store.queued(endpointId).filter((j) => j.policy?.lowPriority !== true).length;
-    const free = this.#store.waitingTakes(endpointId) + this.initializing(endpointId);
+    const waiting = this.#store.table.queued(endpointId).filter((j) => j.policy?.lowPriority !== true).length;
+    const free = this.#store.table.waitingTakes(endpointId) + this.initializing(endpointId);
     want = Math.max(want, waiting - free);
     want = Math.min(want, pool.maxWorkers - pool.slots.size);
     for (let i = 0; i < want; i++) this.#start(endpointId, pool);

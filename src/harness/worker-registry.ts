@@ -144,15 +144,18 @@ export class WorkerRegistry {
     return { idle, running, initializing, ready: idle, throttled: 0, unhealthy };
   }
 
+  /** Forgets the workers of one endpoint: lapse timers cancelled, held job-stop polls answered. */
+  removeEndpoint(endpointId: string): void {
+    for (const w of this.#byEndpoint.get(endpointId)?.values() ?? []) {
+      this.#timers.clear(w.lapseTimer);
+      w.stopWaiter?.();
+    }
+    this.#byEndpoint.delete(endpointId);
+  }
+
   /** Forgets every worker and cancels their lapse timers. */
   clear(): void {
-    for (const workers of this.#byEndpoint.values()) {
-      for (const w of workers.values()) {
-        this.#timers.clear(w.lapseTimer);
-        w.stopWaiter?.();
-      }
-    }
-    this.#byEndpoint.clear();
+    for (const endpointId of [...this.#byEndpoint.keys()]) this.removeEndpoint(endpointId);
   }
 
   #touch(worker: WorkerState): void {

@@ -96,7 +96,7 @@ export async function handleWorkerRoute(
   if (ctx.keys.worker(req.headers.authorization, endpointId) !== "ok") {
     return fail(401, "missing or wrong API key: send the raw key in Authorization");
   }
-  if (!ctx.store.hasEndpoint(endpointId)) return fail(404, `endpoint "${endpointId}" not found`);
+  if (!ctx.store.table.hasEndpoint(endpointId)) return fail(404, `endpoint "${endpointId}" not found`);
   const expected = GET_ROUTES.has(route) ? "GET" : "POST";
   if (req.method !== expected) return fail(405, `${route} takes ${expected}, got ${req.method}`);
   const workerId = rest[0];
@@ -221,7 +221,7 @@ function result(
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
     return { status: 400, message: `${route} body must be a JSON object` };
   }
-  const job = ctx.store.get(jobId);
+  const job = ctx.store.table.get(jobId);
   if (job === undefined || job.endpointId !== endpointId) {
     return { status: 404, message: `job "${jobId}" not found` };
   }

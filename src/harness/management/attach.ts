@@ -26,8 +26,11 @@ export interface HarnessManagement {
   readonly routes: ManagementRoutes;
   /** The node:http handler for the harness's `extraRoutes` seam. */
   readonly extraRoutes: ExtraRoutes;
-  /** Connects the harness that created endpoints are added to; events before this are kept and replayed. */
-  attach(harness: Pick<Harness, "addEndpoint">): void;
+  /**
+   * Connects the harness that created endpoints are added to and deleted ones removed from; events
+   * before this are kept and replayed.
+   */
+  attach(harness: Pick<Harness, "addEndpoint" | "removeEndpoint">): void;
 }
 
 /** The harness endpoint settings for a created endpoint: its execution timeout and worker counts. */
@@ -47,7 +50,8 @@ export function endpointOptionsOf(event: EndpointEvent, spawn: WorkerSpawner | u
 
 /**
  * Binds the management emulation to a harness: an endpoint created with `POST /v2/serverless`
- * becomes a harness endpoint (same id) whose jobs run on workers from `spawn`.
+ * becomes a harness endpoint (same id) whose jobs run on workers from `spawn`, and
+ * `DELETE /v2/serverless/{id}` removes it (`Harness.removeEndpoint`: its workers stop, its jobs go).
  *
  * @example
  * const management = harnessManagement({ apiKey, spawn });
@@ -55,24 +59,29 @@ export function endpointOptionsOf(event: EndpointEvent, spawn: WorkerSpawner | u
  * management.attach(h);
  */
 export function harnessManagement(options: HarnessManagementOptions): HarnessManagement {
-  let harness: Pick<Harness, "addEndpoint"> | undefined;
-  const pending: EndpointEvent[] = [];
-  const register = (event: EndpointEvent) => {
+  let harness: Pick<Harness, "addEndpoint" | "removeEndpoint"> | undefined;
+  const pending: Array<(target: Pick<Harness, "addEndpoint" | "removeEndpoint">) => unknown> = [];
+  const apply = (change: (target: Pick<Harness, "addEndpoint" | "removeEndpoint">) => unknown) => {
     if (harness === undefined) {
-      pending.push(event);
+      pending.push(change);
       return;
     }
     try {
-      harness.addEndpoint(endpointOptionsOf(event, options.spawn));
+      const result = change(harness);
+      if (result instanceof Promise) result.catch((err: unknown) => options.onError?.(err));
     } catch (err) {
       options.onError?.(err);
     }
   };
+  const register = (event: EndpointEvent) =>
+    apply((target) => target.addEndpoint(endpointOptionsOf(event, options.spawn)));
+  const unregister = (endpointId: string) => apply((target) => target.removeEndpoint(endpointId));
   const routes = createManagementRoutes({
     apiKey: options.apiKey,
     ...(options.templates === undefined ? {} : { templates: options.templates }),
     ...(options.clock === undefined ? {} : { clock: options.clock }),
     onEndpointCreated: register,
+    onEndpointDeleted: unregister,
     ...(options.onError === undefined ? {} : { onHookError: options.onError }),
   });
   return {
@@ -80,7 +89,7 @@ export function harnessManagement(options: HarnessManagementOptions): HarnessMan
     extraRoutes: mountManagementRoutes(routes),
     attach(target) {
       harness = target;
-      for (const event of pending.splice(0)) register(event);
+      for (const change of pending.splice(0)) apply(change);
     },
   };
 }
