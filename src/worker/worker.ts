@@ -356,8 +356,8 @@ export class Worker {
     this.#log.error(
       { jobId },
       this.#config.exitOnHardStop
-        ? "an in-process handler ignored its deadline; the worker reports it and exits so the platform replaces it"
-        : "an in-process handler ignored its deadline; the worker reports it and stops taking jobs",
+        ? "an in-process handler ignored its aborted signal (deadline or job-stop); the worker reports it and exits so the platform replaces it"
+        : "an in-process handler ignored its aborted signal (deadline or job-stop); the worker reports it and stops taking jobs",
     );
     this.#stopInfo = { reason: "runaway", exitCode: 1 };
     void this.close().then(() => {

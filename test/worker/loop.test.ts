@@ -1,0 +1,179 @@
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import { defineHandler } from "../../src/index.js";
+import { logSink, testHarness, waitFor, workerFor } from "./helpers.js";
+
+// The worker loop end to end against the harness over real HTTP: a concurrency function,
+// back-pressure on a stream, and the in-process hard stop of a handler that ignores a job-stop.
+
+/** Handlers that wait until the test lets them finish. */
+function gates() {
+  const open = new Map<string, () => void>();
+  return {
+    wait(id: string): Promise<void> {
+      return new Promise((resolve) => open.set(id, resolve));
+    },
+    release(): void {
+      for (const resolve of open.values()) resolve();
+      open.clear();
+    },
+  };
+}
+
+describe("the worker loop", () => {
+  it("takes as many jobs as the concurrency function says between takes, and logs and ignores a bad return", async () => {
+    await using h = await testHarness();
+    const sink = logSink();
+    const gate = gates();
+    let target: unknown = 1;
+    const w = await workerFor(
+      h,
+      defineHandler({
+        input: z.number(),
+        concurrency: () => {
+          if (target === "throw") throw new Error("scheduler offline");
+          return target as number;
+        },
+        handler: async ({ job }) => {
+          await gate.wait(job.id);
+          return "ok";
+        },
+      }),
+      { sink },
+    );
+    try {
+      const first = [1, 2, 3, 4].map((n) => h.enqueue("local", { input: n }));
+      const running = () => first.filter((id) => h.job(id)?.status === "IN_PROGRESS").length;
+      await waitFor("one job to run", () => running() === 1);
+      expect(w.concurrency).toBe(1);
+      expect(h.requests({ route: "job-take-batch" })).toEqual([]);
+
+      // Raised while the one slot is busy: the next take asks for the two new slots at once.
+      target = 3;
+      await waitFor("three jobs to run", () => running() === 3);
+      const batch = h.requests({ route: "job-take-batch" })[0]!;
+      expect(batch.query).toMatchObject({ batch_size: "2", job_in_progress: "1" });
+      expect(w.concurrency).toBe(3);
+
+      // Bad returns are logged and ignored; the worker keeps 3 and goes on.
+      for (const bad of [0, 2.5, "three", "throw"]) {
+        target = bad;
+        await waitFor(`the bad return ${String(bad)} to be logged`, () =>
+          sink.lines.some((l) =>
+            bad === "throw"
+              ? l["message"] === "the concurrency function threw; keeping the current value"
+              : l["message"] ===
+                `concurrency function must return an integer ≥ 1, got ${String(bad)}; keeping 3`,
+          ),
+        );
+        expect(w.concurrency).toBe(3);
+      }
+
+      // Lowered while three run: takes effect at once, without waiting for them to finish.
+      target = 1;
+      await waitFor("concurrency to drop to 1", () => w.concurrency === 1);
+      expect(running()).toBe(3);
+      gate.release();
+      const rest = [5, 6].map((n) => h.enqueue("local", { input: n }));
+      for (const id of [...first, ...rest]) {
+        const job = await waitForRelease(h, id, gate);
+        expect(job.status).toBe("COMPLETED");
+      }
+      // With concurrency 1, every take after the drop asks for one job.
+      const takesAfter = h.requests().filter((r) => r.route === "job-take" || r.route === "job-take-batch");
+      expect(takesAfter.at(-1)!.route).toBe("job-take");
+    } finally {
+      gate.release();
+      await w.close();
+    }
+  });
+
+  it("pauses a generator once its unposted chunks exceed maxBufferedStreamBytes and still delivers every item in order", async () => {
+    await using h = await testHarness();
+    const budget = 1_000;
+    const items = Array.from({ length: 60 }, (_, i) => `${String(i).padStart(3, "0")}${"x".repeat(97)}`);
+    const chunkBytes = Buffer.byteLength(
+      JSON.stringify({
+        output: items[0],
+        metrics: { streamIndex: 10, part: 0, parts: 1, encoding: "json", bytes: 102 },
+      }),
+    );
+    // Every item counts against the budget until its post is answered: at most this many at once.
+    const maxUnposted = Math.floor(budget / chunkBytes);
+    const ahead: number[] = [];
+    h.injectFault("job-stream", { delayMs: 25 }, items.length);
+    await using _w = await workerFor(
+      h,
+      defineHandler({
+        maxBufferedStreamBytes: budget,
+        async *handler() {
+          for (const [i, item] of items.entries()) {
+            // Items handed to the worker so far, minus posts the platform has received.
+            ahead.push(i - h.requests({ route: "job-stream" }).length);
+            yield item;
+          }
+        },
+      }),
+    );
+    const id = h.enqueue("local", { input: {} });
+    const job = await h.waitForJob(id, { timeoutMs: 20_000 });
+    expect(job.status).toBe("COMPLETED");
+    expect(job.stream.map((c) => c.output)).toEqual(items);
+    // It ran ahead of the network (generation does not wait for each post) ...
+    expect(Math.max(...ahead)).toBeGreaterThanOrEqual(2);
+    // ... but never further than the byte budget allows (without back-pressure it would reach 60).
+    expect(Math.max(...ahead)).toBeLessThanOrEqual(maxUnposted);
+    expect(h.requests({ route: "job-stream" }).map((r) => r.status)).toEqual(items.map(() => 200));
+  });
+
+  it("hard-stops an in-process handler that ignores a job-stop: posts nothing for it and stops with exit code 1", async () => {
+    await using h = await testHarness();
+    const sink = logSink();
+    let stopped = false;
+    let sawAbort = false;
+    const w = await workerFor(
+      h,
+      defineHandler({
+        hardStopGraceMs: 100,
+        handler: async ({ signal }) => {
+          signal.addEventListener("abort", () => {
+            sawAbort = true;
+          });
+          while (!stopped) await new Promise((r) => setTimeout(r, 10));
+          return "too late";
+        },
+      }),
+      { sink },
+    );
+    try {
+      const id = h.enqueue("local", { input: {} });
+      await waitFor("the job to run", () => h.job(id)?.status === "IN_PROGRESS");
+      h.stopJob(id);
+      expect(await w.stopped).toEqual({ reason: "runaway", exitCode: 1 });
+      expect(sawAbort).toBe(true);
+      expect(h.requests({ route: "job-done" })).toEqual([]);
+      expect(h.job(id)!.status).toBe("CANCELLED");
+      expect(sink.lines.map((l) => l["message"])).toContain(
+        "an in-process handler ignored its aborted signal (deadline or job-stop); the worker reports it and stops taking jobs",
+      );
+    } finally {
+      stopped = true;
+      await w.close();
+    }
+  });
+});
+
+/** Waits for a job, releasing gated handlers as they start (jobs taken after the release). */
+async function waitForRelease(
+  h: Awaited<ReturnType<typeof testHarness>>,
+  id: string,
+  gate: ReturnType<typeof gates>,
+) {
+  for (;;) {
+    const job = h.job(id);
+    if (job !== undefined && ["COMPLETED", "FAILED", "CANCELLED", "TIMED_OUT"].includes(job.status))
+      return job;
+    gate.release();
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
