@@ -1,4 +1,4 @@
-import type { Harness, RecordedRequest } from "../harness/index.js";
+import type { Harness, JobEvent } from "../harness/index.js";
 
 /** Longest preview of an output or stream item in a log line, in characters. */
 const PREVIEW_CHARS = 120;
@@ -8,72 +8,39 @@ function preview(value: unknown): string {
   return text.length > PREVIEW_CHARS ? `${text.slice(0, PREVIEW_CHARS - 1)}…` : text;
 }
 
-function parseBody(body: string): Record<string, unknown> | undefined {
-  try {
-    const parsed: unknown = JSON.parse(body);
-    return typeof parsed === "object" && parsed !== null ? (parsed as Record<string, unknown>) : undefined;
-  } catch {
-    return undefined; // A body the harness rejected; the worker's own log says why.
+/** One readable line for a job event: progress, stream item, or the end with status and timings. */
+export function describeJobEvent(event: JobEvent): string {
+  const label = `job ${event.jobId}`;
+  switch (event.type) {
+    case "progress":
+      return `${label} progress ${preview(event.output)}`;
+    case "stream":
+      return `${label} stream #${event.index} ${preview(event.chunk.output)}`;
+    case "end": {
+      const { job } = event;
+      const timing = `in ${job.executionTime ?? "?"} ms (queued ${job.delayTime ?? "?"} ms)`;
+      const result =
+        job.status === "COMPLETED"
+          ? "output" in job
+            ? `output ${preview(job.output)}`
+            : ""
+          : job.error === undefined
+            ? ""
+            : `error ${preview(job.error)}`;
+      return `${label} ${job.status} ${timing} ${result}`.trimEnd();
+    }
   }
 }
 
 /**
- * Turns the harness's record of worker requests into one readable line per job event (progress,
- * stream item, finish with status and timings) for `runlet dev`. It polls, because the harness
- * records requests rather than emitting events; `stop()` ends the polling.
+ * Prints one readable line per job event of every endpoint of the harness, as it happens (what
+ * `runlet dev` shows beside the workers' own lines). It follows the harness's job events rather
+ * than its recorded requests, so nothing is missed once old records are dropped. `stop()` ends it.
  */
 export function followJobs(
-  harness: Harness,
+  harness: Pick<Harness, "onJobEvent">,
   print: (line: string) => void,
-  pollMs = 200,
-): { stop(): void; flush(): void } {
-  const done = new Set<number>();
-  let firstOpen = 0;
-  const streamCounts = new Map<string, number>();
-
-  function describe(r: RecordedRequest): string | undefined {
-    const jobId = r.path.split("/").at(-1) ?? "?";
-    if (r.status !== 200) return undefined;
-    if (r.route === "job-stream") {
-      const n = (streamCounts.get(jobId) ?? 0) + 1;
-      streamCounts.set(jobId, n);
-      const body = parseBody(r.body);
-      return `job ${jobId} stream #${n} ${preview(body?.["output"])}`;
-    }
-    if (r.route === "job-done") {
-      const body = parseBody(r.body);
-      if (body?.["status"] === "IN_PROGRESS") return `job ${jobId} progress ${preview(body["output"])}`;
-      streamCounts.delete(jobId);
-      const job = harness.job(jobId);
-      if (job === undefined) return `job ${jobId} finished`;
-      const timing = `in ${job.executionTime ?? "?"} ms (queued ${job.delayTime ?? "?"} ms)`;
-      const result =
-        job.status === "COMPLETED"
-          ? `output ${preview(job.output)}`
-          : job.error === undefined
-            ? ""
-            : `error ${preview(job.error)}`;
-      return `job ${jobId} ${job.status} ${timing} ${result}`.trimEnd();
-    }
-    return undefined;
-  }
-
-  function flush(): void {
-    const records = harness.requests();
-    for (let i = firstOpen; i < records.length; i++) {
-      const r = records[i];
-      if (r === undefined || done.has(i) || r.status === "pending") continue;
-      done.add(i);
-      const line = describe(r);
-      if (line !== undefined) print(line);
-    }
-    while (done.has(firstOpen)) done.delete(firstOpen++);
-  }
-
-  const timer = setInterval(flush, pollMs);
-  timer.unref();
-  return {
-    stop: () => clearInterval(timer),
-    flush,
-  };
+): { stop(): void } {
+  const stop = harness.onJobEvent((event) => print(describeJobEvent(event)));
+  return { stop };
 }

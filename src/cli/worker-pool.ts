@@ -89,18 +89,7 @@ export class WorkerPool {
       exited: new Promise((resolve) => child.once("close", () => resolve())),
     };
     this.#members.add(member);
-    for (const stream of [child.stdout, child.stderr]) {
-      let pending = "";
-      stream?.setEncoding("utf8").on("data", (chunk: string) => {
-        pending += chunk;
-        const lines = pending.split("\n");
-        pending = lines.pop() ?? "";
-        for (const line of lines) this.#options.onLine(label, line);
-      });
-      stream?.on("end", () => {
-        if (pending !== "") this.#options.onLine(label, pending);
-      });
-    }
+    pipeLines(child, (line) => this.#options.onLine(label, line));
     child.once("close", (code, signal) => {
       this.#members.delete(member);
       if (member.stopping || this.#closed.signal.aborted) return;
@@ -128,8 +117,24 @@ export class WorkerPool {
   }
 }
 
+/** Hands each line a child prints (stdout and stderr) to `onLine`, a last unterminated one included. */
+export function pipeLines(child: ChildProcess, onLine: (line: string) => void): void {
+  for (const stream of [child.stdout, child.stderr]) {
+    let pending = "";
+    stream?.setEncoding("utf8").on("data", (chunk: string) => {
+      pending += chunk;
+      const lines = pending.split("\n");
+      pending = lines.pop() ?? "";
+      for (const line of lines) onLine(line);
+    });
+    stream?.on("end", () => {
+      if (pending !== "") onLine(pending);
+    });
+  }
+}
+
 /** The CLI's environment without platform variables, so a worker sees only the harness's. */
-function inheritedEnv(): NodeJS.ProcessEnv {
+export function inheritedEnv(): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) {
     if (!k.startsWith("RUNPOD_")) env[k] = v;

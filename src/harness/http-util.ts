@@ -144,12 +144,18 @@ export function headersOf(req: IncomingMessage): Record<string, string> {
   return out;
 }
 
-/** Parses JSON text, or returns undefined with the parser's message. */
+/**
+ * Parses JSON text, or returns the parser's message. V8 quotes a piece of the text in some messages
+ * (`Unexpected token 'x', "{"s3Config": x..." is not valid JSON`); that piece is cut, because the
+ * message goes into an answer and a body may hold a secret (`s3Config.accessSecret`).
+ */
 export function parseJson(text: string): { ok: true; value: unknown } | { ok: false; message: string } {
   try {
     return { ok: true, value: JSON.parse(text) as unknown };
   } catch (err) {
-    return { ok: false, message: err instanceof Error ? err.message : String(err) };
+    const message = err instanceof Error ? err.message : String(err);
+    const safe = / is not valid JSON$/.test(message) ? message.replace(/, (?:\.\.\.)?".*$/s, "") : message;
+    return { ok: false, message: safe };
   }
 }
 

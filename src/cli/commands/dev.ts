@@ -2,6 +2,7 @@ import { readFile } from "node:fs/promises";
 import { dirname, join, relative } from "node:path";
 import { RunletError } from "../../errors.js";
 import { type Command, EXIT, parseCommandArgs, reportCliError, usageError } from "../command.js";
+import { DevSpawner } from "../dev-spawner.js";
 import { DEFAULT_HANDLER_PATHS, resolveHandlerPath } from "../handler-path.js";
 import { followJobs } from "../job-log.js";
 import { formatLogLine } from "../log-line.js";
@@ -16,7 +17,8 @@ const HELP = `Usage: runlet dev [handler] [--port N] [--workers N]
 Starts runlet's local copy of the platform with one endpoint ("${ENDPOINT_ID}") and worker
 processes for the handler, and prints the URL, the API key and a curl to try. Workers are
 replaced when a file in the handler's folder changes; queued jobs wait for the new ones.
-Each job is logged as it runs. Stop with Ctrl-C.
+Each job is logged as it runs. Endpoints created through the harness's management API
+(runlet deploy --base-url <url>) get worker processes for the same handler. Stop with Ctrl-C.
 
 Arguments:
   handler          the handler module
@@ -88,21 +90,28 @@ export const command: Command = {
       // Loaded only now, so --help and usage errors answer without loading the harness.
       const { startHarness } = await import("../../harness/index.js");
 
-      await using harness = await startHarness({ port, endpoints: [{ id: ENDPOINT_ID }] }).catch(
-        (err: unknown) => {
-          const code = (err as NodeJS.ErrnoException).code;
-          if (code === "EADDRINUSE") {
-            throw new RunletError(
-              "RUNLET_HARNESS_CONFIG",
-              `port ${port} is in use; pass --port N (0 picks a free one)`,
-              {
-                cause: err,
-              },
-            );
-          }
-          throw err;
-        },
-      );
+      const deployed = new DevSpawner({
+        handlerPath,
+        onLine: (label, line) => out(`[${label}] ${formatLogLine(line)}`),
+      });
+      await using harness = await startHarness({
+        port,
+        endpoints: [{ id: ENDPOINT_ID }],
+        // Endpoints deployed to this harness (POST /v2/serverless) run the same handler.
+        managementSpawn: deployed.spawn,
+      }).catch((err: unknown) => {
+        const code = (err as NodeJS.ErrnoException).code;
+        if (code === "EADDRINUSE") {
+          throw new RunletError(
+            "RUNLET_HARNESS_CONFIG",
+            `port ${port} is in use; pass --port N (0 picks a free one)`,
+            {
+              cause: err,
+            },
+          );
+        }
+        throw err;
+      });
       const endpoint = `${harness.url}/v2/${ENDPOINT_ID}`;
       const body = await sampleBody(cwd);
       out(`runlet dev: serving ${relative(cwd, handlerPath) || handlerPath}`);
@@ -123,19 +132,20 @@ export const command: Command = {
           out(`runlet dev: worker ${label} exited (${signal ?? `code ${code}`}); starting another`),
       });
       pool.start();
-      const jobs = followJobs(harness, out, 100);
+      const jobs = followJobs(harness, out);
       const watcher = watchFolder(dirname(handlerPath), (files) => {
         out(
           `runlet dev: ${files.slice(0, 3).join(", ")}${files.length > 3 ? ", …" : ""} changed; reloading workers`,
         );
-        pool.reload().catch((err: unknown) => out(`runlet dev: reload failed: ${String(err)}`));
+        Promise.all([pool.reload(), deployed.reload()]).catch((err: unknown) =>
+          out(`runlet dev: reload failed: ${String(err)}`),
+        );
       });
       try {
         const signal = await interrupted();
         out(`runlet dev: ${signal}, stopping`);
       } finally {
         watcher.close();
-        jobs.flush();
         jobs.stop();
       }
       return EXIT.ok;

@@ -1,3 +1,4 @@
+import { parseJson } from "../http-util.js";
 import { type ManagementAnswer, problem } from "./answers.js";
 
 /** Parses a v2 request body: a JSON object, or a 400 problem saying what came instead. */
@@ -5,14 +6,10 @@ export function readJsonBody(
   text: string,
 ): { value: Record<string, unknown> } | { answer: ManagementAnswer } {
   if (text.trim().length === 0) return { answer: problem(400, "a JSON object body is required") };
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (err) {
-    return {
-      answer: problem(400, `the body is not JSON: ${err instanceof Error ? err.message : String(err)}`),
-    };
-  }
+  // parseJson's message never quotes the body, which may carry env values such as keys.
+  const parsed = parseJson(text);
+  if (!parsed.ok) return { answer: problem(400, `the body is not JSON: ${parsed.message}`) };
+  const value = parsed.value;
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     return { answer: problem(400, "the body must be a JSON object") };
   }

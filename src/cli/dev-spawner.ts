@@ -1,0 +1,98 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { once } from "node:events";
+import { join } from "node:path";
+import type { SpawnedWorker, WorkerSpawner } from "../harness/index.js";
+import { RUNLET_ROOT } from "./paths.js";
+import { inheritedEnv, pipeLines } from "./worker-pool.js";
+
+/** Options of {@link DevSpawner}. */
+export interface DevSpawnerOptions {
+  /** The handler module each worker runs (`runlet start <handler>`). */
+  readonly handlerPath: string;
+  /** Receives each line a worker prints, with its label (`<endpoint>/w<n>`). */
+  readonly onLine: (label: string, line: string) => void;
+  /** How long a stopped worker may finish its jobs before it is killed, in ms. @default 30_000 */
+  readonly stopGraceMs?: number;
+}
+
+interface Child {
+  readonly label: string;
+  readonly process: ChildProcess;
+  readonly exited: Promise<unknown>;
+}
+
+/** The endpoint id in a job-take template, `.../v2/<endpoint>/job-take/...`. */
+function endpointOf(env: Record<string, string>): string {
+  const match = /\/v2\/([^/]+)\/job-take\//.exec(env["RUNPOD_WEBHOOK_GET_JOB"] ?? "");
+  return match?.[1] === undefined ? "endpoint" : decodeURIComponent(match[1]);
+}
+
+/**
+ * The workers `runlet dev` gives endpoints created through the harness's management copy (a
+ * `runlet deploy --base-url` against the dev harness): `runlet start <handler>` children the
+ * harness's scaler starts and stops, their lines labelled like the main pool's. `reload()` stops
+ * them gracefully; the scaler replaces them (with the new code) as jobs wait.
+ */
+export class DevSpawner {
+  readonly #options: DevSpawnerOptions;
+  readonly #children = new Set<Child>();
+  readonly #counters = new Map<string, number>();
+
+  constructor(options: DevSpawnerOptions) {
+    this.#options = options;
+  }
+
+  /** The spawner to give the harness (`managementSpawn`). */
+  readonly spawn: WorkerSpawner = async (env) => {
+    const endpointId = endpointOf(env);
+    const n = (this.#counters.get(endpointId) ?? 0) + 1;
+    this.#counters.set(endpointId, n);
+    const label = `${endpointId}/w${n}`;
+    const child = spawn(
+      process.execPath,
+      [join(RUNLET_ROOT, "bin", "runlet.mjs"), "start", this.#options.handlerPath],
+      {
+        // Platform mode (JSON lines), so each worker line is rendered as one readable line.
+        env: { ...inheritedEnv(), ...env, RUNPOD_ENDPOINT_ID: endpointId },
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
+    pipeLines(child, (line) => this.#options.onLine(label, line));
+    await new Promise<void>((resolve, reject) => {
+      child.once("spawn", resolve);
+      child.once("error", reject);
+    });
+    const entry: Child = { label, process: child, exited: once(child, "close") };
+    this.#children.add(entry);
+    const forget = () => this.#children.delete(entry);
+    entry.exited.then(forget, forget);
+    return this.#worker(entry);
+  };
+
+  /** Stops every worker it started (each finishes its jobs first); the harness starts new ones as needed. */
+  async reload(): Promise<void> {
+    await Promise.all([...this.#children].map((c) => this.#stop(c)));
+  }
+
+  #worker(child: Child): SpawnedWorker {
+    let closing: Promise<void> | undefined;
+    return {
+      exited: child.exited,
+      close: () => {
+        closing ??= this.#stop(child);
+        return closing;
+      },
+    };
+  }
+
+  async #stop(child: Child): Promise<void> {
+    const p = child.process;
+    if (p.exitCode === null && p.signalCode === null) p.kill("SIGTERM");
+    const timer = setTimeout(() => p.kill("SIGKILL"), this.#options.stopGraceMs ?? 30_000);
+    try {
+      await child.exited;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
