@@ -75,10 +75,9 @@ describe("deleting a serverless endpoint through the harness's management copy",
     expect(harness.job(waiting)?.status).toBe("IN_QUEUE");
 
     await mgmt.serverless.delete(endpoint.id);
-    await expect.poll(() => events, { timeout: 10_000 }).toEqual([
-      `start ${endpoint.id}-worker-1`,
-      `stop ${endpoint.id}-worker-1`,
-    ]);
+    await expect
+      .poll(() => events, { timeout: 10_000 })
+      .toEqual([`start ${endpoint.id}-worker-1`, `stop ${endpoint.id}-worker-1`]);
     expect(harness.endpointIds()).toEqual(["local"]);
     expect(harness.job(running)).toMatchObject({ status: "IN_PROGRESS", deleted: true });
     expect(harness.job(waiting)).toMatchObject({ status: "IN_QUEUE", deleted: true });
