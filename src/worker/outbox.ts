@@ -34,8 +34,8 @@ export interface JobOutboxOptions {
   readonly retryCapMs: number;
 }
 
-/** A single request may take this long before it counts as a network error and is retried. */
-const POST_TIMEOUT_MS = 120_000;
+/** A post whose answer (headers, then each part of its body) takes longer counts as a network error and is retried. */
+const POST_ANSWER_TIMEOUT_MS = 120_000;
 
 type PostOutcome = { ok: true } | { ok: false; status: number | "gave-up"; text: string };
 
@@ -213,8 +213,11 @@ export class JobOutbox {
       if (giveUp.aborted) return this.#gaveUp(entry);
       let waitMs: number;
       try {
-        const signal = AbortSignal.any([giveUp, AbortSignal.timeout(POST_TIMEOUT_MS)]);
-        const response = await http.postJson(entry.url, entry.body, { jobId, signal });
+        const response = await http.postJson(entry.url, entry.body, {
+          jobId,
+          signal: giveUp,
+          answerTimeoutMs: POST_ANSWER_TIMEOUT_MS,
+        });
         if (response.status >= 200 && response.status < 300) return { ok: true };
         if (response.status !== 429 && response.status < 500) {
           return { ok: false, status: response.status, text: response.text };

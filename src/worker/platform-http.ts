@@ -1,4 +1,4 @@
-import { Agent, request } from "undici";
+import { Agent, type Dispatcher } from "undici";
 import { USER_AGENT } from "../version.js";
 
 /**
@@ -19,17 +19,38 @@ export interface PlatformRequestOptions {
   readonly jobId?: string;
   /** Cuts the request short (long polls on shutdown, posts at the flush deadline). */
   readonly signal?: AbortSignal;
+  /**
+   * Longest wait for the answer's headers, and then between its body's bytes, in ms; a request
+   * that takes longer fails like a network error. @default none (long polls are bounded by `signal`)
+   */
+  readonly answerTimeoutMs?: number;
 }
 
 /** Talks to the platform's worker routes. */
+/** How many parsed URLs to keep: a job's stream and done URLs, the take and stop polls. */
+const TARGET_CACHE_SIZE = 64;
+
 export class PlatformHttp {
   readonly #agent: Agent;
   readonly #apiKey: string | undefined;
+  /** URL text → origin and path. A streaming job posts thousands of chunks to one URL: parse it once. */
+  readonly #targets = new Map<string, { readonly origin: string; readonly path: string }>();
 
   constructor(apiKey: string | undefined) {
     this.#apiKey = apiKey;
     // Long polls are bounded by the caller's signal (takeTimeoutMs), not by undici's own timers.
     this.#agent = new Agent({ keepAliveTimeout: 30_000, headersTimeout: 0, bodyTimeout: 0 });
+  }
+
+  #target(url: string): { readonly origin: string; readonly path: string } {
+    let target = this.#targets.get(url);
+    if (target === undefined) {
+      const parsed = new URL(url);
+      target = { origin: parsed.origin, path: `${parsed.pathname}${parsed.search}` };
+      if (this.#targets.size >= TARGET_CACHE_SIZE) this.#targets.clear();
+      this.#targets.set(url, target);
+    }
+    return target;
   }
 
   #headers(jobId: string | undefined, json: boolean): Record<string, string> {
@@ -41,28 +62,92 @@ export class PlatformHttp {
   }
 
   /** GET `url`. Throws on network errors and aborts; any status is an answer. */
-  async get(url: string, options: PlatformRequestOptions = {}): Promise<PlatformResponse> {
-    const response = await request(url, {
-      method: "GET",
-      dispatcher: this.#agent,
-      headers: this.#headers(options.jobId, false),
-      signal: options.signal,
-    });
-    const text = await response.body.text();
-    return { status: response.statusCode, headers: response.headers, text };
+  get(url: string, options: PlatformRequestOptions = {}): Promise<PlatformResponse> {
+    return this.#send("GET", url, this.#headers(options.jobId, false), undefined, options);
   }
 
   /** POST JSON text to `url`. Throws on network errors and aborts; any status is an answer. */
-  async postJson(url: string, body: string, options: PlatformRequestOptions = {}): Promise<PlatformResponse> {
-    const response = await request(url, {
-      method: "POST",
-      dispatcher: this.#agent,
-      headers: this.#headers(options.jobId, true),
-      body,
-      signal: options.signal,
+  postJson(url: string, body: string, options: PlatformRequestOptions = {}): Promise<PlatformResponse> {
+    return this.#send("POST", url, this.#headers(options.jobId, true), body, options);
+  }
+
+  /**
+   * One request through undici's dispatcher, the answer collected into a string. A streaming job
+   * makes one request per chunk, so this skips what `request()` builds per call that the worker
+   * does not need: the URL parse (cached in #target), a Readable for the answer body, and, with
+   * `answerTimeoutMs`, per-request AbortSignals (undici's own header and body timers instead).
+   */
+  #send(
+    method: "GET" | "POST",
+    url: string,
+    headers: Record<string, string>,
+    body: string | undefined,
+    options: PlatformRequestOptions,
+  ): Promise<PlatformResponse> {
+    const { signal, answerTimeoutMs } = options;
+    return new Promise<PlatformResponse>((resolve, reject) => {
+      if (signal?.aborted) {
+        reject(signal.reason);
+        return;
+      }
+      let controller: { abort(reason: Error): void } | undefined;
+      let status = 0;
+      let answerHeaders: PlatformResponse["headers"] = {};
+      const chunks: Buffer[] = [];
+      const onAbort = (): void => controller?.abort(signal?.reason);
+      signal?.addEventListener("abort", onAbort, { once: true });
+      const settle = (): void => signal?.removeEventListener("abort", onAbort);
+      try {
+        this.#dispatch(method, url, headers, body, answerTimeoutMs, {
+          onRequestStart(c) {
+            controller = c;
+            // Aborted while the request waited for a connection.
+            if (signal?.aborted) c.abort(signal.reason);
+          },
+          onResponseStart(_c, statusCode, responseHeaders) {
+            status = statusCode;
+            answerHeaders = responseHeaders;
+          },
+          onResponseData(_c, chunk) {
+            chunks.push(chunk);
+          },
+          onResponseEnd() {
+            settle();
+            resolve({ status, headers: answerHeaders, text: Buffer.concat(chunks).toString("utf8") });
+          },
+          onResponseError(_c, err) {
+            settle();
+            reject(err);
+          },
+        });
+      } catch (err) {
+        // A closed agent may refuse synchronously.
+        settle();
+        reject(err);
+      }
     });
-    const text = await response.body.text();
-    return { status: response.statusCode, headers: response.headers, text };
+  }
+
+  #dispatch(
+    method: "GET" | "POST",
+    url: string,
+    headers: Record<string, string>,
+    body: string | undefined,
+    answerTimeoutMs: number | undefined,
+    handler: Dispatcher.DispatchHandler,
+  ): void {
+    this.#agent.dispatch(
+      {
+        ...this.#target(url),
+        method,
+        headers,
+        body,
+        ...(answerTimeoutMs === undefined
+          ? {}
+          : { headersTimeout: answerTimeoutMs, bodyTimeout: answerTimeoutMs }),
+      },
+      handler,
+    );
   }
 
   /** Closes idle connections; requests still running are destroyed. */
