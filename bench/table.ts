@@ -32,7 +32,19 @@ export function formatTable(results: BenchResults): string {
   lines.push("");
   if (cold.available) {
     lines.push(`cold start (bench/cold-start.ts, ${cold.export}):`);
-    for (const leaf of cold.leaves) lines.push(`  ${leaf.path} = ${fmt(leaf.value)}`);
+    // Arrays of runs print as one line (count, min–max) rather than one line per run.
+    const groups = new Map<string, number[]>();
+    for (const leaf of cold.leaves) {
+      const key = leaf.path.replace(/\.\d+$/, "[]");
+      groups.set(key, [...(groups.get(key) ?? []), leaf.value]);
+    }
+    for (const [path, values] of groups) {
+      lines.push(
+        path.endsWith("[]")
+          ? `  ${path.slice(0, -2)} = ${values.length} runs, ${fmt(Math.min(...values))} – ${fmt(Math.max(...values))}`
+          : `  ${path} = ${fmt(values[0]!)}`,
+      );
+    }
   } else lines.push(`cold start (bench/cold-start.ts): not run — ${cold.reason}`);
   return lines.join("\n");
 }
