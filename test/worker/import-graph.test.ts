@@ -1,0 +1,50 @@
+import { readFileSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+
+// A job that never uses ctx.s3 must not pay for the AWS SDK: the worker and handler modules may
+// reach the S3 module only through a dynamic import(). This walks their static, non-type imports.
+
+const SRC = fileURLToPath(new URL("../../src/", import.meta.url));
+const STATIC_IMPORT = /^\s*(?:import|export)\s+(?!type\b)(?:[^"';]*?\sfrom\s+)?["']([^"']+)["']/gm;
+
+function staticImports(file: string): string[] {
+  const text = readFileSync(file, "utf8");
+  return [...text.matchAll(STATIC_IMPORT)].map((m) => m[1]!);
+}
+
+/** Every package a module reaches through static imports, with the chain that reaches it. */
+function packagesReached(entry: string): Map<string, string[]> {
+  const seen = new Set<string>();
+  const packages = new Map<string, string[]>();
+  const visit = (file: string, chain: string[]): void => {
+    if (seen.has(file)) return;
+    seen.add(file);
+    for (const spec of staticImports(file)) {
+      if (spec.startsWith(".")) {
+        visit(resolve(dirname(file), spec.replace(/\.js$/, ".ts")), [...chain, spec]);
+      } else if (!packages.has(spec)) {
+        packages.set(spec, [...chain, spec]);
+      }
+    }
+  };
+  visit(resolve(SRC, entry), [entry]);
+  return packages;
+}
+
+describe("what the worker loads up front", () => {
+  it("never imports the AWS SDK statically from the worker or the handler API", () => {
+    for (const entry of ["index.ts", "worker/index.ts", "worker/thread-entry.ts", "handler/index.ts"]) {
+      const reached = packagesReached(entry);
+      const aws = [...reached].filter(([name]) => name.startsWith("@aws-sdk/"));
+      expect(aws.map(([, chain]) => chain.join(" → "))).toEqual([]);
+      // The walk does see packages (a walk that found nothing could not fail).
+      expect(reached.has("zod") || reached.has("pino") || reached.has("undici")).toBe(true);
+    }
+  });
+
+  it("sees the AWS SDK behind the S3 module (so the check above can fail)", () => {
+    expect([...packagesReached("s3/index.ts").keys()]).toContain("@aws-sdk/client-s3");
+  });
+});
