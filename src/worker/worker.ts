@@ -3,8 +3,8 @@ import { RunletError } from "../errors.js";
 import { HANDLER_DEFAULTS, type HandlerDefinition, isHandlerDefinition } from "../handler/define-handler.js";
 import type { Unfitness } from "../handler/unfit.js";
 import { createLogger } from "../log/index.js";
-import { type DeliveredJob, expandTemplate, jobsToStopSchema, swapTakeRoute } from "../protocol/index.js";
-import { backoffDelayMs, retryAfterMs, sleep } from "./backoff.js";
+import { type DeliveredJob, expandTemplate } from "../protocol/index.js";
+import { backoffDelayMs, sleep } from "./backoff.js";
 import { resolveWorkerConfig, type WorkerConfig, type WorkerOptions } from "./config.js";
 import { type Executor, type ExecutorSettings, InProcessExecutor, type S3Settings } from "./executor.js";
 import { runHealthCheck } from "./health.js";
@@ -12,6 +12,7 @@ import { Heartbeat } from "./heartbeat.js";
 import { JobOutbox } from "./outbox.js";
 import { PlatformHttp } from "./platform-http.js";
 import { ActiveJob, doneUrl, failureBody } from "./run-job.js";
+import { pollJobStops } from "./stop-poll.js";
 import { take, takeUrl } from "./take.js";
 import { defaultThreadEntryUrl, ThreadExecutor } from "./thread-executor.js";
 
@@ -308,48 +309,17 @@ export class Worker {
     this.#notify();
   }
 
-  async #stopLoop(): Promise<void> {
-    const config = this.#config;
-    const closing = this.#closing.signal;
-    const url = swapTakeRoute(
-      expandTemplate(config.jobTakeUrl, {
-        podId: config.podId,
-        gpuTypeId: config.gpuTypeId,
-        id: config.podId,
-      }),
-      "job-stop",
-    );
-    let faults = 0;
-    while (!closing.aborted) {
-      // Only a running job can be stopped: stay quiet while idle.
-      if (this.#jobs.size === 0) {
-        await this.#waitForChange(60_000);
-        continue;
-      }
-      let waitMs = 0;
-      try {
-        const response = await this.#http.get(url, {
-          signal: AbortSignal.any([closing, AbortSignal.timeout(config.takeTimeoutMs)]),
-        });
-        if (response.status === 200) {
-          faults = 0;
-          const parsed = jobsToStopSchema.safeParse(JSON.parse(response.text));
-          if (!parsed.success) throw new Error(`bad job-stop answer: ${response.text.slice(0, 200)}`);
-          for (const id of parsed.data.jobsToStop) this.#jobs.get(id)?.stop();
-        } else if (response.status === 429) {
-          waitMs = retryAfterMs(response.headers["retry-after"]) ?? SLOW_DOWN_MS;
-        } else if (response.status !== 204) {
-          throw new Error(`job-stop answered HTTP ${response.status}`);
-        } else faults = 0;
-      } catch (err) {
-        if (closing.aborted) break;
-        if ((err as Error).name !== "TimeoutError" && (err as Error).name !== "AbortError") {
-          waitMs = backoffDelayMs(faults++, { baseMs: config.retryBaseMs, capMs: config.retryCapMs });
-          this.#log.warn({ err: (err as Error).message, waitMs }, "job-stop poll failed; backing off");
-        }
-      }
-      if (waitMs > 0) await sleep(waitMs, closing);
-    }
+  #stopLoop(): Promise<void> {
+    return pollJobStops({
+      config: this.#config,
+      http: this.#http,
+      log: this.#log,
+      closing: this.#closing.signal,
+      running: () => this.#jobs.size,
+      waitForChange: (ms) => this.#waitForChange(ms),
+      stop: (jobId) => this.#jobs.get(jobId)?.stop(),
+      slowDownMs: SLOW_DOWN_MS,
+    });
   }
 
   #onRunaway(jobId: string): void {
