@@ -1,30 +1,53 @@
 import { describe, expect, it } from "vitest";
-import { startHarness } from "../../src/harness/index.js";
+import { type Harness, ManualClock, startHarness } from "../../src/harness/index.js";
 import { startWorkerProcess, waitFor } from "./helpers.js";
 
 /**
  * The lost-worker rule (docs/reliability.md): a worker holding a job that makes no request for
  * `heartbeatTimeoutMs` has lapsed; the job goes back to the queue once (`/health` `retried` + 1);
  * if its worker lapses again the job fails with a reason. Nothing stays IN_PROGRESS.
+ *
+ * The heartbeat timeout runs on a ManualClock: a live worker can never lapse because this machine
+ * stalled, and a killed one lapses when the test moves the clock, not after real seconds. Held
+ * polls (job-take) stay real time, so the workers run as usual.
  */
 const HEARTBEAT_TIMEOUT_MS = 4_000;
 const SLEEPER = "test/reliability/fixtures/sleeper.ts";
 
+/**
+ * Lapses a killed worker: once the harness has ended every request it had open (a held poll ends
+ * when its socket closes, and only then does the silence start), moves the clock by the heartbeat
+ * timeout, which fires the lapse at once.
+ */
+async function lapse(h: Harness, clock: ManualClock, podId: string): Promise<void> {
+  await waitFor(`the harness to end every request of ${podId}`, () =>
+    h
+      .requests({ endpointId: "local" })
+      .filter((r) => r.path.split("/")[4] === podId)
+      .every((r) => r.status !== "pending"),
+  );
+  clock.advance(HEARTBEAT_TIMEOUT_MS);
+}
+
 describe("reliability: worker process SIGKILLed mid-job", () => {
   it("injects SIGKILL into the worker running a job: the lapsed job is requeued once and completes on the next worker", async () => {
-    await using h = await startHarness({ takeTimeoutMs: 500, heartbeatTimeoutMs: HEARTBEAT_TIMEOUT_MS });
+    const clock = new ManualClock();
+    await using h = await startHarness({
+      clock,
+      takeTimeoutMs: 500,
+      heartbeatTimeoutMs: HEARTBEAT_TIMEOUT_MS,
+    });
     const first = await startWorkerProcess(h, SLEEPER, { podId: "doomed-1" });
     try {
-      const id = h.enqueue("local", { input: { ms: 1_500 } });
+      // Two minutes on doomed-1, so it is surely still running when killed; 100 ms on healthy-2.
+      const id = h.enqueue("local", { input: { ms: 120_000, msOnPod: { "healthy-2": 100 } } });
       await waitFor("the job to start on doomed-1", () => h.job(id)?.workerId === "doomed-1");
       await first.kill();
       expect(await first.exited).toBe("SIGKILL");
+      expect(h.job(id)?.status).toBe("IN_PROGRESS");
       // After the heartbeat timeout the harness puts the job back, counted as a retry.
-      await waitFor(
-        "the job to be requeued",
-        () => h.job(id)?.status === "IN_QUEUE",
-        HEARTBEAT_TIMEOUT_MS + 10_000,
-      );
+      await lapse(h, clock, "doomed-1");
+      expect(h.job(id)?.status).toBe("IN_QUEUE");
       expect(h.health("local").jobs).toEqual({
         completed: 0,
         failed: 0,
@@ -37,7 +60,7 @@ describe("reliability: worker process SIGKILLed mid-job", () => {
       try {
         const job = await h.waitForJob(id, { timeoutMs: 20_000 });
         expect(job.status).toBe("COMPLETED");
-        expect(job.output).toEqual({ slept: 1_500 });
+        expect(job.output).toEqual({ slept: 100 });
         expect(job.workerId).toBe("healthy-2");
         expect(job.duplicateResults).toBe(0);
         expect(h.health("local").jobs).toEqual({
@@ -56,7 +79,12 @@ describe("reliability: worker process SIGKILLed mid-job", () => {
   }, 60_000);
 
   it("injects SIGKILL twice into the workers running the same job: the second lapse fails it with a reason", async () => {
-    await using h = await startHarness({ takeTimeoutMs: 500, heartbeatTimeoutMs: HEARTBEAT_TIMEOUT_MS });
+    const clock = new ManualClock();
+    await using h = await startHarness({
+      clock,
+      takeTimeoutMs: 500,
+      heartbeatTimeoutMs: HEARTBEAT_TIMEOUT_MS,
+    });
     const id = h.enqueue("local", { input: { ms: 120_000 } });
     for (const podId of ["doomed-a", "doomed-b"]) {
       const worker = await startWorkerProcess(h, SLEEPER, { podId });
@@ -67,11 +95,9 @@ describe("reliability: worker process SIGKILLed mid-job", () => {
       } finally {
         await worker.kill();
       }
-      await waitFor(
-        `the harness to notice ${podId} lapsed`,
-        () => h.job(id)?.status !== "IN_PROGRESS",
-        HEARTBEAT_TIMEOUT_MS + 10_000,
-      );
+      expect(h.job(id)?.status).toBe("IN_PROGRESS");
+      await lapse(h, clock, podId);
+      expect(h.job(id)?.status).toBe(podId === "doomed-a" ? "IN_QUEUE" : "FAILED");
     }
     const job = h.job(id)!;
     expect(job.status).toBe("FAILED");
