@@ -2,9 +2,12 @@ import pino from "pino";
 import { describe, expect, it } from "vitest";
 import { startHarness, type WorkerRoute } from "../../src/harness/index.js";
 import { defineHandler, startWorker } from "../../src/index.js";
+import { waitFor } from "./helpers.js";
 import { SeededFaults } from "./seeded-faults.js";
 
 const JOBS = 500;
+/** Entries drawn per route, queued up front; a route with more requests fails the test. */
+const FAULTS_PER_ROUTE = 20_000;
 const ROUTES: readonly WorkerRoute[] = ["job-take", "job-take-batch", "job-done", "job-stream", "ping"];
 
 /** Every third job streams 1–12 items; the others return an object derived from their input. */
@@ -28,8 +31,7 @@ const handler = defineHandler({
 describe("reliability: random faults between the worker and the harness", () => {
   it("injects 429/500/503/drops/delays into a seeded 30 % of job-take, job-done, job-stream and ping requests: 500 jobs each end once, every output intact and in order", async () => {
     await using h = await startHarness({ takeTimeoutMs: 1_000 });
-    const faults = new SeededFaults(h, ROUTES, { rate: 0.3, seed: 8 });
-    faults.start();
+    const faults = new SeededFaults(h, ROUTES, { rate: 0.3, seed: 8, perRoute: FAULTS_PER_ROUTE });
     const worker = await startWorker(handler, {
       env: h.workerEnv("local", { podId: "faulty-net", pingIntervalMs: 100 }),
       logger: pino({ level: "silent" }),
@@ -41,7 +43,6 @@ describe("reliability: random faults between the worker and the harness", () => 
     try {
       const ids = Array.from({ length: JOBS }, (_, n) => h.enqueue("local", { input: inputOf(n) }));
       const jobs = await Promise.all(ids.map((id) => h.waitForJob(id, { timeoutMs: 120_000 })));
-      faults.stop();
 
       for (const [n, job] of jobs.entries()) {
         const input = inputOf(n);
@@ -76,18 +77,27 @@ describe("reliability: random faults between the worker and the harness", () => 
         inQueue: 0,
         retried: 0,
       });
-      // The faults really happened, on every route that saw traffic.
+      // Pings come by the clock, so a fast run may have sent few: wait for the ping that meets the
+      // first drawn ping fault.
+      await waitFor(
+        "the pings to reach the first drawn ping fault",
+        () => h.requests({ route: "ping" }).length > faults.firstFault("ping"),
+      );
+      // Every request met the fault drawn for its place in its route's sequence. How many
+      // requests a route gets depends on timing; which fault each one meets does not.
+      for (const route of ROUTES) expect(faults.mismatches(route, h.requests({ route }))).toEqual([]);
+      // The faults really happened on every route that saw traffic.
+      const answered = (route: WorkerRoute) => faults.answeredFaults(route, h.requests({ route }).length);
       for (const route of ["job-done", "job-stream", "ping"] as const) {
-        const answered = h.requests({ route });
-        const faulted = answered.filter(
-          (r) => r.status === "dropped" || [429, 500, 503].includes(r.status as number),
-        );
-        expect(faulted.length, route).toBeGreaterThan(answered.length * 0.15);
+        expect(answered(route), route).toBeGreaterThan(0);
       }
-      const takes = h.requests({ route: "job-take" }).concat(h.requests({ route: "job-take-batch" }));
-      expect(takes.some((r) => r.status === "dropped" || r.status === 503)).toBe(true);
+      // The worker takes one job or a batch as its free slots allow: the two share the fault check.
+      expect(answered("job-take") + answered("job-take-batch")).toBeGreaterThan(0);
+      // And a substantial share: there are at least 500 job-done posts, and over 15 % of the first
+      // 500 were answered 429/500/503 or dropped (a fact of the seed, checked request by request above).
+      expect(h.requests({ route: "job-done" }).length).toBeGreaterThanOrEqual(JOBS);
+      expect(faults.answeredFaults("job-done", JOBS)).toBeGreaterThan(JOBS * 0.15);
     } finally {
-      faults.stop();
       await worker.close();
     }
   }, 150_000);
