@@ -3,7 +3,7 @@ import { RunletError } from "../errors.js";
 import type { DeliveredJob } from "../protocol/index.js";
 import { unconfiguredJobS3 } from "../s3/no-store.js";
 import type { JobS3, JobS3Options } from "../s3/types.js";
-import { StreamCoalescer, splitItem } from "../stream/index.js";
+import { StreamCoalescer, splitItemIter } from "../stream/index.js";
 import type { HandlerContext, HandlerDefinition } from "./define-handler.js";
 import { createJobMetrics } from "./metrics.js";
 import {
@@ -25,7 +25,12 @@ import { type Unfitness, unfitnessOf } from "./unfit.js";
 export interface ExecuteHooks {
   /** A progress update's output, as JSON text. */
   progress(outputJson: string): void;
-  /** The chunk bodies (JSON text) of one stream item; resolves when the generator may continue. */
+  /**
+   * Chunk bodies (JSON text) to post, in order: one item's single chunk, or one chunk of a split
+   * item (a large item's chunks come one call at a time). Resolves when the next chunk may be made:
+   * once the unposted bytes are back within the stream budget, so memory stays bounded within an
+   * item as well as between items.
+   */
   chunks(bodies: readonly string[], bytes: number): Promise<void>;
 }
 
@@ -121,7 +126,12 @@ export async function executeJob(options: ExecuteOptions): Promise<ExecuteOutcom
   try {
     const returned = definition.handler(context);
     if (isIterator(returned)) {
-      result = await drain(returned, definition, metrics.toJSON, hooks, fail, stopPod);
+      result = await drain(
+        returned,
+        { definition, readMetrics: metrics.toJSON, hooks, signal },
+        fail,
+        stopPod,
+      );
     } else {
       result = returnedResult(await returned, stopPod);
     }
@@ -149,12 +159,19 @@ function aggregateItem(value: unknown): unknown {
   return value;
 }
 
+/** What {@link drain} reads besides the generator. */
+interface DrainParts {
+  readonly definition: HandlerDefinition;
+  readonly readMetrics: () => Record<string, number | string>;
+  readonly hooks: ExecuteHooks;
+  /** The job's signal: once it fires, no further chunk of a split item is made. */
+  readonly signal: AbortSignal;
+}
+
 /** Drains a generator: each item becomes stream chunks (split to the chunk limit); the final output is `[]` or every item. */
 async function drain(
   iterator: AsyncIterator<unknown> | Iterator<unknown>,
-  definition: HandlerDefinition,
-  readMetrics: () => Record<string, number | string>,
-  hooks: ExecuteHooks,
+  { definition, readMetrics, hooks, signal }: DrainParts,
   fail: (err: unknown) => JobResult,
   stopPod: boolean,
 ): Promise<JobResult> {
@@ -169,14 +186,17 @@ async function drain(
       for (const value of items) {
         if (emitFailure !== undefined) return;
         try {
-          const chunks = splitItem(value, index, readMetrics());
+          // Checks run here, before any chunk exists; the chunks themselves are made one at a time,
+          // each only once the previous one is within the stream budget.
+          const chunks = splitItemIter(value, index, readMetrics());
           index += 1;
           if (definition.returnAggregateStream) aggregate.push(aggregateItem(value));
-          const bodies = chunks.map((chunk) => JSON.stringify(chunk));
-          await hooks.chunks(
-            bodies,
-            bodies.reduce((sum, body) => sum + Buffer.byteLength(body), 0),
-          );
+          for (const chunk of chunks) {
+            // A stopped or timed-out job posts nothing more: stop making the rest of a large item.
+            signal.throwIfAborted();
+            const body = JSON.stringify(chunk);
+            await hooks.chunks([body], Buffer.byteLength(body));
+          }
         } catch (err) {
           emitFailure = err;
         }

@@ -1,4 +1,10 @@
 /** Streaming: yielded values to ≤ 1 MiB chunks with metrics, and back (docs/streaming.md). */
 export { StreamCoalescer, type StreamCoalescerOptions } from "./coalesce.js";
 export { createReassembler, type Reassembler, reassemble } from "./reassemble.js";
-export { type ExtraMetrics, RUNLET_METRIC_KEYS, type StreamEncoding, splitItem } from "./split.js";
+export {
+  type ExtraMetrics,
+  RUNLET_METRIC_KEYS,
+  type StreamEncoding,
+  splitItem,
+  splitItemIter,
+} from "./split.js";

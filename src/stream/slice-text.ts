@@ -9,8 +9,21 @@ const SAMPLE_UNITS = 4_096;
 /** Share of the budget the first guess of each slice aims at (the rest is filled in small steps). */
 const FIRST_GUESS_SHARE = 0.97;
 
-/** UTF-8 bytes of `text` as a JSON string, without the two quotes. */
+/**
+ * Code units JSON.stringify escapes or writes differently from their UTF-8 form: quote, backslash,
+ * control characters, and surrogates (a lone one becomes `\udXXX`; pairs are let through the slow
+ * path too, which measures them exactly).
+ */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what JSON escapes
+const ESCAPED_UNITS = /["\\\u0000-\u001f\ud800-\udfff]/;
+
+/**
+ * UTF-8 bytes of `text` as a JSON string, without the two quotes. Text with nothing to escape (the
+ * common case) is measured in place; only other text is serialised, so planning a 100 MB item's
+ * slices does not allocate another 100 MB.
+ */
 export function jsonStringBytes(text: string): number {
+  if (!ESCAPED_UNITS.test(text)) return Buffer.byteLength(text);
   return Buffer.byteLength(JSON.stringify(text)) - 2;
 }
 

@@ -30,24 +30,27 @@ const MAX_CODE_POINT_BYTES = 6;
 
 /**
  * Turns one yielded value into the stream chunks posted for it, each `{output, metrics}` whose JSON
- * is at most `maxChunkBytes` bytes (platform-api §4.1 rule 2).
+ * is at most `maxChunkBytes` bytes (platform-api §4.1 rule 2), made one at a time as they are
+ * iterated: a 100 MB item never has all its chunks in memory at once, so a byte budget on unposted
+ * chunks bounds memory within one item too.
  *
  * A value that fits is one chunk (`encoding: "json"`, or `"base64"` for bytes, which JSON cannot
  * carry). A larger one is split: strings into string slices cut between code points, bytes into
- * base64 slices, other values into slices of their JSON text. `reassemble()` undoes it.
+ * base64 slices, other values into slices of their JSON text. `reassemble()` undoes it. Every
+ * check runs before the first chunk is made, so a value that cannot be sent yields no chunk.
  *
  * @throws RunletError `RUNLET_OUTPUT_UNSERIALIZABLE` for a BigInt, a cycle, or a value with no JSON
  *   form (`undefined`, a function); `RUNLET_OUTPUT_TOO_LARGE` when the handler's metrics alone leave
- *   no room for output.
+ *   no room for output. Thrown by this call, never by the iteration.
  * @example
- * for (const chunk of splitItem(token, index, { tokens: 1 })) await post(JSON.stringify(chunk));
+ * for (const chunk of splitItemIter(token, index, { tokens: 1 })) await post(JSON.stringify(chunk));
  */
-export function splitItem(
+export function splitItemIter(
   value: unknown,
   streamIndex: number,
   extraMetrics: ExtraMetrics = {},
   maxChunkBytes: number = MAX_STREAM_CHUNK_BYTES,
-): StreamChunk[] {
+): Iterable<StreamChunk> {
   if (value instanceof Uint8Array) return splitBytes(value, streamIndex, extraMetrics, maxChunkBytes);
   // A string longer than the limit in code units cannot fit (every unit is at least one byte), so
   // skip serialising a possibly huge string just to learn that.
@@ -64,6 +67,22 @@ export function splitItem(
     return splitText(value, "string", bytes, streamIndex, extraMetrics, maxChunkBytes);
   }
   return splitText(json, "json-text", bytes, streamIndex, extraMetrics, maxChunkBytes);
+}
+
+/**
+ * {@link splitItemIter} as an array: every chunk of the item at once (tests, small items, other
+ * clients' tooling). Same chunks, same order, same errors.
+ *
+ * @example
+ * for (const chunk of splitItem(token, index, { tokens: 1 })) await post(JSON.stringify(chunk));
+ */
+export function splitItem(
+  value: unknown,
+  streamIndex: number,
+  extraMetrics: ExtraMetrics = {},
+  maxChunkBytes: number = MAX_STREAM_CHUNK_BYTES,
+): StreamChunk[] {
+  return [...splitItemIter(value, streamIndex, extraMetrics, maxChunkBytes)];
 }
 
 /** Builds a chunk's metrics: runlet's keys first, then the handler's that do not clash. */
@@ -147,7 +166,7 @@ function splitText(
   streamIndex: number,
   extraMetrics: ExtraMetrics,
   maxChunkBytes: number,
-): StreamChunk[] {
+): Iterable<StreamChunk> {
   // Plan the metrics' widths for the worst case, then measure the real thing. JSON-escaping makes a
   // code unit of a string cost 1 to 6 bytes. Slices of JSON text are escaped once more as strings:
   // only its quotes and backslashes grow (to 2 bytes; control characters are already escaped).
@@ -166,16 +185,22 @@ function splitText(
   // `bytes` is the item's JSON size: the string item's own (quotes and escapes included), or the
   // JSON text's UTF-8 length for other values.
   const bytes = knownBytes ?? sliceBytes + 2;
-  const chunks: StreamChunk[] = [];
+  return textSlices(text, ends, (part) =>
+    buildMetrics(streamIndex, part, ends.length, encoding, bytes, extraMetrics),
+  );
+}
+
+/** The planned slices of `text`, each made only when the consumer asks for it. */
+function* textSlices(
+  text: string,
+  ends: readonly number[],
+  metricsOf: (part: number) => Record<string, number | string>,
+): Generator<StreamChunk, void, undefined> {
   let start = 0;
   for (const [part, end] of ends.entries()) {
-    chunks.push({
-      output: text.slice(start, end),
-      metrics: buildMetrics(streamIndex, part, ends.length, encoding, bytes, extraMetrics),
-    });
+    yield { output: text.slice(start, end), metrics: metricsOf(part) };
     start = end;
   }
-  return chunks;
 }
 
 function splitBytes(
@@ -183,7 +208,7 @@ function splitBytes(
   streamIndex: number,
   extraMetrics: ExtraMetrics,
   maxChunkBytes: number,
-): StreamChunk[] {
+): Iterable<StreamChunk> {
   const whole = buildMetrics(streamIndex, 0, 1, "base64", data.byteLength, extraMetrics);
   const wholeBytes =
     ENVELOPE_BYTES + Buffer.byteLength(JSON.stringify(whole)) + base64Length(data.byteLength);
@@ -195,16 +220,25 @@ function splitBytes(
   const size = { bytesMetricUpper: data.byteLength, outputBytesUpper: data.byteLength };
   const room = outputRoom(streamIndex, "base64", size, rawPerSlice, extraMetrics, maxChunkBytes);
   const step = rawPerSlice(room);
+  return byteSlices(data, step, (part, parts) =>
+    buildMetrics(streamIndex, part, parts, "base64", data.byteLength, extraMetrics),
+  );
+}
+
+/** Base64 slices of `step` bytes each, each encoded only when the consumer asks for it. */
+function* byteSlices(
+  data: Uint8Array,
+  step: number,
+  metricsOf: (part: number, parts: number) => Record<string, number | string>,
+): Generator<StreamChunk, void, undefined> {
   const parts = Math.ceil(data.byteLength / step);
-  const chunks: StreamChunk[] = [];
   for (let part = 0; part < parts; part++) {
     const start = part * step;
-    chunks.push({
+    yield {
       output: base64(data, start, Math.min(data.byteLength, start + step)),
-      metrics: buildMetrics(streamIndex, part, parts, "base64", data.byteLength, extraMetrics),
-    });
+      metrics: metricsOf(part, parts),
+    };
   }
-  return chunks;
 }
 
 function base64Length(byteLength: number): number {

@@ -126,6 +126,57 @@ describe("the worker loop", () => {
     expect(h.requests({ route: "job-stream" }).map((r) => r.status)).toEqual(items.map(() => 200));
   });
 
+  it("keeps the chunks of one 20 MB item that are made but not yet posted within maxBufferedStreamBytes", async () => {
+    await using h = await testHarness();
+    const budget = 3 * 1_048_576;
+    const size = 20_000_000;
+    const answered = () => h.requests({ route: "job-stream" }).filter((r) => r.status === 200).length;
+    // The splitter encodes each base64 slice from a view of the bytes' memory, reading `buffer`
+    // once per slice: counting those reads counts the chunks made so far. At each one, note how
+    // many chunks were made but not yet answered by the platform (the harness).
+    const ahead: number[] = [];
+    let made = 0;
+    class CountingBytes extends Uint8Array {
+      override get buffer(): ArrayBuffer {
+        ahead.push(made - answered());
+        made += 1;
+        return super.buffer as ArrayBuffer;
+      }
+    }
+    const data = new CountingBytes(size);
+    for (let i = 0; i < size; i++) data[i] = (i * 7) & 0xff;
+    h.injectFault("job-stream", { delayMs: 25 }, 1_000);
+    await using _w = await workerFor(
+      h,
+      defineHandler({
+        maxBufferedStreamBytes: budget,
+        async *handler() {
+          yield data;
+        },
+      }),
+    );
+    const id = h.enqueue("local", { input: {} });
+    const job = await h.waitForJob(id, { timeoutMs: 60_000 });
+    expect(job.status).toBe("COMPLETED");
+    const parts = job.stream.length;
+    expect(parts).toBeGreaterThan(20);
+    // Exactly one read per chunk, or the count above does not count chunks.
+    expect(made).toBe(parts);
+    const sizes = job.stream.map((c) => Buffer.byteLength(JSON.stringify(c)));
+    expect(Math.max(...sizes)).toBeLessThanOrEqual(1_048_576);
+    expect(job.stream.map((c) => (c.metrics as { part: number }).part)).toEqual([...Array(parts).keys()]);
+    const joined = Buffer.concat(job.stream.map((c) => Buffer.from(c.output as string, "base64")));
+    // Compared as bytes: a deep equality of 20 MB walks every index as a key.
+    expect(joined.equals(data)).toBe(true);
+    // Every chunk counts against the budget until its post is answered: at most this many at once.
+    const maxUnposted = Math.floor(budget / Math.max(...sizes.slice(0, -1)));
+    expect(maxUnposted).toBe(3);
+    // Chunks are made ahead of the network while posts are slow ...
+    expect(Math.max(...ahead)).toBeGreaterThanOrEqual(2);
+    // ... but never further than the budget allows (made all at once, the item would reach parts - 1).
+    expect(Math.max(...ahead)).toBeLessThanOrEqual(maxUnposted);
+  });
+
   it("hard-stops an in-process handler that ignores a job-stop: posts nothing for it and stops with exit code 1", async () => {
     await using h = await testHarness();
     const sink = logSink();
