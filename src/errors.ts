@@ -20,7 +20,8 @@ export const ERROR_CODES = {
   RUNLET_JOB_THREAD_DIED: "The isolation thread running the job exited unexpectedly.",
   RUNLET_OUTPUT_UNSERIALIZABLE: "The handler's output cannot be turned into JSON.",
   RUNLET_OUTPUT_TOO_LARGE: "An output is over the size the platform accepts and no store is configured.",
-  RUNLET_WORKER_UNFIT: "The worker found itself unfit (a failed health check); it pings unhealthy and exits 1.",
+  RUNLET_WORKER_UNFIT:
+    "The worker found itself unfit (a failed health check); it pings unhealthy and exits 1.",
   // talking to the platform
   RUNLET_PROTOCOL_BAD_JOB: "The platform delivered a job without an id or input.",
   RUNLET_REPORT_REJECTED: "The platform refused a result with a 4xx; the worker reported why instead.",
