@@ -12,6 +12,14 @@ import type { Transport } from "./transport.js";
 import type { StreamOptions } from "./types.js";
 
 const DEFAULT_STREAM_POLL_MS = 250;
+/**
+ * Least time between the starts of two reads while chunks keep coming: at most 100 reads a second
+ * from one reader, half the platform's `/stream` rate (2000 per 10 s, platform-api §8). Reading
+ * again at once after every answer would fetch about one chunk per read of a fast token stream and
+ * exhaust the rate within seconds; then the 429's Retry-After stalls the reader for the rest of
+ * the 10 s window.
+ */
+const DEFAULT_STREAM_READ_INTERVAL_MS = 10;
 
 /**
  * Reads `/stream/<id>` (`{status, stream: [chunks since the previous read]}`, ARCHITECTURE
@@ -26,8 +34,14 @@ export async function* readChunks(
   options: StreamOptions = {},
 ): AsyncGenerator<StreamChunk, void, undefined> {
   const pollMs = options.pollIntervalMs ?? DEFAULT_STREAM_POLL_MS;
+  const readIntervalMs = options.readIntervalMs ?? DEFAULT_STREAM_READ_INTERVAL_MS;
   const path = `${endpointPath}/stream/${encodeURIComponent(jobId)}`;
+  let lastReadAt = Number.NEGATIVE_INFINITY;
   for (;;) {
+    // Paced from the previous read's start: a read that took this long already needs no pause.
+    const paceMs = lastReadAt + readIntervalMs - Date.now();
+    if (paceMs > 0) await delay(paceMs, options.signal);
+    lastReadAt = Date.now();
     const answer = await transport.send({
       method: "GET",
       path,

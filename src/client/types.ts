@@ -36,6 +36,13 @@ export interface WaitOptions extends CallOptions {
 export interface StreamOptions extends CallOptions {
   /** Pause before polling `/stream` again after an answer with no chunks, in ms. @default 250 */
   readonly pollIntervalMs?: number;
+  /**
+   * Least time between the starts of two `/stream` reads while chunks keep coming, in ms: each
+   * read then carries every chunk made meanwhile, and one reader stays at ≤ 100 reads a second,
+   * well within the platform's `/stream` rate limit (2000 per 10 s per endpoint). 0 reads again
+   * at once after every answer. @default 10
+   */
+  readonly readIntervalMs?: number;
 }
 
 /** `/purge-queue` answer. */

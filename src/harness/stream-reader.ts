@@ -7,8 +7,21 @@ import type { JobStore } from "./job-store.js";
 const MAX_ANSWER_BYTES = 16 * 1_048_576; // 16 MiB
 
 /**
+ * How long a held read goes on gathering once its first chunk arrives, ms. A worker posts a token
+ * stream's chunks a fraction of a millisecond apart; answering on the first one would cost the
+ * reader one request per chunk and run it into the platform's `/stream` rate limit (2000 per
+ * 10 s), while a few ms gather dozens of chunks into one answer.
+ */
+export const STREAM_GATHER_MS = 5;
+
+/** How far a held read may go on gathering: at most this many chunks, then it answers. */
+const MAX_GATHER_CHUNKS = 1_000;
+
+/**
  * One `/stream/<id>` read (ARCHITECTURE decision 6): the chunks this reader has not seen yet,
- * waiting up to `holdMs` for one when there are none and the job is still going. The job's
+ * waiting up to `holdMs` for one when there are none and the job is still going. A read that had
+ * to wait goes on gathering for `gatherMs` after its first chunk arrives (never past `holdMs`, and
+ * not once the job has ended); a read that finds chunks waiting answers at once. The job's
  * terminal status is only reported once the reader has every chunk; until then the status says
  * IN_PROGRESS. Returns undefined when the job was deleted meanwhile.
  */
@@ -18,21 +31,21 @@ export async function readStream(
   reader: string,
   holdMs: number,
   signal: AbortSignal,
+  gatherMs: number = STREAM_GATHER_MS,
 ): Promise<StreamResponse | undefined> {
   const until = Date.now() + holdMs;
+  let held = false;
+  let gatherUntil: number | undefined;
   for (;;) {
     if (job.deleted) return undefined;
     const unread = job.stream.length - (job.readers.get(reader) ?? 0);
-    const left = until - Date.now();
-    if (
-      unread > 0 ||
-      TERMINAL_STATUSES.has(job.status) ||
-      left <= 0 ||
-      signal.aborted ||
-      store.waits.closed
-    ) {
+    if (unread > 0 && held && gatherUntil === undefined) gatherUntil = Math.min(until, Date.now() + gatherMs);
+    const left = (gatherUntil ?? until) - Date.now();
+    const ready = unread > 0 && (gatherUntil === undefined || unread >= MAX_GATHER_CHUNKS);
+    if (ready || TERMINAL_STATUSES.has(job.status) || left <= 0 || signal.aborted || store.waits.closed) {
       break;
     }
+    held = true;
     await store.waits.next(job.id, left, signal);
   }
   const from = Math.min(job.readers.get(reader) ?? 0, job.stream.length);

@@ -262,6 +262,25 @@ describe("stream", () => {
     expect(stub.requests.map((r) => r.path)).toEqual(Array(5).fill("/v2/e/stream/job-1"));
   });
 
+  it("starts stream reads at least readIntervalMs apart while chunks keep coming, so one read carries many", async () => {
+    const arrivals: number[] = [];
+    await using stub = await startStubPlatform((_req, i) => {
+      arrivals.push(performance.now());
+      // Four answers with a chunk each, the fourth terminal; the fifth read finds nothing left.
+      const stream = i < 4 ? splitItem(`t${i}`, i) : [];
+      return { json: { status: i >= 3 ? "COMPLETED" : "IN_PROGRESS", stream } };
+    });
+    const ep = createClient({ apiKey: KEY, baseUrl: stub.url }).endpoint("e");
+    const values: unknown[] = [];
+    for await (const value of ep.stream("job-1", { readIntervalMs: 200 })) values.push(value);
+    expect(values).toEqual(["t0", "t1", "t2", "t3"]);
+    expect(stub.requests.map((r) => r.path)).toEqual(Array(5).fill("/v2/e/stream/job-1"));
+    // A lower bound the client's own pause guarantees (a slow machine only widens the gaps); read
+    // again at once after each answer, the gaps would be about a millisecond.
+    const gaps = arrivals.slice(1).map((at, i) => at - arrivals[i]!);
+    expect(Math.min(...gaps)).toBeGreaterThanOrEqual(150);
+  });
+
   it("delivers every streamed value, then throws the job's error when it FAILED", async () => {
     const report = JSON.stringify({ error_type: "Error", error_message: "GPU on fire", error_traceback: "" });
     await using stub = await startStubPlatform((req, i) => {
