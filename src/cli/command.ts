@@ -65,3 +65,16 @@ export function reportCliError(commandName: string, err: unknown): number {
 export function usageError(message: string): RunletError {
   return new RunletError("RUNLET_CLI_USAGE", message);
 }
+
+/** Resolves on the first SIGINT or SIGTERM (the long-running commands stop on it). */
+export function interrupted(): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    const on = (signal: NodeJS.Signals) => {
+      process.off("SIGINT", on);
+      process.off("SIGTERM", on);
+      resolve(signal);
+    };
+    process.on("SIGINT", on);
+    process.on("SIGTERM", on);
+  });
+}

@@ -1,16 +1,11 @@
-import { type ChildProcess, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import type { Harness } from "../../src/harness/index.js";
+import { type RunletChild, startRunletChild, stopRunletChild } from "./child.js";
 import { testHarness, waitFor } from "./helpers.js";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
-
-interface Child {
-  readonly child: ChildProcess;
-  readonly output: () => string;
-  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
 
 /** Runs `runlet start <fixture>` as a real child process against endpoint "local" of `h`. */
 function startChild(
@@ -19,31 +14,12 @@ function startChild(
   env: Record<string, string> = {},
   podId = "pod-child",
   args: readonly string[] = [],
-): Child {
-  const inherited: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env))
-    if (!k.startsWith("RUNPOD_") && v !== undefined) inherited[k] = v;
-  const child = spawn(process.execPath, ["bin/runlet.mjs", "start", `test/fixtures/${fixture}`, ...args], {
-    cwd: ROOT,
-    env: { ...inherited, ...h.workerEnv("local", { podId }), RUNPOD_ENDPOINT_ID: "local", ...env },
-    stdio: ["ignore", "pipe", "pipe"],
+): RunletChild {
+  return startRunletChild(h, `test/fixtures/${fixture}`, {
+    podId,
+    env: { RUNPOD_ENDPOINT_ID: "local", ...env },
+    args,
   });
-  let text = "";
-  child.stdout?.on("data", (d: Buffer) => {
-    text += d.toString();
-  });
-  child.stderr?.on("data", (d: Buffer) => {
-    text += d.toString();
-  });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once("exit", (code, signal) => resolve({ code, signal })),
-  );
-  return { child, output: () => text, exited };
-}
-
-async function stopChild(c: Child): Promise<void> {
-  if (c.child.exitCode === null && c.child.signalCode === null) c.child.kill("SIGKILL");
-  await c.exited;
 }
 
 describe("the worker as a real process (runlet start)", () => {
@@ -71,7 +47,7 @@ describe("the worker as a real process (runlet start)", () => {
       expect(c.output()).toContain(`{"level":"INFO","requestId":"${quick}","message":"Started."}`);
       expect(c.output()).toContain('"message":"Finished."');
     } finally {
-      await stopChild(c);
+      await stopRunletChild(c);
     }
   }, 30_000);
 
@@ -87,7 +63,7 @@ describe("the worker as a real process (runlet start)", () => {
       expect(job.error).toBe("job timed out after 300 ms (executionTimeout)");
       expect(job.duplicateResults).toBe(0);
     } finally {
-      await stopChild(c);
+      await stopRunletChild(c);
     }
   }, 30_000);
 

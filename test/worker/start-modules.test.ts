@@ -1,44 +1,6 @@
-import { type ChildProcess, spawn } from "node:child_process";
-import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import type { Harness } from "../../src/harness/index.js";
+import { startRunletChild, stopRunletChild } from "./child.js";
 import { testHarness, waitFor } from "./helpers.js";
-
-const ROOT = fileURLToPath(new URL("../../", import.meta.url));
-
-interface Started {
-  readonly child: ChildProcess;
-  readonly output: () => string;
-  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
-/** `runlet start <file>` as a real process against endpoint "local" of `h`. */
-function start(h: Harness, file: string, podId: string, args: readonly string[] = []): Started {
-  const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env))
-    if (!k.startsWith("RUNPOD_") && v !== undefined) env[k] = v;
-  const child = spawn(process.execPath, ["bin/runlet.mjs", "start", file, ...args], {
-    cwd: ROOT,
-    env: { ...env, ...h.workerEnv("local", { podId }) },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let text = "";
-  child.stdout?.on("data", (d: Buffer) => {
-    text += d.toString();
-  });
-  child.stderr?.on("data", (d: Buffer) => {
-    text += d.toString();
-  });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once("exit", (code, signal) => resolve({ code, signal })),
-  );
-  return { child, output: () => text, exited };
-}
-
-async function kill(s: Started): Promise<void> {
-  if (s.child.exitCode === null && s.child.signalCode === null) s.child.kill("SIGKILL");
-  await s.exited;
-}
 
 describe("runlet start", () => {
   it.each([
@@ -48,7 +10,7 @@ describe("runlet start", () => {
     "runs a handler module %s and exits 0 on SIGTERM",
     async (file, input, output) => {
       await using h = await testHarness();
-      const s = start(h, file, `pod-${file.endsWith("mjs") ? "mjs" : "mts"}`);
+      const s = startRunletChild(h, file, { podId: `pod-${file.endsWith("mjs") ? "mjs" : "mts"}` });
       try {
         const id = h.enqueue("local", { input });
         const job = await h.waitForJob(id, { timeoutMs: 20_000 });
@@ -57,7 +19,7 @@ describe("runlet start", () => {
         s.child.kill("SIGTERM");
         expect(await s.exited).toEqual({ code: 0, signal: null });
       } finally {
-        await kill(s);
+        await stopRunletChild(s);
       }
     },
     30_000,
@@ -65,7 +27,10 @@ describe("runlet start", () => {
 
   it("exits 1 at once on a second signal while a job is still inside its grace", async () => {
     await using h = await testHarness();
-    const s = start(h, "test/fixtures/slow.ts", "pod-twice", ["--shutdown-grace-ms", "120000"]);
+    const s = startRunletChild(h, "test/fixtures/slow.ts", {
+      podId: "pod-twice",
+      args: ["--shutdown-grace-ms", "120000"],
+    });
     try {
       const id = h.enqueue("local", { input: { ms: 120_000 } });
       await waitFor("the job to run", () => h.job(id)?.status === "IN_PROGRESS", 20_000);
@@ -77,13 +42,13 @@ describe("runlet start", () => {
       // Nothing was reported for the job: the platform sees the worker die and reschedules it.
       expect(h.job(id)!.status).toBe("IN_PROGRESS");
     } finally {
-      await kill(s);
+      await stopRunletChild(s);
     }
   }, 30_000);
 
   it("refuses a module whose default export is not a defineHandler result, with exit 1 and no stack", async () => {
     await using h = await testHarness();
-    const s = start(h, "test/fixtures/not-a-handler.mjs", "pod-bad");
+    const s = startRunletChild(h, "test/fixtures/not-a-handler.mjs", { podId: "pod-bad" });
     expect(await s.exited).toEqual({ code: 1, signal: null });
     expect(s.output()).toMatch(/not-a-handler\.mjs must `export default defineHandler\(\{\.\.\.\}\)`/);
     expect(s.output()).toContain("(RUNLET_HANDLER_LOAD)");

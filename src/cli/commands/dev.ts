@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { dirname, join, relative } from "node:path";
 import { RunletError } from "../../errors.js";
-import { type Command, EXIT, parseCommandArgs, reportCliError, usageError } from "../command.js";
+import { type Command, EXIT, interrupted, parseCommandArgs, reportCliError, usageError } from "../command.js";
 import { DevSpawner } from "../dev-spawner.js";
 import { DEFAULT_HANDLER_PATHS, resolveHandlerPath } from "../handler-path.js";
 import { followJobs } from "../job-log.js";
@@ -53,19 +53,6 @@ async function sampleBody(cwd: string): Promise<string> {
     // No (or no valid) test_input.json: the curl still shows the request's shape.
     return JSON.stringify({ input: {} });
   }
-}
-
-/** Resolves on the first SIGINT or SIGTERM. */
-function interrupted(): Promise<NodeJS.Signals> {
-  return new Promise((resolve) => {
-    const on = (signal: NodeJS.Signals) => {
-      process.off("SIGINT", on);
-      process.off("SIGTERM", on);
-      resolve(signal);
-    };
-    process.on("SIGINT", on);
-    process.on("SIGTERM", on);
-  });
 }
 
 /** `runlet dev`: the harness plus reloading worker processes for one handler. */

@@ -1,5 +1,5 @@
 import { startHarness } from "../../harness/index.js";
-import { type Command, EXIT, parseCommandArgs, reportCliError, usageError } from "../command.js";
+import { type Command, EXIT, interrupted, parseCommandArgs, reportCliError, usageError } from "../command.js";
 
 const HELP = `Usage: runlet harness [--endpoint ID]... [--port N] [--host H] [--api-key KEY]
 
@@ -21,19 +21,6 @@ Exit codes: 0 stopped with Ctrl-C, 1 could not start (e.g. the port is taken), 2
 /** Quotes `text` for a POSIX shell (the templates hold `$` placeholders the shell must not expand). */
 function shellQuote(text: string): string {
   return `'${text.replaceAll("'", `'\\''`)}'`;
-}
-
-/** Resolves on the first SIGINT or SIGTERM. */
-function interrupted(): Promise<NodeJS.Signals> {
-  return new Promise((resolve) => {
-    const on = (signal: NodeJS.Signals) => {
-      process.off("SIGINT", on);
-      process.off("SIGTERM", on);
-      resolve(signal);
-    };
-    process.on("SIGINT", on);
-    process.on("SIGTERM", on);
-  });
 }
 
 /** `runlet harness`: the local platform alone, for workers started elsewhere. */
