@@ -2,6 +2,7 @@ import type { Logger } from "pino";
 import { RunletError } from "../errors.js";
 import type { HandlerDefinition } from "../handler/define-handler.js";
 import { DEFAULT_CHECK_NAME, healthCheckFailure, type Unfitness } from "../handler/unfit.js";
+import { sleep } from "./backoff.js";
 
 /**
  * Runs a handler's `healthCheck` once (worker-protocol §7: a worker that finds itself unfit pings
@@ -55,5 +56,21 @@ export async function runHealthCheck(
   } finally {
     clearTimeout(timer);
     if (onClose !== undefined) closing.removeEventListener("abort", onClose);
+  }
+}
+
+/**
+ * With `healthCheckIntervalMs`, runs `check` every interval while the worker runs; ends at the
+ * first failure (the worker is then stopping) or when `closing` aborts.
+ */
+export async function runHealthLoop(
+  definition: HandlerDefinition,
+  closing: AbortSignal,
+  check: () => Promise<boolean>,
+): Promise<void> {
+  const { healthCheck, healthCheckIntervalMs } = definition;
+  if (healthCheck === undefined || healthCheckIntervalMs === 0) return;
+  while (await sleep(healthCheckIntervalMs, closing)) {
+    if (!(await check())) return;
   }
 }

@@ -1,0 +1,68 @@
+import type { Logger } from "pino";
+import { HANDLER_DEFAULTS, type HandlerDefinition } from "../handler/define-handler.js";
+import { expandTemplate } from "../protocol/index.js";
+import type { WorkerConfig } from "./config.js";
+import { type Executor, type ExecutorSettings, InProcessExecutor, type S3Settings } from "./executor.js";
+import { Heartbeat } from "./heartbeat.js";
+import { defaultThreadEntryUrl, ThreadExecutor } from "./thread-executor.js";
+
+/**
+ * The long-lived parts a worker assembles from its config and handler once, at start: where jobs
+ * run (in-process or isolation threads), the heartbeat thread, and ctx.s3's settings.
+ */
+
+/** ctx.s3's settings: a worker option wins over the handler's, then runlet's default. */
+export function s3Settings(config: WorkerConfig, definition: HandlerDefinition): S3Settings {
+  return Object.freeze({
+    allowPrivateAddresses:
+      config.allowPrivateAddresses ??
+      definition.allowPrivateAddresses ??
+      HANDLER_DEFAULTS.allowPrivateAddresses,
+    presignExpiresSec:
+      config.presignExpiresSec ?? definition.presignExpiresSec ?? HANDLER_DEFAULTS.presignExpiresSec,
+    tmpRoot: config.tmpRoot,
+  });
+}
+
+/** The executor for `definition.isolation`, sharing who reports and ctx.s3's settings. */
+export function createExecutor(
+  definition: HandlerDefinition,
+  config: WorkerConfig,
+  settings: ExecutorSettings,
+  log: Logger,
+): Executor {
+  if (definition.isolation !== "thread") return new InProcessExecutor(definition, settings);
+  return new ThreadExecutor({
+    entryUrl: config.threadEntry ?? defaultThreadEntryUrl(),
+    handlerModule: config.threadEntry === undefined ? config.handlerModule : undefined,
+    log: {
+      platform: config.endpointId !== undefined,
+      level: log.level,
+      secrets: config.apiKey ? [config.apiKey] : [],
+    },
+    settings,
+  });
+}
+
+/**
+ * The heartbeat thread: it pings when the platform gave a ping URL and a key (§7), and watches for
+ * a stuck main thread when an in-process handler may need the worker to exit (`exitOnHardStop`).
+ * Undefined when it has neither job.
+ */
+export function createHeartbeat(
+  definition: HandlerDefinition,
+  config: WorkerConfig,
+  log: Logger,
+): Heartbeat | undefined {
+  const pingUrl =
+    config.pingUrl !== undefined && config.apiKey !== undefined
+      ? expandTemplate(config.pingUrl, {
+          podId: config.podId,
+          gpuTypeId: config.gpuTypeId,
+          id: config.podId,
+        })
+      : undefined;
+  const watchdog = config.exitOnHardStop && definition.isolation === "in-process";
+  if (pingUrl === undefined && !watchdog) return undefined;
+  return new Heartbeat({ pingUrl, intervalMs: config.pingIntervalMs, apiKey: config.apiKey, watchdog, log });
+}
