@@ -21,7 +21,8 @@ Options:
 
 Without RUNPOD_WEBHOOK_GET_JOB there is no platform: use \`runlet dev\` or \`runlet test\`.
 
-Exit codes: 0 stopped by a signal, 1 failure (or a handler that ignored its deadline),
+Exit codes: 0 stopped by a signal, 1 failure (a handler that ignored its deadline, or an
+unfit worker: a failed health check or a WorkerUnfitError, after its unhealthy ping),
 2 bad usage or no platform environment.`;
 
 /** `runlet start`: the worker loop, as the platform's container runs it. */
