@@ -1,7 +1,12 @@
+import { fileURLToPath } from "node:url";
+import { BroadcastChannel } from "node:worker_threads";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
+import type { HandlerDefinition } from "../../src/handler/index.js";
 import { defineHandler } from "../../src/index.js";
 import { logSink, testHarness, waitFor, workerFor } from "./helpers.js";
+
+const threadBytesHandler = fileURLToPath(new URL("./thread-bytes-handler.ts", import.meta.url));
 
 // The worker loop end to end against the harness over real HTTP: a concurrency function,
 // back-pressure on a stream, and the in-process hard stop of a handler that ignores a job-stop.
@@ -175,6 +180,42 @@ describe("the worker loop", () => {
     expect(Math.max(...ahead)).toBeGreaterThanOrEqual(2);
     // ... but never further than the budget allows (made all at once, the item would reach parts - 1).
     expect(Math.max(...ahead)).toBeLessThanOrEqual(maxUnposted);
+  });
+
+  it("keeps a 20 MB item's unposted chunks within the budget when an isolation thread makes them", async () => {
+    await using h = await testHarness();
+    const size = 20_000_000;
+    const answered = () => h.requests({ route: "job-stream" }).filter((r) => r.status === 200).length;
+    // The thread reports each chunk it makes on a broadcast channel; noted here on arrival, a
+    // moment after it was made (posts only advance meanwhile, so this never overstates the lead).
+    const name = `runlet-loop-test-${process.pid}-${Date.now()}`;
+    const channel = new BroadcastChannel(name);
+    const ahead: number[] = [];
+    channel.onmessage = (event: unknown) => {
+      ahead.push((event as { data: number }).data - answered());
+    };
+    try {
+      h.injectFault("job-stream", { delayMs: 25 }, 1_000);
+      const definition = (await import(threadBytesHandler)).default as HandlerDefinition;
+      await using _w = await workerFor(h, definition, { handlerModule: threadBytesHandler });
+      const id = h.enqueue("local", { input: { bytes: size, channel: name } });
+      const job = await h.waitForJob(id, { timeoutMs: 60_000 });
+      expect(job.status).toBe("COMPLETED");
+      const parts = job.stream.length;
+      await waitFor("every chunk's report", () => ahead.length === parts);
+      const sizes = job.stream.map((c) => Buffer.byteLength(JSON.stringify(c)));
+      expect(Math.max(...sizes)).toBeLessThanOrEqual(1_048_576);
+      const joined = Buffer.concat(job.stream.map((c) => Buffer.from(c.output as string, "base64")));
+      expect(joined.length).toBe(size);
+      expect(joined.every((b, i) => b === ((i * 7) & 0xff))).toBe(true);
+      // The handler's budget is 3 MiB: three chunks of just under 1 MiB.
+      expect(Math.floor((3 * 1_048_576) / Math.max(...sizes.slice(0, -1)))).toBe(3);
+      // Made ahead of the slow posts, but never further than the budget (all at once: parts - 1).
+      expect(Math.max(...ahead)).toBeGreaterThanOrEqual(2);
+      expect(Math.max(...ahead)).toBeLessThanOrEqual(3);
+    } finally {
+      channel.close();
+    }
   });
 
   it("hard-stops an in-process handler that ignores a job-stop: posts nothing for it and stops with exit code 1", async () => {
