@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { policySchema, s3ConfigSchema } from "./job.js";
+import { policySchema } from "./job.js";
 
 /** Bodies of the client-facing job API (platform-api §2.2, §4.1), shared by the harness and the client. */
 
@@ -22,12 +22,26 @@ export const TERMINAL_STATUSES: ReadonlySet<JobStatus> = new Set([
   "TIMED_OUT",
 ]);
 
-/** `/run` and `/runsync` request body. `input` must be a JSON object. */
-export const runRequestSchema = z.object({
+/**
+ * `s3Config` as a client may send it: the platform only passes it through to the worker, so every
+ * field is optional and unknown keys are kept; the worker's S3 module says what is missing when used.
+ */
+export const runS3ConfigSchema = z.looseObject({
+  accessId: z.string().optional(),
+  accessSecret: z.string().optional(),
+  bucketName: z.string().optional(),
+  endpointUrl: z.string().optional(),
+});
+
+/**
+ * `/run` and `/runsync` request body. `input` must be a JSON object; `policy` bounds are checked;
+ * unknown keys (at the top level, in `policy`, in `s3Config`) are kept and reach the worker's job.
+ */
+export const runRequestSchema = z.looseObject({
   input: z.record(z.string(), z.unknown(), { error: "input must be a JSON object" }),
   webhook: z.url({ error: "webhook must be an http(s) URL", protocol: /^https?$/ }).optional(),
   policy: policySchema.optional(),
-  s3Config: s3ConfigSchema.optional(),
+  s3Config: runS3ConfigSchema.optional(),
 });
 export type RunRequest = z.infer<typeof runRequestSchema>;
 

@@ -13,6 +13,7 @@ export {
   purgeResponseSchema,
   type RunRequest,
   runRequestSchema,
+  runS3ConfigSchema,
   type StreamResponse,
   streamResponseSchema,
   TERMINAL_STATUSES,

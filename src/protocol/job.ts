@@ -1,8 +1,11 @@
 import { z } from "zod";
 import { EXECUTION_TIMEOUT_MS, TTL_MS } from "./limits.js";
 
-/** `s3Config` of a job (platform-api §2.2): passed through to the worker untouched. */
-export const s3ConfigSchema = z.object({
+/**
+ * `s3Config` of a job (platform-api §2.2), complete, as the worker's S3 module needs it. Unknown keys
+ * (e.g. the official JS client's `objectPath`) are kept: the platform passes the object through.
+ */
+export const s3ConfigSchema = z.looseObject({
   accessId: z.string(),
   accessSecret: z.string(),
   bucketName: z.string(),
@@ -10,8 +13,8 @@ export const s3ConfigSchema = z.object({
 });
 export type S3Config = z.infer<typeof s3ConfigSchema>;
 
-/** `policy` of a job, as a client sends it (bounds checked by the harness). */
-export const policySchema = z.object({
+/** `policy` of a job, as a client sends it (bounds checked by the harness; unknown keys kept). */
+export const policySchema = z.looseObject({
   executionTimeout: z
     .number()
     .int()
