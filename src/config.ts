@@ -24,26 +24,46 @@ const envSchema = z.object({
   RUNPOD_WEBHOOK_POST_OUTPUT: optionalUrl,
   RUNPOD_WEBHOOK_POST_STREAM: optionalUrl,
   RUNPOD_WEBHOOK_PING: optionalUrl,
+  // The platform's own worker accepts any number here, so a value off the integer grid or out of
+  // range is rounded and clamped (with a warning), not fatal; only a non-number is refused.
   RUNPOD_PING_INTERVAL: z
     .string()
     .optional()
     .transform((v) => (v === undefined || v.trim() === "" ? 10_000 : Number(v)))
-    .pipe(z.number().int("RUNPOD_PING_INTERVAL must be an integer number of ms").min(100).max(600_000)),
+    .pipe(
+      z.number("RUNPOD_PING_INTERVAL must be a number of ms").finite("RUNPOD_PING_INTERVAL must be finite"),
+    ),
   RUNPOD_AI_API_KEY: optionalString,
   RUNPOD_POD_ID: optionalString,
   RUNPOD_POD_HOSTNAME: optionalString,
   RUNPOD_ENDPOINT_ID: optionalString,
   RUNPOD_GPU_TYPE_ID: optionalString,
-  RUNPOD_LOG_LEVEL: z
-    .string()
-    .optional()
-    .transform((v) => (v === undefined || v.trim() === "" ? "info" : v.trim().toLowerCase()))
-    .pipe(z.enum(["trace", "debug", "info", "warn", "error", "fatal", "silent"])),
+  RUNPOD_LOG_LEVEL: optionalString,
+  RUNPOD_DEBUG_LEVEL: optionalString,
   BUCKET_ENDPOINT_URL: optionalUrl,
   BUCKET_ACCESS_KEY_ID: optionalString,
   BUCKET_SECRET_ACCESS_KEY: optionalString,
   BUCKET_NAME: optionalString,
 });
+
+/** Ping interval bounds: below 100 ms the heartbeat would flood the platform; above 10 min it would be declared dead. */
+const PING_INTERVAL_MS = { min: 100, max: 600_000 } as const;
+
+type LogLevel = "trace" | "debug" | "info" | "warn" | "error" | "fatal" | "silent";
+
+/** Level names the platform's own worker accepts (Python's), and pino's, mapped to pino's. */
+const LOG_LEVELS: Readonly<Record<string, LogLevel>> = {
+  notset: "trace",
+  trace: "trace",
+  debug: "debug",
+  info: "info",
+  warn: "warn",
+  warning: "warn",
+  error: "error",
+  critical: "fatal",
+  fatal: "fatal",
+  silent: "silent",
+};
 
 /** What the platform told this worker through its environment. */
 export interface PlatformEnv {
@@ -67,8 +87,8 @@ export interface PlatformEnv {
   readonly endpointId: string | undefined;
   /** GPU type, substituted into templates. @default "unknown" */
   readonly gpuTypeId: string;
-  /** Log level. @default "info" */
-  readonly logLevel: "trace" | "debug" | "info" | "warn" | "error" | "fatal" | "silent";
+  /** Log level, from `RUNPOD_LOG_LEVEL` (else `RUNPOD_DEBUG_LEVEL`); Python's names are accepted. @default "info" */
+  readonly logLevel: LogLevel;
   /** Default S3-compatible store when a job carries no s3Config (`bucketName` from the optional BUCKET_NAME). */
   readonly bucket:
     | {
@@ -78,6 +98,8 @@ export interface PlatformEnv {
         readonly bucketName?: string | undefined;
       }
     | undefined;
+  /** Values that were adjusted rather than refused (the worker logs each at start). */
+  readonly warnings: readonly string[];
 }
 
 /** Parses the platform's variables from `env`; a bad value throws RUNLET_CONFIG_INVALID naming it. */
@@ -90,6 +112,24 @@ export function readPlatformEnv(env: Readonly<Record<string, string | undefined>
     });
   }
   const e = parsed.data;
+  const warnings: string[] = [];
+  const rounded = Math.round(e.RUNPOD_PING_INTERVAL);
+  const pingIntervalMs = Math.min(PING_INTERVAL_MS.max, Math.max(PING_INTERVAL_MS.min, rounded));
+  if (pingIntervalMs !== e.RUNPOD_PING_INTERVAL) {
+    warnings.push(
+      `RUNPOD_PING_INTERVAL=${e.RUNPOD_PING_INTERVAL} adjusted to ${pingIntervalMs} ms (an integer from ${PING_INTERVAL_MS.min} to ${PING_INTERVAL_MS.max})`,
+    );
+  }
+  const levelName = e.RUNPOD_LOG_LEVEL ?? e.RUNPOD_DEBUG_LEVEL;
+  let logLevel: LogLevel = "info";
+  if (levelName !== undefined) {
+    const known = LOG_LEVELS[levelName.toLowerCase()];
+    if (known === undefined) {
+      warnings.push(
+        `log level "${levelName}" is unknown; using info (known: ${Object.keys(LOG_LEVELS).join(", ")})`,
+      );
+    } else logLevel = known;
+  }
   const bucket =
     e.BUCKET_ENDPOINT_URL && e.BUCKET_ACCESS_KEY_ID && e.BUCKET_SECRET_ACCESS_KEY
       ? {
@@ -105,13 +145,14 @@ export function readPlatformEnv(env: Readonly<Record<string, string | undefined>
     jobDoneUrl: e.RUNPOD_WEBHOOK_POST_OUTPUT,
     jobStreamUrl: e.RUNPOD_WEBHOOK_POST_STREAM,
     pingUrl: e.RUNPOD_WEBHOOK_PING,
-    pingIntervalMs: e.RUNPOD_PING_INTERVAL,
+    pingIntervalMs,
     apiKey: e.RUNPOD_AI_API_KEY,
     podId: e.RUNPOD_POD_ID ?? randomUUID(),
     hostname: e.RUNPOD_POD_HOSTNAME ?? "unknown",
     endpointId: e.RUNPOD_ENDPOINT_ID,
     gpuTypeId: e.RUNPOD_GPU_TYPE_ID ?? "unknown",
-    logLevel: e.RUNPOD_LOG_LEVEL,
+    logLevel,
     bucket: bucket === undefined ? undefined : Object.freeze(bucket),
+    warnings: Object.freeze(warnings),
   });
 }

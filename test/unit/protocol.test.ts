@@ -39,6 +39,34 @@ describe("platform environment", () => {
     expect(Object.isFrozen(env)).toBe(true);
   });
 
+  it("accepts the platform worker's log level names, falling back to RUNPOD_DEBUG_LEVEL", () => {
+    expect(readPlatformEnv({ RUNPOD_LOG_LEVEL: "NOTSET" }).logLevel).toBe("trace");
+    expect(readPlatformEnv({ RUNPOD_LOG_LEVEL: "WARNING" }).logLevel).toBe("warn");
+    expect(readPlatformEnv({ RUNPOD_LOG_LEVEL: "CRITICAL" }).logLevel).toBe("fatal");
+    expect(readPlatformEnv({ RUNPOD_DEBUG_LEVEL: "DEBUG" }).logLevel).toBe("debug");
+    expect(readPlatformEnv({ RUNPOD_LOG_LEVEL: "error", RUNPOD_DEBUG_LEVEL: "DEBUG" }).logLevel).toBe(
+      "error",
+    );
+    const odd = readPlatformEnv({ RUNPOD_LOG_LEVEL: "chatty" });
+    expect(odd.logLevel).toBe("info");
+    expect(odd.warnings).toEqual([
+      'log level "chatty" is unknown; using info (known: notset, trace, debug, info, warn, warning, error, critical, fatal, silent)',
+    ]);
+  });
+
+  it("rounds and clamps a ping interval the platform's worker would accept, with a warning", () => {
+    expect(readPlatformEnv({ RUNPOD_PING_INTERVAL: "2500" })).toMatchObject({
+      pingIntervalMs: 2500,
+      warnings: [],
+    });
+    expect(readPlatformEnv({ RUNPOD_PING_INTERVAL: "2500.4" })).toMatchObject({
+      pingIntervalMs: 2500,
+      warnings: ["RUNPOD_PING_INTERVAL=2500.4 adjusted to 2500 ms (an integer from 100 to 600000)"],
+    });
+    expect(readPlatformEnv({ RUNPOD_PING_INTERVAL: "0" }).pingIntervalMs).toBe(100);
+    expect(readPlatformEnv({ RUNPOD_PING_INTERVAL: "3600000" }).pingIntervalMs).toBe(600_000);
+  });
+
   it("names the variable when a value is bad", () => {
     expect(() => readPlatformEnv({ RUNPOD_PING_INTERVAL: "soon" })).toThrow(/RUNPOD_PING_INTERVAL/);
     expect(() => readPlatformEnv({ RUNPOD_WEBHOOK_GET_JOB: "not a url" })).toThrow(/RUNPOD_WEBHOOK_GET_JOB/);
