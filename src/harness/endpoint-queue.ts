@@ -98,6 +98,14 @@ export class EndpointQueue {
     for (const taker of this.#takers.splice(0)) taker.resolve([]);
   }
 
+  /** Answers the held polls of one worker with nothing (it lapsed: nothing may be handed to it). */
+  releaseTakersOf(workerId: string): void {
+    for (const taker of this.#takers.filter((t) => t.workerId === workerId)) {
+      this.#takers.splice(this.#takers.indexOf(taker), 1);
+      taker.resolve([]);
+    }
+  }
+
   #dispatch(): void {
     while (this.#ids.length > 0 && this.#takers.length > 0) {
       const taker = this.#takers.shift()!;

@@ -263,15 +263,20 @@ export class JobStore {
     this.#events.onQueueChange(job.endpointId);
   }
 
-  /** A worker went silent: its running jobs are requeued once, and fail on a second lapse. */
+  /**
+   * A worker stopped pinging: its held job-takes get nothing, its running jobs are requeued once,
+   * and fail on a second lapse.
+   */
   #lapsed(worker: WorkerState, heartbeatTimeoutMs: number): void {
+    if (this.#table.hasEndpoint(worker.endpointId))
+      this.#endpoint(worker.endpointId).releaseTakersOf(worker.id);
     for (const id of worker.jobs) {
       const job = this.#table.get(id);
       if (job === undefined || this.#ended(job) || job.status !== "IN_PROGRESS") continue;
       job.lapses++;
       if (job.lapses >= 2) {
         this.#finish(job, "FAILED", {
-          error: `worker ${worker.id} stopped sending heartbeats (no request for ${heartbeatTimeoutMs} ms) while running this job, for the second time`,
+          error: `worker ${worker.id} stopped sending heartbeats (no ping for ${heartbeatTimeoutMs} ms) while running this job, for the second time`,
         });
       } else {
         this.#resetForQueue(job);

@@ -81,7 +81,11 @@ export interface HarnessOptions {
   readonly takeTimeoutMs?: number;
   /** How long `/stream` waits for a chunk before answering with none, ms. @default 500 */
   readonly streamHoldMs?: number;
-  /** A worker holding jobs that makes no request for this long has lapsed, ms. @default 45000 */
+  /**
+   * A worker that sends no ping for this long (since its last ping, or since its first request) has
+   * lapsed, whatever else it sends or holds open; its jobs go back to the queue once, ms.
+   * @default 45000
+   */
   readonly heartbeatTimeoutMs?: number;
   /** Time for ttl, retention, timeouts, webhook retries, heartbeats, rate windows. @default the real clock */
   readonly clock?: Clock;

@@ -5,9 +5,10 @@ export interface WorkerState {
   readonly id: string;
   readonly endpointId: string;
   readonly firstSeenAt: number;
+  /** Its latest request of any kind (informational: only pings keep a worker alive). */
   lastSeenAt: number;
-  /** Requests of this worker the harness is still answering (a held long poll counts). */
-  openRequests: number;
+  /** Its latest ping; undefined until it pings. */
+  lastPingAt: number | undefined;
   /** Ids of the jobs it holds (IN_PROGRESS). */
   readonly jobs: Set<string>;
   /** Job ids its next job-stop poll answers with. */
@@ -39,7 +40,10 @@ export type WorkerCounts = {
 
 /**
  * The workers of every endpoint, keyed by endpoint then worker id. A worker appears with its first
- * request and disappears when it lapses: no request for `heartbeatTimeoutMs` while none is held open.
+ * request and disappears when it lapses: no ping for `heartbeatTimeoutMs` since its last ping (or
+ * since it appeared). Only pings count (worker-protocol §7: "if pings stop … the platform declares
+ * the worker dead"): a worker that takes jobs and holds its job-stop poll open but never pings is as
+ * dead as a silent one, since its heartbeat is what the platform watches.
  */
 export class WorkerRegistry {
   readonly #timers: TimerSet;
@@ -70,8 +74,12 @@ export class WorkerRegistry {
     return [...(this.#byEndpoint.get(endpointId)?.values() ?? [])];
   }
 
-  /** Marks the start of a request by this worker (registering it on first sight). */
-  begin(endpointId: string, workerId: string): WorkerState {
+  /**
+   * A request by this worker: registers it on first sight, which starts its heartbeat clock (a
+   * worker that never pings lapses `heartbeatTimeoutMs` after it appeared). Other requests do not
+   * re-arm the lapse: see {@link pinged}.
+   */
+  seen(endpointId: string, workerId: string): WorkerState {
     let workers = this.#byEndpoint.get(endpointId);
     if (workers === undefined) {
       workers = new Map();
@@ -84,7 +92,7 @@ export class WorkerRegistry {
         endpointId,
         firstSeenAt: this.#now(),
         lastSeenAt: this.#now(),
-        openRequests: 0,
+        lastPingAt: undefined,
         jobs: new Set(),
         pendingStops: [],
         stopWaiter: undefined,
@@ -93,16 +101,18 @@ export class WorkerRegistry {
         lapseTimer: undefined,
       };
       workers.set(workerId, worker);
+      this.#arm(worker);
     }
-    worker.openRequests++;
-    this.#touch(worker);
+    worker.lastSeenAt = this.#now();
     return worker;
   }
 
-  /** Marks the end of a request begun with {@link begin}. */
-  end(worker: WorkerState): void {
-    worker.openRequests = Math.max(0, worker.openRequests - 1);
-    this.#touch(worker);
+  /** A ping from the worker: the only thing that proves it alive; its lapse restarts from now. */
+  pinged(worker: WorkerState): void {
+    worker.lastPingAt = this.#now();
+    // A ping from a worker that lapsed while this request was on its way does not revive the old
+    // state; its next request registers it afresh.
+    if (this.get(worker.endpointId, worker.id) === worker) this.#arm(worker);
   }
 
   /** Asks the worker to stop a job through its next (or held) job-stop poll. */
@@ -158,17 +168,18 @@ export class WorkerRegistry {
     for (const endpointId of [...this.#byEndpoint.keys()]) this.removeEndpoint(endpointId);
   }
 
-  #touch(worker: WorkerState): void {
-    worker.lastSeenAt = this.#now();
+  #arm(worker: WorkerState): void {
     this.#timers.clear(worker.lapseTimer);
-    worker.lapseTimer = this.#timers.set(() => this.#check(worker), this.#heartbeatTimeoutMs);
+    worker.lapseTimer = this.#timers.set(() => this.#lapse(worker), this.#heartbeatTimeoutMs);
   }
 
-  #check(worker: WorkerState): void {
+  /** No ping for `heartbeatTimeoutMs`, whatever else it sent or holds open: the worker is dead. */
+  #lapse(worker: WorkerState): void {
     worker.lapseTimer = undefined;
-    // A worker waiting on a long poll is alive: its next request re-arms the timer.
-    if (worker.openRequests > 0) return;
     this.#byEndpoint.get(worker.endpointId)?.delete(worker.id);
+    // Its held job-stop poll answers now: the jobs it would name are no longer its own.
+    worker.pendingStops = [];
+    worker.stopWaiter?.();
     this.#onLapse(worker);
   }
 }

@@ -15,7 +15,7 @@ import {
 import { deliveredOf } from "./job-entry.js";
 import type { JobStore } from "./job-store.js";
 import type { RequestLog, WorkerRoute } from "./request-log.js";
-import type { WorkerState } from "./worker-registry.js";
+import type { WorkerRegistry, WorkerState } from "./worker-registry.js";
 
 /** What the worker routes need from the harness. */
 export interface WorkerRoutesContext {
@@ -113,32 +113,28 @@ export async function handleWorkerRoute(
   }
   if (!body.ok) return fail(400, `${route} body is not valid UTF-8`);
 
-  const worker = ctx.store.workers.begin(endpointId, workerId);
-  try {
-    switch (route) {
-      case "job-take":
-      case "job-take-batch":
-        return await take(ctx, res, url, route, worker, answer);
-      case "job-stop": {
-        const ids = await ctx.store.workers.stopPoll(worker, ctx.takeTimeoutMs, hangUpSignal(res));
-        if (ids.length === 0) {
-          answer(204);
-          return sendEmpty(res, 204);
-        }
-        answer(200);
-        return sendJson(res, 200, { jobsToStop: ids });
+  const worker = ctx.store.workers.seen(endpointId, workerId);
+  switch (route) {
+    case "job-take":
+    case "job-take-batch":
+      return await take(ctx, res, url, route, worker, answer);
+    case "job-stop": {
+      const ids = await ctx.store.workers.stopPoll(worker, ctx.takeTimeoutMs, hangUpSignal(res));
+      if (ids.length === 0) {
+        answer(204);
+        return sendEmpty(res, 204);
       }
-      case "ping":
-        return ping(res, url, worker, answer);
-      default: {
-        const outcome = result(ctx, req, url, route, endpointId, workerId, jobId!, body.text);
-        answer(outcome.status);
-        if (outcome.message !== undefined) return sendError(res, outcome.status, outcome.message);
-        return sendJson(res, 200, {});
-      }
+      answer(200);
+      return sendJson(res, 200, { jobsToStop: ids });
     }
-  } finally {
-    ctx.store.workers.end(worker);
+    case "ping":
+      return ping(res, url, ctx.store.workers, worker, answer);
+    default: {
+      const outcome = result(ctx, req, url, route, endpointId, workerId, jobId!, body.text);
+      answer(outcome.status);
+      if (outcome.message !== undefined) return sendError(res, outcome.status, outcome.message);
+      return sendJson(res, 200, {});
+    }
   }
 }
 
@@ -180,15 +176,18 @@ async function take(
 function ping(
   res: ServerResponse,
   url: URL,
+  workers: WorkerRegistry,
   worker: WorkerState,
   answer: (status: number | "dropped") => void,
 ): void {
-  // Comma-joined (runlet), or repeated `job_id=` parameters (the Python SDK encodes a list so).
+  // One comma-joined value, as runlet and the Python SDK send it; repeated `job_id=` parameters are
+  // read too, since nothing in the protocol rules them out.
   const jobIds = url.searchParams
     .getAll("job_id")
     .flatMap((v) => v.split(","))
     .filter((s) => s !== "");
   worker.lastPing = { jobIds, version: url.searchParams.get("runpod_version") ?? undefined };
+  workers.pinged(worker);
   if (url.searchParams.get("status") === "unhealthy") {
     const check = url.searchParams.get("check") ?? "unknown";
     worker.unhealthy = `${check}: ${url.searchParams.get("reason") ?? ""}`;

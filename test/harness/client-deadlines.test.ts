@@ -139,7 +139,7 @@ describe("harness client API: timeouts, ttl, retention, heartbeat lapses", () =>
       id,
       status: "FAILED",
       error:
-        "worker w2 stopped sending heartbeats (no request for 1000 ms) while running this job, for the second time",
+        "worker w2 stopped sending heartbeats (no ping for 1000 ms) while running this job, for the second time",
     });
   });
 

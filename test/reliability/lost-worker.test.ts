@@ -3,8 +3,8 @@ import { type Harness, ManualClock, startHarness } from "../../src/harness/index
 import { startWorkerProcess, waitFor } from "./helpers.js";
 
 /**
- * The lost-worker rule (docs/reliability.md): a worker holding a job that makes no request for
- * `heartbeatTimeoutMs` has lapsed; the job goes back to the queue once (`/health` `retried` + 1);
+ * The lost-worker rule (docs/reliability.md, docs/harness.md): a worker holding a job that sends no
+ * ping for `heartbeatTimeoutMs` has lapsed, whatever else it sends or holds open; the job goes back to the queue once (`/health` `retried` + 1);
  * if its worker lapses again the job fails with a reason. Nothing stays IN_PROGRESS.
  *
  * The heartbeat timeout runs on a ManualClock: a live worker can never lapse because this machine
@@ -15,9 +15,10 @@ const HEARTBEAT_TIMEOUT_MS = 4_000;
 const SLEEPER = "test/reliability/fixtures/sleeper.ts";
 
 /**
- * Lapses a killed worker: once the harness has ended every request it had open (a held poll ends
- * when its socket closes, and only then does the silence start), moves the clock by the heartbeat
- * timeout, which fires the lapse at once.
+ * Lapses a killed worker: moves the clock by the heartbeat timeout, which fires the lapse at once
+ * (only pings re-arm it, and the clock has not moved since the worker's last ping). It first waits
+ * for the harness to end every request the dead process had open, so that nothing of it is still
+ * in flight when the assertions about the requeued job run.
  */
 async function lapse(h: Harness, clock: ManualClock, podId: string): Promise<void> {
   await waitFor(`the harness to end every request of ${podId}`, () =>
@@ -102,7 +103,7 @@ describe("reliability: worker process SIGKILLed mid-job", () => {
     const job = h.job(id)!;
     expect(job.status).toBe("FAILED");
     expect(job.error).toBe(
-      `worker doomed-b stopped sending heartbeats (no request for ${HEARTBEAT_TIMEOUT_MS} ms) while running this job, for the second time`,
+      `worker doomed-b stopped sending heartbeats (no ping for ${HEARTBEAT_TIMEOUT_MS} ms) while running this job, for the second time`,
     );
     expect(h.health("local").jobs).toEqual({
       completed: 0,
