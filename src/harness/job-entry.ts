@@ -1,10 +1,20 @@
-import type { JobRecord, JobStatus } from "../protocol/api.js";
-import type { Policy, S3Config } from "../protocol/job.js";
+import type { JobRecord, JobStatus, RunRequest } from "../protocol/api.js";
+import type { Policy } from "../protocol/job.js";
 import type { StreamChunk } from "../protocol/worker-bodies.js";
 import type { ClockTimer } from "./clock.js";
 
 /** How a job was submitted: its id prefix and its result retention depend on it. */
 export type JobKind = "run" | "runsync";
+
+/**
+ * `s3Config` as a job carries it: whatever object the client sent, unknown keys and missing fields
+ * included (platform-api §2.2: the service only passes it through; the worker's S3 module says what
+ * is missing when a handler uses it).
+ */
+export type JobS3Config = NonNullable<RunRequest["s3Config"]>;
+
+/** Keys of a delivered job the harness sets itself; `extra` cannot override them. */
+const OWN_KEYS: ReadonlySet<string> = new Set(["id", "input", "policy", "s3Config", "webhook"]);
 
 /** What a job is created from (a `/run` body, or `Harness.enqueue`). */
 export interface NewJob {
@@ -12,8 +22,14 @@ export interface NewJob {
   /** A job id to use instead of a generated one (in-process enqueue only). */
   readonly id?: string;
   readonly policy?: Policy;
-  readonly s3Config?: S3Config;
+  readonly s3Config?: JobS3Config;
   readonly webhook?: string;
+  /**
+   * Other top-level keys of the request body (e.g. the official JS client's `webhookV2`): the
+   * platform passes them to the worker, so the delivered job carries them untouched. Keys the
+   * harness sets itself (`id`, `input`, `policy`, `s3Config`, `webhook`) are ignored here.
+   */
+  readonly extra?: Readonly<Record<string, unknown>>;
 }
 
 /** A job inside the store. Mutable; only the store changes it. */
@@ -23,8 +39,10 @@ export interface JobEntry {
   readonly kind: JobKind;
   readonly input: unknown;
   readonly policy: Policy | undefined;
-  readonly s3Config: S3Config | undefined;
+  readonly s3Config: JobS3Config | undefined;
   readonly webhook: string | undefined;
+  /** Unknown top-level keys of the request body, delivered as they came. */
+  readonly extra: Readonly<Record<string, unknown>>;
   status: JobStatus;
   createdAt: number;
   startedAt: number | undefined;
@@ -71,6 +89,7 @@ export function newJobEntry(
     policy: spec.policy,
     s3Config: spec.s3Config,
     webhook: spec.webhook,
+    extra: Object.fromEntries(Object.entries(spec.extra ?? {}).filter(([k]) => !OWN_KEYS.has(k))),
     status: "IN_QUEUE",
     createdAt: now,
     startedAt: undefined,
@@ -219,11 +238,15 @@ export function recordOf(job: JobEntry): JobRecord {
   };
 }
 
-/** The job as job-take delivers it (worker-protocol §2): `id`, `input`, and what was sent with it. */
+/**
+ * The job as job-take delivers it (worker-protocol §2): `id`, `input`, and everything else the
+ * request body held, untouched (worker-protocol §2: "pass through what you don't know").
+ */
 export function deliveredOf(job: JobEntry): Record<string, unknown> {
   return {
     id: job.id,
     input: job.input,
+    ...job.extra,
     ...(job.policy === undefined ? {} : { policy: job.policy }),
     ...(job.s3Config === undefined ? {} : { s3Config: job.s3Config }),
     ...(job.webhook === undefined ? {} : { webhook: job.webhook }),

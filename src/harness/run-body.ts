@@ -17,7 +17,11 @@ function describe(issue: z.core.$ZodIssue): string {
 
 /**
  * Parses and validates a job request body (platform-api §2.2): a JSON object with an `input`
- * object and optional `webhook`, `policy` (bounds of §8) and `s3Config`. Unknown keys are ignored.
+ * object and optional `webhook` and `policy` (bounds of §8). Everything else is passed through to
+ * the worker as sent, because the platform does so: unknown keys at the top level (e.g.
+ * `webhookV2`) and in `policy`, and `s3Config` whole — unknown keys (`objectPath`) and a partial
+ * object (no `endpointUrl`) included; the worker's S3 module reports what is missing when a handler
+ * uses it.
  */
 export function parseRunBody(text: string): RunBodyResult {
   if (text.trim() === "") {
@@ -38,7 +42,7 @@ export function parseRunBody(text: string): RunBodyResult {
     const issues = checked.error.issues.map(describe);
     return { ok: false, message: `invalid request body: ${issues.join("; ")}`, issues };
   }
-  const { input, policy, s3Config, webhook } = checked.data;
+  const { input, policy, s3Config, webhook, ...extra } = checked.data;
   return {
     ok: true,
     job: {
@@ -46,6 +50,7 @@ export function parseRunBody(text: string): RunBodyResult {
       ...(policy === undefined ? {} : { policy }),
       ...(s3Config === undefined ? {} : { s3Config }),
       ...(webhook === undefined ? {} : { webhook }),
+      ...(Object.keys(extra).length === 0 ? {} : { extra }),
     },
   };
 }
