@@ -183,7 +183,10 @@ export class Harness {
   /** The platform environment (worker-protocol §1) with which a worker connects to `endpointId`. */
   workerEnv(endpointId: string, options: WorkerEnvOptions = {}): Record<string, string> {
     this.#endpoint(endpointId);
-    return workerEnvFor(this.#url, endpointId, this.#options.apiKey, options);
+    return workerEnvFor(this.#url, endpointId, this.#options.apiKey, {
+      ...options,
+      gpuTypeId: options.gpuTypeId ?? this.#options.gpuTypeId,
+    });
   }
 
   /** Queues a job in-process, bypassing the client API; returns its id. */

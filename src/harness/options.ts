@@ -14,6 +14,7 @@ import type { Clock } from "./clock.js";
 import { realClock } from "./clock.js";
 import type { RateLimitOptions } from "./rate-limits.js";
 import type { WebhookOptions } from "./webhooks.js";
+import { DEFAULT_GPU_TYPE_ID } from "./worker-env.js";
 
 /** A running worker the harness started; `close()` stops it (idempotent). */
 export interface SpawnedWorker {
@@ -102,6 +103,11 @@ export interface HarnessOptions {
    * take jobs only from workers that connect on their own)
    */
   readonly managementSpawn?: WorkerSpawner;
+  /**
+   * `RUNPOD_GPU_TYPE_ID` in `workerEnv()` (so in the env of the workers the harness starts): the GPU
+   * type workers substitute into the `gpu=` query of every worker request. @default "LOCAL"
+   */
+  readonly gpuTypeId?: string;
   /** Where the harness logs (webhook failures, spawn errors). @default silent */
   readonly logger?: Logger;
 }
@@ -123,6 +129,7 @@ export interface ResolvedOptions {
   readonly maxRecordedRequests: number;
   readonly extraRoutes: ExtraRoutes | undefined;
   readonly managementSpawn: WorkerSpawner | undefined;
+  readonly gpuTypeId: string;
   readonly logger: Logger | undefined;
 }
 
@@ -164,6 +171,10 @@ export function resolveOptions(options: HarnessOptions): ResolvedOptions {
     if (ids.has(ep.id)) throw bad(`endpoint "${ep.id}" is listed twice`);
     ids.add(ep.id);
   }
+  const gpuTypeId = options.gpuTypeId ?? DEFAULT_GPU_TYPE_ID;
+  if (gpuTypeId.trim() === "" || /\s/.test(gpuTypeId)) {
+    throw bad(`gpuTypeId must be a non-empty string without spaces, got ${JSON.stringify(gpuTypeId)}`);
+  }
   const l = options.limits ?? {};
   const limits: Required<HarnessLimits> = {
     runBytes: positiveInt("limits.runBytes", l.runBytes, MAX_RUN_PAYLOAD_BYTES),
@@ -198,6 +209,7 @@ export function resolveOptions(options: HarnessOptions): ResolvedOptions {
     maxRecordedRequests: positiveInt("maxRecordedRequests", options.maxRecordedRequests, 50_000),
     extraRoutes: options.extraRoutes,
     managementSpawn: options.managementSpawn ?? endpoints[0]?.spawn,
+    gpuTypeId,
     logger: options.logger,
   });
 }

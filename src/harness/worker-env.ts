@@ -1,33 +1,46 @@
 import { randomUUID } from "node:crypto";
 
+/** `RUNPOD_GPU_TYPE_ID` of the harness's workers when no other is given. */
+export const DEFAULT_GPU_TYPE_ID = "LOCAL";
+
 /** Options of `Harness.workerEnv`. */
 export interface WorkerEnvOptions {
-  /** The worker's id (`RUNPOD_POD_ID`). @default a fresh random id */
+  /** The worker's id (`RUNPOD_POD_ID`). @default `<endpoint>-<8 random hex digits>` */
   readonly podId?: string;
   /** `RUNPOD_PING_INTERVAL`, ms. @default unset (the worker's default) */
   readonly pingIntervalMs?: number;
+  /** `RUNPOD_GPU_TYPE_ID`, which workers substitute for `$RUNPOD_GPU_TYPE_ID` (the `gpu=` query). @default the harness's `gpuTypeId` */
+  readonly gpuTypeId?: string;
+  /** `RUNPOD_POD_HOSTNAME`, which workers put in error reports. @default the pod id */
+  readonly hostname?: string;
 }
 
 /**
  * The platform environment (worker-protocol §1) with which a worker connects to one endpoint of a
- * harness at `baseUrl`. Every template keeps the `$RUNPOD_POD_ID` placeholder, which runlet's
- * worker substitutes (`runlet harness` rewrites the job-take one to `$ID` for the Python SDK).
+ * harness at `baseUrl`, in production's shapes: the job-take template names the worker by `$ID`,
+ * the ping, job-done and job-stream templates by `$RUNPOD_POD_ID` (with `$ID` the job id), and
+ * every template carries `?gpu=$RUNPOD_GPU_TYPE_ID`. Any worker that reads the platform's
+ * variables — runlet's, or one written with the platform's Python SDK — connects with it as is.
+ * `RUNPOD_ENDPOINT_ID` is left out on purpose: it switches workers to JSON-line logs.
  */
 export function workerEnvFor(
   baseUrl: string,
   endpointId: string,
   apiKey: string,
-  options: WorkerEnvOptions = {},
+  options: WorkerEnvOptions & { readonly gpuTypeId: string },
 ): Record<string, string> {
   const base = `${baseUrl}/v2/${encodeURIComponent(endpointId)}`;
   const gpu = "?gpu=$RUNPOD_GPU_TYPE_ID";
+  const podId = options.podId ?? `${endpointId}-${randomUUID().slice(0, 8)}`;
   return {
-    RUNPOD_WEBHOOK_GET_JOB: `${base}/job-take/$RUNPOD_POD_ID${gpu}`,
+    RUNPOD_WEBHOOK_GET_JOB: `${base}/job-take/$ID${gpu}`,
     RUNPOD_WEBHOOK_POST_OUTPUT: `${base}/job-done/$RUNPOD_POD_ID/$ID${gpu}`,
     RUNPOD_WEBHOOK_POST_STREAM: `${base}/job-stream/$RUNPOD_POD_ID/$ID${gpu}`,
     RUNPOD_WEBHOOK_PING: `${base}/ping/$RUNPOD_POD_ID${gpu}`,
     RUNPOD_AI_API_KEY: apiKey,
-    RUNPOD_POD_ID: options.podId ?? `${endpointId}-${randomUUID().slice(0, 8)}`,
+    RUNPOD_POD_ID: podId,
+    RUNPOD_POD_HOSTNAME: options.hostname ?? podId,
+    RUNPOD_GPU_TYPE_ID: options.gpuTypeId,
     ...(options.pingIntervalMs === undefined ? {} : { RUNPOD_PING_INTERVAL: String(options.pingIntervalMs) }),
   };
 }

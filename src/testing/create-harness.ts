@@ -47,8 +47,10 @@ export interface CreateHarnessOptions {
   readonly takeTimeoutMs?: number;
   /** How long `/stream` waits for a chunk, ms. @default 500 */
   readonly streamHoldMs?: number;
-  /** @default 45000 */
+  /** Time without a ping after which a worker has lapsed, ms (docs/harness.md). @default 45000 */
   readonly heartbeatTimeoutMs?: number;
+  /** `RUNPOD_GPU_TYPE_ID` of the workers (the `gpu=` query of their requests). @default "LOCAL" */
+  readonly gpuTypeId?: string;
   /** Worker options passed to every in-process worker (grace periods, retry delays). */
   readonly worker?: Omit<Partial<WorkerOptions>, "env" | "handlerModule">;
   /** Logger of the harness and the workers. @default silent */
@@ -151,6 +153,7 @@ export async function createHarness(options: CreateHarnessOptions): Promise<Test
     ...(options.webhooks === undefined ? {} : { webhooks: options.webhooks }),
     ...(options.streamHoldMs === undefined ? {} : { streamHoldMs: options.streamHoldMs }),
     ...(options.heartbeatTimeoutMs === undefined ? {} : { heartbeatTimeoutMs: options.heartbeatTimeoutMs }),
+    ...(options.gpuTypeId === undefined ? {} : { gpuTypeId: options.gpuTypeId }),
   };
   const harness = await startHarness(harnessOptions);
   try {

@@ -61,6 +61,8 @@ describe("runlet harness (CLI) and child-process workers", () => {
         RUNPOD_WEBHOOK_PING: `${url}/v2/alpha/ping/$RUNPOD_POD_ID?gpu=$RUNPOD_GPU_TYPE_ID`,
         RUNPOD_AI_API_KEY: "cli-key",
         RUNPOD_POD_ID: "alpha-worker-1",
+        RUNPOD_POD_HOSTNAME: "alpha-worker-1",
+        RUNPOD_GPU_TYPE_ID: "LOCAL",
       });
       expect(exportsOf(text, "beta")).toMatchObject({ RUNPOD_POD_ID: "beta-worker-1" });
 

@@ -287,18 +287,32 @@ describe("harness worker routes", () => {
     expect(await wrong.json()).toEqual({ error: "job-take takes GET, got POST", status: 405 });
   });
 
-  it("gives a worker the platform's environment for an endpoint", async () => {
+  it("gives a worker the platform's environment for an endpoint, in production's template shapes (worker-protocol §1)", async () => {
     await using h = await startHarness({ endpoints: [{ id: "ep1" }], takeTimeoutMs: 200 });
     expect(h.workerEnv("ep1", { podId: "pod-1", pingIntervalMs: 500 })).toEqual({
-      RUNPOD_WEBHOOK_GET_JOB: `${h.url}/v2/ep1/job-take/$RUNPOD_POD_ID?gpu=$RUNPOD_GPU_TYPE_ID`,
+      RUNPOD_WEBHOOK_GET_JOB: `${h.url}/v2/ep1/job-take/$ID?gpu=$RUNPOD_GPU_TYPE_ID`,
       RUNPOD_WEBHOOK_POST_OUTPUT: `${h.url}/v2/ep1/job-done/$RUNPOD_POD_ID/$ID?gpu=$RUNPOD_GPU_TYPE_ID`,
       RUNPOD_WEBHOOK_POST_STREAM: `${h.url}/v2/ep1/job-stream/$RUNPOD_POD_ID/$ID?gpu=$RUNPOD_GPU_TYPE_ID`,
       RUNPOD_WEBHOOK_PING: `${h.url}/v2/ep1/ping/$RUNPOD_POD_ID?gpu=$RUNPOD_GPU_TYPE_ID`,
       RUNPOD_AI_API_KEY: h.apiKey,
       RUNPOD_POD_ID: "pod-1",
+      RUNPOD_POD_HOSTNAME: "pod-1",
+      RUNPOD_GPU_TYPE_ID: "LOCAL",
       RUNPOD_PING_INTERVAL: "500",
     });
     expect(h.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+  });
+
+  it("takes the GPU type from the harness option or workerEnv's, and the host name from workerEnv's", async () => {
+    await using h = await startHarness({ gpuTypeId: "NVIDIA-A100", takeTimeoutMs: 200 });
+    const env = h.workerEnv("local", { podId: "p" });
+    expect(env["RUNPOD_GPU_TYPE_ID"]).toBe("NVIDIA-A100");
+    expect(env["RUNPOD_ENDPOINT_ID"]).toBeUndefined();
+    expect(h.workerEnv("local", { podId: "p", gpuTypeId: "H100", hostname: "host-9" })).toMatchObject({
+      RUNPOD_GPU_TYPE_ID: "H100",
+      RUNPOD_POD_HOSTNAME: "host-9",
+    });
+    await expect(startHarness({ gpuTypeId: " " })).rejects.toThrow(/gpuTypeId must be a non-empty string/);
   });
 
   it("waitForJob resolves at the terminal state and rejects when the wait runs out", async () => {

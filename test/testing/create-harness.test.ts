@@ -21,6 +21,26 @@ describe("runlet/testing createHarness", () => {
     expect(h.apiKey).toBe(h.harness.apiKey);
   });
 
+  it("starts its workers with production's environment: they take under their own id and carry the GPU type in gpu=", async () => {
+    await using h = await createHarness({ handler: double, gpuTypeId: "TEST-GPU" });
+    expect((await h.endpoint.runsync({ input: { n: 1 } })).output).toEqual({ doubled: 2 });
+    // The heartbeat runs on its own thread, whose first ping may come after the job.
+    for (let i = 0; i < 500 && h.harness.requests({ route: "ping" }).length === 0; i++) {
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    const requests = h.harness.requests({ endpointId: "local" });
+    const routes = new Set(requests.map((r) => r.route));
+    expect([...routes]).toEqual(expect.arrayContaining(["job-done", "job-take", "ping"]));
+    for (const r of requests) {
+      // /v2/local/<route>/<worker id>[/<job id>]: the worker id is the pod id, whatever the template's placeholder.
+      expect({ route: r.route, worker: r.path.split("/")[4], gpu: r.query["gpu"] }).toEqual({
+        route: r.route,
+        worker: "local-worker-1",
+        gpu: "TEST-GPU",
+      });
+    }
+  });
+
   it("fails a job whose input does not match the handler's schema", async () => {
     await using h = await createHarness({ handler: double });
     const record = await h.endpoint.runsync({ input: { n: "x" } as unknown as { n: number } });

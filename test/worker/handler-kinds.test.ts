@@ -198,7 +198,7 @@ describe("handler kinds against the harness", () => {
     expect(report["error_type"]).toBe("TypeError");
     expect(report["error_message"]).toBe("bad thing");
     expect(report["error_traceback"]).toContain("TypeError: bad thing");
-    expect(report["hostname"]).toBe("unknown");
+    expect(report["hostname"]).toBe(w.id); // the harness sets RUNPOD_POD_HOSTNAME to the pod id
     expect(report["worker_id"]).toBe(w.id);
     expect(report["runpod_version"]).toMatch(/^runlet\/\d+\.\d+\.\d+/);
   });

@@ -41,7 +41,7 @@ describe("health checks and the unhealthy ping", () => {
     expect(more).toEqual([]);
     expect(ping!.path).toBe("/v2/local/ping/pod-unfit");
     expect(ping!.query).toEqual({
-      gpu: "unknown",
+      gpu: "LOCAL",
       status: "unhealthy",
       check: "gpu",
       reason: "CUDA device lost",
@@ -156,7 +156,7 @@ describe("health checks and the unhealthy ping", () => {
     expect(pings).toHaveLength(1);
     expect(pings[0]!.path).toBe("/v2/local/ping/pod-unfit-child");
     expect(pings[0]!.query).toEqual({
-      gpu: "unknown",
+      gpu: "LOCAL",
       status: "unhealthy",
       check: "gpu",
       reason: "no CUDA device & driver 0",

@@ -28,7 +28,7 @@ describe("the worker's requests on the wire", () => {
       expect(take.headers["authorization"]).toBe(h.apiKey);
       expect(take.headers["user-agent"]).toBe(USER_AGENT);
       expect(take.headers["x-request-id"]).toBeUndefined();
-      expect(take.query["gpu"]).toBe("unknown");
+      expect(take.query["gpu"]).toBe("LOCAL");
     }
     expect(takes[0]!.query["job_in_progress"]).toBe("0");
 
@@ -40,7 +40,7 @@ describe("the worker's requests on the wire", () => {
     for (const post of done) {
       expect(post.method).toBe("POST");
       expect(post.path).toBe(`/v2/local/job-done/pod-1/${id}`);
-      expect(post.query).toEqual({ gpu: "unknown", isStream: "false" });
+      expect(post.query).toEqual({ gpu: "LOCAL", isStream: "false" });
       expect(post.headers["authorization"]).toBe(h.apiKey);
       expect(post.headers["x-request-id"]).toBe(id);
       expect(post.headers["content-type"]).toBe("application/json");

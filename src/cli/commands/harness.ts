@@ -72,11 +72,8 @@ export const command: Command = {
               ` -H 'Content-Type: application/json' -d '{"input":{}}'`,
           );
           out.push("  a worker connects with:");
+          // workerEnv() gives production's template shapes, which every worker reads as is.
           const env = harness.workerEnv(id, { podId: `${id}-worker-1` });
-          // The Python SDK substitutes only `$ID` in the job-take template (runlet substitutes both),
-          // so the printed template uses the platform's own `$ID` form for any worker to work.
-          const take = env["RUNPOD_WEBHOOK_GET_JOB"] ?? "";
-          env["RUNPOD_WEBHOOK_GET_JOB"] = take.replace("/job-take/$RUNPOD_POD_ID", "/job-take/$ID");
           for (const [name, value] of Object.entries(env))
             out.push(`    export ${name}=${shellQuote(value)}`);
           out.push("");
