@@ -209,7 +209,14 @@ async function onJob(
       return sendJson(res, 200, recordOf(job));
     }
     case "stream": {
-      const answer = await readStream(ctx.store, job, reader, ctx.options.streamHoldMs, hangUpSignal(res));
+      const answer = await readStream(
+        ctx.store,
+        job,
+        reader,
+        ctx.options.streamHoldMs,
+        hangUpSignal(res),
+        ctx.options.streamGatherMs,
+      );
       if (answer === undefined) return sendError(res, 404, `job "${jobId}" not found (unknown, or expired)`);
       return sendJson(res, 200, answer);
     }

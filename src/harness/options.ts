@@ -13,6 +13,7 @@ import type { ScopedKey } from "./auth.js";
 import type { Clock } from "./clock.js";
 import { realClock } from "./clock.js";
 import type { RateLimitOptions } from "./rate-limits.js";
+import { STREAM_GATHER_MS } from "./stream-reader.js";
 import type { WebhookOptions } from "./webhooks.js";
 import { DEFAULT_GPU_TYPE_ID } from "./worker-env.js";
 
@@ -82,6 +83,8 @@ export interface HarnessOptions {
   readonly takeTimeoutMs?: number;
   /** How long `/stream` waits for a chunk before answering with none, ms. @default 500 */
   readonly streamHoldMs?: number;
+  /** After a held `/stream` read gets its first chunk, how long it keeps gathering more before answering, ms. @default 5 */
+  readonly streamGatherMs?: number;
   /**
    * A worker that sends no ping for this long (since its last ping, or since its first request) has
    * lapsed, whatever else it sends or holds open; its jobs go back to the queue once, ms.
@@ -121,6 +124,7 @@ export interface ResolvedOptions {
   readonly port: number;
   readonly takeTimeoutMs: number;
   readonly streamHoldMs: number;
+  readonly streamGatherMs: number;
   readonly heartbeatTimeoutMs: number;
   readonly clock: Clock;
   readonly limits: Required<HarnessLimits>;
@@ -201,6 +205,7 @@ export function resolveOptions(options: HarnessOptions): ResolvedOptions {
     port: positiveInt("port", options.port, 0, 0),
     takeTimeoutMs: positiveInt("takeTimeoutMs", options.takeTimeoutMs, 30_000),
     streamHoldMs: positiveInt("streamHoldMs", options.streamHoldMs, 500, 0),
+    streamGatherMs: positiveInt("streamGatherMs", options.streamGatherMs, STREAM_GATHER_MS, 0),
     heartbeatTimeoutMs: positiveInt("heartbeatTimeoutMs", options.heartbeatTimeoutMs, 45_000),
     clock: options.clock ?? realClock(),
     limits: Object.freeze(limits),
