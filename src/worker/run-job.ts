@@ -33,6 +33,11 @@ export interface JobDeps {
   readonly onRunaway: (jobId: string) => void;
   /** The handler threw a WorkerUnfitError: the worker pings unhealthy and exits 1 (§7). */
   readonly onUnfit: (unfit: Unfitness) => void;
+  /**
+   * A result carrying `stopPod: true` was queued: the platform will replace this worker, so it must
+   * take no further job (the reference worker kills itself after such a job).
+   */
+  readonly onStopPod: (jobId: string) => void;
 }
 
 /** The watchdog fires this long after the main thread's own hard stop, so it acts only when the main thread is stuck. */
@@ -278,6 +283,7 @@ export class ActiveJob {
     this.#state = "finished";
     const isStream = result.kind === "output" && result.stream;
     this.#outbox.final(doneUrl(this.#deps.config, this.id, isStream), finalBodyText(result), result.stopPod);
+    if (result.stopPod) this.#deps.onStopPod(this.id);
     const executionTimeMs = Date.now() - this.#startedAt;
     if (result.kind === "output") this.#log.info({ executionTimeMs, metrics }, "Finished.");
     else

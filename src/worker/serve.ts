@@ -52,8 +52,8 @@ export async function serveHandler(definition: HandlerDefinition, options: Serve
     ...(options.shutdownGraceMs === undefined ? {} : { shutdownGraceMs: options.shutdownGraceMs }),
   });
   const info: WorkerStopInfo = await worker.stopped;
-  if (info.exitCode !== 0) {
-    // An unfit or runaway worker must end even if a handler left a timer or socket open: the
+  if (info.exitCode !== 0 || info.reason === "refresh") {
+    // An unfit, runaway or refreshed worker must end even if a handler left a timer or socket open: the
     // caller gets a moment to set the exit code and flush, then the process exits regardless.
     setTimeout(() => process.exit(info.exitCode), FORCED_EXIT_DELAY_MS).unref();
   }

@@ -22,10 +22,15 @@ import { createExecutor, createHeartbeat, s3Settings } from "./worker-parts.js";
 export interface WorkerStopInfo {
   /**
    * `closed`: close() was called; `signal`: SIGTERM/SIGINT; `runaway`: an in-process handler ignored
-   * its deadline; `unhealthy`: a health check failed or code reported the worker unfit (§7).
+   * its deadline; `unhealthy`: a health check failed or code reported the worker unfit (§7);
+   * `refresh`: a job's result asked the platform to replace the worker (`stopPod`, from
+   * `refreshWorker`), so the worker stopped taking jobs after it.
    */
-  readonly reason: "closed" | "signal" | "runaway" | "unhealthy";
-  /** The exit code the process should end with: 0, or 1 after a runaway handler or unfitness. */
+  readonly reason: "closed" | "signal" | "runaway" | "unhealthy" | "refresh";
+  /**
+   * The exit code the process should end with: 0 (also after a requested refresh, which is no
+   * failure), or 1 after a runaway handler or unfitness.
+   */
   readonly exitCode: number;
 }
 
@@ -163,6 +168,7 @@ export class Worker {
       s3: this.#s3Settings,
       onRunaway: (jobId) => this.#onRunaway(jobId),
       onUnfit: (unfit) => void this.reportUnfit(unfit.check, unfit.reason),
+      onStopPod: (jobId) => this.#onStopPod(jobId),
     });
     this.#jobs.set(job.id, active);
     this.#jobsChanged();
@@ -188,6 +194,21 @@ export class Worker {
       stop: (jobId) => this.#jobs.get(jobId)?.stop(),
       slowDownMs: SLOW_DOWN_MS,
     });
+  }
+
+  /**
+   * A result with `stopPod` is queued: the platform replaces this worker after it, so the worker
+   * takes nothing more; other running jobs finish (up to the grace) and report, then it stops.
+   * Unfitness or a runaway handler keep their own reason and exit code 1.
+   */
+  #onStopPod(jobId: string): void {
+    if (this.#closed !== undefined || this.#unfit !== undefined) return;
+    this.#log.info(
+      { jobId },
+      "a result asked the platform to replace this worker (stopPod); taking no more jobs, finishing the running ones, then stopping",
+    );
+    if (this.#stopInfo.reason === "closed") this.#stopInfo = { reason: "refresh", exitCode: 0 };
+    void this.close();
   }
 
   #onRunaway(jobId: string): void {
