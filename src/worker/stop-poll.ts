@@ -1,14 +1,21 @@
 import type { Logger } from "pino";
-import { expandTemplate, jobsToStopSchema, swapTakeRoute } from "../protocol/index.js";
+import { expandTemplate, swapTakeRoute } from "../protocol/index.js";
 import { backoffDelayMs, retryAfterMs, sleep } from "./backoff.js";
 import type { WorkerConfig } from "./config.js";
 import type { PlatformHttp } from "./platform-http.js";
+import { hasTakeRoute } from "./take.js";
 
 /**
  * The job-stop long poll (worker-protocol §6): `GET` the job-take URL with `/job-take/` replaced
  * by `/job-stop/`, answered 204 or `{"jobsToStop": [...]}`; 429 means wait. Polls only while jobs
  * run (only a running job can be stopped).
  */
+
+/**
+ * One poll cycle lasts at least this long when the answer is empty (204, or no ids): a server
+ * that answers at once would otherwise be polled in a tight loop. The reference waits 1 s too.
+ */
+export const STOP_POLL_MIN_CYCLE_MS = 1_000;
 
 /** What the poll needs from the worker. */
 export interface StopPollDeps {
@@ -27,16 +34,41 @@ export interface StopPollDeps {
   readonly slowDownMs: number;
 }
 
-/** The job-stop URL of this worker. */
-export function stopUrl(config: WorkerConfig): string {
+/**
+ * The job-stop URL of this worker; undefined when the job-take URL has no `/job-take/` segment to
+ * swap (the worker then runs without the stop channel, as the reference worker does).
+ */
+export function stopUrl(config: WorkerConfig): string | undefined {
   const ids = { podId: config.podId, gpuTypeId: config.gpuTypeId, id: config.podId };
-  return swapTakeRoute(expandTemplate(config.jobTakeUrl, ids), "job-stop");
+  const take = expandTemplate(config.jobTakeUrl, ids);
+  return hasTakeRoute(take) ? swapTakeRoute(take, "job-stop") : undefined;
+}
+
+/**
+ * The job ids of a 200 answer: the strings of `jobsToStop` (other items are ignored, so one bad
+ * item does not keep the others running); none for an empty or `null` body. Throws on anything
+ * else (a fault, backed off).
+ */
+export function readJobsToStop(text: string): string[] {
+  if (text.trim() === "") return [];
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    throw new Error(`job-stop answer is not JSON: ${text.slice(0, 200)}`);
+  }
+  if (body === null) return [];
+  const list = typeof body === "object" ? (body as { jobsToStop?: unknown }).jobsToStop : undefined;
+  if (!Array.isArray(list)) throw new Error(`bad job-stop answer: ${text.slice(0, 200)}`);
+  return list.filter((id): id is string => typeof id === "string" && id !== "");
 }
 
 /** Polls job-stop until `deps.closing` aborts; never throws. */
 export async function pollJobStops(deps: StopPollDeps): Promise<void> {
   const { config, http, log, closing } = deps;
   const url = stopUrl(config);
+  // No stop channel: the worker logged why at start.
+  if (url === undefined) return;
   let faults = 0;
   while (!closing.aborted) {
     if (deps.running() === 0) {
@@ -44,20 +76,22 @@ export async function pollJobStops(deps: StopPollDeps): Promise<void> {
       continue;
     }
     let waitMs = 0;
+    const sentAt = Date.now();
+    const padCycle = (): number => Math.max(0, STOP_POLL_MIN_CYCLE_MS - (Date.now() - sentAt));
     try {
       const response = await http.get(url, {
         signal: AbortSignal.any([closing, AbortSignal.timeout(config.takeTimeoutMs)]),
       });
-      if (response.status === 200) {
-        faults = 0;
-        const parsed = jobsToStopSchema.safeParse(JSON.parse(response.text));
-        if (!parsed.success) throw new Error(`bad job-stop answer: ${response.text.slice(0, 200)}`);
-        for (const id of parsed.data.jobsToStop) deps.stop(id);
-      } else if (response.status === 429) {
+      if (response.status === 429) {
         waitMs = retryAfterMs(response.headers["retry-after"]) ?? deps.slowDownMs;
-      } else if (response.status !== 204) {
+      } else if (response.status === 200 || response.status === 204) {
+        faults = 0;
+        const ids = response.status === 200 ? readJobsToStop(response.text) : [];
+        for (const id of ids) deps.stop(id);
+        if (ids.length === 0) waitMs = padCycle();
+      } else {
         throw new Error(`job-stop answered HTTP ${response.status}`);
-      } else faults = 0;
+      }
     } catch (err) {
       if (closing.aborted) break;
       // Our own long-poll cap ended the request: not a fault, poll again at once.

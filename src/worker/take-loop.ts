@@ -15,6 +15,13 @@ import { type BadJob, take, takeUrl } from "./take.js";
 
 /** How long to wait on a 429 without Retry-After (the reference worker's figure). */
 export const SLOW_DOWN_MS = 5_000;
+/**
+ * An empty answer (204, empty 200, 400) faster than this is "instant": the server did not hold the
+ * long poll (fast-boot workers get 400 at once), so the loop pauses before asking again.
+ */
+export const INSTANT_EMPTY_MS = 1_000;
+/** Bounds of the pause after instant empty answers: jittered, doubling per repeat, reset by a job or a held poll. */
+export const EMPTY_PAUSE = { baseMs: 100, capMs: 1_000 } as const;
 /** While every slot is busy, a concurrency function is consulted at least this often. */
 const CONCURRENCY_RECHECK_MS = 1_000;
 
@@ -43,6 +50,7 @@ export async function runTakeLoop(deps: TakeLoopDeps): Promise<void> {
   // §7: a worker unfit from the start takes no job at all.
   if (!(await deps.checkHealth())) return;
   let faults = 0;
+  let instantEmpties = 0;
   while (!closing.aborted) {
     const running = deps.running();
     const free = deps.concurrency() - running;
@@ -52,14 +60,20 @@ export async function runTakeLoop(deps: TakeLoopDeps): Promise<void> {
     }
     const url = takeUrl(config.jobTakeUrl, config, free, running > 0);
     let answer: Awaited<ReturnType<typeof take>>;
+    const sentAt = Date.now();
     try {
       answer = await take(http, url, AbortSignal.any([closing, AbortSignal.timeout(config.takeTimeoutMs)]));
     } catch {
       // Our own long-poll cap or shutdown aborted the request: no job was handed over.
       continue;
     }
-    if (answer.kind === "none") faults = 0;
-    else if (answer.kind === "slow-down") {
+    if (answer.kind === "none") {
+      faults = 0;
+      if (Date.now() - sentAt < INSTANT_EMPTY_MS) {
+        // Without a pause an instant answer makes the loop spin (hundreds of takes a second).
+        await sleep(backoffDelayMs(instantEmpties++, EMPTY_PAUSE), closing);
+      } else instantEmpties = 0;
+    } else if (answer.kind === "slow-down") {
       log.warn({ waitMs: answer.waitMs ?? SLOW_DOWN_MS }, "job-take answered 429; waiting");
       await sleep(answer.waitMs ?? SLOW_DOWN_MS, closing);
     } else if (answer.kind === "fault") {
@@ -68,6 +82,7 @@ export async function runTakeLoop(deps: TakeLoopDeps): Promise<void> {
       await sleep(waitMs, closing);
     } else {
       faults = 0;
+      instantEmpties = 0;
       deps.accept(answer.jobs, answer.bad, free);
     }
   }

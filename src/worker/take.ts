@@ -24,7 +24,16 @@ export type TakeAnswer =
   | { readonly kind: "slow-down"; readonly waitMs: number | undefined }
   | { readonly kind: "fault"; readonly reason: string };
 
-/** Where to take from: job-take for one free slot, job-take-batch with `batch_size` for more. */
+/** True when `url`'s path has the `/job-take/` segment that job-take-batch and job-stop replace (§2, §6). */
+export function hasTakeRoute(url: string): boolean {
+  return new URL(url).pathname.includes("/job-take/");
+}
+
+/**
+ * Where to take from: job-take for one free slot, job-take-batch with `batch_size` for more. A
+ * take URL without a `/job-take/` segment gets `batch_size` on the take URL itself (as the
+ * reference worker does); the answer, an object or an array, is read either way.
+ */
 export function takeUrl(
   template: string,
   ids: { podId: string; gpuTypeId: string },
@@ -32,7 +41,7 @@ export function takeUrl(
   jobInProgress: boolean,
 ): string {
   const base = expandTemplate(template, { ...ids, id: ids.podId });
-  const route = free > 1 ? swapTakeRoute(base, "job-take-batch") : base;
+  const route = free > 1 && hasTakeRoute(base) ? swapTakeRoute(base, "job-take-batch") : base;
   return withQuery(route, {
     ...(free > 1 ? { batch_size: free } : {}),
     job_in_progress: jobInProgress ? 1 : 0,
@@ -61,16 +70,19 @@ export async function take(http: PlatformHttp, url: string, signal: AbortSignal)
     if (signal.aborted) throw err;
     return { kind: "fault", reason: err instanceof Error ? err.message : String(err) };
   }
-  if (status === 204 || status === 400 || (status === 200 && text.trim() === ""))
+  // Like the reference worker, any answer below 400 with a body is read as jobs (not only 200).
+  if (status === 204 || status === 400 || (status < 400 && text.trim() === ""))
     return { kind: "none", status };
   if (status === 429) return { kind: "slow-down", waitMs: retryAfterMs(headers["retry-after"]) };
-  if (status !== 200) return { kind: "fault", reason: `HTTP ${status}: ${text.slice(0, 200)}` };
+  if (status > 400) return { kind: "fault", reason: `HTTP ${status}: ${text.slice(0, 200)}` };
   let body: unknown;
   try {
     body = JSON.parse(text);
   } catch {
     return { kind: "fault", reason: `the take answer is not JSON: ${text.slice(0, 200)}` };
   }
+  // `null` is "no job", not a malformed one.
+  if (body === null) return { kind: "none", status };
   const items = Array.isArray(body) ? body : [body];
   const jobs: DeliveredJob[] = [];
   const bad: BadJob[] = [];

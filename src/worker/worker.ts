@@ -3,7 +3,7 @@ import { RunletError } from "../errors.js";
 import { type HandlerDefinition, isHandlerDefinition } from "../handler/define-handler.js";
 import type { Unfitness } from "../handler/unfit.js";
 import { createLogger } from "../log/index.js";
-import type { DeliveredJob } from "../protocol/index.js";
+import { type DeliveredJob, expandTemplate } from "../protocol/index.js";
 import { ChangeNotifier } from "./change-notifier.js";
 import { initialConcurrency, nextConcurrency } from "./concurrency.js";
 import { resolveWorkerConfig, type WorkerConfig, type WorkerOptions } from "./config.js";
@@ -15,6 +15,7 @@ import { ActiveJob } from "./run-job.js";
 import { finishJobs } from "./shutdown.js";
 import { installSignalHandlers } from "./signals.js";
 import { pollJobStops } from "./stop-poll.js";
+import { hasTakeRoute } from "./take.js";
 import { admitJobs, reportUnrun, runTakeLoop, SLOW_DOWN_MS } from "./take-loop.js";
 import { createExecutor, createHeartbeat, s3Settings } from "./worker-parts.js";
 
@@ -91,6 +92,12 @@ export class Worker {
       });
     }
     log.info({ workerId: config.podId, isolation: definition.isolation }, "worker started");
+    for (const warning of config.warnings) log.warn(warning);
+    if (!hasTakeRoute(expandTemplate(config.jobTakeUrl, { ...config, id: config.podId }))) {
+      log.warn(
+        "the job-take URL has no /job-take/ segment: job-stop is off (the platform cannot stop a running job), and batch takes add batch_size to the job-take URL",
+      );
+    }
     this.#loops = Promise.all([
       this.#takeLoop(),
       this.#stopLoop(),
@@ -179,7 +186,10 @@ export class Worker {
   }
 
   #jobsChanged(): void {
-    this.#heartbeat?.setJobs([...this.#jobs.keys()]);
+    // The ping names only jobs the platform still counts as running: a job-stopped job leaves the
+    // list at once, although its handler may hold its slot (job_in_progress) until it returns.
+    const inProgress = [...this.#jobs.values()].filter((job) => !job.stopRequested).map((job) => job.id);
+    this.#heartbeat?.setJobs(inProgress);
     this.#changes.notify();
   }
 
@@ -191,7 +201,12 @@ export class Worker {
       closing: this.#closing.signal,
       running: () => this.#jobs.size,
       waitForChange: (ms) => this.#changes.wait(ms),
-      stop: (jobId) => this.#jobs.get(jobId)?.stop(),
+      stop: (jobId) => {
+        const job = this.#jobs.get(jobId);
+        if (job === undefined || job.stopRequested) return;
+        job.stop();
+        this.#jobsChanged();
+      },
       slowDownMs: SLOW_DOWN_MS,
     });
   }
