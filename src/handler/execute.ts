@@ -32,6 +32,11 @@ export interface ExecuteHooks {
    * item as well as between items.
    */
   chunks(bodies: readonly string[], bytes: number): Promise<void>;
+  /**
+   * The handler returned a generator: the job streams, so its final post uses `isStream=true`
+   * whatever it ends with (an error, a timeout, a shutdown), as the reference worker's does.
+   */
+  streaming?(): void;
 }
 
 /** Everything {@link executeJob} needs. */
@@ -126,6 +131,7 @@ export async function executeJob(options: ExecuteOptions): Promise<ExecuteOutcom
   try {
     const returned = definition.handler(context);
     if (isIterator(returned)) {
+      hooks.streaming?.();
       result = await drain(
         returned,
         { definition, readMetrics: metrics.toJSON, hooks, signal },

@@ -84,6 +84,9 @@ export class ActiveJob {
   #hardStop: (() => Promise<boolean>) | undefined;
   #timers: NodeJS.Timeout[] = [];
   #missingStreamUrl = false;
+  #stopRequested = false;
+  /** The handler returned a generator: every final post of this job uses `isStream=true` (§4). */
+  #streaming = false;
   /** Resolves when the job holds its slot no more: reported (or discarded) and its handler settled or killed. */
   readonly finished: Promise<void>;
   /** Resolves when the job's posts are done (delivered, replaced, given up or discarded). */
@@ -126,6 +129,9 @@ export class ActiveJob {
     const handle = executor.run(
       { job: this.#job, timeoutMs: this.#timeoutMs, log: this.#log },
       {
+        streaming: () => {
+          this.#streaming = true;
+        },
         progress: (json) => {
           if (this.#state === "running") this.#outbox.progress(doneUrl(config, this.id, false), json);
         },
@@ -205,10 +211,16 @@ export class ActiveJob {
     };
   }
 
+  /** True once job-stop named this job: the platform no longer counts it as running. */
+  get stopRequested(): boolean {
+    return this.#stopRequested;
+  }
+
   /** job-stop named this job: abort it and post nothing more for it. */
   stop(): void {
     if (this.#state === "finished" || this.#state === "stopped") return;
     this.#state = "stopped";
+    this.#stopRequested = true;
     this.#log.info("the platform asked to stop this job; aborting it, nothing more is posted");
     this.#outbox.discard();
     this.#abort?.(new RunletError("RUNLET_JOB_STOPPED", "the platform stopped this job"));
@@ -281,7 +293,7 @@ export class ActiveJob {
   #finalize(result: JobResult, metrics: Record<string, number | string> = {}): void {
     if (this.#state === "finished" || this.#state === "stopped") return;
     this.#state = "finished";
-    const isStream = result.kind === "output" && result.stream;
+    const isStream = this.#streaming || (result.kind === "output" && result.stream);
     this.#outbox.final(doneUrl(this.#deps.config, this.id, isStream), finalBodyText(result), result.stopPod);
     if (result.stopPod) this.#deps.onStopPod(this.id);
     const executionTimeMs = Date.now() - this.#startedAt;

@@ -36,6 +36,7 @@ export type ToThread =
 export type FromThread =
   | { readonly type: "started"; readonly at: number }
   | { readonly type: "progress"; readonly json: string }
+  | { readonly type: "streaming" }
   | {
       readonly type: "chunks";
       readonly seq: number;
@@ -83,6 +84,7 @@ export function runExecutorThread(definition: HandlerDefinition): void {
         s3: s3Options(data.settings),
         hooks: {
           progress: (json) => port.postMessage({ type: "progress", json } satisfies FromThread),
+          streaming: () => port.postMessage({ type: "streaming" } satisfies FromThread),
           chunks: (bodies, bytes) => {
             seq += 1;
             const mine = seq;

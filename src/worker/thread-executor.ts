@@ -113,6 +113,7 @@ export class ThreadExecutor implements Executor {
     const onMessage = (msg: FromThread): void => {
       if (msg.type === "started") markStarted(msg.at);
       else if (msg.type === "progress") hooks.progress(msg.json);
+      else if (msg.type === "streaming") hooks.streaming?.();
       else if (msg.type === "chunks") {
         void hooks.chunks(msg.bodies, msg.bytes).then(() => send({ type: "credit", seq: msg.seq }));
       } else if (msg.type === "result") {
