@@ -52,6 +52,7 @@ export {
   jobDoneBodySchema,
   jobsToStopSchema,
   progressBodySchema,
+  RESULT_POST_HEADERS,
   type StreamChunk,
   streamChunkSchema,
 } from "./worker-bodies.js";

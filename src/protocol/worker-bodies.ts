@@ -63,3 +63,13 @@ export const errorReportSchema = z.object({
   runpod_version: z.string(),
 });
 export type ErrorReport = z.infer<typeof errorReportSchema>;
+
+/**
+ * Headers that label a result or stream post (worker-protocol §4). The body is JSON text, but the
+ * reference worker labels it form-urlencoded, with a header literally named `charset`, and that label
+ * is what production has accepted for years; runlet sends the same so the platform sees nothing new.
+ */
+export const RESULT_POST_HEADERS: Readonly<Record<string, string>> = Object.freeze({
+  "content-type": "application/x-www-form-urlencoded",
+  charset: "utf-8",
+});

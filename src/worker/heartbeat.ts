@@ -1,6 +1,6 @@
 import { Worker as Thread } from "node:worker_threads";
 import type { Logger } from "pino";
-import { withQuery } from "../protocol/index.js";
+import { RESULT_POST_HEADERS, withQuery } from "../protocol/index.js";
 import { USER_AGENT, VERSION } from "../version.js";
 
 /**
@@ -173,7 +173,7 @@ export class Heartbeat {
 
   /** Arms the watchdog for a job: unless unwatched before `atMs`, the thread posts `body` to `url` and kills the process. */
   watch(jobId: string, atMs: number, url: string, body: string): void {
-    const headers = { ...this.#headers, "content-type": "application/json", "x-request-id": jobId };
+    const headers = { ...this.#headers, ...RESULT_POST_HEADERS, "x-request-id": jobId };
     this.#thread.postMessage({ type: "watch", id: jobId, at: atMs, url, body, headers });
   }
 

@@ -1,4 +1,5 @@
 import { Agent, type Dispatcher } from "undici";
+import { RESULT_POST_HEADERS } from "../protocol/index.js";
 import { USER_AGENT } from "../version.js";
 
 /**
@@ -57,8 +58,7 @@ export class PlatformHttp {
     const headers: Record<string, string> = { "user-agent": USER_AGENT };
     if (this.#apiKey !== undefined) headers["authorization"] = this.#apiKey;
     if (jobId !== undefined) headers["x-request-id"] = jobId;
-    if (json) headers["content-type"] = "application/json";
-    return headers;
+    return json ? { ...headers, ...RESULT_POST_HEADERS } : headers;
   }
 
   /** GET `url`. Throws on network errors and aborts; any status is an answer. */
