@@ -4,20 +4,11 @@ import { Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { createLogger } from "../../src/log/index.js";
 import { createManagementClient, parseErrorBody, parseRetryAfterMs } from "../../src/management/index.js";
-import { startRecorder } from "./servers.js";
+import { rejection, startRecorder } from "./servers.js";
 
 const API_KEY = "retry-key-secret-42";
 
-async function failure(
-  promise: Promise<unknown>,
-): Promise<{ code: string; message: string; details: Record<string, unknown> }> {
-  try {
-    await promise;
-  } catch (err) {
-    return err as { code: string; message: string; details: Record<string, unknown> };
-  }
-  throw new Error("expected the call to fail");
-}
+const failure = rejection;
 
 describe("management error bodies", () => {
   it("reads a v2 problem's title, detail and errors", () => {

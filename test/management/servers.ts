@@ -108,3 +108,20 @@ export async function startManagementServer(
   });
   return { ...(await listen(server)), routes };
 }
+
+/** What a rejected management call threw, for assertions on its code, message and details. */
+export interface CaughtError {
+  code: string;
+  message: string;
+  details: Record<string, unknown>;
+}
+
+/** Awaits `promise`, which must reject, and returns what it threw; fails the test if it resolves. */
+export async function rejection(promise: Promise<unknown>): Promise<CaughtError> {
+  try {
+    await promise;
+  } catch (err) {
+    return err as CaughtError;
+  }
+  throw new Error("expected the call to fail");
+}

@@ -5,20 +5,11 @@ import {
   templateV1ToV2,
   templateV2ToV1,
 } from "../../src/management/index.js";
-import { startRecorder } from "./servers.js";
+import { rejection, startRecorder } from "./servers.js";
 
 const API_KEY = "validation-key-1";
 
-async function invalid(
-  promise: Promise<unknown>,
-): Promise<{ code: string; message: string; details: Record<string, unknown> }> {
-  try {
-    await promise;
-  } catch (err) {
-    return err as { code: string; message: string; details: Record<string, unknown> };
-  }
-  throw new Error("expected the call to fail");
-}
+const invalid = rejection;
 
 describe("client-side validation", () => {
   it("refuses bad bodies before anything is sent, naming each bad field", async () => {
