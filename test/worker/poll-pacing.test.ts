@@ -2,8 +2,9 @@ import { describe, expect, it } from "vitest";
 import { defineHandler } from "../../src/index.js";
 import { testHarness, waitFor, workerFor } from "./helpers.js";
 
-// An empty answer that comes back at once must not make the take or stop poll spin. The bounds
-// below are upper bounds that only the pauses guarantee: a slower machine sends fewer requests.
+// An empty answer that comes back at once must not make the take or stop poll spin. Each test waits
+// until the worker has sent a few requests (so a worker that never polls fails), then checks an
+// upper bound that only the pauses guarantee: a slower machine sends fewer requests, never more.
 
 /** Upper bound on takes within `elapsedMs` when the k-th instant empty answer is followed by a pause of at least min(1000, 100·2^k)/2 ms. */
 function maxTakes(elapsedMs: number): number {
@@ -16,8 +17,6 @@ function maxTakes(elapsedMs: number): number {
   }
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 describe("pacing of the long polls", () => {
   it("pauses between takes when job-take answers 400 at once (fast-boot)", async () => {
     await using h = await testHarness();
@@ -25,11 +24,11 @@ describe("pacing of the long polls", () => {
     const t0 = Date.now();
     const w = await workerFor(h, defineHandler({ handler: () => "ok" }));
     try {
-      await sleep(1_500);
-      const takes = h.requests({ route: "job-take" }).length;
-      const elapsed = Date.now() - t0;
-      expect(takes).toBeGreaterThan(0);
-      expect(takes).toBeLessThanOrEqual(maxTakes(elapsed));
+      const takes = await waitFor("four takes", () => {
+        const n = h.requests({ route: "job-take" }).length;
+        return n >= 4 && n;
+      });
+      expect(takes).toBeLessThanOrEqual(maxTakes(Date.now() - t0));
     } finally {
       await w.close();
     }
@@ -41,8 +40,10 @@ describe("pacing of the long polls", () => {
     const t0 = Date.now();
     const w = await workerFor(h, defineHandler({ handler: () => "ok" }));
     try {
-      await sleep(1_000);
-      const takes = h.requests({ route: "job-take" }).length;
+      const takes = await waitFor("four takes", () => {
+        const n = h.requests({ route: "job-take" }).length;
+        return n >= 4 && n;
+      });
       expect(takes).toBeLessThanOrEqual(maxTakes(Date.now() - t0));
     } finally {
       await w.close();
@@ -69,10 +70,11 @@ describe("pacing of the long polls", () => {
       const t0 = Date.now();
       const id = h.enqueue("local", { input: 1 });
       await waitFor("the job to run", () => h.job(id)?.status === "IN_PROGRESS");
-      await sleep(1_500);
-      const stops = h.requests({ route: "job-stop" }).length;
+      const stops = await waitFor("two job-stop polls", () => {
+        const n = h.requests({ route: "job-stop" }).length;
+        return n >= 2 && n;
+      });
       const elapsed = Date.now() - t0;
-      expect(stops).toBeGreaterThan(0);
       // Each cycle lasts at least 1 s from its send: at most one poll per started second.
       expect(stops).toBeLessThanOrEqual(Math.floor(elapsed / 1_000) + 1);
       release();
