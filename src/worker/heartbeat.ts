@@ -102,6 +102,8 @@ parentPort.on("message", (msg) => {
   }
   else if (msg.type === "watch" && watchdog) {
     const delay = Math.max(0, msg.at - Date.now());
+    const previous = watches.get(msg.id);
+    if (previous !== undefined) clearTimeout(previous.timer);
     watches.set(msg.id, { url: msg.url, body: msg.body, headers: msg.headers, timer: setTimeout(() => fire(msg.id), delay) });
   } else if (msg.type === "unwatch") {
     const w = watches.get(msg.id);

@@ -126,11 +126,14 @@ export class ActiveJob {
               isStream: "false",
             },
           );
+    let rearmWatchdog: (() => void) | undefined;
     const handle = executor.run(
       { job: this.#job, timeoutMs: this.#timeoutMs, log: this.#log },
       {
         streaming: () => {
           this.#streaming = true;
+          // A watchdog armed before the handler turned out to stream must post its failure as a stream's final.
+          rearmWatchdog?.();
         },
         progress: (json) => {
           if (this.#state === "running") this.#outbox.progress(doneUrl(config, this.id, false), json);
@@ -156,12 +159,15 @@ export class ActiveJob {
     }
     const watchdog =
       definition.isolation === "in-process" && config.exitOnHardStop ? this.#deps.heartbeat : undefined;
-    watchdog?.watch(
-      this.id,
-      deadline + definition.hardStopGraceMs + WATCHDOG_SLACK_MS,
-      doneUrl(config, this.id, false),
-      failureBody(this.#timeoutMessage(), definition.refreshWorker),
-    );
+    const arm = () =>
+      watchdog?.watch(
+        this.id,
+        deadline + definition.hardStopGraceMs + WATCHDOG_SLACK_MS,
+        doneUrl(config, this.id, this.#streaming),
+        failureBody(this.#timeoutMessage(), definition.refreshWorker),
+      );
+    arm();
+    rearmWatchdog = watchdog === undefined ? undefined : arm;
     const outcome = await handle.outcome;
     for (const timer of this.#timers) clearTimeout(timer);
     watchdog?.unwatch(this.id);
