@@ -136,7 +136,7 @@ describe("harness pass-through of job request bodies", () => {
       objectPath: "p",
     });
     expect(await postDone(h, id, { output: 1 })).toBe(200);
-    for (let i = 0; i < 200 && h.webhookAttempts().length === 0; i++)
+    for (let i = 0; i < 1_000 && h.webhookAttempts().length === 0; i++)
       await new Promise((r) => setTimeout(r, 10));
     expect(h.webhookAttempts()).toHaveLength(1);
     // A malformed body is refused without quoting it.
