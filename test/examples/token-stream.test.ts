@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import handler from "../../examples/token-stream/handler.js";
 import { createHarness } from "../../src/testing/index.js";
+import { waitFor } from "../worker/helpers.js";
 
 describe("examples/token-stream", () => {
   it("streams one item per token, in order, with running token counts in the chunk metrics", async () => {
@@ -46,7 +47,17 @@ describe("examples/token-stream", () => {
     await h.endpoint.cancel(id);
     const job = await h.endpoint.status(id);
     expect(job.status).toBe("CANCELLED");
-    const streamed = h.harness.job(id)?.stream.length ?? 0;
-    expect(streamed).toBeLessThan(201);
+    // The worker learns of the cancel from its job-stop poll; wait until one delivered it.
+    const posts = () => h.harness.requests({ route: "job-stream" }).filter((r) => r.path.endsWith(`/${id}`));
+    await waitFor("the job-stop that carries the cancel", () =>
+      h.harness.requests({ route: "job-stop" }).some((r) => r.status === 200),
+    );
+    const atStop = posts().length;
+    // Proving that nothing more comes needs a window: one second is 20 tokens at 50 ms. A slow
+    // machine only makes fewer posts, so it cannot fail this test, only make it weaker. Without
+    // the stop, generation would go on posting all 202 tokens.
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(posts().length - atStop).toBeLessThanOrEqual(1);
+    expect(posts().length).toBeLessThan(10);
   });
 });
