@@ -166,9 +166,15 @@ describe("handler kinds against the harness", () => {
     const bad = h.enqueue("local", { input: { steps: 99 } });
     const failed = await h.waitForJob(bad);
     expect(failed.status).toBe("FAILED");
-    expect(failed.error).toContain("input is invalid");
-    expect(failed.error).toContain("prompt");
-    expect(failed.error).toContain("steps");
+    expect(failed.error).toBe(
+      [
+        "input is invalid:",
+        "✖ Invalid input: expected string, received undefined",
+        "  → at prompt",
+        "✖ Too big: expected number to be <=50",
+        "  → at steps",
+      ].join("\n"),
+    );
     const good = h.enqueue("local", { input: { prompt: "hi", steps: 3 } });
     expect((await h.waitForJob(good)).output).toBe("hi");
   });
