@@ -59,7 +59,7 @@ export interface JobEntry {
   duplicateResults: number;
   /** Progress and stream posts that arrived after the job ended (ignored). */
   latePosts: number;
-  /** Times this job's worker stopped heartbeating while running it. */
+  /** Times a worker lost this job while running it: it lapsed, or its pings stopped listing the job. */
   lapses: number;
   /** Set when ttl or retention removed the job: clients get 404, late results are still counted. */
   deleted: boolean;

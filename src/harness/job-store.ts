@@ -15,7 +15,12 @@ import {
 import { JobExpiry } from "./job-expiry.js";
 import { type JobLookup, JobTable } from "./job-table.js";
 import { JobWaits } from "./job-waits.js";
-import { WorkerRegistry as Registry, type WorkerRegistry, type WorkerState } from "./worker-registry.js";
+import {
+  WorkerRegistry as Registry,
+  type UnlistedJob,
+  type WorkerRegistry,
+  type WorkerState,
+} from "./worker-registry.js";
 
 /** What the store tells its owner about. */
 export interface StoreEvents {
@@ -32,7 +37,7 @@ export interface StoreEvents {
 /**
  * The job state machine of platform-api §3, for every endpoint of one harness: queue, hand-out to
  * workers, results, cancel, retry, purge, ttl, execution timeout, result retention and heartbeat
- * lapses. Timers run on the harness clock.
+ * lapses, and jobs a worker's pings stopped listing. Timers run on the harness clock.
  */
 export class JobStore {
   readonly #clock: Clock;
@@ -52,6 +57,7 @@ export class JobStore {
       now: () => this.#clock.now(),
       heartbeatTimeoutMs: options.heartbeatTimeoutMs,
       onLapse: (w) => this.#lapsed(w, options.heartbeatTimeoutMs),
+      onJobsLost: (w, jobs) => this.#unlisted(w, jobs),
     });
     this.#expiry = new JobExpiry({
       table: this.#table,
@@ -218,7 +224,7 @@ export class JobStore {
       job.status = "IN_PROGRESS";
       job.startedAt = this.#clock.now();
       job.workerId = workerId;
-      this.workers.get(job.endpointId, workerId)?.jobs.add(job.id);
+      this.workers.handOut(job.endpointId, workerId, job.id);
       const timeoutMs = job.policy?.executionTimeout ?? ep.settings.executionTimeoutMs;
       this.#expiry.armExecution(job, timeoutMs, () =>
         this.#finish(job, "TIMED_OUT", { error: `job timed out after ${timeoutMs} ms (executionTimeout)` }),
@@ -265,26 +271,58 @@ export class JobStore {
 
   /**
    * A worker stopped pinging: its held job-takes get nothing, its running jobs are requeued once,
-   * and fail on a second lapse.
+   * and fail on a second loss.
    */
   #lapsed(worker: WorkerState, heartbeatTimeoutMs: number): void {
     if (this.#table.hasEndpoint(worker.endpointId))
       this.#endpoint(worker.endpointId).releaseTakersOf(worker.id);
     for (const id of worker.jobs) {
-      const job = this.#table.get(id);
-      if (job === undefined || this.#ended(job) || job.status !== "IN_PROGRESS") continue;
-      job.lapses++;
-      if (job.lapses >= 2) {
-        this.#finish(job, "FAILED", {
-          error: `worker ${worker.id} stopped sending heartbeats (no ping for ${heartbeatTimeoutMs} ms) while running this job, for the second time`,
-        });
-      } else {
-        this.#resetForQueue(job);
-        this.#endpoint(job.endpointId).retried++;
-        this.#enqueueAgain(job);
-      }
+      this.#lost(
+        id,
+        worker.id,
+        `worker ${worker.id} stopped sending heartbeats (no ping for ${heartbeatTimeoutMs} ms) while running this job, for the second time`,
+      );
     }
     worker.jobs.clear();
+    worker.unlistedSince.clear();
     this.#events.onQueueChange(worker.endpointId);
+  }
+
+  /**
+   * A worker pings but has left these jobs out of its pings for `heartbeatTimeoutMs` (a restarted
+   * process under the same id, say): it is not running them, so they are lost like a lapsed
+   * worker's, while the worker itself stays connected.
+   */
+  #unlisted(worker: WorkerState, jobs: readonly UnlistedJob[]): void {
+    for (const { jobId, unlistedMs } of jobs) {
+      worker.jobs.delete(jobId);
+      worker.unlistedSince.delete(jobId);
+      this.#lost(
+        jobId,
+        worker.id,
+        `worker ${worker.id} stopped listing this job in its pings for ${unlistedMs} ms, for the second time`,
+      );
+    }
+    this.#events.onQueueChange(worker.endpointId);
+  }
+
+  /**
+   * A running job whose worker lost it (lapsed, or stopped listing it): back to the queue the first
+   * time (counted in `retried`), FAILED with `secondLossError` the second. Jobs that ended, were
+   * stopped or belong to another worker by now are left alone.
+   */
+  #lost(jobId: string, workerId: string, secondLossError: string): void {
+    const job = this.#table.get(jobId);
+    if (job === undefined || this.#ended(job) || job.status !== "IN_PROGRESS" || job.workerId !== workerId) {
+      return;
+    }
+    job.lapses++;
+    if (job.lapses >= 2) {
+      this.#finish(job, "FAILED", { error: secondLossError });
+    } else {
+      this.#resetForQueue(job);
+      this.#endpoint(job.endpointId).retried++;
+      this.#enqueueAgain(job);
+    }
   }
 }

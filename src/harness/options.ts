@@ -87,7 +87,9 @@ export interface HarnessOptions {
   readonly streamGatherMs?: number;
   /**
    * A worker that sends no ping for this long (since its last ping, or since its first request) has
-   * lapsed, whatever else it sends or holds open; its jobs go back to the queue once, ms.
+   * lapsed, whatever else it sends or holds open; its jobs go back to the queue once, ms. Also how
+   * long a pinging worker's pings may leave out a job it holds (from the hand-out, or from the first
+   * ping that left it out after one listed it) before that job is lost the same way.
    * @default 45000
    */
   readonly heartbeatTimeoutMs?: number;
@@ -107,8 +109,9 @@ export interface HarnessOptions {
    */
   readonly managementSpawn?: WorkerSpawner;
   /**
-   * `RUNPOD_GPU_TYPE_ID` in `workerEnv()` (so in the env of the workers the harness starts): the GPU
-   * type workers substitute into the `gpu=` query of every worker request. @default "LOCAL"
+   * `RUNPOD_GPU_TYPE_ID` in `workerEnv()` (so in the env of the workers the harness starts). A runlet
+   * worker substitutes it into the `gpu=` query of its worker requests; the Python SDK sends the
+   * `$RUNPOD_GPU_TYPE_ID` placeholder as it is. The harness accepts any `gpu=` value. @default "LOCAL"
    */
   readonly gpuTypeId?: string;
   /** Where the harness logs (webhook failures, spawn errors). @default silent */

@@ -9,7 +9,7 @@ export interface WorkerEnvOptions {
   readonly podId?: string;
   /** `RUNPOD_PING_INTERVAL`, ms. @default unset (the worker's default) */
   readonly pingIntervalMs?: number;
-  /** `RUNPOD_GPU_TYPE_ID`, which workers substitute for `$RUNPOD_GPU_TYPE_ID` (the `gpu=` query). @default the harness's `gpuTypeId` */
+  /** `RUNPOD_GPU_TYPE_ID`, which a runlet worker substitutes for `$RUNPOD_GPU_TYPE_ID` in the `gpu=` query (the harness accepts any value). @default the harness's `gpuTypeId` */
   readonly gpuTypeId?: string;
   /** `RUNPOD_POD_HOSTNAME`, which workers put in error reports. @default the pod id */
   readonly hostname?: string;

@@ -11,6 +11,11 @@ export interface WorkerState {
   lastPingAt: number | undefined;
   /** Ids of the jobs it holds (IN_PROGRESS). */
   readonly jobs: Set<string>;
+  /**
+   * For each held job its pings do not list (yet, or any more): since when, on the harness clock —
+   * the hand-out, or the first ping that left out a job an earlier ping listed. See {@link WorkerRegistry.pinged}.
+   */
+  readonly unlistedSince: Map<string, number>;
   /** Job ids its next job-stop poll answers with. */
   pendingStops: string[];
   /** Wakes a held job-stop poll. */
@@ -20,6 +25,13 @@ export interface WorkerState {
   /** Set when it pinged `status=unhealthy`. */
   unhealthy: string | undefined;
   lapseTimer: ClockTimer | undefined;
+}
+
+/** A held job its worker's pings have left out for `heartbeatTimeoutMs` or more. */
+export interface UnlistedJob {
+  readonly jobId: string;
+  /** How long its pings have left it out, ms (≥ `heartbeatTimeoutMs`). */
+  readonly unlistedMs: number;
 }
 
 /** Counts of workers for `/health` (platform-api §4.1; the official JS client types every field). */
@@ -44,12 +56,19 @@ export type WorkerCounts = {
  * since it appeared). Only pings count (worker-protocol §7: "if pings stop … the platform declares
  * the worker dead"): a worker that takes jobs and holds its job-stop poll open but never pings is as
  * dead as a silent one, since its heartbeat is what the platform watches.
+ *
+ * A worker that pings can still lose a job: the ping's `job_id` list is how the platform knows what
+ * a worker runs (worker-protocol §2, §7), and a restarted process pinging under the same id no
+ * longer lists a job its predecessor took. A held job that none of its worker's pings has listed for
+ * `heartbeatTimeoutMs` — since the hand-out, or since the first ping that left it out after one
+ * listed it — is reported lost by the ping that finds it so.
  */
 export class WorkerRegistry {
   readonly #timers: TimerSet;
   readonly #now: () => number;
   readonly #heartbeatTimeoutMs: number;
   readonly #onLapse: (worker: WorkerState) => void;
+  readonly #onJobsLost: (worker: WorkerState, jobs: readonly UnlistedJob[]) => void;
   readonly #byEndpoint = new Map<string, Map<string, WorkerState>>();
 
   constructor(options: {
@@ -57,11 +76,13 @@ export class WorkerRegistry {
     now: () => number;
     heartbeatTimeoutMs: number;
     onLapse: (worker: WorkerState) => void;
+    onJobsLost: (worker: WorkerState, jobs: readonly UnlistedJob[]) => void;
   }) {
     this.#timers = options.timers;
     this.#now = options.now;
     this.#heartbeatTimeoutMs = options.heartbeatTimeoutMs;
     this.#onLapse = options.onLapse;
+    this.#onJobsLost = options.onJobsLost;
   }
 
   /** The worker, if it is connected. */
@@ -94,6 +115,7 @@ export class WorkerRegistry {
         lastSeenAt: this.#now(),
         lastPingAt: undefined,
         jobs: new Set(),
+        unlistedSince: new Map(),
         pendingStops: [],
         stopWaiter: undefined,
         lastPing: undefined,
@@ -107,12 +129,40 @@ export class WorkerRegistry {
     return worker;
   }
 
-  /** A ping from the worker: the only thing that proves it alive; its lapse restarts from now. */
-  pinged(worker: WorkerState): void {
-    worker.lastPingAt = this.#now();
+  /**
+   * A job handed to a connected worker: it holds the job, and its pings must list it within
+   * `heartbeatTimeoutMs` from now.
+   */
+  handOut(endpointId: string, workerId: string, jobId: string): void {
+    const worker = this.get(endpointId, workerId);
+    if (worker === undefined) return;
+    worker.jobs.add(jobId);
+    worker.unlistedSince.set(jobId, this.#now());
+  }
+
+  /**
+   * A ping from the worker, listing `jobIds`: the only thing that proves it alive; its lapse restarts
+   * from now. Held jobs it lists are fine; one it leaves out after a ping listed it starts its
+   * countdown now; one left out for `heartbeatTimeoutMs` or more is lost (`onJobsLost`).
+   */
+  pinged(worker: WorkerState, jobIds: readonly string[]): void {
+    const now = this.#now();
+    worker.lastPingAt = now;
     // A ping from a worker that lapsed while this request was on its way does not revive the old
     // state; its next request registers it afresh.
-    if (this.get(worker.endpointId, worker.id) === worker) this.#arm(worker);
+    if (this.get(worker.endpointId, worker.id) !== worker) return;
+    this.#arm(worker);
+    // Jobs it no longer holds (ended, stopped, requeued) leave the countdowns.
+    for (const id of worker.unlistedSince.keys()) if (!worker.jobs.has(id)) worker.unlistedSince.delete(id);
+    const listed = new Set(jobIds);
+    const lost: UnlistedJob[] = [];
+    for (const id of worker.jobs) {
+      const since = worker.unlistedSince.get(id);
+      if (listed.has(id)) worker.unlistedSince.delete(id);
+      else if (since === undefined) worker.unlistedSince.set(id, now);
+      else if (now - since >= this.#heartbeatTimeoutMs) lost.push({ jobId: id, unlistedMs: now - since });
+    }
+    if (lost.length > 0) this.#onJobsLost(worker, lost);
   }
 
   /** Asks the worker to stop a job through its next (or held) job-stop poll. */
@@ -120,6 +170,7 @@ export class WorkerRegistry {
     const worker = this.get(endpointId, workerId);
     if (worker === undefined) return;
     worker.jobs.delete(jobId);
+    worker.unlistedSince.delete(jobId);
     if (!worker.pendingStops.includes(jobId)) worker.pendingStops.push(jobId);
     worker.stopWaiter?.();
   }

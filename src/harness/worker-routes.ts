@@ -187,7 +187,7 @@ function ping(
     .flatMap((v) => v.split(","))
     .filter((s) => s !== "");
   worker.lastPing = { jobIds, version: url.searchParams.get("runpod_version") ?? undefined };
-  workers.pinged(worker);
+  workers.pinged(worker, jobIds);
   if (url.searchParams.get("status") === "unhealthy") {
     const check = url.searchParams.get("check") ?? "unknown";
     worker.unhealthy = `${check}: ${url.searchParams.get("reason") ?? ""}`;
