@@ -2,7 +2,8 @@ import { request } from "undici";
 import { z } from "zod";
 import { RunletError } from "../errors.js";
 import { apiErrorSchema } from "../protocol/index.js";
-import { backoffMs, delay, retryAfterMs } from "./delay.js";
+import { retryAfterMs } from "../wait.js";
+import { backoffMs, delay } from "./delay.js";
 import type { ResolvedClientOptions } from "./options.js";
 
 /** One job-API call, described once and sent (and perhaps retried) by the transport. */

@@ -1,4 +1,5 @@
 import { RunletError } from "../errors.js";
+import { retryAfterMs } from "../wait.js";
 
 /**
  * Error bodies of the management API (platform-api §7): v1 answers `{message}`, v2 an RFC 9457
@@ -115,10 +116,5 @@ export function managementHttpError(input: {
 
 /** Parses a `Retry-After` header (delta seconds or an HTTP date) into ms from `nowMs`, else undefined. */
 export function parseRetryAfterMs(value: string | undefined, nowMs: number): number | undefined {
-  if (value === undefined || value.trim() === "") return undefined;
-  const trimmed = value.trim();
-  if (/^\d+(\.\d+)?$/.test(trimmed)) return Math.round(Number(trimmed) * 1000);
-  const at = Date.parse(trimmed);
-  if (Number.isNaN(at)) return undefined;
-  return Math.max(0, at - nowMs);
+  return retryAfterMs(value, { nowMs });
 }

@@ -2,7 +2,7 @@ import type { Logger } from "pino";
 import { RunletError } from "../errors.js";
 import type { HandlerDefinition } from "../handler/define-handler.js";
 import { DEFAULT_CHECK_NAME, healthCheckFailure, type Unfitness } from "../handler/unfit.js";
-import { sleep } from "./backoff.js";
+import { sleep } from "../wait.js";
 
 /**
  * Runs a handler's `healthCheck` once (worker-protocol §7: a worker that finds itself unfit pings

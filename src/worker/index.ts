@@ -1,4 +1,5 @@
-export { backoffDelayMs, retryAfterMs, sleep } from "./backoff.js";
+export { retryAfterMs, sleep } from "../wait.js";
+export { backoffDelayMs } from "./backoff.js";
 export { resolveWorkerConfig, type WorkerConfig, type WorkerOptions } from "./config.js";
 export { loadHandler } from "./load-handler.js";
 export { LOCAL_MODE_MESSAGE, type ServeOptions, serveHandler } from "./serve.js";

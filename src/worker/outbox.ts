@@ -1,6 +1,7 @@
 import type { Logger } from "pino";
 import { RunletError } from "../errors.js";
-import { backoffDelayMs, retryAfterMs, sleep } from "./backoff.js";
+import { retryAfterMs, sleep } from "../wait.js";
+import { backoffDelayMs } from "./backoff.js";
 import type { PlatformHttp } from "./platform-http.js";
 
 /**
@@ -223,7 +224,7 @@ export class JobOutbox {
           return { ok: false, status: response.status, text: response.text };
         }
         waitMs =
-          retryAfterMs(response.headers["retry-after"], retryCapMs * 4) ??
+          retryAfterMs(response.headers["retry-after"], { capMs: retryCapMs * 4 }) ??
           backoffDelayMs(attempt, { baseMs: retryBaseMs, capMs: retryCapMs });
         log.warn(
           { status: response.status, attempt, waitMs },

@@ -1,6 +1,7 @@
 import type { Logger } from "pino";
 import { expandTemplate, swapTakeRoute } from "../protocol/index.js";
-import { backoffDelayMs, retryAfterMs, sleep } from "./backoff.js";
+import { retryAfterMs, sleep } from "../wait.js";
+import { backoffDelayMs, MAX_RETRY_AFTER_MS } from "./backoff.js";
 import type { WorkerConfig } from "./config.js";
 import type { PlatformHttp } from "./platform-http.js";
 import { hasTakeRoute } from "./take.js";
@@ -83,7 +84,8 @@ export async function pollJobStops(deps: StopPollDeps): Promise<void> {
         signal: AbortSignal.any([closing, AbortSignal.timeout(config.takeTimeoutMs)]),
       });
       if (response.status === 429) {
-        waitMs = retryAfterMs(response.headers["retry-after"]) ?? deps.slowDownMs;
+        waitMs =
+          retryAfterMs(response.headers["retry-after"], { capMs: MAX_RETRY_AFTER_MS }) ?? deps.slowDownMs;
       } else if (response.status === 200 || response.status === 204) {
         faults = 0;
         const ids = response.status === 200 ? readJobsToStop(response.text) : [];

@@ -1,6 +1,7 @@
 import type { Logger } from "pino";
 import type { DeliveredJob } from "../protocol/index.js";
-import { backoffDelayMs, sleep } from "./backoff.js";
+import { sleep } from "../wait.js";
+import { backoffDelayMs } from "./backoff.js";
 import type { WorkerConfig } from "./config.js";
 import { type FinalDelivery, JobOutbox } from "./outbox.js";
 import type { PlatformHttp } from "./platform-http.js";

@@ -5,7 +5,8 @@ import {
   swapTakeRoute,
   withQuery,
 } from "../protocol/index.js";
-import { retryAfterMs } from "./backoff.js";
+import { retryAfterMs } from "../wait.js";
+import { MAX_RETRY_AFTER_MS } from "./backoff.js";
 import type { PlatformHttp } from "./platform-http.js";
 
 /** One job-take or job-take-batch request and the reading of its answer (worker-protocol §2). */
@@ -73,7 +74,8 @@ export async function take(http: PlatformHttp, url: string, signal: AbortSignal)
   // Like the reference worker, any answer below 400 with a body is read as jobs (not only 200).
   if (status === 204 || status === 400 || (status < 400 && text.trim() === ""))
     return { kind: "none", status };
-  if (status === 429) return { kind: "slow-down", waitMs: retryAfterMs(headers["retry-after"]) };
+  if (status === 429)
+    return { kind: "slow-down", waitMs: retryAfterMs(headers["retry-after"], { capMs: MAX_RETRY_AFTER_MS }) };
   if (status > 400) return { kind: "fault", reason: `HTTP ${status}: ${text.slice(0, 200)}` };
   let body: unknown;
   try {

@@ -1,0 +1,51 @@
+/**
+ * Waiting, shared by the worker, the job-API client and the management client: a sleep that an
+ * AbortSignal cuts short (so shutdown never sits out an interval) and the `Retry-After` header.
+ * Each caller keeps its own back-off policy; these two pieces are the same everywhere.
+ */
+
+/** Resolves after `ms`, or early (with false) when `signal` aborts; true when the full time passed. */
+export function sleep(ms: number, signal?: AbortSignal): Promise<boolean> {
+  if (signal?.aborted) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      resolve(false);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve(true);
+    }, ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+/** Options of {@link retryAfterMs}. */
+export interface RetryAfterOptions {
+  /** The current time, for an HTTP-date value. @default Date.now() */
+  readonly nowMs?: number;
+  /** Largest wait returned, ms. @default no cap */
+  readonly capMs?: number;
+}
+
+/**
+ * The wait a `Retry-After` header asks for, in ms: delta-seconds or an HTTP date (RFC 9110 §10.2.3);
+ * undefined when absent or unreadable, so the caller falls back to its own back-off.
+ */
+export function retryAfterMs(
+  header: string | readonly string[] | undefined,
+  options: RetryAfterOptions = {},
+): number | undefined {
+  const value = (typeof header === "string" ? header : header?.[0])?.trim();
+  if (value === undefined || value === "") return undefined;
+  let ms: number;
+  if (/^\d+(\.\d+)?$/.test(value)) ms = Math.round(Number(value) * 1_000);
+  else {
+    // An HTTP date names its day and month; without a letter it is garbage that Date.parse
+    // would still read (e.g. "-3" as a year).
+    const at = /[a-z]/i.test(value) ? Date.parse(value) : Number.NaN;
+    if (Number.isNaN(at)) return undefined;
+    ms = Math.max(0, at - (options.nowMs ?? Date.now()));
+  }
+  return options.capMs === undefined ? ms : Math.min(options.capMs, ms);
+}
