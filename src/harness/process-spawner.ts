@@ -6,10 +6,10 @@ import type { SpawnedWorker, WorkerSpawner } from "./options.js";
 /** Options of {@link processSpawner}. */
 export interface ProcessSpawnerOptions {
   /**
-   * Environment the child starts from, before the platform variables are added. A child process
-   * inherits its parent's environment, as any spawned program does. @default process.env
+   * Environment the child starts from, before the platform variables are added (usually
+   * `process.env`, passed by the caller: library code never reads it itself).
    */
-  readonly baseEnv?: Readonly<Record<string, string | undefined>>;
+  readonly baseEnv: Readonly<Record<string, string | undefined>>;
   /** Where the child's stdout and stderr go. @default discarded */
   readonly output?: NodeJS.WritableStream;
   /** After SIGTERM, how long the child may take to exit before SIGKILL, ms. @default 10000 */
@@ -25,13 +25,14 @@ const DEFAULT_CLI = fileURLToPath(new URL("../../bin/runlet.mjs", import.meta.ur
  * platform's variables (worker-protocol §1), the way the platform runs a worker's container.
  *
  * @example
- * await startHarness({ endpoints: [{ id: "e", spawn: processSpawner("src/handler.ts"), minWorkers: 1 }] });
+ * const spawn = processSpawner("src/handler.ts", { baseEnv: process.env });
+ * await startHarness({ endpoints: [{ id: "e", spawn, minWorkers: 1 }] });
  */
-export function processSpawner(handlerPath: string, options: ProcessSpawnerOptions = {}): WorkerSpawner {
+export function processSpawner(handlerPath: string, options: ProcessSpawnerOptions): WorkerSpawner {
   const killAfterMs = options.killAfterMs ?? 10_000;
   return async (env) => {
     const child = spawn(process.execPath, [options.cliPath ?? DEFAULT_CLI, "start", handlerPath], {
-      env: { ...(options.baseEnv ?? process.env), ...env },
+      env: { ...options.baseEnv, ...env },
       stdio: [
         "ignore",
         options.output === undefined ? "ignore" : "pipe",

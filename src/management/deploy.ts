@@ -184,7 +184,7 @@ export async function findExisting(
  * const result = await deploy(createManagementClient({ apiKey }), {
  *   name: "echo", image: "me/echo:1", gpu: { id: "NVIDIA RTX A4000", count: 1 }, workers: { max: 2 },
  * });
- * console.log(result.endpoint.id);
+ * const endpointId = result.endpoint.id;
  */
 export async function deploy(
   client: ManagementClient,

@@ -112,7 +112,13 @@ describe("runlet harness (CLI) and child-process workers", () => {
 
   it("scales an endpoint with real child-process workers started with the platform's variables", async () => {
     await using h = await startHarness({
-      endpoints: [{ id: "proc", spawn: processSpawner(HANDLER, { killAfterMs: 5_000 }), minWorkers: 1 }],
+      endpoints: [
+        {
+          id: "proc",
+          spawn: processSpawner(HANDLER, { baseEnv: process.env, killAfterMs: 5_000 }),
+          minWorkers: 1,
+        },
+      ],
     });
     await h.workersStarted("proc");
     const res = await fetch(`${h.url}/v2/proc/runsync?wait=60000`, {
