@@ -1,5 +1,6 @@
 import type { Dispatcher } from "undici";
 import { RunletError } from "../errors.js";
+import { integerOption } from "../option-checks.js";
 import { USER_AGENT } from "../version.js";
 
 /** Options of {@link createClient}. */
@@ -43,11 +44,7 @@ function invalid(message: string): never {
 }
 
 function integerAtLeast(name: string, value: number | undefined, fallback: number, min: number): number {
-  const resolved = value ?? fallback;
-  if (!Number.isInteger(resolved) || resolved < min) {
-    invalid(`${name} must be an integer ≥ ${min}, got ${String(value)}`);
-  }
-  return resolved;
+  return integerOption("RUNLET_CONFIG_INVALID", name, value, fallback, min);
 }
 
 /** Merges defaults, validates, freezes; bad options fail here with a message naming the option. */

@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "pino";
 import { RunletError } from "../errors.js";
+import { integerOption } from "../option-checks.js";
 import {
   EXECUTION_TIMEOUT_MS,
   MAX_RUN_PAYLOAD_BYTES,
@@ -145,9 +146,7 @@ function bad(message: string): RunletError {
 }
 
 function positiveInt(name: string, value: number | undefined, fallback: number, min = 1): number {
-  const v = value ?? fallback;
-  if (!Number.isInteger(v) || v < min) throw bad(`${name} must be an integer ≥ ${min}, got ${String(value)}`);
-  return v;
+  return integerOption("RUNLET_HARNESS_CONFIG", name, value, fallback, min);
 }
 
 const ENDPOINT_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;

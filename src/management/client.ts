@@ -1,6 +1,7 @@
 import type { Dispatcher } from "undici";
 import { RunletError } from "../errors.js";
 import type { Logger } from "../log/index.js";
+import { integerOption } from "../option-checks.js";
 import type { CallOptions } from "./api/call.js";
 import {
   type BillingApi,
@@ -114,10 +115,7 @@ function invalidOption(message: string): RunletError {
 }
 
 function positiveInt(name: string, value: number | undefined, fallback: number, min: number): number {
-  const v = value ?? fallback;
-  if (!Number.isInteger(v) || v < min)
-    throw invalidOption(`${name} must be an integer ≥ ${min}, got ${String(v)}`);
-  return v;
+  return integerOption("RUNLET_CONFIG_INVALID", name, value, fallback, min);
 }
 
 function normaliseBase(name: string, raw: string): string {
