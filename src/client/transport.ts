@@ -50,8 +50,7 @@ export function createTransport(options: ResolvedClientOptions): Transport {
             accept: "application/json",
             ...(call.body === undefined ? {} : { "content-type": "application/json" }),
           },
-          body:
-            call.body === undefined ? (call.method === "POST" ? "" : undefined) : JSON.stringify(call.body),
+          body: call.body === undefined ? (call.method === "POST" ? "" : null) : JSON.stringify(call.body),
           signal: call.signal,
           headersTimeout: timeoutMs,
           bodyTimeout: timeoutMs,

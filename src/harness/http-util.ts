@@ -102,7 +102,7 @@ export function sendError(
   res: ServerResponse,
   status: number,
   message: string,
-  options: { issues?: readonly string[]; headers?: Record<string, string> } = {},
+  options: { issues?: readonly string[] | undefined; headers?: Record<string, string> } = {},
 ): void {
   const body: ApiError = {
     error: message,

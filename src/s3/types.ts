@@ -70,5 +70,5 @@ export interface JobS3Options {
   /** Allow downloads from private and loopback addresses. @default false */
   readonly allowPrivateAddresses?: boolean;
   /** Parent folder for the job's temporary files. @default os.tmpdir() */
-  readonly tmpRoot?: string;
+  readonly tmpRoot?: string | undefined;
 }

@@ -141,7 +141,7 @@ export class PlatformHttp {
         ...this.#target(url),
         method,
         headers,
-        body,
+        body: body ?? null,
         ...(answerTimeoutMs === undefined
           ? {}
           : { headersTimeout: answerTimeoutMs, bodyTimeout: answerTimeoutMs }),

@@ -109,7 +109,9 @@ export function templateRoutes(context: RouteContext) {
     const clash = duplicateName(parsed.data.name, id);
     if (clash !== undefined) return clash;
     const current = templateV1ToV2(stored.template);
-    const merged = templateV2ToV1({ ...current, ...parsed.data, id });
+    // Keys the update leaves out (undefined after parsing) keep the stored values.
+    const changes = Object.fromEntries(Object.entries(parsed.data).filter(([, v]) => v !== undefined));
+    const merged = templateV2ToV1({ ...current, ...changes, id });
     store.putTemplate(merged);
     return json(200, templateV1ToV2(merged));
   };
