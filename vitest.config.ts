@@ -1,8 +1,20 @@
+import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
 
 export default defineConfig({
+  resolve: {
+    // Tests import runlet's sources: `runlet` and `runlet/<name>` mean src/, as in tsconfig.json's paths.
+    alias: [
+      {
+        find: /^runlet(\/[^/]+)?$/,
+        replacement: fileURLToPath(new URL("./src$1/index.ts", import.meta.url)),
+      },
+    ],
+  },
   test: {
     include: ["test/**/*.test.ts"],
+    // Processes the tests start (`node bin/runlet.mjs`) run dist/: rebuilt here when src/ is newer.
+    globalSetup: ["test/build-dist.ts"],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     // Tests start real servers and child processes; two cores are shared, so keep parallelism modest.

@@ -1,6 +1,20 @@
 #!/usr/bin/env node
-// The CLI runs from TypeScript sources: tsx's loader lets Node import them (and users' .ts handlers).
-import { register } from "tsx/esm/api";
+// The `runlet` command: runs the compiled CLI in dist/ and exits with the code it returns.
+// A checkout of the repository builds dist/ on `npm install` (its prepare script) or `npm run build`.
+import { existsSync } from "node:fs";
 
-register();
-await import("../src/cli/main.ts");
+const entry = new URL("../dist/cli/main.js", import.meta.url);
+if (!existsSync(entry)) {
+  process.stderr.write(
+    "runlet: dist/cli/main.js is missing: this copy of runlet is not built; run `npm run build` in it\n",
+  );
+  process.exit(1);
+}
+const { main } = await import(entry.href);
+try {
+  process.exitCode = await main(process.argv.slice(2));
+} catch (err) {
+  // main() reports runlet's own errors itself; this is a fault inside runlet, so keep its stack.
+  process.stderr.write(`runlet: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exitCode = 1;
+}

@@ -1,6 +1,6 @@
 import { mkdir, stat } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
-import { build, type Message, type Plugin } from "esbuild";
+import type { Message, Plugin } from "esbuild";
 import { RunletError } from "../errors.js";
 import { runletExports } from "./paths.js";
 
@@ -68,7 +68,7 @@ export function renderEntry(handlerPath: string): string {
 }
 
 /**
- * Resolves `runlet` and `runlet/<subpath>` to this copy's sources, so a bundle holds exactly one
+ * Resolves `runlet` and `runlet/<subpath>` to this copy's files (dist/), so a bundle holds exactly one
  * runlet (the one whose CLI built it) even when the handler's folder has no node_modules/runlet,
  * as in runlet's own examples.
  */
@@ -100,6 +100,8 @@ export async function bundleHandler(options: BundleOptions): Promise<BundleResul
   const bundlePath = join(options.outDir, BUNDLE_FILE);
   const mapPath = `${bundlePath}.map`;
   await mkdir(options.outDir, { recursive: true });
+  // Loaded here, not at the top: only `runlet build` needs esbuild, and `runlet --help` loads this module.
+  const { build } = await import("esbuild");
   let warnings: Message[];
   try {
     const result = await build({

@@ -29,7 +29,10 @@ async function printHelp(): Promise<void> {
   );
 }
 
-/** Runs the CLI with `argv` (without node and the script) and returns the exit code. */
+/**
+ * Runs the CLI with `argv` (without node and the script) and returns the exit code; the caller
+ * (bin/runlet.mjs) sets the process's exit code from it. Importing this module runs nothing.
+ */
 export async function main(argv: readonly string[]): Promise<number> {
   const [name, ...rest] = argv;
   if (name === undefined || name === "--help" || name === "-h" || name === "help") {
@@ -47,17 +50,4 @@ export async function main(argv: readonly string[]): Promise<number> {
   }
   const { command } = await load();
   return command.run(rest);
-}
-
-// Only when run as the CLI (bin/runlet.mjs imports this file), not when a test imports main().
-if (process.argv[1]?.endsWith("runlet.mjs") || process.argv[1]?.endsWith("main.ts")) {
-  main(process.argv.slice(2)).then(
-    (code) => {
-      process.exitCode = code;
-    },
-    (err: unknown) => {
-      process.stderr.write(`runlet: ${err instanceof Error ? err.message : String(err)}\n`);
-      process.exitCode = 1;
-    },
-  );
 }

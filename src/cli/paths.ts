@@ -18,21 +18,21 @@ export const TEMPLATE_NAMES = ["basic", "stream", "s3"] as const;
 export type TemplateName = (typeof TEMPLATE_NAMES)[number];
 
 interface PackageJson {
-  readonly exports: Record<string, string | { readonly default: string }>;
+  readonly exports: Record<string, string | { readonly import: string }>;
 }
 
 let cachedExports: ReadonlyMap<string, string> | undefined;
 
 /**
  * Maps each import specifier runlet publishes (`runlet`, `runlet/testing`, …) to the absolute
- * path of its source file, read from runlet's own package.json `exports`.
+ * path of its built file in dist/, read from runlet's own package.json `exports`.
  */
 export function runletExports(): ReadonlyMap<string, string> {
   if (cachedExports !== undefined) return cachedExports;
   const pkg = JSON.parse(readFileSync(join(RUNLET_ROOT, "package.json"), "utf8")) as PackageJson;
   const map = new Map<string, string>();
   for (const [subpath, target] of Object.entries(pkg.exports)) {
-    const file = typeof target === "string" ? target : target.default;
+    const file = typeof target === "string" ? target : target.import;
     map.set(subpath === "." ? "runlet" : `runlet/${subpath.slice(2)}`, join(RUNLET_ROOT, file));
   }
   cachedExports = map;

@@ -9,7 +9,7 @@ const HANDLER_FILE = /\.(ts|mts|mjs|js)$/;
 
 /**
  * Imports a handler file and returns its default export, checked to be a `defineHandler(...)`
- * result (RUNLET_HANDLER_LOAD otherwise). TypeScript files need tsx registered (bin/runlet.mjs does).
+ * result (RUNLET_HANDLER_LOAD otherwise). TypeScript files need a loader registered (the CLI registers tsx for a .ts handler).
  *
  * @example
  * const { definition, path } = await loadHandler("src/handler.ts");

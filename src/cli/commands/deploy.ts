@@ -12,6 +12,7 @@ import {
   stepRequest,
 } from "../../management/index.js";
 import { type Command, EXIT, parseCommandArgs, reportCliError, usageError } from "../command.js";
+import { allowTypeScript } from "../typescript.js";
 
 /** The platform's job API origin, for the printed curl (paths start with `/v2/<endpoint_id>`). */
 const DEFAULT_QUEUE_URL = "https://api.runpod.ai";
@@ -77,6 +78,7 @@ async function handlerDefaults(
 ): Promise<{ executionTimeoutMs: number; concurrency: number | undefined }> {
   let module: { default?: unknown };
   try {
+    await allowTypeScript(path);
     module = (await import(pathToFileURL(resolve(path)).href)) as { default?: unknown };
   } catch (err) {
     throw new RunletError(

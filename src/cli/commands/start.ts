@@ -2,6 +2,7 @@ import { loadHandler } from "../../worker/load-handler.js";
 import { LOCAL_MODE_MESSAGE, serveHandler } from "../../worker/serve.js";
 import { type Command, EXIT, parseCommandArgs, reportCliError, usageError } from "../command.js";
 import { DEFAULT_HANDLER_PATHS, resolveHandlerPath } from "../handler-path.js";
+import { allowTypeScript } from "../typescript.js";
 
 const HELP = `Usage: runlet start [handler] [--shutdown-grace-ms N]
 
@@ -50,6 +51,7 @@ export const command: Command = {
         process.stderr.write(LOCAL_MODE_MESSAGE);
         return EXIT.usage;
       }
+      await allowTypeScript(path);
       const { definition } = await loadHandler(path);
       const code = await serveHandler(definition, {
         env,

@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { type Command, EXIT, parseCommandArgs, reportCliError, usageError } from "../command.js";
 import { DEFAULT_HANDLER_PATHS, resolveHandlerPath } from "../handler-path.js";
+import { allowTypeScript } from "../typescript.js";
 
 const ENDPOINT_ID = "test";
 /** How often the job's progress and stream are read while it runs, in ms. */
@@ -93,6 +94,7 @@ export const command: Command = {
         import("../../worker/worker.js"),
         import("../../harness/index.js"),
       ]);
+      await allowTypeScript(handlerPath);
       const { definition } = await loadHandler(handlerPath);
 
       await using harness = await startHarness({ takeTimeoutMs: 1_000, endpoints: [{ id: ENDPOINT_ID }] });
