@@ -15,6 +15,8 @@ const RENAMES: Readonly<Record<string, string>> = { _gitignore: ".gitignore" };
 export interface ScaffoldValues {
   /** The npm package name of the new project. */
   readonly name: string;
+  /** The project's `runlet` dependency spec: a version range or a `file:` path. @default `^<this version>` */
+  readonly runletDependency?: string;
 }
 
 /**
@@ -44,7 +46,7 @@ export async function copyTemplate(
   targetDir: string,
   values: ScaffoldValues,
 ): Promise<string[]> {
-  const substitutions = { name: values.name, runletVersion: VERSION };
+  const substitutions = { name: values.name, runletDependency: values.runletDependency ?? `^${VERSION}` };
   const written: string[] = [];
   async function walk(from: string, to: string, rel: string): Promise<void> {
     for (const entry of await readdir(from, { withFileTypes: true })) {

@@ -52,10 +52,10 @@ describe.each(TEMPLATE_NAMES)("the %s starter", (template) => {
     expect(cases[0]?.["input"]).toEqual(json(template, "test_input.json")["input"]);
   });
 
-  it("depends on this version of runlet and runs its tests with vitest", () => {
+  it("depends on the runlet init chooses and runs its tests with vitest", () => {
     const pkg = json(template, "package.json");
     expect(pkg["name"]).toBe("{{name}}");
-    expect((pkg["dependencies"] as Record<string, string>)["runlet"]).toBe("^{{runletVersion}}");
+    expect((pkg["dependencies"] as Record<string, string>)["runlet"]).toBe("{{runletDependency}}");
     expect((pkg["scripts"] as Record<string, string>)["test"]).toBe("vitest run");
   });
 });

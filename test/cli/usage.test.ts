@@ -1,8 +1,9 @@
-import { mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runCli } from "./run-cli.js";
+import { VERSION } from "../../src/version.js";
+import { REPO_ROOT, runCli } from "./run-cli.js";
 
 /** The commands this area owns; each must answer --help with its usage and exit 0. */
 const OWN_COMMANDS = ["init", "dev", "test", "build"] as const;
@@ -13,6 +14,14 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await rm(tmp, { recursive: true, force: true });
+});
+
+describe("runlet --version", () => {
+  it("prints package.json's version and exits 0", async () => {
+    const pkg = JSON.parse(await readFile(join(REPO_ROOT, "package.json"), "utf8")) as { version: string };
+    const r = await runCli(["--version"]);
+    expect(r).toMatchObject({ code: 0, stdout: `${pkg.version}\n`, stderr: "" });
+  });
 });
 
 describe("runlet --help", () => {
@@ -92,6 +101,33 @@ describe("runlet init", () => {
     );
   });
 
+  it("writes a file: dependency on the tarball --runlet-from names, relative to the project", async () => {
+    await mkdir(join(tmp, "vendor"), { recursive: true });
+    await writeFile(join(tmp, "vendor", "runlet-0.1.0.tgz"), "");
+    const r = await runCli([
+      "init",
+      join(tmp, "apps", "w"),
+      "--runlet-from",
+      join(tmp, "vendor", "runlet-0.1.0.tgz"),
+    ]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain("\nIts runlet dependency is file:../../vendor/runlet-0.1.0.tgz.\n\nNext:\n");
+    const pkg = JSON.parse(await readFile(join(tmp, "apps", "w", "package.json"), "utf8")) as Record<
+      string,
+      unknown
+    >;
+    expect(pkg["dependencies"]).toEqual({ runlet: "file:../../vendor/runlet-0.1.0.tgz", zod: "^4.1.0" });
+  });
+
+  it("refuses a --runlet-from path that is neither a runlet folder nor a tarball, writing nothing", async () => {
+    const r = await runCli(["init", join(tmp, "never"), "--runlet-from", tmp]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe(
+      `runlet init: --runlet-from ${tmp}: not a runlet folder (its package.json must be named "runlet") (RUNLET_CLI_USAGE)\n`,
+    );
+    await expect(readdir(join(tmp, "never"))).rejects.toThrow("ENOENT");
+  });
+
   for (const template of ["basic", "stream", "s3"] as const) {
     it(`copies the ${template} starter with the project name filled in`, async () => {
       const dir = join(tmp, `My Worker ${template}`);
@@ -113,9 +149,10 @@ describe("runlet init", () => {
       ]) {
         expect(files).toContain(f);
       }
-      const { readFile } = await import("node:fs/promises");
       const pkg = JSON.parse(await readFile(join(dir, "package.json"), "utf8")) as Record<string, unknown>;
       expect(pkg["name"]).toBe(`my-worker-${template}`);
+      // Run from a checkout (not installed from a tarball), the project asks the registry for runlet.
+      expect(pkg["dependencies"]).toMatchObject({ runlet: `^${VERSION}` });
       const hub = JSON.parse(await readFile(join(dir, ".runpod/hub.json"), "utf8")) as Record<
         string,
         unknown

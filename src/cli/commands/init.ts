@@ -1,10 +1,12 @@
 import { mkdir, readdir, stat } from "node:fs/promises";
 import { basename, join, relative, resolve } from "node:path";
+import { VERSION } from "../../version.js";
 import { type Command, EXIT, parseCommandArgs, reportCliError, usageError } from "../command.js";
 import { TEMPLATE_NAMES, TEMPLATES_DIR, type TemplateName } from "../paths.js";
+import { fileSpec, installedFrom, runletFrom } from "../runlet-source.js";
 import { copyTemplate, packageNameFor } from "../scaffold.js";
 
-const HELP = `Usage: runlet init [dir] [--template basic|stream|s3]
+const HELP = `Usage: runlet init [dir] [--template basic|stream|s3] [--runlet-from PATH]
 
 Creates a worker project from a starter: a TypeScript handler, package.json, tsconfig.json,
 test_input.json, a vitest test using runlet/testing, a Dockerfile on runlet's base image,
@@ -18,6 +20,10 @@ Options:
   -t, --template NAME  the starter: basic (a JSON in, JSON out handler), stream (a generator
                        that streams tokens with metrics), s3 (a file through S3)
                        default: basic
+  --runlet-from PATH   the project depends on this runlet tarball (npm pack) or folder
+                       through a file: path, instead of the registry's runlet
+                       default: the tarball or folder this runlet was installed from, if
+                       any (npm's lockfile says); else ^${VERSION} from the registry
   -h, --help           show this help
 
 Exit codes: 0 created, 1 could not write, 2 bad usage (unknown template, folder not empty).`;
@@ -52,23 +58,34 @@ export const command: Command = {
   summary: "create a worker project from a starter (basic, stream, s3)",
   help: HELP,
   async run(argv) {
-    const parsed = parseCommandArgs(command, argv, { template: { type: "string", short: "t" } });
+    const parsed = parseCommandArgs(command, argv, {
+      template: { type: "string", short: "t" },
+      "runlet-from": { type: "string" },
+    });
     if ("exitCode" in parsed) return parsed.exitCode;
     try {
       if (parsed.positionals.length > 1) throw usageError("expected at most one folder");
-      const { template: given } = parsed.values;
-      const template = typeof given === "string" ? given : "basic";
+      const { template: named } = parsed.values;
+      const template = typeof named === "string" ? named : "basic";
       if (!isTemplateName(template)) {
         throw usageError(`unknown template "${template}"; choose one of ${TEMPLATE_NAMES.join(", ")}`);
       }
+      const fromFlag = parsed.values["runlet-from"];
+      const from = typeof fromFlag === "string" ? await runletFrom(fromFlag) : await installedFrom();
       const dir = resolve(parsed.positionals[0] ?? ".");
       await ensureEmptyDir(dir);
       const name = packageNameFor(basename(dir));
-      const files = await copyTemplate(join(TEMPLATES_DIR, template), dir, { name });
+      const runletDependency = from === undefined ? undefined : fileSpec(from, dir);
+      const files = await copyTemplate(join(TEMPLATES_DIR, template), dir, {
+        name,
+        ...(runletDependency === undefined ? {} : { runletDependency }),
+      });
       const shown = relative(process.cwd(), dir) || ".";
       const cd = shown === "." ? "" : `  cd ${shown}\n`;
       process.stdout.write(
-        `Created ${name} from the ${template} starter in ${shown} (${files.length} files).\n\n` +
+        `Created ${name} from the ${template} starter in ${shown} (${files.length} files).\n` +
+          (runletDependency === undefined ? "" : `Its runlet dependency is ${runletDependency}.\n`) +
+          "\n" +
           `Next:\n${cd}  npm install\n  npm test            # the handler's tests\n` +
           "  npx runlet dev      # a local copy of the platform with your handler; prints a curl\n" +
           "  npx runlet build    # dist/worker.mjs for the Dockerfile\n",
