@@ -1,0 +1,323 @@
+import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { delimiter, dirname, join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { childEnv, REPO_ROOT } from "../cli/run-cli.js";
+
+// runlet the way a user gets it: `npm pack`, the tarball installed into a fresh project, and
+// only what that install holds (plain Node, tsc, node_modules/.bin/runlet). One install serves
+// every check below. npm fetches third-party packages as `npm ci` does (from its cache first).
+
+/** The commands `runlet --help` lists, in order. */
+const COMMANDS = ["init", "dev", "test", "build", "start", "harness", "deploy"];
+
+/** What a finished process printed and how it exited. */
+interface Run {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** The environment of every child: the test's, without platform variables and npm's script context. */
+function env(): NodeJS.ProcessEnv {
+  const out = childEnv();
+  for (const key of Object.keys(out)) {
+    // These describe the `npm test` that runs this file; an npm started inside a temporary
+    // project must find that project, not this repository.
+    if (/^(npm_package_|npm_lifecycle_|npm_config_local_prefix$|INIT_CWD$)/.test(key)) delete out[key];
+  }
+  // The `#!/usr/bin/env node` of node_modules/.bin/runlet finds the Node running the tests.
+  out["PATH"] = `${dirname(process.execPath)}${delimiter}${out["PATH"] ?? ""}`;
+  return out;
+}
+
+/** Runs `file args...` in `cwd` to completion; killed after `timeoutMs` (the test then fails on the code). */
+function exec(file: string, args: readonly string[], cwd: string, timeoutMs = 240_000): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(file, [...args], { cwd, env: env(), stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (d: string) => {
+      stdout += d;
+    });
+    child.stderr.setEncoding("utf8").on("data", (d: string) => {
+      stderr += d;
+    });
+    const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
+    child.on("error", (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** npm's own CLI: the one running `npm test`, else the one installed beside this Node. */
+const NPM_CLI = process.env["npm_execpath"]?.endsWith("npm-cli.js")
+  ? process.env["npm_execpath"]
+  : join(dirname(process.execPath), "..", "lib", "node_modules", "npm", "bin", "npm-cli.js");
+
+function npm(args: readonly string[], cwd: string): Promise<Run> {
+  return exec(process.execPath, [NPM_CLI, ...args], cwd);
+}
+
+const QUICK_INSTALL = ["--no-audit", "--no-fund", "--prefer-offline"];
+
+/** The version of a package this repository has installed, so npm's cache already holds it. */
+async function installedVersion(name: string): Promise<string> {
+  const manifest = JSON.parse(await readFile(join(REPO_ROOT, "node_modules", name, "package.json"), "utf8"));
+  return (manifest as { version: string }).version;
+}
+
+let tmp: string;
+let tarball: string;
+/** The fresh project runlet's tarball is installed into. */
+let app: string;
+/** node_modules/.bin/runlet of that install. */
+let runlet: string;
+let version: string;
+
+beforeAll(async () => {
+  tmp = await mkdtemp(join(tmpdir(), "runlet-consumer-"));
+  version = (JSON.parse(await readFile(join(REPO_ROOT, "package.json"), "utf8")) as { version: string })
+    .version;
+  // --ignore-scripts: the suite's setup has already brought dist/ up to date, and prepack's clean
+  // rebuild would delete dist/ under the other test files' running CLIs.
+  const pack = await npm(["pack", "--ignore-scripts", "--pack-destination", tmp, "--json"], REPO_ROOT);
+  expect(pack.code, pack.stderr).toBe(0);
+  const [packed] = JSON.parse(pack.stdout) as { filename: string }[];
+  tarball = join(tmp, packed!.filename);
+
+  app = join(tmp, "app");
+  await mkdir(app);
+  await writeFile(join(app, "package.json"), JSON.stringify({ name: "app", private: true, type: "module" }));
+  const deps = await Promise.all(
+    ["typescript", "@types/node", "zod"].map(async (name) => `${name}@${await installedVersion(name)}`),
+  );
+  const install = await npm(["install", ...QUICK_INSTALL, tarball, ...deps], app);
+  expect(install.code, install.stderr).toBe(0);
+  runlet = join(app, "node_modules", ".bin", "runlet");
+}, 600_000);
+
+afterAll(async () => {
+  if (tmp !== undefined) await rm(tmp, { recursive: true, force: true });
+});
+
+/** Imports each specifier in plain Node and records every module URL Node resolved meanwhile. */
+const IMPORT_ALL = `
+import { register } from "node:module";
+import { MessageChannel } from "node:worker_threads";
+const hooks = "let port; export function initialize(d) { port = d.port; }" +
+  " export async function resolve(s, c, next) { const r = await next(s, c); port.postMessage(r.url); return r; }";
+const { port1, port2 } = new MessageChannel();
+register("data:text/javascript," + encodeURIComponent(hooks), { data: { port: port2 }, transferList: [port2] });
+const resolved = [];
+const last = "data:text/javascript,export default 0";
+const seenAll = new Promise((done) => port1.on("message", (url) => (url === last ? done() : resolved.push(url))));
+const exported = {};
+for (const specifier of JSON.parse(process.argv[2])) exported[specifier] = Object.keys(await import(specifier)).sort();
+await import(last);
+await seenAll;
+port1.close();
+process.stdout.write(JSON.stringify({ exported, resolved }));
+`;
+
+describe("runlet installed from its tarball", () => {
+  it("ships the build, the CLI entry, templates and docs, and no tests or sources", async () => {
+    const listing = await exec("tar", ["-tzf", tarball], tmp);
+    const files = listing.stdout.split("\n").filter((f) => f !== "");
+    expect(files).toContain("package/dist/index.js");
+    expect(files).toContain("package/dist/index.d.ts");
+    expect(files).toContain("package/dist/index.js.map");
+    expect(files).toContain("package/bin/runlet.mjs");
+    expect(files).toContain("package/templates/basic/package.json");
+    expect(files).toContain("package/Dockerfile.base");
+    expect(files).toContain("package/README.md");
+    const clutter = files.filter((f) =>
+      /^package\/(src|test|bench|examples|scripts)\/|\.tsbuildinfo$|^package\/dist\/\.built$/.test(f),
+    );
+    expect(clutter).toEqual([]);
+  });
+
+  it("(a) imports every subpath in plain Node without loading tsx or esbuild", async () => {
+    const manifest = JSON.parse(
+      await readFile(join(app, "node_modules", "runlet", "package.json"), "utf8"),
+    ) as {
+      exports: Record<string, unknown>;
+    };
+    const specifiers = Object.keys(manifest.exports)
+      .filter((s) => s !== "./package.json")
+      .map((s) => (s === "." ? "runlet" : `runlet/${s.slice(2)}`));
+    expect(specifiers).toEqual(
+      expect.arrayContaining([
+        "runlet",
+        "runlet/client",
+        "runlet/testing",
+        "runlet/harness",
+        "runlet/management",
+      ]),
+    );
+    await writeFile(join(app, "import-all.mjs"), IMPORT_ALL);
+    const r = await exec(process.execPath, ["import-all.mjs", JSON.stringify(specifiers)], app);
+    expect(r.code, r.stderr).toBe(0);
+    const { exported, resolved } = JSON.parse(r.stdout) as {
+      exported: Record<string, string[]>;
+      resolved: string[];
+    };
+    for (const s of specifiers) expect(exported[s]?.length, s).toBeGreaterThan(0);
+    expect(exported["runlet"]).toContain("defineHandler");
+    expect(exported["runlet/client"]).toContain("createClient");
+    expect(exported["runlet/testing"]).toContain("createHarness");
+    expect(exported["runlet/harness"]).toContain("startHarness");
+    expect(exported["runlet/management"]).toContain("createManagementClient");
+    // The hook sees the build and third-party packages (so the check below can fail)...
+    expect(resolved.some((u) => u.includes("/node_modules/runlet/dist/"))).toBe(true);
+    expect(resolved.some((u) => u.includes("/node_modules/zod/"))).toBe(true);
+    // ...and neither of the CLI's heavy tools.
+    expect(resolved.filter((u) => /\/node_modules\/(tsx|esbuild)\//.test(u))).toEqual([]);
+  }, 120_000);
+
+  it("(b) type-checks a strict consumer (exactOptionalPropertyTypes, skipLibCheck: false)", async () => {
+    await writeFile(
+      join(app, "tsconfig.json"),
+      JSON.stringify({
+        compilerOptions: {
+          target: "ES2023",
+          lib: ["ES2023", "ESNext.Disposable"],
+          module: "NodeNext",
+          moduleResolution: "NodeNext",
+          types: ["node"],
+          strict: true,
+          exactOptionalPropertyTypes: true,
+          noUncheckedIndexedAccess: true,
+          noPropertyAccessFromIndexSignature: true,
+          verbatimModuleSyntax: true,
+          skipLibCheck: false,
+          noEmit: true,
+        },
+        files: ["consumer.ts"],
+      }),
+    );
+    await writeFile(
+      join(app, "consumer.ts"),
+      `import { defineHandler, type HandlerContext, isRunletError, JobError, VERSION } from "runlet";
+import { createClient, type JobRecord } from "runlet/client";
+import { startHarness } from "runlet/harness";
+import { createManagementClient } from "runlet/management";
+import { createHarness } from "runlet/testing";
+import { z } from "zod";
+
+const handler = defineHandler({
+  input: z.object({ text: z.string(), upper: z.boolean().default(false) }),
+  async handler({ input, log }: HandlerContext<{ text: string; upper: boolean }>) {
+    log.info({ upper: input.upper }, "echoing");
+    if (input.text === "") throw new JobError("text is empty");
+    return { echo: input.upper ? input.text.toUpperCase() : input.text };
+  },
+});
+
+export async function roundTrip(): Promise<string> {
+  await using h = await createHarness({ handler });
+  const job = await h.endpoint.runsync({ input: { text: "hi" } });
+  const client = createClient({ apiKey: h.apiKey, baseUrl: h.url, requestTimeoutMs: 5_000 });
+  const record: JobRecord = await client.endpoint("local").status(job.id);
+  return \`\${VERSION} \${record.status}\`;
+}
+
+export async function endpoints(): Promise<number> {
+  const harness = await startHarness({ endpoints: [{ id: "local" }] });
+  try {
+    const management = createManagementClient({ apiKey: "key", baseUrl: harness.url });
+    return (await management.serverless.list()).length;
+  } catch (err) {
+    if (isRunletError(err)) return -1;
+    throw err;
+  } finally {
+    await harness.close();
+  }
+}
+`,
+    );
+    const r = await exec(
+      process.execPath,
+      [join(app, "node_modules", "typescript", "bin", "tsc"), "-p", "."],
+      app,
+    );
+    expect(`${r.stdout}${r.stderr}`).toBe("");
+    expect(r.code).toBe(0);
+  }, 240_000);
+
+  it("(c) node_modules/.bin/runlet answers --help and --version", async () => {
+    const help = await exec(runlet, ["--help"], app);
+    expect(help.code, help.stderr).toBe(0);
+    expect(help.stderr).toBe("");
+    const shape =
+      /^runlet (\S+): write, test and ship queue-based serverless workers\n\nUsage: runlet <command> \[options\]\n\nCommands:\n((?: {2}\w+ +\S[^\n]*\n)+)\nRun `runlet <command> --help` for a command's options\.\n$/;
+    const m = shape.exec(help.stdout);
+    expect(m, help.stdout).not.toBeNull();
+    expect(m?.[1]).toBe(version);
+    expect(
+      m?.[2]
+        ?.split("\n")
+        .filter((l) => l !== "")
+        .map((l) => l.trim().split(/ +/)[0]),
+    ).toEqual(COMMANDS);
+
+    const v = await exec(runlet, ["--version"], app);
+    expect(v).toEqual({ code: 0, stdout: `${version}\n`, stderr: "" });
+  }, 120_000);
+
+  it("(c) node_modules/.bin/runlet tests a .mjs handler and a .ts handler", async () => {
+    await writeFile(
+      join(app, "plain.mjs"),
+      'import { defineHandler } from "runlet";\nexport default defineHandler({ handler: ({ input }) => ({ got: input }) });\n',
+    );
+    await writeFile(
+      join(app, "typed.ts"),
+      `import { defineHandler } from "runlet";
+import { z } from "zod";
+
+export default defineHandler({
+  input: z.object({ n: z.number() }),
+  handler: ({ input }): { doubled: number } => ({ doubled: input.n * 2 }),
+});
+`,
+    );
+    const [plain, typed] = await Promise.all([
+      exec(runlet, ["test", "plain.mjs", "--input", '{"input": {"a": 1}}'], app),
+      exec(runlet, ["test", "typed.ts", "--input", '{"input": {"n": 21}}'], app),
+    ]);
+    expect(plain.code, plain.stderr).toBe(0);
+    expect(plain.stdout).toBe('{\n  "got": {\n    "a": 1\n  }\n}\n');
+    expect(plain.stderr).toMatch(/^runlet test: COMPLETED in \d+ ms$/m);
+    expect(typed.code, typed.stderr).toBe(0);
+    expect(typed.stdout).toBe('{\n  "doubled": 42\n}\n');
+  }, 120_000);
+
+  it("(d) runlet init makes a project on the same tarball that installs, passes its tests and builds", async () => {
+    const init = await exec(runlet, ["init", "../worker"], app);
+    expect(init.code, init.stderr).toBe(0);
+    const project = join(tmp, "worker");
+    const spec = `file:../${tarball.slice(tmp.length + 1)}`;
+    expect(init.stdout).toContain(`\nIts runlet dependency is ${spec}.\n`);
+    const pkg = JSON.parse(await readFile(join(project, "package.json"), "utf8")) as {
+      dependencies: Record<string, string>;
+    };
+    expect(pkg.dependencies["runlet"]).toBe(spec);
+
+    const install = await npm(["install", ...QUICK_INSTALL], project);
+    expect(install.code, install.stderr).toBe(0);
+    const test = await npm(["test"], project);
+    expect(test.code, `${test.stdout}\n${test.stderr}`).toBe(0);
+    expect(test.stdout).toMatch(/Tests\s+\d+ passed/);
+    const build = await npm(["run", "build"], project);
+    expect(build.code, `${build.stdout}\n${build.stderr}`).toBe(0);
+    expect(build.stdout).toMatch(/^Built dist\/worker\.mjs /m);
+    expect(existsSync(join(project, "dist", "worker.mjs"))).toBe(true);
+  }, 600_000);
+});
