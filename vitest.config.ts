@@ -3,10 +3,11 @@ import { defineConfig } from "vitest/config";
 
 export default defineConfig({
   resolve: {
-    // Tests import runlet's sources: `runlet` and `runlet/<name>` mean src/, as in tsconfig.json's paths.
+    // Tests import runlet's sources: `runlet` and `runlet/<name>` mean src/, as in tsconfig.json's paths
+    // (`runlet/package.json` stays the manifest).
     alias: [
       {
-        find: /^runlet(\/[^/]+)?$/,
+        find: /^runlet(\/(?!package\.json$)[^/]+)?$/,
         replacement: fileURLToPath(new URL("./src$1/index.ts", import.meta.url)),
       },
     ],
