@@ -167,6 +167,42 @@ describe("the harness's /openai/v1/* routes", () => {
     });
   });
 
+  it("answers an OpenAI error output (vLLM's shape, status in code) and a timeout with their statuses", async () => {
+    const handler = defineHandler({
+      async handler({ input, signal }) {
+        const body = (input as { openai_input: { wait?: boolean } }).openai_input;
+        if (body.wait === true) await new Promise((resolve) => signal.addEventListener("abort", resolve));
+        return { error: { message: "max_tokens is too large", type: "BadRequestError", param: null, code: 400 } };
+      },
+    });
+    await using h = await createHarness({ endpoints: [{ id: "local", handler, executionTimeoutMs: 300 }] });
+    const bad = await call(h, "completions", { model: "m" });
+    expect(bad.status).toBe(400);
+    expect(await bad.json()).toEqual({
+      error: { message: "max_tokens is too large", type: "BadRequestError", param: null, code: 400 },
+    });
+    const slow = await call(h, "completions", { model: "m", wait: true });
+    expect(slow.status).toBe(504);
+    expect(await slow.json()).toEqual({
+      error: {
+        message: "job timed out after 300 ms (executionTimeout)",
+        type: "server_error",
+        param: null,
+        code: "timeout",
+      },
+    });
+  });
+
+  it("answers 404 job_deleted when the endpoint is removed while the request waits", async () => {
+    await using h = await createHarness({ endpoints: [{ id: "local" }] }); // no worker: the job waits
+    const pending = call(h, "models");
+    await waitFor("the queued job", () => h.harness.health("local").jobs.inQueue === 1);
+    await h.harness.removeEndpoint("local");
+    const res = await pending;
+    expect(res.status).toBe(404);
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe("job_deleted");
+  });
+
   it("shows its jobs in /status and /health, and /cancel ends the stream with an error event", async () => {
     let signalFired = false;
     const handler = defineOpenAIHandler({
