@@ -172,7 +172,9 @@ describe("the harness's /openai/v1/* routes", () => {
       async handler({ input, signal }) {
         const body = (input as { openai_input: { wait?: boolean } }).openai_input;
         if (body.wait === true) await new Promise((resolve) => signal.addEventListener("abort", resolve));
-        return { error: { message: "max_tokens is too large", type: "BadRequestError", param: null, code: 400 } };
+        return {
+          error: { message: "max_tokens is too large", type: "BadRequestError", param: null, code: 400 },
+        };
       },
     });
     await using h = await createHarness({ endpoints: [{ id: "local", handler, executionTimeoutMs: 300 }] });
