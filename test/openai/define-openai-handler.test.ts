@@ -51,6 +51,25 @@ describe("defineOpenAIHandler", () => {
     expect(job?.stream.length).toBeLessThan(10);
   });
 
+  it("splits a frame over 1 MiB into stream chunks and the client still reads the delta whole", async () => {
+    const big = "é".repeat(800_000); // 1.6 MB of UTF-8 in one delta
+    const handler = defineOpenAIHandler({
+      models: ["m"],
+      *chat() {
+        yield big;
+      },
+    });
+    await using h = await createHarness({ handler });
+    const { data: stream, response } = await openai(h)
+      .chat.completions.create({ ...ask, stream: true })
+      .withResponse();
+    const deltas: string[] = [];
+    for await (const chunk of stream) deltas.push(chunk.choices[0]?.delta.content ?? "");
+    expect(deltas).toEqual(["", big, ""]);
+    const job = h.harness.job(response.headers.get("x-request-id")!);
+    expect(job?.stream.length).toBeGreaterThan(4); // role frame, 2+ parts of the big one, finish, [DONE]
+  });
+
   it("passes unknown body fields to the function and aggregates yielded tool-call chunks", async () => {
     let seen: unknown;
     const handler = defineOpenAIHandler({
