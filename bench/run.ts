@@ -4,6 +4,7 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { numericLeaves, runColdStart } from "./figures/cold-start-glue.js";
 import { measureMemory } from "./figures/memory.js";
+import { measureOpenAI } from "./figures/openai.js";
 import { measureS3 } from "./figures/s3.js";
 import { measureStreaming } from "./figures/streaming.js";
 import { measureOverhead, measureThroughput } from "./figures/throughput.js";
@@ -64,6 +65,7 @@ export async function runBench(
   );
   figures.push(...(await step("per-job overhead", () => measureOverhead(options))));
   figures.push(...(await step("streaming", () => measureStreaming(options))));
+  figures.push(...(await step("OpenAI streaming", () => measureOpenAI(options))));
   figures.push(...(await step("S3", () => measureS3(options))));
   const memory = await step("memory", () => measureMemory(options));
   figures.push(...memory.figures);

@@ -9,6 +9,7 @@ import { JobEventHub, type JobEventListener } from "./job-events.js";
 import { JobStore } from "./job-store.js";
 import { untilTerminal } from "./job-waits.js";
 import { type HarnessManagement, harnessManagement } from "./management/index.js";
+import { JobFeed } from "./openai/index.js";
 import {
   checkEndpoint,
   type EndpointOptions,
@@ -105,6 +106,13 @@ export class Harness {
         limiter: this.#limiter,
         options,
         health: (ep) => this.health(ep),
+      },
+      openai: {
+        store: this.#store,
+        keys: this.#keys,
+        limiter: this.#limiter,
+        options,
+        feed: new JobFeed((listener) => this.#events.subscribe(listener)),
       },
       fallbacks: [
         ...(options.extraRoutes === undefined ? [] : [options.extraRoutes]),

@@ -3,7 +3,7 @@ import type { Clock } from "./clock.js";
 
 /** Rate-limit settings (platform-api §8); tests shrink them. */
 export interface RateLimitOptions {
-  /** Rules per operation (`run`, `runsync`, `status`, `stream`, `cancel`, `purge-queue`), merged over the platform's. */
+  /** Rules per operation (`run`, `runsync`, `status`, `stream`, `cancel`, `purge-queue`, `openai`), merged over the platform's. */
   readonly rules?: Readonly<Record<string, RateLimitRule>>;
   /** The rate window, ms. @default 10000 */
   readonly windowMs?: number;

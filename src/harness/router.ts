@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { type ClientRoutesContext, handleClientRoute, isClientRoute } from "./client-routes.js";
 import { sendError } from "./http-util.js";
+import { handleOpenAIRoute, OPENAI_ROUTE, type OpenAIRoutesContext } from "./openai/index.js";
 import type { ExtraRoutes } from "./options.js";
 import { isWorkerRoute } from "./request-log.js";
 import { handleWorkerRoute, type WorkerRoutesContext } from "./worker-routes.js";
@@ -9,13 +10,16 @@ import { handleWorkerRoute, type WorkerRoutesContext } from "./worker-routes.js"
 export interface RouterTargets {
   readonly worker: WorkerRoutesContext;
   readonly client: ClientRoutesContext;
+  /** `/v2/<endpoint>/openai/*` (docs/openai.md). */
+  readonly openai: OpenAIRoutesContext;
   /** Tried in order for every path that is not a job or worker route; unanswered paths get 404. */
   readonly fallbacks: readonly ExtraRoutes[];
 }
 
 /**
  * Routes one request: `/v2/<endpoint>/<worker route>/...` to the worker routes,
- * `/v2/<endpoint>/<job route>[/<id>]` to the client routes, anything else to the fallbacks
+ * `/v2/<endpoint>/<job route>[/<id>]` to the client routes, `/v2/<endpoint>/openai/...` to the
+ * OpenAI routes, anything else to the fallbacks
  * (the `extraRoutes` seam, then the management copy), else a 404 in the job API's error body.
  */
 export async function routeRequest(
@@ -39,6 +43,7 @@ export async function routeRequest(
     if (isClientRoute(route)) {
       return handleClientRoute(targets.client, req, res, url, route, endpointId, rest);
     }
+    if (route === OPENAI_ROUTE) return handleOpenAIRoute(targets.openai, req, res, url, endpointId, rest);
   }
   for (const fallback of targets.fallbacks) {
     if (await fallback(req, res, url)) return;

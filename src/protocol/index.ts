@@ -39,6 +39,12 @@ export {
   RUNSYNC_WAIT_MS,
   TTL_MS,
 } from "./limits.js";
+export {
+  type OpenAIErrorBody,
+  type OpenAIJobInput,
+  openAIError,
+  openAIJobInputSchema,
+} from "./openai.js";
 export { expandTemplate, swapTakeRoute, type TemplateValues, withQuery } from "./urls.js";
 export {
   type ChunkMetrics,

@@ -1,0 +1,192 @@
+import type { z } from "zod";
+import { JobError, RunletError } from "../errors.js";
+import {
+  defineHandler,
+  type HandlerContext,
+  type HandlerDefinition,
+  type HandlerFunction,
+  type HandlerOptions,
+} from "../handler/index.js";
+import { openAIJobInputSchema } from "../protocol/openai.js";
+import { invalidBodyError, openAIJobError } from "./errors.js";
+import {
+  aggregateResponse,
+  type Generation,
+  type GenerationKind,
+  type GenerationRequest,
+  streamFrames,
+} from "./generation.js";
+import {
+  type ChatCompletionRequest,
+  type CompletionRequest,
+  chatCompletionRequestSchema,
+  completionRequestSchema,
+} from "./schemas.js";
+
+/** What chat and completions functions receive besides the request: the job's usual context. */
+export type OpenAIContext = HandlerContext<unknown>;
+
+/** A model the endpoint serves, as `/v1/models` lists it. */
+export interface OpenAIModel {
+  readonly id: string;
+  /** @default "runlet" */
+  readonly owned_by?: string;
+  /** Unix seconds. @default when the handler was defined */
+  readonly created?: number;
+}
+
+/** Options of {@link defineOpenAIHandler}: the OpenAI functions, plus any `defineHandler` option. */
+export interface OpenAIHandlerOptions extends Omit<HandlerOptions<z.ZodType>, "input" | "handler"> {
+  /** The models served: `/v1/models` lists them, and a request naming another model answers 404. */
+  readonly models: readonly (string | OpenAIModel)[];
+  /** Serves `/v1/chat/completions`: yield text deltas (or chunk objects); return finish_reason/usage if you know them. */
+  readonly chat?: (request: ChatCompletionRequest, context: OpenAIContext) => Generation;
+  /** Serves `/v1/completions`, as `chat` does. */
+  readonly completions?: (request: CompletionRequest, context: OpenAIContext) => Generation;
+  /** Runs jobs that are not OpenAI requests (no `input.openai_route`), so one endpoint serves both. @default none: such jobs fail */
+  readonly handler?: HandlerFunction<unknown>;
+}
+
+function invalid(message: string): RunletError {
+  return new RunletError("RUNLET_HANDLER_INVALID", `defineOpenAIHandler: ${message}`);
+}
+
+function checkModels(models: unknown): OpenAIModel[] {
+  if (!Array.isArray(models) || models.length === 0) {
+    throw invalid("models must be a non-empty array of model ids or { id } objects");
+  }
+  const created = Math.floor(Date.now() / 1000);
+  return models.map((m, i) => {
+    const model = typeof m === "string" ? { id: m } : (m as OpenAIModel);
+    if (typeof model?.id !== "string" || model.id === "") {
+      throw invalid(`models[${i}] must be a model id or { id: string }, got ${JSON.stringify(m)}`);
+    }
+    return { id: model.id, owned_by: model.owned_by ?? "runlet", created: model.created ?? created };
+  });
+}
+
+/**
+ * Describes a handler that speaks OpenAI's API on the platform's `/openai/v1/*` routes: `chat` and
+ * `completions` get the validated request and yield text; runlet builds the chunks, the stream,
+ * the aggregated response, usage and errors (docs/openai.md). Any `defineHandler` option applies
+ * (`streamCoalesceMs` batches frames, as OpenAI-compatible servers do).
+ *
+ * @example
+ * export default defineOpenAIHandler({
+ *   models: ["echo-1"],
+ *   async *chat(request, { signal }) {
+ *     for (const word of lastUserText(request).split(" ")) yield `${word} `;
+ *   },
+ * });
+ */
+export function defineOpenAIHandler(options: OpenAIHandlerOptions): HandlerDefinition {
+  if (typeof options !== "object" || options === null) throw invalid("expected an options object");
+  const { models: rawModels, chat, completions, handler: plain, ...rest } = options;
+  const models = checkModels(rawModels);
+  for (const [name, fn] of [
+    ["chat", chat],
+    ["completions", completions],
+    ["handler", plain],
+  ] as const) {
+    if (fn !== undefined && typeof fn !== "function") throw invalid(`${name} must be a function`);
+  }
+  if (chat === undefined && completions === undefined) throw invalid("give chat, completions or both");
+  const modelIds = new Set(models.map((m) => m.id));
+  const list = {
+    object: "list",
+    data: models.map((m) => ({ id: m.id, object: "model", created: m.created, owned_by: m.owned_by })),
+  };
+
+  const serve = (route: string, body: unknown, context: OpenAIContext): unknown => {
+    if (route === "/v1/models") return list;
+    if (route === "/v1/chat/completions" && chat !== undefined) {
+      const request = parseBody(chatCompletionRequestSchema, body, modelIds);
+      const maxTokens = request.max_completion_tokens ?? request.max_tokens ?? undefined;
+      return generate("chat", request, maxTokens, context, () => chat(request, context));
+    }
+    if (route === "/v1/completions" && completions !== undefined) {
+      const request = parseBody(completionRequestSchema, body, modelIds);
+      if (
+        Array.isArray(request.prompt) &&
+        request.prompt.length !== 1 &&
+        typeof request.prompt[0] !== "number"
+      ) {
+        throw openAIJobError("this endpoint takes one prompt per request", "invalid_request_error", {
+          code: "invalid_value",
+          param: "prompt",
+        });
+      }
+      return generate("completion", request, request.max_tokens ?? undefined, context, () =>
+        completions(request, context),
+      );
+    }
+    throw openAIJobError(`this endpoint does not serve ${route}`, "not_found_error", {
+      code: "unknown_route",
+    });
+  };
+
+  return defineHandler({
+    ...rest,
+    handler: (context) => {
+      const parsed = openAIJobInputSchema.safeParse(context.input);
+      if (!parsed.success) {
+        if (plain !== undefined) return plain(context);
+        throw new JobError(
+          "this endpoint serves OpenAI requests only: the job input needs openai_route (send requests to /openai/v1/...)",
+        );
+      }
+      return serve(parsed.data.openai_route, parsed.data.openai_input ?? {}, context);
+    },
+  });
+}
+
+/** The request body checked against its schema, or the job fails with the `invalid_request_error`. */
+function parseBody<S extends z.ZodType<{ model: string; n?: number | null | undefined }>>(
+  schema: S,
+  body: unknown,
+  models: ReadonlySet<string>,
+): z.output<S> {
+  const parsed = schema.safeParse(body);
+  if (!parsed.success) throw invalidBodyError(parsed.error);
+  const request = parsed.data;
+  if ((request.n ?? 1) !== 1) {
+    throw openAIJobError("n must be 1: this endpoint makes one choice per request", "invalid_request_error", {
+      code: "invalid_value",
+      param: "n",
+    });
+  }
+  if (!models.has(request.model)) {
+    throw openAIJobError(`The model \`${request.model}\` does not exist`, "not_found_error", {
+      code: "model_not_found",
+      param: "model",
+    });
+  }
+  return request;
+}
+
+/** Runs a chat or completions function: the stream's frames when the request streams, else one response. */
+function generate(
+  kind: GenerationKind,
+  request: ChatCompletionRequest | CompletionRequest,
+  maxTokens: number | undefined,
+  context: OpenAIContext,
+  start: () => Generation,
+): AsyncGenerator<string> | Promise<Record<string, unknown>> {
+  const wire: GenerationRequest = {
+    kind,
+    id: `${kind === "chat" ? "chatcmpl" : "cmpl"}-${context.job.id}`,
+    created: Math.floor(Date.now() / 1000),
+    model: request.model,
+    maxTokens,
+    includeUsage: request.stream_options?.include_usage === true,
+    signal: context.signal,
+  };
+  const generation = start();
+  if (typeof (generation as { next?: unknown })?.next !== "function") {
+    throw new RunletError(
+      "RUNLET_HANDLER_INVALID",
+      `defineOpenAIHandler: ${kind === "chat" ? "chat" : "completions"} must return a generator (write it as function* or async function*)`,
+    );
+  }
+  return request.stream === true ? streamFrames(wire, generation) : aggregateResponse(wire, generation);
+}

@@ -1,0 +1,26 @@
+/**
+ * `runlet/openai`: handlers that speak OpenAI's API on the platform's `/openai/v1/*` routes
+ * (docs/openai.md).
+ */
+export {
+  defineOpenAIHandler,
+  type OpenAIContext,
+  type OpenAIHandlerOptions,
+  type OpenAIModel,
+} from "./define-openai-handler.js";
+export { openAIJobError } from "./errors.js";
+export {
+  type ChunkObject,
+  DONE_EVENT,
+  type Generation,
+  type GenerationResult,
+  type UsageCounts,
+} from "./generation.js";
+export {
+  type ChatCompletionRequest,
+  type ChatMessage,
+  type CompletionRequest,
+  chatCompletionRequestSchema,
+  chatMessageSchema,
+  completionRequestSchema,
+} from "./schemas.js";
