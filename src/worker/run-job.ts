@@ -107,7 +107,19 @@ export class ActiveJob {
       retryCapMs: deps.config.retryCapMs,
     });
     this.reported = this.#outbox.done;
-    this.finished = this.#start();
+    this.finished = this.#start().catch(async (err: unknown) => {
+      // The one sink of this job's promise (STYLE 20a): a throw in the worker's own steps still
+      // ends as the job's failure, never as an unhandled rejection that takes the process down.
+      for (const timer of this.#timers) clearTimeout(timer);
+      this.#log.error({ err }, "running this job failed inside the worker; reporting it as failed");
+      this.#finalize({
+        kind: "error",
+        message: `the worker failed while running this job: ${(err as Error)?.message ?? String(err)}`,
+        code: "RUNLET_JOB_FAILED",
+        stopPod: deps.definition.refreshWorker,
+      });
+      await this.#outbox.done;
+    });
   }
 
   async #start(): Promise<void> {

@@ -2,7 +2,7 @@ import { isMainThread, parentPort, workerData } from "node:worker_threads";
 import { RunletError, type RunletErrorCode } from "../errors.js";
 import type { HandlerDefinition } from "../handler/define-handler.js";
 import { executeJob } from "../handler/execute.js";
-import type { ReportIdentity } from "../handler/outcome.js";
+import { failedResult, type ReportIdentity } from "../handler/outcome.js";
 import { createLogger } from "../log/index.js";
 import type { DeliveredJob } from "../protocol/index.js";
 import { type ExecutorSettings, s3Options } from "./executor.js";
@@ -94,7 +94,15 @@ export function runExecutorThread(definition: HandlerDefinition): void {
             });
           },
         },
-      }).then((outcome) => port.postMessage({ type: "result", outcome } satisfies FromThread));
+      })
+        .catch(
+          // executeJob never rejects; this keeps the job's promise total should that ever change.
+          (err: unknown): Awaited<ReturnType<typeof executeJob>> => ({
+            result: failedResult(err, identity, definition.refreshWorker),
+            metrics: {},
+          }),
+        )
+        .then((outcome) => port.postMessage({ type: "result", outcome } satisfies FromThread));
     }
   });
 }

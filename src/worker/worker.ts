@@ -159,7 +159,9 @@ export class Worker {
       log: this.#log,
       giveUp: this.#giveUp.signal,
     });
-    const done = report.finally(() => this.#orphans.delete(done));
+    const done = report
+      .catch((err: unknown) => this.#log.error({ err, jobId }, "reporting an unrun job failed"))
+      .finally(() => this.#orphans.delete(done));
     this.#orphans.add(done);
   }
 
@@ -179,10 +181,13 @@ export class Worker {
     });
     this.#jobs.set(job.id, active);
     this.#jobsChanged();
-    void active.finished.finally(() => {
-      this.#jobs.delete(job.id);
-      this.#jobsChanged();
-    });
+    // `finished` never rejects (ActiveJob catches into the job's failure); the catch keeps it so.
+    void active.finished
+      .catch((err: unknown) => this.#log.error({ err, jobId: job.id }, "a job's promise rejected"))
+      .finally(() => {
+        this.#jobs.delete(job.id);
+        this.#jobsChanged();
+      });
   }
 
   #jobsChanged(): void {
