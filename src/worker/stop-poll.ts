@@ -1,4 +1,5 @@
 import type { Logger } from "pino";
+import { withLinkedSignal } from "../linked-signal.js";
 import { expandTemplate, swapTakeRoute } from "../protocol/index.js";
 import { retryAfterMs, sleep } from "../wait.js";
 import { backoffDelayMs, MAX_RETRY_AFTER_MS } from "./backoff.js";
@@ -80,9 +81,9 @@ export async function pollJobStops(deps: StopPollDeps): Promise<void> {
     const sentAt = Date.now();
     const padCycle = (): number => Math.max(0, STOP_POLL_MIN_CYCLE_MS - (Date.now() - sentAt));
     try {
-      const response = await http.get(url, {
-        signal: AbortSignal.any([closing, AbortSignal.timeout(config.takeTimeoutMs)]),
-      });
+      const response = await withLinkedSignal(closing, config.takeTimeoutMs, (signal) =>
+        http.get(url, { signal }),
+      );
       if (response.status === 429) {
         waitMs =
           retryAfterMs(response.headers["retry-after"], { capMs: MAX_RETRY_AFTER_MS }) ?? deps.slowDownMs;

@@ -1,4 +1,5 @@
 import type { Logger } from "pino";
+import { withLinkedSignal } from "../linked-signal.js";
 import type { DeliveredJob } from "../protocol/index.js";
 import { sleep } from "../wait.js";
 import { backoffDelayMs } from "./backoff.js";
@@ -63,7 +64,7 @@ export async function runTakeLoop(deps: TakeLoopDeps): Promise<void> {
     let answer: Awaited<ReturnType<typeof take>>;
     const sentAt = Date.now();
     try {
-      answer = await take(http, url, AbortSignal.any([closing, AbortSignal.timeout(config.takeTimeoutMs)]));
+      answer = await withLinkedSignal(closing, config.takeTimeoutMs, (signal) => take(http, url, signal));
     } catch {
       // Our own long-poll cap or shutdown aborted the request: no job was handed over.
       continue;
