@@ -1,3 +1,5 @@
+import { onAbort } from "./linked-signal.js";
+
 /**
  * Waiting, shared by the worker, the job-API client and the management client: a sleep that an
  * AbortSignal cuts short (so shutdown never sits out an interval) and the `Retry-After` header.
@@ -8,15 +10,19 @@
 export function sleep(ms: number, signal?: AbortSignal): Promise<boolean> {
   if (signal?.aborted) return Promise.resolve(false);
   return new Promise((resolve) => {
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      resolve(false);
-    };
     const timer = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
+      unsubscribe?.();
       resolve(true);
     }, ms);
-    signal?.addEventListener("abort", onAbort, { once: true });
+    // One listener on the signal however many sleeps share it (a worker's jobs back off on one
+    // give-up signal): a listener each would trip MaxListenersExceededWarning under load.
+    const unsubscribe =
+      signal === undefined
+        ? undefined
+        : onAbort(signal, () => {
+            clearTimeout(timer);
+            resolve(false);
+          });
   });
 }
 
