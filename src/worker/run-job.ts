@@ -85,6 +85,8 @@ export class ActiveJob {
   #timers: NodeJS.Timeout[] = [];
   #missingStreamUrl = false;
   #stopRequested = false;
+  /** The executor's outcome exists: the handler no longer runs, so nothing may abort or hard-stop it. */
+  #handlerEnded = false;
   /** The handler returned a generator: every final post of this job uses `isStream=true` (§4). */
   #streaming = false;
   /** Resolves when the job holds its slot no more: reported (or discarded) and its handler settled or killed. */
@@ -181,6 +183,7 @@ export class ActiveJob {
     arm();
     rearmWatchdog = watchdog === undefined ? undefined : arm;
     const outcome = await handle.outcome;
+    this.#handlerEnded = true;
     for (const timer of this.#timers) clearTimeout(timer);
     watchdog?.unwatch(this.id);
     await this.#settle(outcome);
@@ -205,7 +208,7 @@ export class ActiveJob {
     this.#timers.push(
       setTimeout(() => {
         void (async () => {
-          if (this.#state === "finished") return;
+          if (this.#state === "finished" || this.#handlerEnded) return;
           this.#log.error(
             { graceMs: definition.hardStopGraceMs },
             "the handler ignored its aborted signal; hard-stopping it",
@@ -215,7 +218,7 @@ export class ActiveJob {
           if (stopped) return; // the executor's outcome ("killed") settles the job
           if (this.#state === "timed-out") this.#finalize(this.#timeoutError());
           this.#deps.onRunaway(this.id);
-        })();
+        })().catch((err: unknown) => this.#log.error({ err }, "hard-stopping the handler failed"));
       }, definition.hardStopGraceMs),
     );
   }
@@ -241,6 +244,9 @@ export class ActiveJob {
     this.#stopRequested = true;
     this.#log.info("the platform asked to stop this job; aborting it, nothing more is posted");
     this.#outbox.discard();
+    // After the handler returned (its result still being settled, e.g. offloaded to S3) there is
+    // nothing to abort: a hard stop then would end an innocent worker or another job's thread.
+    if (this.#handlerEnded) return;
     this.#abort?.(new RunletError("RUNLET_JOB_STOPPED", "the platform stopped this job"));
     this.#armHardStop();
   }

@@ -28,8 +28,17 @@ export interface ExecutorWorkerData {
 
 /** Main → thread messages. */
 export type ToThread =
-  | { readonly type: "run"; readonly job: DeliveredJob; readonly timeoutMs: number }
-  | { readonly type: "abort"; readonly code: RunletErrorCode; readonly message: string }
+  | { readonly type: "run"; readonly runId: number; readonly job: DeliveredJob; readonly timeoutMs: number }
+  /**
+   * Aborts run `runId` only (STYLE 20b): a stop or deadline that reaches the thread after that run
+   * ended must not touch the next job the thread runs.
+   */
+  | {
+      readonly type: "abort";
+      readonly runId: number;
+      readonly code: RunletErrorCode;
+      readonly message: string;
+    }
   | { readonly type: "credit"; readonly seq: number };
 
 /** Thread → main messages. */
@@ -63,15 +72,18 @@ export function runExecutorThread(definition: HandlerDefinition): void {
   const log = createLogger({ platform: data.log.platform, level: data.log.level, secrets: data.log.secrets });
   const identity: ReportIdentity = data.settings.identity;
   let controller: AbortController | undefined;
+  let runId: number | undefined;
   let seq = 0;
   const credits = new Map<number, () => void>();
   port.on("message", (msg: ToThread) => {
-    if (msg.type === "abort") controller?.abort(new RunletError(msg.code, msg.message));
-    else if (msg.type === "credit") {
+    if (msg.type === "abort") {
+      if (msg.runId === runId) controller?.abort(new RunletError(msg.code, msg.message));
+    } else if (msg.type === "credit") {
       credits.get(msg.seq)?.();
       credits.delete(msg.seq);
     } else if (msg.type === "run") {
       controller = new AbortController();
+      runId = msg.runId;
       const startedAt = Date.now();
       port.postMessage({ type: "started", at: startedAt } satisfies FromThread);
       void executeJob({

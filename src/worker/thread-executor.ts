@@ -68,6 +68,8 @@ export class ThreadExecutor implements Executor {
   readonly #idle: Thread[] = [];
   readonly #all = new Set<Thread>();
   #closed = false;
+  /** Numbers each run, so an abort names the run it is for (STYLE 20b). */
+  #runs = 0;
 
   constructor(options: ThreadExecutorOptions) {
     const handlerUrl = options.handlerModule === undefined ? undefined : toUrl(options.handlerModule);
@@ -100,6 +102,10 @@ export class ThreadExecutor implements Executor {
 
   run(request: ExecRequest, hooks: ExecuteHooks): ExecHandle {
     const thread = this.#idle.pop() ?? this.#spawn();
+    this.#runs += 1;
+    const runId = this.#runs;
+    /** Set once the outcome exists: the handle is inert from then on, the thread may run another job. */
+    let ended = false;
     let settle!: (outcome: ExecuteOutcome | "killed") => void;
     const outcome = new Promise<ExecuteOutcome | "killed">((resolve) => {
       settle = resolve;
@@ -117,6 +123,7 @@ export class ThreadExecutor implements Executor {
       else if (msg.type === "chunks") {
         void hooks.chunks(msg.bodies, msg.bytes).then(() => send({ type: "credit", seq: msg.seq }));
       } else if (msg.type === "result") {
+        ended = true;
         cleanup();
         if (!this.#closed) this.#idle.push(thread);
         settle(msg.outcome);
@@ -128,6 +135,7 @@ export class ThreadExecutor implements Executor {
       request.log.error({ err }, "the isolation thread failed");
     };
     const onExit = (code: number): void => {
+      ended = true;
       cleanup();
       markStarted(Date.now());
       // The slot keeps serving: warm a replacement now rather than on the next job's clock.
@@ -154,19 +162,23 @@ export class ThreadExecutor implements Executor {
     thread.on("message", onMessage);
     thread.on("error", onError);
     thread.on("exit", onExit);
-    send({ type: "run", job: request.job, timeoutMs: request.timeoutMs });
+    send({ type: "run", runId, job: request.job, timeoutMs: request.timeoutMs });
     return {
       started,
       outcome,
       abort: (reason) => {
+        if (ended) return;
         const code = (reason as { code?: unknown }).code;
         send({
           type: "abort",
+          runId,
           code: (typeof code === "string" ? code : "RUNLET_JOB_STOPPED") as RunletErrorCode,
           message: reason.message,
         });
       },
       hardStop: async () => {
+        // The thread is back in the pool or gone: terminating it now would kill another job.
+        if (ended) return true;
         killed = true;
         await thread.terminate();
         return true;
