@@ -43,6 +43,8 @@ export type ToThread =
 
 /** Thread → main messages. */
 export type FromThread =
+  /** The handler loaded and the thread serves jobs: an error before this is a load failure. */
+  | { readonly type: "ready" }
   | { readonly type: "started"; readonly at: number }
   | { readonly type: "progress"; readonly json: string }
   | { readonly type: "streaming" }
@@ -117,4 +119,5 @@ export function runExecutorThread(definition: HandlerDefinition): void {
         .then((outcome) => port.postMessage({ type: "result", outcome } satisfies FromThread));
     }
   });
+  port.postMessage({ type: "ready" } satisfies FromThread);
 }

@@ -79,7 +79,10 @@ export class Worker {
       s3: s3Settings(config, definition),
     };
     this.#s3Settings = settings.s3;
-    this.#executor = createExecutor(definition, config, settings, log);
+    // A handler that loads here but not in an isolation thread makes the worker unfit (§7).
+    this.#executor = createExecutor(definition, config, settings, log, (reason) => {
+      void this.reportUnfit("handler-load", reason);
+    });
     this.#heartbeat = createHeartbeat(definition, config, log);
     if (config.handleSignals) {
       this.#removeSignalHandlers = installSignalHandlers({
