@@ -1,4 +1,15 @@
+import type { Clock } from "./clock.js";
 import { onAbort } from "./linked-signal.js";
+
+/** A timer on `clock`, or a plain Node timer without one. */
+function setTimer(clock: Clock | undefined, fn: () => void, ms: number): { clear(): void } {
+  if (clock === undefined) {
+    const handle = setTimeout(fn, ms);
+    return { clear: () => clearTimeout(handle) };
+  }
+  const timer = clock.setTimeout(fn, ms);
+  return { clear: () => clock.clearTimeout(timer) };
+}
 
 /**
  * Waiting, shared by the worker, the job-API client and the management client: a sleep that an
@@ -6,21 +17,28 @@ import { onAbort } from "./linked-signal.js";
  * Each caller keeps its own back-off policy; these two pieces are the same everywhere.
  */
 
-/** Resolves after `ms`, or early (with false) when `signal` aborts; true when the full time passed. */
-export function sleep(ms: number, signal?: AbortSignal): Promise<boolean> {
+/**
+ * Resolves after `ms`, or early (with false) when `signal` aborts; true when the full time passed.
+ * `clock` (the worker's, replaceable in tests) times it; @default real timers.
+ */
+export function sleep(ms: number, signal?: AbortSignal, clock?: Clock): Promise<boolean> {
   if (signal?.aborted) return Promise.resolve(false);
   return new Promise((resolve) => {
-    const timer = setTimeout(() => {
-      unsubscribe?.();
-      resolve(true);
-    }, ms);
+    const timer = setTimer(
+      clock,
+      () => {
+        unsubscribe?.();
+        resolve(true);
+      },
+      ms,
+    );
     // One listener on the signal however many sleeps share it (a worker's jobs back off on one
     // give-up signal): a listener each would trip MaxListenersExceededWarning under load.
     const unsubscribe =
       signal === undefined
         ? undefined
         : onAbort(signal, () => {
-            clearTimeout(timer);
+            timer.clear();
             resolve(false);
           });
   });

@@ -1,4 +1,5 @@
 import type { Logger } from "pino";
+import type { Clock } from "../clock.js";
 import { RunletError } from "../errors.js";
 import { onAbort } from "../linked-signal.js";
 import { retryAfterMs, sleep } from "../wait.js";
@@ -32,6 +33,8 @@ export interface JobOutboxOptions {
   readonly log: Logger;
   /** Aborting it ends all retrying (the shutdown flush deadline). */
   readonly giveUp: AbortSignal;
+  /** Times the back-off between retries. */
+  readonly clock: Clock;
   readonly retryBaseMs: number;
   readonly retryCapMs: number;
 }
@@ -250,7 +253,7 @@ export class JobOutbox {
         waitMs = backoffDelayMs(attempt, { baseMs: retryBaseMs, capMs: retryCapMs });
         log.warn({ err: (err as Error).message, attempt, waitMs }, `posting ${entry.label} failed; retrying`);
       }
-      await sleep(waitMs, cut);
+      await sleep(waitMs, cut, this.#options.clock);
     }
   }
 

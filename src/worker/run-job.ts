@@ -1,4 +1,5 @@
 import type { Logger } from "pino";
+import type { ClockTimer } from "../clock.js";
 import { RunletError } from "../errors.js";
 import type { HandlerDefinition } from "../handler/define-handler.js";
 import type { ExecuteOutcome } from "../handler/execute.js";
@@ -82,7 +83,8 @@ export class ActiveJob {
   #state: State = "running";
   #abort: ((reason: Error) => void) | undefined;
   #hardStop: (() => Promise<boolean>) | undefined;
-  #timers: NodeJS.Timeout[] = [];
+  /** The deadline and hard-stop timers, on the worker's clock. */
+  #timers: ClockTimer[] = [];
   #missingStreamUrl = false;
   #stopRequested = false;
   /** The executor's outcome exists: the handler no longer runs, so nothing may abort or hard-stop it. */
@@ -105,6 +107,7 @@ export class ActiveJob {
       http: deps.http,
       log: this.#log,
       giveUp: deps.giveUp,
+      clock: deps.config.clock,
       retryBaseMs: deps.config.retryBaseMs,
       retryCapMs: deps.config.retryCapMs,
     });
@@ -112,7 +115,7 @@ export class ActiveJob {
     this.finished = this.#start().catch(async (err: unknown) => {
       // The one sink of this job's promise (STYLE 20a): a throw in the worker's own steps still
       // ends as the job's failure, never as an unhandled rejection that takes the process down.
-      for (const timer of this.#timers) clearTimeout(timer);
+      this.#clearTimers();
       this.#log.error({ err }, "running this job failed inside the worker; reporting it as failed");
       this.#finalize({
         kind: "error",
@@ -169,7 +172,9 @@ export class ActiveJob {
     const outcomeOrStart = await Promise.race([handle.started, handle.outcome.then(() => undefined)]);
     const deadline = (outcomeOrStart ?? Date.now()) + this.#timeoutMs;
     if (this.#state === "running") {
-      this.#timers.push(setTimeout(() => this.#onDeadline(), Math.max(0, deadline - Date.now())));
+      this.#timers.push(
+        this.#deps.config.clock.setTimeout(() => this.#onDeadline(), Math.max(0, deadline - Date.now())),
+      );
     }
     const watchdog =
       definition.isolation === "in-process" && config.exitOnHardStop ? this.#deps.heartbeat : undefined;
@@ -184,10 +189,15 @@ export class ActiveJob {
     rearmWatchdog = watchdog === undefined ? undefined : arm;
     const outcome = await handle.outcome;
     this.#handlerEnded = true;
-    for (const timer of this.#timers) clearTimeout(timer);
+    this.#clearTimers();
     watchdog?.unwatch(this.id);
     await this.#settle(outcome);
     await this.#outbox.done;
+  }
+
+  #clearTimers(): void {
+    for (const timer of this.#timers) this.#deps.config.clock.clearTimeout(timer);
+    this.#timers = [];
   }
 
   #timeoutMessage(): string {
@@ -206,7 +216,7 @@ export class ActiveJob {
   #armHardStop(): void {
     const { definition } = this.#deps;
     this.#timers.push(
-      setTimeout(() => {
+      this.#deps.config.clock.setTimeout(() => {
         void (async () => {
           if (this.#state === "finished" || this.#handlerEnded) return;
           this.#log.error(
