@@ -50,7 +50,8 @@ export interface WorkerOptions {
   /** Parent folder of each job's temporary folder (ctx.s3 downloads). @default os.tmpdir() */
   tmpRoot?: string;
   /**
-   * Times the worker's poll pacing (pauses between takes and job-stop polls), job deadlines and
+   * Times the worker's poll pacing (pauses between takes and job-stop polls, the 1 s recheck of a
+   * concurrency function while every slot is busy), job deadlines and
    * hard-stop graces, and back-off sleeps (take and post retries). Tests pass a `ManualClock`
    * (from `runlet/harness`) and advance it instead of sleeping. The long polls' own cap
    * (`takeTimeoutMs`), the shutdown grace and the flush deadline stay on real time.

@@ -51,7 +51,7 @@ export class Worker {
   readonly #orphans = new Set<Promise<unknown>>();
   readonly #closing = new AbortController();
   readonly #giveUp = new AbortController();
-  readonly #changes = new ChangeNotifier(this.#closing.signal);
+  readonly #changes: ChangeNotifier;
   #concurrency: number;
   #loops: Promise<void>;
   #closed: Promise<void> | undefined;
@@ -68,6 +68,7 @@ export class Worker {
     this.#definition = definition;
     this.#config = config;
     this.#log = log;
+    this.#changes = new ChangeNotifier(this.#closing.signal, config.clock);
     this.stopped = new Promise((resolve) => {
       this.#resolveStopped = resolve;
     });
