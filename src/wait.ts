@@ -1,22 +1,46 @@
+import type { Clock } from "./clock.js";
+import { onAbort } from "./linked-signal.js";
+
+/** A timer on `clock`, or a plain Node timer without one. */
+function setTimer(clock: Clock | undefined, fn: () => void, ms: number): { clear(): void } {
+  if (clock === undefined) {
+    const handle = setTimeout(fn, ms);
+    return { clear: () => clearTimeout(handle) };
+  }
+  const timer = clock.setTimeout(fn, ms);
+  return { clear: () => clock.clearTimeout(timer) };
+}
+
 /**
  * Waiting, shared by the worker, the job-API client and the management client: a sleep that an
  * AbortSignal cuts short (so shutdown never sits out an interval) and the `Retry-After` header.
  * Each caller keeps its own back-off policy; these two pieces are the same everywhere.
  */
 
-/** Resolves after `ms`, or early (with false) when `signal` aborts; true when the full time passed. */
-export function sleep(ms: number, signal?: AbortSignal): Promise<boolean> {
+/**
+ * Resolves after `ms`, or early (with false) when `signal` aborts; true when the full time passed.
+ * `clock` (the worker's, replaceable in tests) times it; @default real timers.
+ */
+export function sleep(ms: number, signal?: AbortSignal, clock?: Clock): Promise<boolean> {
   if (signal?.aborted) return Promise.resolve(false);
   return new Promise((resolve) => {
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      resolve(false);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve(true);
-    }, ms);
-    signal?.addEventListener("abort", onAbort, { once: true });
+    const timer = setTimer(
+      clock,
+      () => {
+        unsubscribe?.();
+        resolve(true);
+      },
+      ms,
+    );
+    // One listener on the signal however many sleeps share it (a worker's jobs back off on one
+    // give-up signal): a listener each would trip MaxListenersExceededWarning under load.
+    const unsubscribe =
+      signal === undefined
+        ? undefined
+        : onAbort(signal, () => {
+            timer.clear();
+            resolve(false);
+          });
   });
 }
 

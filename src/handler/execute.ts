@@ -14,6 +14,7 @@ import {
   returnedResult,
   toJsonText,
 } from "./outcome.js";
+import { locateSchemaThrow, schemaThrewMessage } from "./schema-throw.js";
 import { type Unfitness, unfitnessOf } from "./unfit.js";
 
 /**
@@ -81,12 +82,33 @@ function isIterator(value: unknown): value is AsyncIterator<unknown> | Iterator<
   );
 }
 
-/** Runs `options.job` through `options.definition`; never throws (every failure is a result). */
+/**
+ * Runs `options.job` through `options.definition`; never rejects: whatever the schema, the handler
+ * or a hook throws becomes this job's failed result (STYLE 20a).
+ */
 export async function executeJob(options: ExecuteOptions): Promise<ExecuteOutcome> {
+  try {
+    return await runJob(options);
+  } catch (err) {
+    // runJob turns the handler's and the schema's throws into results itself; this is the sink for
+    // anything else (a hook, ctx set-up), so the job fails instead of leaving an unhandled rejection.
+    options.log.error({ err }, "running the job failed outside its handler");
+    return { result: failedResult(err, options.identity, options.definition.refreshWorker), metrics: {} };
+  }
+}
+
+async function runJob(options: ExecuteOptions): Promise<ExecuteOutcome> {
   const { definition, job, signal, log, identity, hooks } = options;
   const metrics = createJobMetrics();
   const stopPod = definition.refreshWorker;
-  const parsed = await definition.input.safeParseAsync(job.input);
+  let parsed: Awaited<ReturnType<typeof definition.input.safeParseAsync>>;
+  try {
+    parsed = await definition.input.safeParseAsync(job.input);
+  } catch (err) {
+    // zod 4 lets a throw inside .transform()/.refine() escape safeParseAsync: still a bad input.
+    const message = schemaThrewMessage(await locateSchemaThrow(definition.input, job.input), err);
+    return { result: { kind: "error", message, code: "RUNLET_INPUT_INVALID", stopPod }, metrics: {} };
+  }
   if (!parsed.success) {
     const message = inputErrorMessage(parsed.error);
     return { result: { kind: "error", message, code: "RUNLET_INPUT_INVALID", stopPod }, metrics: {} };

@@ -1,3 +1,5 @@
+import type { Clock } from "../clock.js";
+
 /**
  * Wakes the worker's loops when something they wait on changes: a slot frees up, a job starts,
  * the concurrency may have changed, or the worker closes. The take loop (all slots busy) and the
@@ -5,11 +7,16 @@
  */
 export class ChangeNotifier {
   readonly #closing: AbortSignal;
+  readonly #clock: Clock;
   #wake: (() => void) | undefined;
 
-  /** @param closing aborting it ends every wait at once. */
-  constructor(closing: AbortSignal) {
+  /**
+   * @param closing aborting it ends every wait at once.
+   * @param clock times the waits' `ms` (the worker's clock: tests advance it instead of waiting).
+   */
+  constructor(closing: AbortSignal, clock: Clock) {
     this.#closing = closing;
+    this.#clock = clock;
   }
 
   /** Ends every current wait. */
@@ -22,10 +29,11 @@ export class ChangeNotifier {
   /** Waits until the next notify(), `ms` passes, or the worker closes. */
   wait(ms: number): Promise<void> {
     return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
+      const clock = this.#clock;
+      const timer = clock.setTimeout(done, ms);
       const signal = this.#closing;
       function done(): void {
-        clearTimeout(timer);
+        clock.clearTimeout(timer);
         signal.removeEventListener("abort", done);
         resolve();
       }

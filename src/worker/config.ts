@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import { z } from "zod";
+import { type Clock, realClock } from "../clock.js";
 import { type PlatformEnv, readPlatformEnv } from "../config.js";
 import { RunletError } from "../errors.js";
 import { DEFAULT_MAX_RESULT_BYTES } from "../protocol/index.js";
@@ -48,6 +49,15 @@ export interface WorkerOptions {
   presignExpiresSec?: number;
   /** Parent folder of each job's temporary folder (ctx.s3 downloads). @default os.tmpdir() */
   tmpRoot?: string;
+  /**
+   * Times the worker's poll pacing (pauses between takes and job-stop polls, the 1 s recheck of a
+   * concurrency function while every slot is busy), job deadlines and
+   * hard-stop graces, and back-off sleeps (take and post retries). Tests pass a `ManualClock`
+   * (from `runlet/harness`) and advance it instead of sleeping. The long polls' own cap
+   * (`takeTimeoutMs`), the shutdown grace and the flush deadline stay on real time.
+   * @default the real clock
+   */
+  clock?: Clock;
 }
 
 /** The worker's settings: the platform env plus options, merged and frozen. */
@@ -67,6 +77,7 @@ export interface WorkerConfig extends PlatformEnv {
   readonly allowPrivateAddresses: boolean | undefined;
   readonly presignExpiresSec: number | undefined;
   readonly tmpRoot: string | undefined;
+  readonly clock: Clock;
 }
 
 const ms = (fallback: number, min = 0) => z.number().int().min(min).default(fallback);
@@ -94,6 +105,7 @@ export function resolveWorkerConfig(options: WorkerOptions): WorkerConfig {
     env: undefined,
     logger: undefined,
     logDestination: undefined,
+    clock: undefined,
   });
   if (!parsed.success) {
     const problems = parsed.error.issues.map(
@@ -120,5 +132,7 @@ export function resolveWorkerConfig(options: WorkerOptions): WorkerConfig {
     allowPrivateAddresses: parsed.data.allowPrivateAddresses,
     presignExpiresSec: parsed.data.presignExpiresSec,
     tmpRoot: parsed.data.tmpRoot,
+    // Ref'd timers: a back-off sleep may be the one thing that keeps the worker process running.
+    clock: options.clock ?? realClock({ unref: false }),
   });
 }

@@ -21,9 +21,12 @@ export interface ExecHandle {
   readonly started: Promise<number>;
   /** Resolves with what the handler produced; `"killed"` after a hard stop, never rejects. */
   readonly outcome: Promise<ExecuteOutcome | "killed">;
-  /** Fires the job's signal with `reason`. */
+  /** Fires the job's signal with `reason`; does nothing once `outcome` has settled. */
   abort(reason: Error): void;
-  /** Ends the handler by force; false when this executor cannot (in-process). */
+  /**
+   * Ends the handler by force; false when this executor cannot (in-process). Once `outcome` has
+   * settled it does nothing (true: nothing is left to stop).
+   */
   hardStop(): Promise<boolean>;
 }
 
@@ -76,10 +79,17 @@ export class InProcessExecutor implements Executor {
       s3: s3Options(this.#settings),
       hooks,
     });
+    let ended = false;
+    void outcome.finally(() => {
+      ended = true;
+    });
     return {
       started: Promise.resolve(startedAt),
       outcome,
-      abort: (reason) => controller.abort(reason),
+      // Inert once the outcome exists: a late stop must not fire a signal the handler left behind.
+      abort: (reason) => {
+        if (!ended) controller.abort(reason);
+      },
       hardStop: async () => false,
     };
   }

@@ -25,8 +25,10 @@ export async function runHealthCheck(
   const check = definition.healthCheck;
   if (check === undefined || closing.aborted) return undefined;
   const timeoutMs = definition.healthCheckTimeoutMs;
+  // The check's signal fires on shutdown or at its timeout; linked by a listener removed below,
+  // not AbortSignal.any, which leaks into `closing` on Node 20 (nodejs/node#55351).
   const own = new AbortController();
-  const signal = AbortSignal.any([closing, own.signal]);
+  const signal = own.signal;
   let timer: NodeJS.Timeout | undefined;
   let onClose: (() => void) | undefined;
   try {
@@ -37,7 +39,10 @@ export async function runHealthCheck(
         timer = setTimeout(() => resolve(TIMED_OUT), timeoutMs);
       }),
       new Promise<typeof CLOSED>((resolve) => {
-        onClose = () => resolve(CLOSED);
+        onClose = () => {
+          own.abort(closing.reason);
+          resolve(CLOSED);
+        };
         closing.addEventListener("abort", onClose, { once: true });
       }),
     ]);

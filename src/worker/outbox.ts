@@ -1,5 +1,7 @@
 import type { Logger } from "pino";
+import type { Clock } from "../clock.js";
 import { RunletError } from "../errors.js";
+import { onAbort } from "../linked-signal.js";
 import { retryAfterMs, sleep } from "../wait.js";
 import { backoffDelayMs } from "./backoff.js";
 import type { PlatformHttp } from "./platform-http.js";
@@ -31,6 +33,8 @@ export interface JobOutboxOptions {
   readonly log: Logger;
   /** Aborting it ends all retrying (the shutdown flush deadline). */
   readonly giveUp: AbortSignal;
+  /** Times the back-off between retries. */
+  readonly clock: Clock;
   readonly retryBaseMs: number;
   readonly retryCapMs: number;
 }
@@ -38,7 +42,7 @@ export interface JobOutboxOptions {
 /** A post whose answer (headers, then each part of its body) takes longer counts as a network error and is retried. */
 const POST_ANSWER_TIMEOUT_MS = 120_000;
 
-type PostOutcome = { ok: true } | { ok: false; status: number | "gave-up"; text: string };
+type PostOutcome = { ok: true } | { ok: false; status: number | "gave-up" | "discarded"; text: string };
 
 export class JobOutbox {
   readonly #options: JobOutboxOptions;
@@ -48,6 +52,8 @@ export class JobOutbox {
   #counts = { progress: 0, chunk: 0 };
   #rejected: { label: string; status: number } | undefined;
   #discarded = false;
+  /** Ends the post in flight and its retries: aborted by the give-up signal or by discard(). */
+  readonly #cut = new AbortController();
   #waiters: Array<{ budget: number; resolve: () => void }> = [];
   #resolveDone!: (delivery: FinalDelivery) => void;
   /** Resolves when the final result was posted, replaced by an error, rejected, given up or discarded. */
@@ -58,6 +64,12 @@ export class JobOutbox {
     this.done = new Promise((resolve) => {
       this.#resolveDone = resolve;
     });
+    const { giveUp } = options;
+    if (giveUp.aborted) this.#cut.abort(giveUp.reason);
+    else {
+      const unsubscribe = onAbort(giveUp, () => this.#cut.abort(giveUp.reason));
+      void this.done.finally(unsubscribe).catch(() => undefined);
+    }
   }
 
   /** Bytes of stream chunks queued but not yet accepted by the platform. */
@@ -118,6 +130,8 @@ export class JobOutbox {
   /** Drops everything not yet sent (a job-stop: nothing more is posted for the job). */
   discard(): void {
     this.#discarded = true;
+    // A post being retried (a 5xx, a dead connection) stops now, not at shutdown: the job's slot frees.
+    this.#cut.abort(new RunletError("RUNLET_JOB_STOPPED", "the platform stopped this job"));
     this.#queue.length = 0;
     this.#unpostedStreamBytes = 0;
     this.#wake();
@@ -152,7 +166,8 @@ export class JobOutbox {
         const outcome = await this.#post(entry);
         if (entry.kind === "chunk") this.#unpostedStreamBytes -= entry.bytes;
         this.#wake();
-        if (!outcome.ok && outcome.status !== "gave-up" && this.#rejected === undefined) {
+        if (this.#discarded) return;
+        if (!outcome.ok && typeof outcome.status === "number" && this.#rejected === undefined) {
           this.#rejected = { label: entry.label, status: outcome.status };
           this.#options.log.error(
             {
@@ -180,7 +195,7 @@ export class JobOutbox {
     }
     const outcome = await this.#post(entry);
     if (outcome.ok) return "delivered";
-    if (outcome.status === "gave-up") return "gave-up";
+    if (typeof outcome.status !== "number") return outcome.status;
     log.error(
       {
         code: "RUNLET_REPORT_REJECTED",
@@ -198,7 +213,7 @@ export class JobOutbox {
   async #replaceWithError(entry: Entry, message: string): Promise<boolean> {
     const body = JSON.stringify(entry.stopPod ? { error: message, stopPod: true } : { error: message });
     const outcome = await this.#post({ ...entry, body, bytes: Buffer.byteLength(body) });
-    if (!outcome.ok && outcome.status !== "gave-up") {
+    if (!outcome.ok && typeof outcome.status === "number") {
       this.#options.log.error(
         { code: "RUNLET_REPORT_REJECTED", status: outcome.status },
         `the platform also rejected the short error report with HTTP ${outcome.status}; giving up on this job`,
@@ -207,16 +222,18 @@ export class JobOutbox {
     return outcome.ok;
   }
 
-  /** Posts until a 2xx, a non-retryable answer, or the give-up signal. */
+  /** Posts until a 2xx, a non-retryable answer, the give-up signal, or a discard (job-stop). */
   async #post(entry: Entry): Promise<PostOutcome> {
-    const { http, jobId, log, giveUp, retryBaseMs, retryCapMs } = this.#options;
+    const { http, jobId, log, retryBaseMs, retryCapMs } = this.#options;
+    const cut = this.#cut.signal;
     for (let attempt = 0; ; attempt++) {
-      if (giveUp.aborted) return this.#gaveUp(entry);
+      if (this.#discarded) return { ok: false, status: "discarded", text: "" };
+      if (cut.aborted) return this.#gaveUp(entry);
       let waitMs: number;
       try {
         const response = await http.postJson(entry.url, entry.body, {
           jobId,
-          signal: giveUp,
+          signal: cut,
           answerTimeoutMs: POST_ANSWER_TIMEOUT_MS,
         });
         if (response.status >= 200 && response.status < 300) return { ok: true };
@@ -231,11 +248,12 @@ export class JobOutbox {
           `posting ${entry.label} got HTTP ${response.status}; retrying`,
         );
       } catch (err) {
-        if (giveUp.aborted) return this.#gaveUp(entry);
+        if (cut.aborted) continue; // discarded or given up: the loop's top says which
+
         waitMs = backoffDelayMs(attempt, { baseMs: retryBaseMs, capMs: retryCapMs });
         log.warn({ err: (err as Error).message, attempt, waitMs }, `posting ${entry.label} failed; retrying`);
       }
-      await sleep(waitMs, giveUp);
+      await sleep(waitMs, cut, this.#options.clock);
     }
   }
 

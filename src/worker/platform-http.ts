@@ -1,4 +1,5 @@
 import { Agent, type Dispatcher } from "undici";
+import { onAbort } from "../linked-signal.js";
 import { RESULT_POST_HEADERS } from "../protocol/index.js";
 import { USER_AGENT } from "../version.js";
 
@@ -94,9 +95,11 @@ export class PlatformHttp {
       let status = 0;
       let answerHeaders: PlatformResponse["headers"] = {};
       const chunks: Buffer[] = [];
-      const onAbort = (): void => controller?.abort(signal?.reason);
-      signal?.addEventListener("abort", onAbort, { once: true });
-      const settle = (): void => signal?.removeEventListener("abort", onAbort);
+      // One listener per signal however many requests share it (every in-flight post shares the
+      // worker's give-up signal): a listener each tripped MaxListenersExceededWarning under a burst.
+      const unsubscribe =
+        signal === undefined ? undefined : onAbort(signal, () => controller?.abort(signal.reason));
+      const settle = (): void => unsubscribe?.();
       try {
         this.#dispatch(method, url, headers, body, answerTimeoutMs, {
           onRequestStart(c) {

@@ -1,4 +1,5 @@
 import type { Logger } from "pino";
+import type { ClockTimer } from "../clock.js";
 import { RunletError } from "../errors.js";
 import type { HandlerDefinition } from "../handler/define-handler.js";
 import type { ExecuteOutcome } from "../handler/execute.js";
@@ -82,9 +83,12 @@ export class ActiveJob {
   #state: State = "running";
   #abort: ((reason: Error) => void) | undefined;
   #hardStop: (() => Promise<boolean>) | undefined;
-  #timers: NodeJS.Timeout[] = [];
+  /** The deadline and hard-stop timers, on the worker's clock. */
+  #timers: ClockTimer[] = [];
   #missingStreamUrl = false;
   #stopRequested = false;
+  /** The executor's outcome exists: the handler no longer runs, so nothing may abort or hard-stop it. */
+  #handlerEnded = false;
   /** The handler returned a generator: every final post of this job uses `isStream=true` (§4). */
   #streaming = false;
   /** Resolves when the job holds its slot no more: reported (or discarded) and its handler settled or killed. */
@@ -103,11 +107,24 @@ export class ActiveJob {
       http: deps.http,
       log: this.#log,
       giveUp: deps.giveUp,
+      clock: deps.config.clock,
       retryBaseMs: deps.config.retryBaseMs,
       retryCapMs: deps.config.retryCapMs,
     });
     this.reported = this.#outbox.done;
-    this.finished = this.#start();
+    this.finished = this.#start().catch(async (err: unknown) => {
+      // The one sink of this job's promise (STYLE 20a): a throw in the worker's own steps still
+      // ends as the job's failure, never as an unhandled rejection that takes the process down.
+      this.#clearTimers();
+      this.#log.error({ err }, "running this job failed inside the worker; reporting it as failed");
+      this.#finalize({
+        kind: "error",
+        message: `the worker failed while running this job: ${(err as Error)?.message ?? String(err)}`,
+        code: "RUNLET_JOB_FAILED",
+        stopPod: deps.definition.refreshWorker,
+      });
+      await this.#outbox.done;
+    });
   }
 
   async #start(): Promise<void> {
@@ -155,7 +172,9 @@ export class ActiveJob {
     const outcomeOrStart = await Promise.race([handle.started, handle.outcome.then(() => undefined)]);
     const deadline = (outcomeOrStart ?? Date.now()) + this.#timeoutMs;
     if (this.#state === "running") {
-      this.#timers.push(setTimeout(() => this.#onDeadline(), Math.max(0, deadline - Date.now())));
+      this.#timers.push(
+        this.#deps.config.clock.setTimeout(() => this.#onDeadline(), Math.max(0, deadline - Date.now())),
+      );
     }
     const watchdog =
       definition.isolation === "in-process" && config.exitOnHardStop ? this.#deps.heartbeat : undefined;
@@ -169,10 +188,16 @@ export class ActiveJob {
     arm();
     rearmWatchdog = watchdog === undefined ? undefined : arm;
     const outcome = await handle.outcome;
-    for (const timer of this.#timers) clearTimeout(timer);
+    this.#handlerEnded = true;
+    this.#clearTimers();
     watchdog?.unwatch(this.id);
     await this.#settle(outcome);
     await this.#outbox.done;
+  }
+
+  #clearTimers(): void {
+    for (const timer of this.#timers) this.#deps.config.clock.clearTimeout(timer);
+    this.#timers = [];
   }
 
   #timeoutMessage(): string {
@@ -191,9 +216,9 @@ export class ActiveJob {
   #armHardStop(): void {
     const { definition } = this.#deps;
     this.#timers.push(
-      setTimeout(() => {
+      this.#deps.config.clock.setTimeout(() => {
         void (async () => {
-          if (this.#state === "finished") return;
+          if (this.#state === "finished" || this.#handlerEnded) return;
           this.#log.error(
             { graceMs: definition.hardStopGraceMs },
             "the handler ignored its aborted signal; hard-stopping it",
@@ -203,7 +228,7 @@ export class ActiveJob {
           if (stopped) return; // the executor's outcome ("killed") settles the job
           if (this.#state === "timed-out") this.#finalize(this.#timeoutError());
           this.#deps.onRunaway(this.id);
-        })();
+        })().catch((err: unknown) => this.#log.error({ err }, "hard-stopping the handler failed"));
       }, definition.hardStopGraceMs),
     );
   }
@@ -229,6 +254,9 @@ export class ActiveJob {
     this.#stopRequested = true;
     this.#log.info("the platform asked to stop this job; aborting it, nothing more is posted");
     this.#outbox.discard();
+    // After the handler returned (its result still being settled, e.g. offloaded to S3) there is
+    // nothing to abort: a hard stop then would end an innocent worker or another job's thread.
+    if (this.#handlerEnded) return;
     this.#abort?.(new RunletError("RUNLET_JOB_STOPPED", "the platform stopped this job"));
     this.#armHardStop();
   }

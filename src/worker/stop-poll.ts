@@ -1,4 +1,5 @@
 import type { Logger } from "pino";
+import { withLinkedSignal } from "../linked-signal.js";
 import { expandTemplate, swapTakeRoute } from "../protocol/index.js";
 import { retryAfterMs, sleep } from "../wait.js";
 import { backoffDelayMs, MAX_RETRY_AFTER_MS } from "./backoff.js";
@@ -77,12 +78,13 @@ export async function pollJobStops(deps: StopPollDeps): Promise<void> {
       continue;
     }
     let waitMs = 0;
-    const sentAt = Date.now();
-    const padCycle = (): number => Math.max(0, STOP_POLL_MIN_CYCLE_MS - (Date.now() - sentAt));
+    // On the worker's clock: a ManualClock that stands still pads every cycle by the full second.
+    const sentAt = config.clock.now();
+    const padCycle = (): number => Math.max(0, STOP_POLL_MIN_CYCLE_MS - (config.clock.now() - sentAt));
     try {
-      const response = await http.get(url, {
-        signal: AbortSignal.any([closing, AbortSignal.timeout(config.takeTimeoutMs)]),
-      });
+      const response = await withLinkedSignal(closing, config.takeTimeoutMs, (signal) =>
+        http.get(url, { signal }),
+      );
       if (response.status === 429) {
         waitMs =
           retryAfterMs(response.headers["retry-after"], { capMs: MAX_RETRY_AFTER_MS }) ?? deps.slowDownMs;
@@ -102,6 +104,6 @@ export async function pollJobStops(deps: StopPollDeps): Promise<void> {
         log.warn({ err: (err as Error).message, waitMs }, "job-stop poll failed; backing off");
       }
     }
-    if (waitMs > 0) await sleep(waitMs, closing);
+    if (waitMs > 0) await sleep(waitMs, closing, config.clock);
   }
 }

@@ -1,4 +1,5 @@
 import type { Logger } from "pino";
+import { withLinkedSignal } from "../linked-signal.js";
 import type { DeliveredJob } from "../protocol/index.js";
 import { sleep } from "../wait.js";
 import { backoffDelayMs } from "./backoff.js";
@@ -61,9 +62,10 @@ export async function runTakeLoop(deps: TakeLoopDeps): Promise<void> {
     }
     const url = takeUrl(config.jobTakeUrl, config, free, running > 0);
     let answer: Awaited<ReturnType<typeof take>>;
+    // Real time: whether the server held the long poll is a matter of the HTTP request, not of the clock.
     const sentAt = Date.now();
     try {
-      answer = await take(http, url, AbortSignal.any([closing, AbortSignal.timeout(config.takeTimeoutMs)]));
+      answer = await withLinkedSignal(closing, config.takeTimeoutMs, (signal) => take(http, url, signal));
     } catch {
       // Our own long-poll cap or shutdown aborted the request: no job was handed over.
       continue;
@@ -72,15 +74,15 @@ export async function runTakeLoop(deps: TakeLoopDeps): Promise<void> {
       faults = 0;
       if (Date.now() - sentAt < INSTANT_EMPTY_MS) {
         // Without a pause an instant answer makes the loop spin (hundreds of takes a second).
-        await sleep(backoffDelayMs(instantEmpties++, EMPTY_PAUSE), closing);
+        await sleep(backoffDelayMs(instantEmpties++, EMPTY_PAUSE), closing, config.clock);
       } else instantEmpties = 0;
     } else if (answer.kind === "slow-down") {
       log.warn({ waitMs: answer.waitMs ?? SLOW_DOWN_MS }, "job-take answered 429; waiting");
-      await sleep(answer.waitMs ?? SLOW_DOWN_MS, closing);
+      await sleep(answer.waitMs ?? SLOW_DOWN_MS, closing, config.clock);
     } else if (answer.kind === "fault") {
       const waitMs = backoffDelayMs(faults++, { baseMs: config.retryBaseMs, capMs: config.retryCapMs });
       log.warn({ reason: answer.reason, waitMs }, "job-take failed; backing off");
-      await sleep(waitMs, closing);
+      await sleep(waitMs, closing, config.clock);
     } else {
       faults = 0;
       instantEmpties = 0;
@@ -145,6 +147,7 @@ export function reportUnrun(jobId: string, reason: string, deps: UnrunDeps): Pro
     http: deps.http,
     log: deps.log.child({ requestId: jobId }),
     giveUp: deps.giveUp,
+    clock: config.clock,
     retryBaseMs: config.retryBaseMs,
     retryCapMs: config.retryCapMs,
   });

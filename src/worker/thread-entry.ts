@@ -2,7 +2,7 @@ import { isMainThread, parentPort, workerData } from "node:worker_threads";
 import { RunletError, type RunletErrorCode } from "../errors.js";
 import type { HandlerDefinition } from "../handler/define-handler.js";
 import { executeJob } from "../handler/execute.js";
-import type { ReportIdentity } from "../handler/outcome.js";
+import { failedResult, type ReportIdentity } from "../handler/outcome.js";
 import { createLogger } from "../log/index.js";
 import type { DeliveredJob } from "../protocol/index.js";
 import { type ExecutorSettings, s3Options } from "./executor.js";
@@ -28,12 +28,23 @@ export interface ExecutorWorkerData {
 
 /** Main → thread messages. */
 export type ToThread =
-  | { readonly type: "run"; readonly job: DeliveredJob; readonly timeoutMs: number }
-  | { readonly type: "abort"; readonly code: RunletErrorCode; readonly message: string }
+  | { readonly type: "run"; readonly runId: number; readonly job: DeliveredJob; readonly timeoutMs: number }
+  /**
+   * Aborts run `runId` only (STYLE 20b): a stop or deadline that reaches the thread after that run
+   * ended must not touch the next job the thread runs.
+   */
+  | {
+      readonly type: "abort";
+      readonly runId: number;
+      readonly code: RunletErrorCode;
+      readonly message: string;
+    }
   | { readonly type: "credit"; readonly seq: number };
 
 /** Thread → main messages. */
 export type FromThread =
+  /** The handler loaded and the thread serves jobs: an error before this is a load failure. */
+  | { readonly type: "ready" }
   | { readonly type: "started"; readonly at: number }
   | { readonly type: "progress"; readonly json: string }
   | { readonly type: "streaming" }
@@ -63,15 +74,18 @@ export function runExecutorThread(definition: HandlerDefinition): void {
   const log = createLogger({ platform: data.log.platform, level: data.log.level, secrets: data.log.secrets });
   const identity: ReportIdentity = data.settings.identity;
   let controller: AbortController | undefined;
+  let runId: number | undefined;
   let seq = 0;
   const credits = new Map<number, () => void>();
   port.on("message", (msg: ToThread) => {
-    if (msg.type === "abort") controller?.abort(new RunletError(msg.code, msg.message));
-    else if (msg.type === "credit") {
+    if (msg.type === "abort") {
+      if (msg.runId === runId) controller?.abort(new RunletError(msg.code, msg.message));
+    } else if (msg.type === "credit") {
       credits.get(msg.seq)?.();
       credits.delete(msg.seq);
     } else if (msg.type === "run") {
       controller = new AbortController();
+      runId = msg.runId;
       const startedAt = Date.now();
       port.postMessage({ type: "started", at: startedAt } satisfies FromThread);
       void executeJob({
@@ -94,7 +108,16 @@ export function runExecutorThread(definition: HandlerDefinition): void {
             });
           },
         },
-      }).then((outcome) => port.postMessage({ type: "result", outcome } satisfies FromThread));
+      })
+        .catch(
+          // executeJob never rejects; this keeps the job's promise total should that ever change.
+          (err: unknown): Awaited<ReturnType<typeof executeJob>> => ({
+            result: failedResult(err, identity, definition.refreshWorker),
+            metrics: {},
+          }),
+        )
+        .then((outcome) => port.postMessage({ type: "result", outcome } satisfies FromThread));
     }
   });
+  port.postMessage({ type: "ready" } satisfies FromThread);
 }

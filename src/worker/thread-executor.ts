@@ -3,6 +3,7 @@ import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { Worker as Thread } from "node:worker_threads";
+import type { Logger } from "pino";
 import type { RunletErrorCode } from "../errors.js";
 import type { ExecuteHooks, ExecuteOutcome } from "../handler/execute.js";
 import type { ExecHandle, ExecRequest, Executor, ExecutorSettings } from "./executor.js";
@@ -51,6 +52,13 @@ export interface ThreadExecutorOptions {
   readonly handlerModule: string | undefined;
   readonly log: ExecutorWorkerData["log"];
   readonly settings: ExecutorSettings;
+  /** The main thread's logger, for a thread's failure outside any job. */
+  readonly logger: Logger;
+  /**
+   * A thread failed before its handler loaded (the worker is unfit: worker-protocol §7). Called
+   * once, with a one-line reason; no thread is started again and every job fails with it.
+   */
+  readonly onLoadFailed: (reason: string) => void;
 }
 
 function toUrl(pathOrUrl: string): string {
@@ -67,9 +75,21 @@ export class ThreadExecutor implements Executor {
   readonly #data: ExecutorWorkerData;
   readonly #idle: Thread[] = [];
   readonly #all = new Set<Thread>();
+  /** Threads whose handler loaded. */
+  readonly #ready = new WeakSet<Thread>();
+  /** Threads running a job (that job's listener reports the thread's failure). */
+  readonly #busy = new WeakSet<Thread>();
+  readonly #logger: Logger;
+  readonly #onLoadFailed: (reason: string) => void;
+  /** Why the handler could not load in a thread; once set, nothing runs. */
+  #loadFailure: string | undefined;
   #closed = false;
+  /** Numbers each run, so an abort names the run it is for (STYLE 20b). */
+  #runs = 0;
 
   constructor(options: ThreadExecutorOptions) {
+    this.#logger = options.logger;
+    this.#onLoadFailed = options.onLoadFailed;
     const handlerUrl = options.handlerModule === undefined ? undefined : toUrl(options.handlerModule);
     const needsTsx =
       TS_FILE.test(new URL(options.entryUrl).pathname) ||
@@ -90,6 +110,15 @@ export class ThreadExecutor implements Executor {
   #spawn(): Thread {
     const thread = new Thread(BOOTSTRAP, { eval: true, workerData: this.#data });
     this.#all.add(thread);
+    thread.on("message", (msg: FromThread) => {
+      if (msg.type === "ready") this.#ready.add(thread);
+    });
+    // Always listened to: an unheard 'error' of a Worker is thrown in the main thread and ends
+    // the process with a stack trace. A running job's own listener reports its failure.
+    thread.on("error", (err: Error) => {
+      if (!this.#ready.has(thread)) this.#loadFailed(err);
+      else if (!this.#busy.has(thread)) this.#logger.error({ err }, "an idle isolation thread failed");
+    });
     thread.once("exit", () => {
       this.#all.delete(thread);
       const at = this.#idle.indexOf(thread);
@@ -98,8 +127,42 @@ export class ThreadExecutor implements Executor {
     return thread;
   }
 
+  #loadFailed(err: Error): void {
+    if (this.#loadFailure !== undefined) return;
+    // One line, no stack: the user's module did not load, which runlet's frames do not explain.
+    this.#loadFailure = `the handler failed to load in an isolation thread: ${err.name || "Error"}: ${err.message}`;
+    this.#idle.length = 0;
+    this.#onLoadFailed(this.#loadFailure);
+  }
+
+  /** The outcome of a job that cannot run because the handler does not load. */
+  #loadFailureOutcome(reason: string): ExecuteOutcome {
+    return {
+      result: {
+        kind: "error",
+        message: `${reason}; this worker is unfit and stops`,
+        code: "RUNLET_HANDLER_LOAD",
+        stopPod: false,
+      },
+      metrics: {},
+    };
+  }
+
   run(request: ExecRequest, hooks: ExecuteHooks): ExecHandle {
+    if (this.#loadFailure !== undefined) {
+      return {
+        started: Promise.resolve(Date.now()),
+        outcome: Promise.resolve(this.#loadFailureOutcome(this.#loadFailure)),
+        abort: () => undefined,
+        hardStop: async () => true,
+      };
+    }
     const thread = this.#idle.pop() ?? this.#spawn();
+    this.#busy.add(thread);
+    this.#runs += 1;
+    const runId = this.#runs;
+    /** Set once the outcome exists: the handle is inert from then on, the thread may run another job. */
+    let ended = false;
     let settle!: (outcome: ExecuteOutcome | "killed") => void;
     const outcome = new Promise<ExecuteOutcome | "killed">((resolve) => {
       settle = resolve;
@@ -117,6 +180,7 @@ export class ThreadExecutor implements Executor {
       else if (msg.type === "chunks") {
         void hooks.chunks(msg.bodies, msg.bytes).then(() => send({ type: "credit", seq: msg.seq }));
       } else if (msg.type === "result") {
+        ended = true;
         cleanup();
         if (!this.#closed) this.#idle.push(thread);
         settle(msg.outcome);
@@ -125,15 +189,23 @@ export class ThreadExecutor implements Executor {
     let failure: Error | undefined;
     const onError = (err: Error): void => {
       failure = err;
-      request.log.error({ err }, "the isolation thread failed");
+      // A failure to load is the executor's to report (once, without a stack), not this job's.
+      if (this.#ready.has(thread)) request.log.error({ err }, "the isolation thread failed");
     };
     const onExit = (code: number): void => {
+      ended = true;
       cleanup();
       markStarted(Date.now());
       // The slot keeps serving: warm a replacement now rather than on the next job's clock.
-      if (!this.#closed && this.#idle.length === 0) this.#idle.push(this.#spawn());
+      if (!this.#closed && this.#loadFailure === undefined && this.#idle.length === 0) {
+        this.#idle.push(this.#spawn());
+      }
       if (killed) {
         settle("killed");
+        return;
+      }
+      if (this.#loadFailure !== undefined && !this.#ready.has(thread)) {
+        settle(this.#loadFailureOutcome(this.#loadFailure));
         return;
       }
       settle({
@@ -147,6 +219,7 @@ export class ThreadExecutor implements Executor {
       });
     };
     const cleanup = (): void => {
+      this.#busy.delete(thread);
       thread.off("message", onMessage);
       thread.off("error", onError);
       thread.off("exit", onExit);
@@ -154,19 +227,23 @@ export class ThreadExecutor implements Executor {
     thread.on("message", onMessage);
     thread.on("error", onError);
     thread.on("exit", onExit);
-    send({ type: "run", job: request.job, timeoutMs: request.timeoutMs });
+    send({ type: "run", runId, job: request.job, timeoutMs: request.timeoutMs });
     return {
       started,
       outcome,
       abort: (reason) => {
+        if (ended) return;
         const code = (reason as { code?: unknown }).code;
         send({
           type: "abort",
+          runId,
           code: (typeof code === "string" ? code : "RUNLET_JOB_STOPPED") as RunletErrorCode,
           message: reason.message,
         });
       },
       hardStop: async () => {
+        // The thread is back in the pool or gone: terminating it now would kill another job.
+        if (ended) return true;
         killed = true;
         await thread.terminate();
         return true;

@@ -30,6 +30,7 @@ export function createExecutor(
   config: WorkerConfig,
   settings: ExecutorSettings,
   log: Logger,
+  onLoadFailed: (reason: string) => void,
 ): Executor {
   if (definition.isolation !== "thread") return new InProcessExecutor(definition, settings);
   return new ThreadExecutor({
@@ -41,6 +42,8 @@ export function createExecutor(
       secrets: config.apiKey ? [config.apiKey] : [],
     },
     settings,
+    logger: log,
+    onLoadFailed,
   });
 }
 

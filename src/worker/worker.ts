@@ -51,7 +51,7 @@ export class Worker {
   readonly #orphans = new Set<Promise<unknown>>();
   readonly #closing = new AbortController();
   readonly #giveUp = new AbortController();
-  readonly #changes = new ChangeNotifier(this.#closing.signal);
+  readonly #changes: ChangeNotifier;
   #concurrency: number;
   #loops: Promise<void>;
   #closed: Promise<void> | undefined;
@@ -68,6 +68,7 @@ export class Worker {
     this.#definition = definition;
     this.#config = config;
     this.#log = log;
+    this.#changes = new ChangeNotifier(this.#closing.signal, config.clock);
     this.stopped = new Promise((resolve) => {
       this.#resolveStopped = resolve;
     });
@@ -79,7 +80,10 @@ export class Worker {
       s3: s3Settings(config, definition),
     };
     this.#s3Settings = settings.s3;
-    this.#executor = createExecutor(definition, config, settings, log);
+    // A handler that loads here but not in an isolation thread makes the worker unfit (§7).
+    this.#executor = createExecutor(definition, config, settings, log, (reason) => {
+      void this.reportUnfit("handler-load", reason);
+    });
     this.#heartbeat = createHeartbeat(definition, config, log);
     if (config.handleSignals) {
       this.#removeSignalHandlers = installSignalHandlers({
@@ -159,7 +163,9 @@ export class Worker {
       log: this.#log,
       giveUp: this.#giveUp.signal,
     });
-    const done = report.finally(() => this.#orphans.delete(done));
+    const done = report
+      .catch((err: unknown) => this.#log.error({ err, jobId }, "reporting an unrun job failed"))
+      .finally(() => this.#orphans.delete(done));
     this.#orphans.add(done);
   }
 
@@ -179,10 +185,13 @@ export class Worker {
     });
     this.#jobs.set(job.id, active);
     this.#jobsChanged();
-    void active.finished.finally(() => {
-      this.#jobs.delete(job.id);
-      this.#jobsChanged();
-    });
+    // `finished` never rejects (ActiveJob catches into the job's failure); the catch keeps it so.
+    void active.finished
+      .catch((err: unknown) => this.#log.error({ err, jobId: job.id }, "a job's promise rejected"))
+      .finally(() => {
+        this.#jobs.delete(job.id);
+        this.#jobsChanged();
+      });
   }
 
   #jobsChanged(): void {

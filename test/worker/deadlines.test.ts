@@ -1,6 +1,7 @@
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import type { RunletError } from "../../src/errors.js";
+import { ManualClock } from "../../src/harness/index.js";
 import { defineHandler } from "../../src/index.js";
 import { jobTimeoutMs } from "../../src/worker/run-job.js";
 import { logSink, testHarness, waitFor, workerFor } from "./helpers.js";
@@ -10,11 +11,13 @@ const spinFixture = fileURLToPath(new URL("../fixtures/thread-spin.ts", import.m
 describe("deadlines and job-stop", () => {
   it("aborts an async handler's signal at its deadline and reports the timeout", async () => {
     await using h = await testHarness();
+    // The deadline runs on the worker's clock: a ten-minute timeout passes without a real wait.
+    const clock = new ManualClock();
     let reason: unknown;
     await using _w = await workerFor(
       h,
       defineHandler({
-        executionTimeoutMs: 150,
+        executionTimeoutMs: 600_000,
         handler: ({ signal }) =>
           new Promise((_resolve, reject) => {
             signal.addEventListener("abort", () => {
@@ -23,30 +26,52 @@ describe("deadlines and job-stop", () => {
             });
           }),
       }),
+      { clock },
     );
-    const job = await h.waitForJob(h.enqueue("local", { input: {} }));
+    const id = h.enqueue("local", { input: {} });
+    await waitFor(
+      "the job's deadline timer",
+      () => h.job(id)?.status === "IN_PROGRESS" && clock.pendingTimers === 1,
+    );
+    // The clock's timer is set from the handler's real start, a few ms before it was armed.
+    clock.advance(590_000);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(reason).toBeUndefined();
+    clock.advance(10_000);
+    const job = await h.waitForJob(id);
     expect(job.status).toBe("FAILED");
-    expect(job.error).toBe("job timed out after 150 ms (executionTimeout)");
+    expect(job.error).toBe("job timed out after 600000 ms (executionTimeout)");
     expect((reason as RunletError).code).toBe("RUNLET_JOB_TIMEOUT");
   });
 
   it("reports an in-process handler that ignores its deadline and stops the worker (exit code 1)", async () => {
     await using h = await testHarness();
+    const clock = new ManualClock();
     let stop = false;
     const w = await workerFor(
       h,
       defineHandler({
-        executionTimeoutMs: 100,
-        hardStopGraceMs: 100,
+        executionTimeoutMs: 60_000,
+        hardStopGraceMs: 5_000,
         handler: async () => {
           while (!stop) await new Promise((r) => setTimeout(r, 10));
           return "too late";
         },
       }),
+      { clock },
     );
     try {
-      const job = await h.waitForJob(h.enqueue("local", { input: {} }));
-      expect(job.error).toBe("job timed out after 100 ms (executionTimeout)");
+      const id = h.enqueue("local", { input: {} });
+      await waitFor(
+        "the job's deadline timer",
+        () => h.job(id)?.status === "IN_PROGRESS" && clock.pendingTimers === 1,
+      );
+      clock.advance(60_000);
+      // Aborted, ignored; the hard stop waits out its grace on the clock.
+      await waitFor("the hard-stop timer", () => clock.pendingTimers === 1);
+      clock.advance(5_000);
+      const job = await h.waitForJob(id);
+      expect(job.error).toBe("job timed out after 60000 ms (executionTimeout)");
       expect(await w.stopped).toEqual({ reason: "runaway", exitCode: 1 });
     } finally {
       stop = true;

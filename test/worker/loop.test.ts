@@ -3,6 +3,7 @@ import { BroadcastChannel } from "node:worker_threads";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import type { HandlerDefinition } from "../../src/handler/index.js";
+import { ManualClock } from "../../src/harness/index.js";
 import { defineHandler } from "../../src/index.js";
 import { logSink, testHarness, waitFor, workerFor } from "./helpers.js";
 
@@ -31,6 +32,13 @@ describe("the worker loop", () => {
     const sink = logSink();
     const gate = gates();
     let target: unknown = 1;
+    // While every slot is busy the worker rechecks the concurrency function each second of its
+    // clock: each poll of a wait below moves the clock a second instead of sleeping one.
+    const clock = new ManualClock();
+    const tick = <T>(value: T): T => {
+      clock.advance(1_000);
+      return value;
+    };
     const w = await workerFor(
       h,
       defineHandler({
@@ -44,7 +52,7 @@ describe("the worker loop", () => {
           return "ok";
         },
       }),
-      { sink },
+      { sink, clock },
     );
     try {
       const first = [1, 2, 3, 4].map((n) => h.enqueue("local", { input: n }));
@@ -55,7 +63,7 @@ describe("the worker loop", () => {
 
       // Raised while the one slot is busy: the next take asks for the two new slots at once.
       target = 3;
-      await waitFor("three jobs to run", () => running() === 3);
+      await waitFor("three jobs to run", () => tick(running() === 3));
       const batch = h.requests({ route: "job-take-batch" })[0]!;
       expect(batch.query).toMatchObject({ batch_size: "2", job_in_progress: "1" });
       expect(w.concurrency).toBe(3);
@@ -64,11 +72,13 @@ describe("the worker loop", () => {
       for (const bad of [0, 2.5, "three", "throw"]) {
         target = bad;
         await waitFor(`the bad return ${String(bad)} to be logged`, () =>
-          sink.lines.some((l) =>
-            bad === "throw"
-              ? l["message"] === "the concurrency function threw; keeping the current value"
-              : l["message"] ===
-                `concurrency function must return an integer ≥ 1, got ${String(bad)}; keeping 3`,
+          tick(
+            sink.lines.some((l) =>
+              bad === "throw"
+                ? l["message"] === "the concurrency function threw; keeping the current value"
+                : l["message"] ===
+                  `concurrency function must return an integer ≥ 1, got ${String(bad)}; keeping 3`,
+            ),
           ),
         );
         expect(w.concurrency).toBe(3);
@@ -76,7 +86,7 @@ describe("the worker loop", () => {
 
       // Lowered while three run: takes effect at once, without waiting for them to finish.
       target = 1;
-      await waitFor("concurrency to drop to 1", () => w.concurrency === 1);
+      await waitFor("concurrency to drop to 1", () => tick(w.concurrency === 1));
       expect(running()).toBe(3);
       gate.release();
       const rest = [5, 6].map((n) => h.enqueue("local", { input: n }));

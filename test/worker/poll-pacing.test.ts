@@ -1,58 +1,47 @@
 import { describe, expect, it } from "vitest";
+import { ManualClock } from "../../src/harness/index.js";
 import { defineHandler } from "../../src/index.js";
+import { STOP_POLL_MIN_CYCLE_MS } from "../../src/worker/stop-poll.js";
+import { EMPTY_PAUSE } from "../../src/worker/take-loop.js";
 import { testHarness, waitFor, workerFor } from "./helpers.js";
 
-// An empty answer that comes back at once must not make the take or stop poll spin. Each test waits
-// until the worker has sent a few requests (so a worker that never polls fails), then checks an
-// upper bound that only the pauses guarantee: a slower machine sends fewer requests, never more.
+// An empty answer that comes back at once must not make the take or stop poll spin. The worker's
+// pauses run on a ManualClock: while the test holds the clock still, the worker can send nothing
+// more, and advancing it by less than the shortest pause releases nothing. No real time is slept.
 
-/** Upper bound on takes within `elapsedMs` when the k-th instant empty answer is followed by a pause of at least min(1000, 100·2^k)/2 ms. */
-function maxTakes(elapsedMs: number): number {
-  let count = 1;
-  let at = 0;
-  for (let k = 0; ; k++) {
-    at += Math.min(1_000, 100 * 2 ** k) / 2;
-    if (at > elapsedMs) return count;
-    count += 1;
+/** The k-th pause after an instant empty answer lasts at least half its bound (jitter). */
+const shortestPauseMs = (k: number): number => Math.min(EMPTY_PAUSE.capMs, EMPTY_PAUSE.baseMs * 2 ** k) / 2;
+
+async function pacesTakes(status: 400 | 204): Promise<void> {
+  await using h = await testHarness();
+  h.injectFault("job-take", { status }, 10_000);
+  const clock = new ManualClock();
+  await using _w = await workerFor(h, defineHandler({ handler: () => "ok" }), { clock });
+  const takes = () => h.requests({ route: "job-take" }).length;
+  for (let k = 0; k < 4; k++) {
+    // The worker sent take k+1 and now waits on the clock: nothing more goes out until it moves.
+    await waitFor(`take ${k + 1} and its pause`, () => takes() === k + 1 && clock.pendingTimers === 1);
+    clock.advance(shortestPauseMs(k) - 1);
+    expect(clock.pendingTimers).toBe(1);
+    expect(takes()).toBe(k + 1);
+    clock.advance(EMPTY_PAUSE.capMs);
   }
+  await waitFor("take 5", () => takes() === 5);
 }
 
 describe("pacing of the long polls", () => {
   it("pauses between takes when job-take answers 400 at once (fast-boot)", async () => {
-    await using h = await testHarness();
-    h.injectFault("job-take", { status: 400 }, 10_000);
-    const t0 = Date.now();
-    const w = await workerFor(h, defineHandler({ handler: () => "ok" }));
-    try {
-      const takes = await waitFor("four takes", () => {
-        const n = h.requests({ route: "job-take" }).length;
-        return n >= 4 && n;
-      });
-      expect(takes).toBeLessThanOrEqual(maxTakes(Date.now() - t0));
-    } finally {
-      await w.close();
-    }
+    await pacesTakes(400);
   });
 
   it("pauses between takes when job-take answers 204 at once", async () => {
-    await using h = await testHarness();
-    h.injectFault("job-take", { status: 204 }, 5_000);
-    const t0 = Date.now();
-    const w = await workerFor(h, defineHandler({ handler: () => "ok" }));
-    try {
-      const takes = await waitFor("four takes", () => {
-        const n = h.requests({ route: "job-take" }).length;
-        return n >= 4 && n;
-      });
-      expect(takes).toBeLessThanOrEqual(maxTakes(Date.now() - t0));
-    } finally {
-      await w.close();
-    }
+    await pacesTakes(204);
   });
 
   it("polls job-stop at most once a second while it answers 204 at once", async () => {
     await using h = await testHarness();
     h.injectFault("job-stop", { status: 204 }, 10_000);
+    const clock = new ManualClock();
     let release!: () => void;
     const gate = new Promise<void>((resolve) => {
       release = resolve;
@@ -65,18 +54,22 @@ describe("pacing of the long polls", () => {
           return "ok";
         },
       }),
+      { clock },
     );
     try {
-      const t0 = Date.now();
       const id = h.enqueue("local", { input: 1 });
       await waitFor("the job to run", () => h.job(id)?.status === "IN_PROGRESS");
-      const stops = await waitFor("two job-stop polls", () => {
-        const n = h.requests({ route: "job-stop" }).length;
-        return n >= 2 && n;
-      });
-      const elapsed = Date.now() - t0;
-      // Each cycle lasts at least 1 s from its send: at most one poll per started second.
-      expect(stops).toBeLessThanOrEqual(Math.floor(elapsed / 1_000) + 1);
+      const stops = () => h.requests({ route: "job-stop" }).length;
+      // The running job's deadline is one clock timer; the poll's pad is the other.
+      for (let n = 1; n <= 3; n++) {
+        await waitFor(`job-stop poll ${n} and its pad`, () => stops() === n && clock.pendingTimers === 2);
+        // A cycle lasts at least 1 s of the worker's clock from its send.
+        clock.advance(STOP_POLL_MIN_CYCLE_MS - 1);
+        expect(clock.pendingTimers).toBe(2);
+        expect(stops()).toBe(n);
+        clock.advance(1);
+      }
+      await waitFor("job-stop poll 4", () => stops() === 4);
       release();
       await h.waitForJob(id, { timeoutMs: 5_000 });
     } finally {

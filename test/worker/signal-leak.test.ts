@@ -1,0 +1,88 @@
+import { getEventListeners } from "node:events";
+import pino from "pino";
+import { describe, expect, it } from "vitest";
+import { resolveWorkerConfig } from "../../src/worker/config.js";
+import { PlatformHttp } from "../../src/worker/platform-http.js";
+import { pollJobStops } from "../../src/worker/stop-poll.js";
+import { runTakeLoop } from "../../src/worker/take-loop.js";
+import { testHarness, waitFor } from "./helpers.js";
+
+/**
+ * The take loop and the job-stop poll run for the worker's whole life, each request bounded by the
+ * worker's long-lived `closing` signal. Whatever a request links to that signal must be gone once
+ * the request ends: on Node 20, `AbortSignal.any([closing, ...])` leaves one entry per call in
+ * `closing`'s dependants for ever (nodejs/node#55351), so a worker grows by one per take and poll.
+ */
+
+/** Entries the runtime keeps in `signal`'s set of dependant signals (Node's internal kDependantSignals). */
+function dependantsOf(signal: AbortSignal): number {
+  const symbol = Object.getOwnPropertySymbols(signal).find((s) => s.description === "kDependantSignals");
+  const set = symbol === undefined ? undefined : (signal as unknown as Record<symbol, unknown>)[symbol];
+  // Node's internal SafeSet: read its size rather than test `instanceof Set`.
+  const size = (set as { size?: unknown } | undefined)?.size;
+  return typeof size === "number" ? size : 0;
+}
+
+const ROUNDS = 40;
+const silent = pino({ level: "silent" });
+
+describe("the worker's long-lived signal", () => {
+  it("keeps no listener or dependant per job-take after many takes", async () => {
+    await using h = await testHarness();
+    const config = resolveWorkerConfig({ env: h.workerEnv("local"), retryBaseMs: 1, retryCapMs: 1 });
+    const http = new PlatformHttp(config.apiKey);
+    const closing = new AbortController();
+    // Each take gets a 500 at once and is retried after 1 ms: many takes in little time.
+    h.injectFault("job-take", { status: 500 }, ROUNDS);
+    const loop = runTakeLoop({
+      config,
+      http,
+      log: silent,
+      closing: closing.signal,
+      checkHealth: async () => true,
+      concurrency: () => 1,
+      running: () => 0,
+      waitForChange: async () => undefined,
+      accept: () => undefined,
+    });
+    try {
+      await waitFor("the takes", () => h.requests({ route: "job-take" }).length >= ROUNDS);
+      expect(dependantsOf(closing.signal)).toBe(0);
+      // At most the one request in flight holds a listener.
+      expect(getEventListeners(closing.signal, "abort").length).toBeLessThanOrEqual(1);
+    } finally {
+      closing.abort();
+      await loop;
+      await http.close();
+    }
+    expect(getEventListeners(closing.signal, "abort")).toEqual([]);
+  });
+
+  it("keeps no listener or dependant per job-stop poll after many polls", async () => {
+    await using h = await testHarness();
+    const config = resolveWorkerConfig({ env: h.workerEnv("local"), retryBaseMs: 1, retryCapMs: 1 });
+    const http = new PlatformHttp(config.apiKey);
+    const closing = new AbortController();
+    h.injectFault("job-stop", { status: 500 }, ROUNDS);
+    const loop = pollJobStops({
+      config,
+      http,
+      log: silent,
+      closing: closing.signal,
+      running: () => 1,
+      waitForChange: async () => undefined,
+      stop: () => undefined,
+      slowDownMs: 1,
+    });
+    try {
+      await waitFor("the polls", () => h.requests({ route: "job-stop" }).length >= ROUNDS);
+      expect(dependantsOf(closing.signal)).toBe(0);
+      expect(getEventListeners(closing.signal, "abort").length).toBeLessThanOrEqual(1);
+    } finally {
+      closing.abort();
+      await loop;
+      await http.close();
+    }
+    expect(getEventListeners(closing.signal, "abort")).toEqual([]);
+  });
+});
