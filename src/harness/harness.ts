@@ -98,6 +98,7 @@ export class Harness {
         jobDoneBytes: options.limits.jobDoneBytes,
         streamBodyBytes: options.limits.streamBodyBytes,
         onStopPod: (ep, workerId) => this.#scaler.replace(ep, workerId),
+        logger: options.logger,
       },
       client: {
         store: this.#store,
