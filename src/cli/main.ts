@@ -42,7 +42,9 @@ export async function main(argv: readonly string[]): Promise<number> {
   }
   const load = COMMANDS[name];
   if (load === undefined) {
-    process.stderr.write(`runlet: unknown command "${name}". Run \`runlet --help\` for the list.\n`);
+    process.stderr.write(
+      `runlet: unknown command "${name}" (RUNLET_CLI_USAGE)\nRun \`runlet --help\` for the list.\n`,
+    );
     return 2;
   }
   const { command } = await load();
@@ -56,7 +58,10 @@ if (process.argv[1]?.endsWith("runlet.mjs") || process.argv[1]?.endsWith("main.t
       process.exitCode = code;
     },
     (err: unknown) => {
-      process.stderr.write(`runlet: ${err instanceof Error ? err.message : String(err)}\n`);
+      const stack = err instanceof Error && err.stack !== undefined ? `${err.stack}\n` : "";
+      process.stderr.write(
+        `runlet: ${err instanceof Error ? err.message : String(err)} (RUNLET_CLI_UNEXPECTED)\n${stack}`,
+      );
       process.exitCode = 1;
     },
   );
