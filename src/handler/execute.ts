@@ -86,6 +86,8 @@ export async function executeJob(options: ExecuteOptions): Promise<ExecuteOutcom
   const { definition, job, signal, log, identity, hooks } = options;
   const metrics = createJobMetrics();
   const stopPod = definition.refreshWorker;
+  // ctx.refreshWorker(): this job's result, whatever it is, asks for the worker to be replaced.
+  let refreshAsked = false;
   const parsed = await definition.input.safeParseAsync(job.input);
   if (!parsed.success) {
     const message = inputErrorMessage(parsed.error);
@@ -104,6 +106,9 @@ export async function executeJob(options: ExecuteOptions): Promise<ExecuteOutcom
     metrics,
     progress(value) {
       hooks.progress(toJsonText(value, "a progress value"));
+    },
+    refreshWorker() {
+      refreshAsked = true;
     },
     get s3(): JobS3 {
       if (s3 !== undefined) return s3;
@@ -148,6 +153,7 @@ export async function executeJob(options: ExecuteOptions): Promise<ExecuteOutcom
       await s3.cleanup().catch((err: unknown) => log.warn({ err }, "ctx.s3 cleanup failed"));
     }
   }
+  if (refreshAsked) result = { ...result, stopPod: true };
   return unfit === undefined
     ? { result, metrics: metrics.toJSON() }
     : { result, metrics: metrics.toJSON(), unfit };
