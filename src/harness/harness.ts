@@ -85,6 +85,7 @@ export class Harness {
     this.#management = harnessManagement({
       apiKey: options.apiKey,
       spawn: options.managementSpawn,
+      v1: options.managementV1,
       onError: (err) =>
         options.logger?.error({ err }, "management: could not apply an endpoint change to the harness"),
     });
