@@ -4,6 +4,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { RunletError } from "../../errors.js";
 import { type Command, EXIT, parseCommandArgs, reportCliError, usageError } from "../command.js";
 import { DEFAULT_HANDLER_PATHS, resolveHandlerPath } from "../handler-path.js";
+import { inheritedEnv } from "../worker-pool.js";
 
 const ENDPOINT_ID = "test";
 /** How often the job's progress and stream are read while it runs, in ms. */
@@ -120,7 +121,8 @@ export const command: Command = {
       // blocks its thread (a synchronous endless loop) then blocks the worker, not this process, and
       // the worker's watchdog can report the job and end it while this process keeps reading.
       const spawn = processSpawner(handlerPath, {
-        baseEnv: process.env,
+        // The shell's environment without platform variables, as `runlet dev` gives its workers.
+        baseEnv: inheritedEnv(),
         output: process.stderr,
         killAfterMs: WORKER_KILL_AFTER_MS,
       });
