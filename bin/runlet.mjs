@@ -14,7 +14,10 @@ const { main } = await import(entry.href);
 try {
   process.exitCode = await main(process.argv.slice(2));
 } catch (err) {
-  // main() reports runlet's own errors itself; this is a fault inside runlet, so keep its stack.
-  process.stderr.write(`runlet: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  // main() reports runlet's own errors itself; anything else is unexpected, so its stack follows.
+  const stack = err instanceof Error && err.stack !== undefined ? `${err.stack}\n` : "";
+  process.stderr.write(
+    `runlet: ${err instanceof Error ? err.message : String(err)} (RUNLET_CLI_UNEXPECTED)\n${stack}`,
+  );
   process.exitCode = 1;
 }

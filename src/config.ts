@@ -81,6 +81,11 @@ export interface PlatformEnv {
   readonly apiKey: string | undefined;
   /** This worker's id. @default a random UUID */
   readonly podId: string;
+  /**
+   * False when RUNPOD_POD_ID was not set and `podId` was made up: the worker is not running on the
+   * platform, so it sends no heartbeat (as the platform's Python SDK does; docs/worker.md).
+   */
+  readonly onPlatformPod: boolean;
   /** Host name for error reports. @default "unknown" */
   readonly hostname: string;
   /** Endpoint id; when set, logs are JSON lines. */
@@ -148,6 +153,7 @@ export function readPlatformEnv(env: Readonly<Record<string, string | undefined>
     pingIntervalMs,
     apiKey: e.RUNPOD_AI_API_KEY,
     podId: e.RUNPOD_POD_ID ?? randomUUID(),
+    onPlatformPod: e.RUNPOD_POD_ID !== undefined,
     hostname: e.RUNPOD_POD_HOSTNAME ?? "unknown",
     endpointId: e.RUNPOD_ENDPOINT_ID,
     gpuTypeId: e.RUNPOD_GPU_TYPE_ID ?? "unknown",

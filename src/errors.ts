@@ -45,6 +45,9 @@ export const ERROR_CODES = {
   // harness and CLI
   RUNLET_HARNESS_CONFIG: "The harness was given bad options.",
   RUNLET_CLI_USAGE: "A CLI command was called with bad arguments.",
+  RUNLET_CLI_NO_PLATFORM: "`runlet start` or a built bundle ran without the platform's environment.",
+  RUNLET_CLI_UNEXPECTED: "A CLI command failed on an error runlet did not expect; its stack follows.",
+  RUNLET_CLI_WORKER_EXITED: "`runlet test`'s worker process exited before its job ended.",
   RUNLET_BUILD_FAILED: "Bundling a handler with esbuild failed.",
 } as const;
 

@@ -43,21 +43,27 @@ export function parseCommandArgs(
     return { values, positionals: parsed.positionals } as const;
   } catch (err) {
     process.stderr.write(
-      `runlet ${command.name}: ${err instanceof Error ? err.message : String(err)}\nRun \`runlet ${command.name} --help\` for usage.\n`,
+      `runlet ${command.name}: ${err instanceof Error ? err.message : String(err)} (RUNLET_CLI_USAGE)\nRun \`runlet ${command.name} --help\` for usage.\n`,
     );
     return { exitCode: EXIT.usage } as const;
   }
 }
 
-/** Prints an error for a human (code and message, never a stack for runlet's own errors) and returns its exit code. */
+/**
+ * Prints an error for a human in the CLI's one form, `runlet <command>: <what went wrong> (CODE)`,
+ * and returns its exit code. runlet's own errors never show a stack; any other error is
+ * `RUNLET_CLI_UNEXPECTED`, its stack on the lines after.
+ */
 export function reportCliError(commandName: string, err: unknown): number {
   if (isRunletError(err)) {
     process.stderr.write(`runlet ${commandName}: ${err.message} (${err.code})\n`);
-    return err.code === "RUNLET_CLI_USAGE" ? EXIT.usage : EXIT.failure;
+    return err.code === "RUNLET_CLI_USAGE" || err.code === "RUNLET_CLI_NO_PLATFORM"
+      ? EXIT.usage
+      : EXIT.failure;
   }
-  process.stderr.write(
-    `runlet ${commandName}: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
-  );
+  const message = err instanceof Error ? err.message : String(err);
+  const stack = err instanceof Error && err.stack !== undefined ? `${err.stack}\n` : "";
+  process.stderr.write(`runlet ${commandName}: ${message} (RUNLET_CLI_UNEXPECTED)\n${stack}`);
   return EXIT.failure;
 }
 

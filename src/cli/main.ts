@@ -45,7 +45,9 @@ export async function main(argv: readonly string[]): Promise<number> {
   }
   const load = COMMANDS[name];
   if (load === undefined) {
-    process.stderr.write(`runlet: unknown command "${name}". Run \`runlet --help\` for the list.\n`);
+    process.stderr.write(
+      `runlet: unknown command "${name}" (RUNLET_CLI_USAGE)\nRun \`runlet --help\` for the list.\n`,
+    );
     return 2;
   }
   const { command } = await load();

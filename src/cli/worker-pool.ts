@@ -13,11 +13,16 @@ export interface WorkerPoolOptions {
   readonly envFor: () => Record<string, string>;
   /** Receives each line a worker prints, with the worker's label. */
   readonly onLine: (label: string, line: string) => void;
-  /** Told when a worker exits on its own (not stopped by the pool). */
+  /** Told when a worker that had started exits on its own (not stopped by the pool); it is replaced. */
   readonly onExit: (label: string, code: number | null, signal: NodeJS.Signals | null) => void;
+  /**
+   * Told once when a worker exits before it started (its handler did not load): the pool then
+   * starts no replacement until `reload()`, since the same code would fail the same way.
+   */
+  readonly onStartFailed: (label: string, code: number | null, signal: NodeJS.Signals | null) => void;
   /** How long a stopped worker may finish its jobs before it is killed, in ms. @default 30_000 */
   readonly stopGraceMs?: number;
-  /** Pause before replacing a worker that exited on its own, in ms (a broken handler must not spin). @default 1_000 */
+  /** Pause before replacing a started worker that exited on its own, in ms (a crashing handler must not spin). @default 1_000 */
   readonly restartDelayMs?: number;
 }
 
@@ -26,6 +31,18 @@ interface Member {
   readonly child: ChildProcess;
   readonly exited: Promise<void>;
   stopping: boolean;
+  /** It logged `worker started`: its handler loaded. */
+  started: boolean;
+}
+
+/** A worker's `worker started` line (platform mode: one JSON object a line). */
+function isStartedLine(line: string): boolean {
+  if (!line.startsWith("{")) return false;
+  try {
+    return (JSON.parse(line) as { message?: unknown }).message === "worker started";
+  } catch {
+    return false; // not a log line of the worker's: a handler's own output
+  }
 }
 
 /**
@@ -39,6 +56,8 @@ export class WorkerPool {
   readonly #closed = new AbortController();
   #counter = 0;
   #closing: Promise<void> | undefined;
+  /** A worker of the current code failed to start: no replacements until reload(). */
+  #waitingForChange = false;
 
   constructor(options: WorkerPoolOptions) {
     this.#options = options;
@@ -52,6 +71,7 @@ export class WorkerPool {
   /** Replaces every worker: new ones start now, the old ones stop taking jobs and finish theirs. */
   async reload(): Promise<void> {
     const old = [...this.#members];
+    this.#waitingForChange = false;
     this.start();
     await Promise.all(old.map((m) => this.#stop(m)));
   }
@@ -86,15 +106,25 @@ export class WorkerPool {
       label,
       child,
       stopping: false,
+      started: false,
       exited: new Promise((resolve) => child.once("close", () => resolve())),
     };
     this.#members.add(member);
-    pipeLines(child, (line) => this.#options.onLine(label, line));
+    pipeLines(child, (line) => {
+      if (!member.started && isStartedLine(line)) member.started = true;
+      this.#options.onLine(label, line);
+    });
     child.once("close", (code, signal) => {
       this.#members.delete(member);
       if (member.stopping || this.#closed.signal.aborted) return;
+      if (!member.started) {
+        // Its handler did not load (a syntax error, a half-saved file): restarting cannot help.
+        if (!this.#waitingForChange) this.#options.onStartFailed(label, code, signal);
+        this.#waitingForChange = true;
+        return;
+      }
       this.#options.onExit(label, code, signal);
-      // Replace it (a refreshWorker job, a crash, a handler that fails to load) without spinning.
+      // Replace it (a refreshWorker job, a crash) without spinning.
       sleep(this.#options.restartDelayMs ?? 1_000, undefined, { signal: this.#closed.signal }).then(
         () => this.#spawn(),
         () => {

@@ -31,6 +31,17 @@ export interface HandlerContext<Input> {
   readonly metrics: JobMetrics;
   /** The S3-compatible store bound to this job (its `s3Config`, else `BUCKET_*`); created on first use. */
   readonly s3: JobS3;
+  /**
+   * Asks the platform to replace this worker once this job is reported: the job ends as it would
+   * (its output or error), its final result carries `stopPod: true`, and the worker takes no
+   * further job and stops as for `refreshWorker` (docs/handler.md, "Replacing the worker after a
+   * job"). The port of a Python handler's `{"refresh_worker": true}`.
+   *
+   * @example
+   * if (gpuLooksWedged()) ctx.refreshWorker();
+   * return { text };
+   */
+  refreshWorker(): void;
 }
 
 /** A handler: sync, async, a generator or an async generator (each yielded value is one stream item). */

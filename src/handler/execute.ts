@@ -101,6 +101,8 @@ async function runJob(options: ExecuteOptions): Promise<ExecuteOutcome> {
   const { definition, job, signal, log, identity, hooks } = options;
   const metrics = createJobMetrics();
   const stopPod = definition.refreshWorker;
+  // ctx.refreshWorker(): this job's result, whatever it is, asks for the worker to be replaced.
+  let refreshAsked = false;
   let parsed: Awaited<ReturnType<typeof definition.input.safeParseAsync>>;
   try {
     parsed = await definition.input.safeParseAsync(job.input);
@@ -126,6 +128,9 @@ async function runJob(options: ExecuteOptions): Promise<ExecuteOutcome> {
     metrics,
     progress(value) {
       hooks.progress(toJsonText(value, "a progress value"));
+    },
+    refreshWorker() {
+      refreshAsked = true;
     },
     get s3(): JobS3 {
       if (s3 !== undefined) return s3;
@@ -170,6 +175,7 @@ async function runJob(options: ExecuteOptions): Promise<ExecuteOutcome> {
       await s3.cleanup().catch((err: unknown) => log.warn({ err }, "ctx.s3 cleanup failed"));
     }
   }
+  if (refreshAsked) result = { ...result, stopPod: true };
   return unfit === undefined
     ? { result, metrics: metrics.toJSON() }
     : { result, metrics: metrics.toJSON(), unfit };

@@ -86,6 +86,7 @@ export class Harness {
     this.#management = harnessManagement({
       apiKey: options.apiKey,
       spawn: options.managementSpawn,
+      v1: options.managementV1,
       onError: (err) =>
         options.logger?.error({ err }, "management: could not apply an endpoint change to the harness"),
     });
@@ -99,6 +100,7 @@ export class Harness {
         jobDoneBytes: options.limits.jobDoneBytes,
         streamBodyBytes: options.limits.streamBodyBytes,
         onStopPod: (ep, workerId) => this.#scaler.replace(ep, workerId),
+        logger: options.logger,
       },
       client: {
         store: this.#store,

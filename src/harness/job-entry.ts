@@ -59,6 +59,8 @@ export interface JobEntry {
   duplicateResults: number;
   /** Progress and stream posts that arrived after the job ended (ignored). */
   latePosts: number;
+  /** Results, progress and chunks from a worker that did not hold the running or queued job (ignored). */
+  strayPosts: number;
   /** Times a worker lost this job while running it: it lapsed, or its pings stopped listing the job. */
   lapses: number;
   /** Set when ttl or retention removed the job: clients get 404, late results are still counted. */
@@ -104,6 +106,7 @@ export function newJobEntry(
     isStream: undefined,
     duplicateResults: 0,
     latePosts: 0,
+    strayPosts: 0,
     lapses: 0,
     deleted: false,
     retentionMs,
@@ -173,6 +176,8 @@ export interface JobSnapshot {
   readonly duplicateResults: number;
   /** Progress or stream posts that arrived after the job had ended (answered 200, ignored). */
   readonly latePosts: number;
+  /** Results, progress and chunks from a worker that did not hold the job then (answered 200, ignored). */
+  readonly strayPosts: number;
   /** True once ttl or result retention removed the job. */
   readonly deleted: boolean;
 }
@@ -210,6 +215,7 @@ export function snapshotOf(job: JobEntry): JobSnapshot {
     ...(exec === undefined ? {} : { executionTime: exec }),
     duplicateResults: job.duplicateResults,
     latePosts: job.latePosts,
+    strayPosts: job.strayPosts,
     deleted: job.deleted,
   };
 }

@@ -110,6 +110,12 @@ export interface HarnessOptions {
    */
   readonly managementSpawn?: WorkerSpawner;
   /**
+   * Keep serving the retired v1 management API (`GET /v1/templates/{id}`) for old clients' tests.
+   * Off, every `/v1/...` path answers 410 with a v1 `{message}` saying it was retired on
+   * 2026-11-15 (platform-api §9), as the platform's retired API does. @default false
+   */
+  readonly managementV1?: boolean;
+  /**
    * `RUNPOD_GPU_TYPE_ID` in `workerEnv()` (so in the env of the workers the harness starts). A runlet
    * worker substitutes it into the `gpu=` query of its worker requests; the Python SDK sends the
    * `$RUNPOD_GPU_TYPE_ID` placeholder as it is. The harness accepts any `gpu=` value. @default "LOCAL"
@@ -137,6 +143,7 @@ export interface ResolvedOptions {
   readonly maxRecordedRequests: number;
   readonly extraRoutes: ExtraRoutes | undefined;
   readonly managementSpawn: WorkerSpawner | undefined;
+  readonly managementV1: boolean;
   readonly gpuTypeId: string;
   readonly logger: Logger | undefined;
 }
@@ -216,6 +223,7 @@ export function resolveOptions(options: HarnessOptions): ResolvedOptions {
     maxRecordedRequests: positiveInt("maxRecordedRequests", options.maxRecordedRequests, 50_000),
     extraRoutes: options.extraRoutes,
     managementSpawn: options.managementSpawn ?? endpoints[0]?.spawn,
+    managementV1: options.managementV1 ?? false,
     gpuTypeId,
     logger: options.logger,
   });

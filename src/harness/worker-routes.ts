@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { setTimeout as sleep } from "node:timers/promises";
+import type { Logger } from "pino";
 import { streamChunkSchema } from "../protocol/worker-bodies.js";
 import type { KeyRing } from "./auth.js";
 import {
@@ -30,6 +31,8 @@ export interface WorkerRoutesContext {
   readonly streamBodyBytes: number;
   /** A worker posted `stopPod: true` (the scaler replaces workers it started). */
   readonly onStopPod: (endpointId: string, workerId: string) => void;
+  /** Where ignored posts from a worker that does not hold the job are reported (warn). */
+  readonly logger: Logger | undefined;
 }
 
 const GET_ROUTES: ReadonlySet<WorkerRoute> = new Set(["job-take", "job-take-batch", "job-stop", "ping"]);
@@ -223,6 +226,20 @@ function result(
   const job = ctx.store.table.get(jobId);
   if (job === undefined || job.endpointId !== endpointId) {
     return { status: 404, message: `job "${jobId}" not found` };
+  }
+  // The record names the one worker that may change a running job. A job a heartbeat lapse (or a
+  // ping that stopped listing it) took away is waiting for, or running on, another worker: what its
+  // old worker sends now is answered 200 as a late post for an ended job is, ignored and logged.
+  if (
+    !job.deleted &&
+    (job.status === "IN_QUEUE" || (job.status === "IN_PROGRESS" && job.workerId !== workerId))
+  ) {
+    job.strayPosts++;
+    ctx.logger?.warn(
+      { jobId, workerId, holder: job.workerId ?? null, route },
+      "ignored a post from a worker that does not hold this job",
+    );
+    return { status: 200 };
   }
   if (route === "job-stream") {
     const chunk = streamChunkSchema.safeParse(raw);

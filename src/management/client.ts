@@ -42,6 +42,12 @@ export const DEFAULT_MANAGEMENT_BASE_URL = "https://api.runpod.io";
 /** The platform's published v1 management origin (paths start with `/v1`). */
 export const DEFAULT_MANAGEMENT_V1_BASE_URL = "https://rest.runpod.io";
 
+/** The one-time warning of a client's first v1 call (platform-api §9). */
+export const V1_RETIRED_WARNING =
+  "the v1 management API was retired on 2026-11-15 (platform-api §9); use the v2 client: templates.get(id) instead of getTemplate(id)";
+/** The warning's code (pino field, or Node's DeprecationWarning code without a logger). */
+const V1_RETIRED_CODE = "RUNLET_MANAGEMENT_V1_RETIRED";
+
 /** Options of {@link createManagementClient}. */
 export interface ManagementClientOptions {
   /** The API key, sent as `Authorization: Bearer <key>` (platform-api §5). Never logged or put in errors. */
@@ -72,7 +78,11 @@ export interface ManagementClientOptions {
   readonly retryMethods?: readonly HttpMethod[];
   /** The undici dispatcher to send through. @default undici's global dispatcher */
   readonly dispatcher?: Dispatcher;
-  /** A pino logger; calls are logged at debug (method, path, status — never the key). */
+  /**
+   * A pino logger; calls are logged at debug (method, path, status — never the key). The first v1
+   * call logs a one-time warn that v1 is retired; without a logger that warning is a Node
+   * `DeprecationWarning` (code `RUNLET_MANAGEMENT_V1_RETIRED`) instead.
+   */
   readonly logger?: Logger;
 }
 
@@ -90,7 +100,11 @@ export interface RawRequest extends CallOptions {
 /** What both client versions offer. */
 export interface ManagementClientV1 {
   readonly version: "v1" | "v2";
-  /** `GET /v1/templates/{id}` with the three include flags (§4.2); the §2.1 Template, validated. */
+  /**
+   * `GET /v1/templates/{id}` with the three include flags (§4.2); the §2.1 Template, validated.
+   * @deprecated v1 was retired on 2026-11-15 (platform-api §9): use `templates.get(id)` (v2). The
+   * first call logs a one-time warning.
+   */
   getTemplate(id: string, options?: GetTemplateV1Options): Promise<TemplateV1>;
   /** Any call not covered by a typed method; answers parsed JSON (or text). */
   request(request: RawRequest): Promise<unknown>;
@@ -192,8 +206,18 @@ export function createManagementClient(
     throw invalidOption(`version must be "v1" or "v2", got ${JSON.stringify(version)}`);
   }
   const settings = settingsOf(options);
-  const call = (spec: Omit<CallSpec, "version"> & { readonly version?: "v1" | "v2" }) =>
-    send(settings, { ...spec, version: spec.version ?? "v2" });
+  let warnedV1 = false;
+  // platform-api §9: v1 was retired on 2026-11-15. Said once per client, on its first v1 call.
+  const warnV1 = (): void => {
+    if (warnedV1) return;
+    warnedV1 = true;
+    if (settings.logger !== undefined) settings.logger.warn({ code: V1_RETIRED_CODE }, V1_RETIRED_WARNING);
+    else process.emitWarning(V1_RETIRED_WARNING, { type: "DeprecationWarning", code: V1_RETIRED_CODE });
+  };
+  const call = (spec: Omit<CallSpec, "version"> & { readonly version?: "v1" | "v2" }) => {
+    if (spec.version === "v1") warnV1();
+    return send(settings, { ...spec, version: spec.version ?? "v2" });
+  };
   const toSpec = (r: RawRequest): CallSpec => ({
     version: r.version ?? version,
     method: r.method,
@@ -205,7 +229,11 @@ export function createManagementClient(
   const base: ManagementClientV1 = {
     version,
     getTemplate: (id, flags) => getTemplateV1(call, id, flags),
-    request: (r) => send(settings, toSpec(r)),
+    request: (r) => {
+      const spec = toSpec(r);
+      if (spec.version === "v1") warnV1();
+      return send(settings, spec);
+    },
     describe: (r) => prepareRequest(settings, toSpec(r), true),
   };
   if (version === "v1") return Object.freeze(base);

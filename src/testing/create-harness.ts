@@ -2,7 +2,7 @@ import pino, { type Logger } from "pino";
 import { type Client, createClient } from "../client/index.js";
 import type { EndpointClient } from "../client/types.js";
 import { RunletError } from "../errors.js";
-import type { HandlerDefinition } from "../handler/index.js";
+import { type HandlerDefinition, isHandlerDefinition } from "../handler/index.js";
 import {
   type Clock,
   type EndpointOptions,
@@ -76,6 +76,14 @@ function silentLogger(): Logger {
   return pino({ level: "silent" });
 }
 
+/** What a value is, for a message: "a function", "null", "an array", "a string". */
+function kindOf(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array";
+  const type = typeof value;
+  return /^[aeiou]/.test(type) ? `an ${type}` : `a ${type}`;
+}
+
 /** A spawner that runs `definition` in this process with `startWorker`. */
 function inProcessSpawner(
   definition: HandlerDefinition,
@@ -120,6 +128,12 @@ export async function createHarness(options: CreateHarnessOptions): Promise<Test
   const endpoints: Array<{ id: string } & EndpointOptions> = [];
   for (const spec of specs) {
     const { handler, handlerPath, workers, ...rest } = spec;
+    if (handler !== undefined && !isHandlerDefinition(handler)) {
+      throw new RunletError(
+        "RUNLET_HANDLER_INVALID",
+        `createHarness: the handler of endpoint "${spec.id}" must be a defineHandler(...) result, got ${kindOf(handler)}; wrap it: defineHandler({ handler })`,
+      );
+    }
     let definition = handler;
     if (definition === undefined && handlerPath !== undefined) {
       definition = (await loadHandler(handlerPath)).definition;

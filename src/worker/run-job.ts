@@ -318,7 +318,7 @@ export class ActiveJob {
     }
     return {
       kind: "error",
-      message: `the output is ${bytes} bytes, over the ${limit}-byte limit for a result, and no S3 store is configured to offload it (send s3Config with the job or set BUCKET_*)`,
+      message: `the output is ${bytes} bytes, over the ${limit}-byte limit for a result, and no S3 store is configured to offload it (send s3Config with the job, or set BUCKET_ENDPOINT_URL, BUCKET_ACCESS_KEY_ID and BUCKET_SECRET_ACCESS_KEY on the endpoint)`,
       code: "RUNLET_OUTPUT_TOO_LARGE",
       stopPod: result.stopPod,
     };
@@ -333,7 +333,7 @@ export class ActiveJob {
     const executionTimeMs = Date.now() - this.#startedAt;
     if (result.kind === "output") this.#log.info({ executionTimeMs, metrics }, "Finished.");
     else
-      this.#log.info(
+      this.#log.warn(
         { executionTimeMs, metrics, code: result.code, error: result.message.slice(0, 500) },
         "Finished.",
       );

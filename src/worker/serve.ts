@@ -19,9 +19,10 @@ const FORCED_EXIT_DELAY_MS = 1_000;
 
 /** The message `runlet start` and a bundle print when the platform's environment is missing. */
 export const LOCAL_MODE_MESSAGE =
-  "RUNPOD_WEBHOOK_GET_JOB is not set, so there is no platform to take jobs from.\n" +
-  "This command serves the platform inside its container. Locally, run `runlet dev <handler>` " +
-  "(a local platform plus workers) or `runlet test <handler> --input '{...}'` (one job).\n";
+  "runlet start: RUNPOD_WEBHOOK_GET_JOB is not set, so there is no platform to take jobs from; " +
+  "this serves the platform inside its container. Locally, run `runlet dev <handler>` " +
+  "(a local platform plus workers) or `runlet test <handler> --input '{...}'` (one job) " +
+  "(RUNLET_CLI_NO_PLATFORM)\n";
 
 /**
  * What a process entry point does with a handler: inside an isolation thread, serve jobs for the

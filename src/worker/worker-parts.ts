@@ -48,17 +48,23 @@ export function createExecutor(
 }
 
 /**
- * The heartbeat thread: it pings when the platform gave a ping URL and a key (§7), and watches for
- * a stuck main thread when an in-process handler may need the worker to exit (`exitOnHardStop`).
- * Undefined when it has neither job.
+ * The heartbeat thread: it pings when the platform gave a ping URL, a key and a pod id (§7), and
+ * watches for a stuck main thread when an in-process handler may need the worker to exit
+ * (`exitOnHardStop`). Undefined when it has neither job.
  */
 export function createHeartbeat(
   definition: HandlerDefinition,
   config: WorkerConfig,
   log: Logger,
 ): Heartbeat | undefined {
+  if (config.pingUrl !== undefined && config.apiKey !== undefined && !config.onPlatformPod) {
+    // As the platform's Python SDK: no pod id means not on the platform, so nobody to ping; jobs are still taken.
+    log.info(
+      "RUNPOD_POD_ID is not set, so this worker is not running on the platform: it sends no heartbeat pings, and takes jobs under a generated id",
+    );
+  }
   const pingUrl =
-    config.pingUrl !== undefined && config.apiKey !== undefined
+    config.pingUrl !== undefined && config.apiKey !== undefined && config.onPlatformPod
       ? expandTemplate(config.pingUrl, {
           podId: config.podId,
           gpuTypeId: config.gpuTypeId,

@@ -105,8 +105,8 @@ describe("runlet build", () => {
     const r = await runNode([join(dir, "dist", "worker.mjs")], { node: node.bin, cwd: dir, env: childEnv() });
     expect(r.code).toBe(2);
     expect(r.stdout).toBe("");
-    expect(r.stderr).toMatch(
-      /^RUNPOD_WEBHOOK_GET_JOB is not set, so there is no platform to take jobs from\.\n/,
+    expect(r.stderr).toBe(
+      "runlet start: RUNPOD_WEBHOOK_GET_JOB is not set, so there is no platform to take jobs from; this serves the platform inside its container. Locally, run `runlet dev <handler>` (a local platform plus workers) or `runlet test <handler> --input '{...}'` (one job) (RUNLET_CLI_NO_PLATFORM)\n",
     );
   });
 
@@ -120,7 +120,7 @@ describe("runlet build", () => {
     const r = await runNode([join(dir, "dist", "worker.mjs")], { node: node.bin, cwd: dir, env: childEnv() });
     expect(r.code).toBe(1);
     expect(r.stderr).toBe(
-      "runlet: handler.ts must `export default defineHandler({...})` (RUNLET_HANDLER_LOAD)\n",
+      "runlet start: handler.ts must `export default defineHandler({...})` (RUNLET_HANDLER_LOAD)\n",
     );
   });
 

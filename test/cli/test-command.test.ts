@@ -54,7 +54,7 @@ describe("runlet test", () => {
     expect(r.code).toBe(1);
     expect(r.stdout).toBe("");
     expect(r.stderr).toMatch(
-      /runlet test: FAILED in \d+ ms: input is invalid:\n.*expected string, received number\n.*prompt\n/,
+      /runlet test: the job FAILED in \d+ ms: input is invalid:\n.*expected string, received number\n.*prompt \(RUNLET_INPUT_INVALID\)\n$/,
     );
   });
 
@@ -67,7 +67,9 @@ describe("runlet test", () => {
     );
     const r = await runCli(["test", handler, "--input", '{"input": {}}']);
     expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/runlet test: FAILED in \d+ ms: TypeError: disk on fire\n/);
+    expect(r.stderr).toMatch(
+      /runlet test: the job FAILED in \d+ ms: TypeError: disk on fire \(RUNLET_JOB_HANDLER_THREW\)\nTypeError: disk on fire\n {4}at /,
+    );
   });
 
   it("exits 1 naming the problem when the file is not a handler", async () => {

@@ -49,8 +49,11 @@ describe("bad usage", () => {
       const r = await runCli([name, "--no-such-flag"]);
       expect(r.code).toBe(2);
       expect(r.stdout).toBe("");
-      expect(r.stderr).toContain(`runlet ${name}: Unknown option '--no-such-flag'`);
-      expect(r.stderr).toContain(`Run \`runlet ${name} --help\` for usage.`);
+      expect(r.stderr).toMatch(
+        new RegExp(
+          `^runlet ${name}: Unknown option '--no-such-flag'\\.[^\\n]* \\(RUNLET_CLI_USAGE\\)\\nRun \`runlet ${name} --help\` for usage\\.\\n$`,
+        ),
+      );
       expect(r.stderr).not.toMatch(/\n\s+at /);
     });
   }
@@ -75,7 +78,9 @@ describe("bad usage", () => {
   it("exits 2 for an unknown command", async () => {
     const r = await runCli(["frobnicate"]);
     expect(r.code).toBe(2);
-    expect(r.stderr).toBe('runlet: unknown command "frobnicate". Run `runlet --help` for the list.\n');
+    expect(r.stderr).toBe(
+      'runlet: unknown command "frobnicate" (RUNLET_CLI_USAGE)\nRun `runlet --help` for the list.\n',
+    );
   });
 });
 

@@ -106,7 +106,7 @@ describe("runlet harness (CLI) and child-process workers", () => {
     expect(code).toBe(2);
     // The middle of the message is Node's own parseArgs text; the flag and the usage hint are runlet's.
     expect(stderr).toMatch(
-      /^runlet harness: Unknown option '--nope'\.[^\n]*\nRun `runlet harness --help` for usage\.\n$/,
+      /^runlet harness: Unknown option '--nope'\.[^\n]* \(RUNLET_CLI_USAGE\)\nRun `runlet harness --help` for usage\.\n$/,
     );
   });
 

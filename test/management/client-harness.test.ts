@@ -18,7 +18,7 @@ async function failure(
 
 describe("management client against the harness copy", () => {
   it("creates, lists, gets, updates and deletes templates in v2 field names", async () => {
-    await using server = await startManagementServer({ apiKey: API_KEY });
+    await using server = await startManagementServer({ apiKey: API_KEY, v1: true });
     const mgmt = createManagementClient({ apiKey: API_KEY, baseUrl: server.url });
 
     const created = await mgmt.templates.create({
@@ -71,6 +71,7 @@ describe("management client against the harness copy", () => {
     const events: string[] = [];
     await using server = await startManagementServer({
       apiKey: API_KEY,
+      v1: true,
       clock: () => FIXED_MS,
       onEndpointCreated: ({ endpoint, template }) => events.push(`created ${endpoint.id} ${template?.name}`),
       onEndpointUpdated: ({ endpoint }) => events.push(`updated ${endpoint.id} ${endpoint.workers?.max}`),
@@ -117,6 +118,7 @@ describe("management client against the harness copy", () => {
   it("looks a v1 template up only when the include flag for its kind is set", async () => {
     await using server = await startManagementServer({
       apiKey: API_KEY,
+      v1: true,
       templates: [
         { id: "official1", name: "official", imageName: "op/base:1", owner: "runpod" },
         { id: "community1", name: "shared", imageName: "someone/x:1", owner: "community" },
@@ -159,7 +161,7 @@ describe("management client against the harness copy", () => {
   });
 
   it("turns v1 {message} answers (400 invalid id, 401) into RUNLET_MANAGEMENT_HTTP", async () => {
-    await using server = await startManagementServer({ apiKey: API_KEY });
+    await using server = await startManagementServer({ apiKey: API_KEY, v1: true });
     const mgmt = createManagementClient({ apiKey: API_KEY, baseUrl: server.url });
     const invalid = await failure(mgmt.getTemplate("not valid!"));
     expect(invalid.details).toEqual({
@@ -180,6 +182,7 @@ describe("management client against the harness copy", () => {
   it("turns v2 problems (400 with errors, 401, 403) into RUNLET_MANAGEMENT_HTTP with every message", async () => {
     await using server = await startManagementServer({
       apiKey: API_KEY,
+      v1: true,
       templates: [{ id: "community1", name: "shared", imageName: "someone/x:1", owner: "community" }],
     });
     const mgmt = createManagementClient({ apiKey: API_KEY, baseUrl: server.url });

@@ -19,6 +19,7 @@ describe("the harness serves the management copy itself", () => {
     await using harness = await startHarness({
       apiKey: API_KEY,
       endpoints: [{ id: "local", spawn: spawnInProcess }],
+      managementV1: true,
     });
     const mgmt = createManagementClient({ apiKey: API_KEY, baseUrl: harness.url });
     const template = await mgmt.templates.create({ name: "echo", image: "me/echo:1" });

@@ -64,7 +64,7 @@ describe("harness management routes", () => {
   });
 
   it("answers a missing or wrong key with 401 in each version's format", () => {
-    const routes = createManagementRoutes({ apiKey: API_KEY });
+    const routes = createManagementRoutes({ apiKey: API_KEY, v1: true });
     const message = "missing or incorrect API key: send Authorization: Bearer <API_KEY>";
     expect(answer(routes.handle(req("GET", "/v1/templates/t1", "", {})))).toEqual({
       status: 401,
@@ -81,6 +81,7 @@ describe("harness management routes", () => {
   it("answers v1 lookups with 400 for a bad flag value and 404/405 for what v1 does not serve", () => {
     const routes = createManagementRoutes({
       apiKey: API_KEY,
+      v1: true,
       templates: [{ id: "t1", name: "n", imageName: "i" }],
     });
     expect(answer(routes.handle(req("GET", "/v1/templates/t1?includePublicTemplates=yes")))).toEqual({

@@ -96,7 +96,7 @@ describe("reliability: handlers that misbehave", () => {
         expect(job.status).toBe("FAILED");
         const bytes = 30 * 1_048_576 + 2; // the JSON string's quotes
         expect(job.error).toBe(
-          `the output is ${bytes} bytes, over the ${MAX_RESULT_BYTES}-byte limit for a result, and no S3 store is configured to offload it (send s3Config with the job or set BUCKET_*)`,
+          `the output is ${bytes} bytes, over the ${MAX_RESULT_BYTES}-byte limit for a result, and no S3 store is configured to offload it (send s3Config with the job, or set BUCKET_ENDPOINT_URL, BUCKET_ACCESS_KEY_ID and BUCKET_SECRET_ACCESS_KEY on the endpoint)`,
         );
       });
       expect(h.health("local").jobs).toEqual({

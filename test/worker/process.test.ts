@@ -111,8 +111,7 @@ describe("the worker as a real process (runlet start)", () => {
     const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
     expect(code).toBe(2);
     expect(stderr).toBe(
-      "RUNPOD_WEBHOOK_GET_JOB is not set, so there is no platform to take jobs from.\n" +
-        "This command serves the platform inside its container. Locally, run `runlet dev <handler>` (a local platform plus workers) or `runlet test <handler> --input '{...}'` (one job).\n",
+      "runlet start: RUNPOD_WEBHOOK_GET_JOB is not set, so there is no platform to take jobs from; this serves the platform inside its container. Locally, run `runlet dev <handler>` (a local platform plus workers) or `runlet test <handler> --input '{...}'` (one job) (RUNLET_CLI_NO_PLATFORM)\n",
     );
   });
 });

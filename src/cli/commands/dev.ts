@@ -117,6 +117,10 @@ export const command: Command = {
         onLine: (label, line) => out(`[${label}] ${formatLogLine(line)}`),
         onExit: (label, code, signal) =>
           out(`runlet dev: worker ${label} exited (${signal ?? `code ${code}`}); starting another`),
+        onStartFailed: (label, code, signal) =>
+          out(
+            `runlet dev: worker ${label} did not start (${signal ?? `code ${code}`}); waiting for a change to the handler's folder`,
+          ),
       });
       pool.start();
       const jobs = followJobs(harness, out);

@@ -1,19 +1,29 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import { RunletError } from "../../errors.js";
 import { type Command, EXIT, parseCommandArgs, reportCliError, usageError } from "../command.js";
 import { DEFAULT_HANDLER_PATHS, resolveHandlerPath } from "../handler-path.js";
 import { allowTypeScript } from "../typescript.js";
+import { inheritedEnv } from "../worker-pool.js";
 
 const ENDPOINT_ID = "test";
 /** How often the job's progress and stream are read while it runs, in ms. */
 const POLL_MS = 25;
+/** After SIGTERM, how long the worker process may take to exit before SIGKILL, in ms. */
+const WORKER_KILL_AFTER_MS = 2_000;
+/** After the worker process exited, how long a result it posted on its way out may take to show, in ms. */
+const EXIT_SETTLE_MS = 1_000;
+/** Printed after a timeout of an in-process handler: synchronous work can only be stopped in a thread. */
+const SYNC_HINT =
+  'runlet test: hint: a handler that does synchronous work holds its thread, and in-process nothing can stop it at its deadline; give it isolation: "thread" in defineHandler so the worker can end it';
 
 const HELP = `Usage: runlet test [handler] [--input JSON]
 
-Runs one job through an in-process copy of the platform and a worker, as the platform would run
-it (input validation, deadline, streaming, progress), prints each progress update and stream
-item as it arrives, then the final output as JSON on stdout. Logs go to stderr.
+Runs one job through an in-process copy of the platform and a worker process (\`runlet start\`),
+as the platform would run it (input validation, deadline, streaming, progress), prints each
+progress update and stream item as it arrives, then the final output as JSON on stdout. Logs go
+to stderr. A handler that ignores its deadline is reported once the hard-stop grace has passed.
 
 The job comes from --input, else from test_input.json in the current folder; both take the
 reference SDK's shape: {"input": {...}} (a "policy" or "s3Config" beside "input" is passed on).
@@ -58,20 +68,31 @@ async function readJob(given: string | undefined, cwd: string): Promise<JobReque
   return parsed as JobRequest;
 }
 
-/** A failed job's error for a human: the platform's error report is JSON text; show its parts. */
-function describeError(error: string | undefined): string {
-  if (error === undefined) return "(no error message)";
+/** A failed job's error for a human, with the code it goes by (docs/errors.md). */
+function describeFailure(
+  status: string,
+  error: string | undefined,
+): { text: string; code: string; trace: string } {
+  if (error === undefined) return { text: "(no error message)", code: "RUNLET_JOB_FAILED", trace: "" };
   try {
+    // The platform's error report of a handler that threw is JSON text: show its parts.
     const report = JSON.parse(error) as Record<string, unknown>;
     if (typeof report["error_message"] === "string") {
       const type = typeof report["error_type"] === "string" ? `${report["error_type"]}: ` : "";
-      const trace = typeof report["error_traceback"] === "string" ? `\n${report["error_traceback"]}` : "";
-      return `${type}${report["error_message"]}${trace}`;
+      const trace = typeof report["error_traceback"] === "string" ? `${report["error_traceback"]}\n` : "";
+      return { text: `${type}${report["error_message"]}`, code: "RUNLET_JOB_HANDLER_THREW", trace };
     }
   } catch {
-    // A plain string error (JobError, invalid input): shown as it is.
+    // A plain string error (JobError, invalid input, a timeout): shown as it is.
   }
-  return error;
+  // The wire carries no code; the worker's own messages start in a fixed way (handler/execute.ts, worker/run-job.ts).
+  const code =
+    status === "TIMED_OUT" || error.startsWith("job timed out after ")
+      ? "RUNLET_JOB_TIMEOUT"
+      : error.startsWith("input is invalid:")
+        ? "RUNLET_INPUT_INVALID"
+        : "RUNLET_JOB_FAILED";
+  return { text: error, code, trace: "" };
 }
 
 /** `runlet test`: one job through an in-process harness and worker. */
@@ -89,22 +110,32 @@ export const command: Command = {
       const { input: inputArg } = parsed.values;
       const job = await readJob(typeof inputArg === "string" ? inputArg : undefined, cwd);
       // Loaded only now, so --help and usage errors answer without loading the worker and harness.
-      const [{ loadHandler }, { startWorker }, { startHarness }] = await Promise.all([
+      const [{ loadHandler }, { processSpawner, startHarness }] = await Promise.all([
         import("../../worker/load-handler.js"),
-        import("../../worker/worker.js"),
         import("../../harness/index.js"),
       ]);
+      // Loaded here first so that a handler that does not load is reported before anything starts.
       await allowTypeScript(handlerPath);
       const { definition } = await loadHandler(handlerPath);
 
       await using harness = await startHarness({ takeTimeoutMs: 1_000, endpoints: [{ id: ENDPOINT_ID }] });
-      const worker = await startWorker(definition, {
-        env: harness.workerEnv(ENDPOINT_ID),
-        logDestination: process.stderr,
-        handlerModule: handlerPath,
-        shutdownGraceMs: 2_000,
-        flushTimeoutMs: 2_000,
+      // The worker runs as `runlet start` in a child process, as in a container: a handler that
+      // blocks its thread (a synchronous endless loop) then blocks the worker, not this process, and
+      // the worker's watchdog can report the job and end it while this process keeps reading.
+      const spawn = processSpawner(handlerPath, {
+        // The shell's environment without platform variables, as `runlet dev` gives its workers.
+        baseEnv: inheritedEnv(),
+        output: process.stderr,
+        killAfterMs: WORKER_KILL_AFTER_MS,
       });
+      const worker = await spawn(harness.workerEnv(ENDPOINT_ID));
+      let workerExited = false;
+      // processSpawner's workers always have `exited`; a settled promise stands in for the type's sake.
+      void (worker.exited ?? Promise.resolve()).then(() => {
+        workerExited = true;
+      });
+      // The last lines are printed after the worker has stopped, so its shutdown log comes before them.
+      let ending: { readonly code: number; readonly text: string };
       try {
         // Through the client API, so the job is checked as the platform checks a /run body.
         const response = await fetch(`${harness.url}/v2/${ENDPOINT_ID}/run`, {
@@ -121,6 +152,7 @@ export const command: Command = {
         const id = answer.id;
         let progressSeen = 0;
         let streamSeen = 0;
+        let exitSeenAt: number | undefined;
         const print = (line: string) => process.stdout.write(`${line}\n`);
         for (;;) {
           const snap = harness.job(id);
@@ -135,17 +167,38 @@ export const command: Command = {
             const timing = `in ${snap.executionTime ?? "?"} ms`;
             if (snap.status === "COMPLETED") {
               print(JSON.stringify(snap.output, null, 2) ?? "null");
-              process.stderr.write(`runlet test: COMPLETED ${timing}\n`);
-              return EXIT.ok;
+              ending = { code: EXIT.ok, text: `runlet test: COMPLETED ${timing}\n` };
+              break;
             }
-            process.stderr.write(`runlet test: ${snap.status} ${timing}: ${describeError(snap.error)}\n`);
-            return EXIT.failure;
+            const failure = describeFailure(snap.status, snap.error);
+            const hint =
+              failure.code === "RUNLET_JOB_TIMEOUT" && definition.isolation === "in-process"
+                ? `${SYNC_HINT}\n`
+                : "";
+            ending = {
+              code: EXIT.failure,
+              text: `runlet test: the job ${snap.status} ${timing}: ${failure.text} (${failure.code})\n${failure.trace}${hint}`,
+            };
+            break;
+          }
+          if (workerExited) {
+            // A worker that ends itself (its watchdog) posts the job's failure first: give that post
+            // a moment to be read before saying that the worker died without one.
+            exitSeenAt ??= Date.now();
+            if (Date.now() - exitSeenAt > EXIT_SETTLE_MS) {
+              throw new RunletError(
+                "RUNLET_CLI_WORKER_EXITED",
+                `the worker process exited before job ${id} ended; its log above says why`,
+              );
+            }
           }
           await sleep(POLL_MS);
         }
       } finally {
         await worker.close();
       }
+      process.stderr.write(ending.text);
+      return ending.code;
     } catch (err) {
       return reportCliError("test", err);
     }

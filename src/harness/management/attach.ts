@@ -17,6 +17,8 @@ export interface HarnessManagementOptions {
   readonly templates?: readonly TemplateSeed[];
   /** Time source for `createdAt`, ms since the epoch. @default Date.now */
   readonly clock?: () => number;
+  /** Serve the retired v1 template lookup instead of answering v1 paths 410 (see ManagementRoutesOptions.v1). @default false */
+  readonly v1?: boolean;
   /** Receives a failure to register an endpoint with the harness. @default ignore */
   readonly onError?: (err: unknown) => void;
 }
@@ -80,6 +82,7 @@ export function harnessManagement(options: HarnessManagementOptions): HarnessMan
     apiKey: options.apiKey,
     ...(options.templates === undefined ? {} : { templates: options.templates }),
     ...(options.clock === undefined ? {} : { clock: options.clock }),
+    ...(options.v1 === undefined ? {} : { v1: options.v1 }),
     onEndpointCreated: register,
     onEndpointDeleted: unregister,
     ...(options.onError === undefined ? {} : { onHookError: options.onError }),

@@ -31,6 +31,12 @@ export interface ManagementRoutesOptions {
   readonly apiKey: string;
   /** Time source for `createdAt`, in ms since the epoch. @default Date.now */
   readonly clock?: () => number;
+  /**
+   * Serve the v1 template lookup (`GET /v1/templates/{id}`), for tests of old clients. v1 was
+   * retired on 2026-11-15 (platform-api §9): off, every `/v1/...` path answers 410 with the v1
+   * error body `{message}`, whatever the key. @default false
+   */
+  readonly v1?: boolean;
   /** Templates present from the start (the caller's own, community ones, the operator's). */
   readonly templates?: readonly TemplateSeed[];
   /** Called after `POST /v2/serverless` succeeds: register a harness endpoint whose jobs run the handler. */
@@ -78,9 +84,14 @@ function queryOf(request: ManagementRequest): URLSearchParams {
   return out;
 }
 
+/** What a `/v1/...` path answers (410) unless v1 is kept on. */
+export const V1_RETIRED_MESSAGE =
+  "the v1 management API was retired on 2026-11-15; use the v2 API (a template: GET /v2/templates/{templateId})";
+
 /**
  * Creates the harness's copy of the management API's template and serverless parts:
- * v1 `GET /v1/templates/{id}` (three include flags, 400/404 `{message}`), v2 `/v2/templates`
+ * v1 `GET /v1/templates/{id}` when `v1` is on (three include flags, 400/404 `{message}`; off,
+ * every v1 path answers 410 as a retired API), v2 `/v2/templates`
  * and `/v2/serverless` CRUD with list wrappers and RFC 9457 problems. Other reserved v2
  * resources answer 501. See docs/management.md for how these paths are told from the job API's.
  *
@@ -124,6 +135,8 @@ export function createManagementRoutes(options: ManagementRoutesOptions): Manage
       const pathOnly = request.path.split("?")[0]!;
       const segments = segmentsOf(pathOnly);
       const v1 = pathOnly.startsWith("/v1");
+      // A retired API answers for no one: before the key check, as the platform's gone v1 does.
+      if (v1 && options.v1 !== true) return v1Error(410, V1_RETIRED_MESSAGE);
       const method = request.method.toUpperCase();
       if (headerOf(request.headers, "authorization") !== expected) {
         const message = "missing or incorrect API key: send Authorization: Bearer <API_KEY>";
