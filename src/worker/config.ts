@@ -53,7 +53,9 @@ export interface WorkerOptions {
    * Times the worker's poll pacing (pauses between takes and job-stop polls, the 1 s recheck of a
    * concurrency function while every slot is busy), job deadlines and
    * hard-stop graces, and back-off sleeps (take and post retries). Tests pass a `ManualClock`
-   * (from `runlet/harness`) and advance it instead of sleeping. The long polls' own cap
+   * (from `runlet/harness`) and advance it instead of sleeping; whether an empty take answer was
+   * instant is judged on it too, so a clock that stands still makes the worker pause after every
+   * empty answer until the clock moves. The long polls' own cap
    * (`takeTimeoutMs`), the shutdown grace and the flush deadline stay on real time.
    * @default the real clock
    */

@@ -62,8 +62,9 @@ export async function runTakeLoop(deps: TakeLoopDeps): Promise<void> {
     }
     const url = takeUrl(config.jobTakeUrl, config, free, running > 0);
     let answer: Awaited<ReturnType<typeof take>>;
-    // Real time: whether the server held the long poll is a matter of the HTTP request, not of the clock.
-    const sentAt = Date.now();
+    // On the worker's clock, like the pause itself: a ManualClock that stands still counts every
+    // empty answer as instant, so a test sees each pause and moves the clock past it.
+    const sentAt = config.clock.now();
     try {
       answer = await withLinkedSignal(closing, config.takeTimeoutMs, (signal) => take(http, url, signal));
     } catch {
@@ -72,7 +73,7 @@ export async function runTakeLoop(deps: TakeLoopDeps): Promise<void> {
     }
     if (answer.kind === "none") {
       faults = 0;
-      if (Date.now() - sentAt < INSTANT_EMPTY_MS) {
+      if (config.clock.now() - sentAt < INSTANT_EMPTY_MS) {
         // Without a pause an instant answer makes the loop spin (hundreds of takes a second).
         await sleep(backoffDelayMs(instantEmpties++, EMPTY_PAUSE), closing, config.clock);
       } else instantEmpties = 0;

@@ -43,5 +43,5 @@ describe("a handler that fails to load inside an isolation thread (runlet start)
     } finally {
       await stopRunletChild(c);
     }
-  }, 30_000);
+  }, 60_000);
 });
