@@ -136,7 +136,7 @@ describe("the dashboard's listener", () => {
       method: "POST",
       headers: auth,
     });
-    expect((await cancelled.json()).status).toBe("CANCELLED");
+    expect(((await cancelled.json()) as { status: string }).status).toBe("CANCELLED");
     const retry = await fetch(`${h.dashboardUrl}api/jobs/${id}/retry`, { method: "POST", headers: auth });
     expect([retry.status, await retry.json()]).toEqual([
       400,
@@ -154,10 +154,18 @@ describe("the dashboard's listener", () => {
         headers: { authorization: `Bearer ${h.apiKey}`, "content-type": "application/json" },
         body: JSON.stringify(body),
       });
-    const run = await (await post({ endpointId: "local", route: "run", body: { input: { a: 1 } } })).json();
+    const run = (await (
+      await post({ endpointId: "local", route: "run", body: { input: { a: 1 } } })
+    ).json()) as {
+      id: string;
+    };
     expect(run).toEqual({ id: expect.stringMatching(/-e1$/), status: "IN_QUEUE" });
     expect(h.job(run.id)).toMatchObject({ kind: "run", input: { a: 1 } });
-    const sync = await (await post({ endpointId: "local", route: "runsync", body: { input: {} } })).json();
+    const sync = (await (
+      await post({ endpointId: "local", route: "runsync", body: { input: {} } })
+    ).json()) as {
+      id: string;
+    };
     expect(sync.id).toMatch(/^sync-/);
     const bad = await post({ endpointId: "local", route: "run", body: { input: "text" } });
     expect([bad.status, await bad.json()]).toEqual([
