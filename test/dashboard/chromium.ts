@@ -10,13 +10,12 @@ import { type BrowserContext, chromium } from "playwright-core";
  */
 export const CHROMIUM_PATH = process.env["RUNLET_CHROMIUM"] ?? "/usr/bin/chromium";
 export const HAS_CHROMIUM = existsSync(CHROMIUM_PATH);
-/** The one line a local run prints when it skips. */
-export const SKIP_LINE = `skipping the dashboard browser tests: no Chromium at ${CHROMIUM_PATH} (install it with: apt-get install chromium)`;
+const MISSING = `no Chromium at ${CHROMIUM_PATH} (install it with: apt-get install chromium)`;
 
 if (!HAS_CHROMIUM) {
   // CI installs Chromium (.ci/run), so a missing one there is a broken set-up, never a skip.
-  if (process.env["CI"] === "true") throw new Error(`${SKIP_LINE}; in CI these tests must run`);
-  console.warn(SKIP_LINE);
+  if (process.env["CI"] === "true") throw new Error(`the dashboard browser tests must run in CI: ${MISSING}`);
+  console.warn(`skipping the dashboard browser tests: ${MISSING}`);
 }
 
 /** A headless Chromium with a fresh, throw-away user-data-dir; dispose to close it and delete the profile. */
