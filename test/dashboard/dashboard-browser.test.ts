@@ -17,9 +17,18 @@ const DOCS = fileURLToPath(new URL("../../docs/", import.meta.url));
 const WAIT_MS = 30_000;
 
 const echo = defineHandler({
-  input: z.object({ text: z.string().default(""), holdUntilCancelled: z.boolean().default(false) }),
+  input: z.object({
+    text: z.string().default(""),
+    holdUntilCancelled: z.boolean().default(false),
+    fail: z.boolean().default(false),
+  }),
   concurrency: 2,
-  async handler({ input, signal }) {
+  async handler({ input, signal, progress }) {
+    if (input.fail) {
+      progress({ step: 1 });
+      progress({ step: 2 });
+      throw new RangeError("the dial only goes to 10");
+    }
     if (input.holdUntilCancelled) {
       await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
       return { stopped: true };
@@ -42,7 +51,8 @@ const streamer = defineHandler({
   },
 });
 
-describe.skipIf(!HAS_CHROMIUM)("the dashboard in Chromium", () => {
+// Each wait may take up to WAIT_MS on a loaded machine; a test has room for a few of them.
+describe.skipIf(!HAS_CHROMIUM)("the dashboard in Chromium", { timeout: 90_000 }, () => {
   let h: TestHarness;
   let browser: Awaited<ReturnType<typeof launchChromium>>;
   let page: Page;
@@ -69,12 +79,9 @@ describe.skipIf(!HAS_CHROMIUM)("the dashboard in Chromium", () => {
     await page.fill("#request", JSON.stringify(body));
     const before = await page.textContent("#job-id");
     await page.click("#run-submit");
-    // A string: it runs in the page (this file is type-checked without the DOM's types).
-    await page.waitForFunction(
-      `(() => { const id = document.querySelector("#job-id").textContent; return id !== "" && id !== ${JSON.stringify(before)}; })()`,
-      undefined,
-      { timeout: WAIT_MS },
-    );
+    // Any id but the one shown before (the page's CSP forbids the string evaluation waitForFunction would need).
+    const other = new RegExp(`^(?!${(before ?? "").replace(/[^\w-]/g, "\\$&")}$).+$`);
+    await page.locator("#job-id", { hasText: other }).waitFor({ timeout: WAIT_MS });
     return (await page.textContent("#job-id"))!;
   }
 
@@ -123,6 +130,28 @@ describe.skipIf(!HAS_CHROMIUM)("the dashboard in Chromium", () => {
     await page
       .locator(`#endpoints tr[data-endpoint="local"] td.cancelled`, { hasText: /^1$/ })
       .waitFor({ timeout: WAIT_MS });
+  });
+
+  it("lays out a failed job's progress and error report, and retries it", async () => {
+    const id = await submit("local", { input: { fail: true } });
+    await statusIs("FAILED");
+    expect(await page.locator("#job-progress li").allTextContents()).toEqual(['{"step":1}', '{"step":2}']);
+    expect(await page.textContent("#job-failure .failure-type")).toBe("RangeError");
+    expect(await page.textContent("#job-failure .failure-message")).toBe("the dial only goes to 10");
+    expect(await page.textContent("#job-failure .failure-worker")).toBe("local-worker-1");
+    expect(await page.textContent("#job-traceback")).toMatch(/^RangeError: the dial only goes to 10\n\s+at /);
+    expect(await page.isHidden("#job-output-box")).toBe(true);
+    // Retry runs it again (and it fails again): the page follows it back through the queue.
+    const failedBefore = Number(await page.textContent(`#endpoints tr[data-endpoint="local"] td.failed`));
+    await page.click("#retry-job");
+    await page
+      .locator(`#endpoints tr[data-endpoint="local"] td.failed`, {
+        hasText: new RegExp(`^${failedBefore + 1}$`),
+      })
+      .waitFor({ timeout: WAIT_MS });
+    await statusIs("FAILED");
+    expect(h.harness.job(id)?.status).toBe("FAILED");
+    expect(await page.locator("#job-progress li").allTextContents()).toEqual(['{"step":1}', '{"step":2}']);
   });
 
   it("shows the workers and each endpoint's queue depth, normal and low priority", async () => {

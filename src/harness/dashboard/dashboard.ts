@@ -129,9 +129,13 @@ export class Dashboard {
 
   #onJobEvent(event: JobEvent): void {
     switch (event.type) {
-      case "progress":
-        this.#feed.send("progress", { jobId: event.jobId, output: event.output });
+      case "progress": {
+        if (!this.#feed.active) return;
+        // The store applies an update before telling of it, so its count is this update's place (from 1).
+        const index = this.#source.store.table.get(event.jobId)?.progress.length ?? 0;
+        this.#feed.send("progress", { jobId: event.jobId, index, output: event.output });
         return;
+      }
       case "stream":
         this.#feed.send("stream", { jobId: event.jobId, index: event.index, chunk: event.chunk });
         return;

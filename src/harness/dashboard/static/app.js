@@ -17,6 +17,9 @@ const state = {
   /** The open job's id, and its detail once loaded. */
   openId: null,
   open: null,
+  /** Detail reads in flight, and the open job's events that arrived meanwhile. */
+  loading: 0,
+  pending: [],
   editorTouched: false,
 };
 
@@ -169,23 +172,26 @@ function onEvent(type, data) {
       return;
     }
     case "progress":
-      if (data.jobId === state.openId && state.open !== null) {
-        state.open.progress.push(data.output);
-        renderProgress();
-      }
-      return;
     case "stream":
-      if (data.jobId === state.openId && state.open !== null) {
-        const have = state.open.stream.length;
-        if (data.index === have + 1) {
-          state.open.stream.push(data.chunk);
-          renderStream();
-        } else if (data.index > have + 1) {
-          // A chunk came before the detail we hold: read it again.
-          loadJob(data.jobId);
-        }
-      }
+      if (data.jobId !== state.openId) return;
+      // While the open job's detail is being read, its events are kept and replayed on it: the
+      // detail may or may not hold them, and the index tells which.
+      if (state.loading > 0) state.pending.push({ type, data });
+      if (state.open !== null) applyToOpen(type, data);
       return;
+  }
+}
+
+/** Adds the open job's next progress update or stream chunk; `index` (from 1) skips what it holds. */
+function applyToOpen(type, data) {
+  const list = type === "progress" ? state.open.progress : state.open.stream;
+  if (data.index === list.length + 1) {
+    list.push(type === "progress" ? data.output : data.chunk);
+    if (type === "progress") renderProgress();
+    else renderStream();
+  } else if (data.index > list.length + 1 && state.loading === 0) {
+    // Something is missing between the detail held and this event: read it again.
+    loadJob(data.jobId);
   }
 }
 
@@ -294,6 +300,7 @@ function renderJobs() {
 function openJob(id) {
   state.openId = id;
   state.open = null;
+  state.pending = [];
   $("job").hidden = false;
   $("app").classList.remove("single");
   $("job-id").textContent = id;
@@ -303,6 +310,7 @@ function openJob(id) {
 }
 
 async function loadJob(id) {
+  state.loading++;
   try {
     const detail = await api("GET", `jobs/${encodeURIComponent(id)}`);
     if (state.openId !== id) return;
@@ -310,6 +318,14 @@ async function loadJob(id) {
     renderJob();
   } catch (err) {
     if (state.openId === id) $("job-error").textContent = err.message;
+  } finally {
+    state.loading--;
+    if (state.loading === 0) {
+      const pending = state.pending.splice(0);
+      for (const { type, data } of pending) {
+        if (data.jobId === state.openId && state.open !== null) applyToOpen(type, data);
+      }
+    }
   }
 }
 
