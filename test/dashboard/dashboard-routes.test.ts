@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { startHarness } from "../../src/harness/index.js";
+import { ManualClock, startHarness } from "../../src/harness/index.js";
 
 /** Reads server-sent events from a dashboard feed until `until` says stop; returns them in order. */
 async function readEvents(
@@ -228,5 +228,38 @@ describe("the dashboard's listener", () => {
       endpoint: { queue: { normal: 0, low: 1 }, ended: { CANCELLED: 1 } },
       workers: [],
     });
+  });
+
+  it("feeds a worker's pings and its lapse, and keeps a lapsed worker on the list", async () => {
+    const clock = new ManualClock(Date.UTC(2026, 0, 1));
+    await using h = await startHarness({ dashboard: true, clock, heartbeatTimeoutMs: 10_000 });
+    const res = await fetch(`${h.dashboardUrl}api/events`, {
+      headers: { authorization: `Bearer ${h.apiKey}` },
+    });
+    const ping = () =>
+      fetch(`${h.url}/v2/local/ping/w1?job_id=&runpod_version=test`, {
+        headers: { authorization: h.apiKey },
+      });
+    const events = await readEvents(res, (seen) => {
+      const endpoints = seen.filter((e) => e.type === "endpoint").length;
+      if (seen.length === 1) void ping().then((r) => r.text());
+      if (endpoints === 1 && seen.length === 2) clock.advance(10_000);
+      return endpoints === 2;
+    });
+    const workers = events
+      .filter((e) => e.type === "endpoint")
+      .map((e) => (e.data as { workers: unknown }).workers);
+    expect(workers).toEqual([
+      [
+        {
+          id: "w1",
+          endpointId: "local",
+          state: "connected",
+          lastPingAt: "2026-01-01T00:00:00.000Z",
+          jobs: [],
+        },
+      ],
+      [{ id: "w1", endpointId: "local", state: "lapsed", lastPingAt: "2026-01-01T00:00:00.000Z", jobs: [] }],
+    ]);
   });
 });
