@@ -33,7 +33,7 @@ export interface StoreEvents {
   onChunk(job: JobEntry, chunk: StreamChunk, index: number): void;
   /** An endpoint's queue changed (scaling). */
   onQueueChange(endpointId: string): void;
-  /** A job was created, started or put back in the queue (its end is `onTerminal`). */
+  /** A job was created, started, put back in the queue or deleted (its end is `onTerminal`). */
   onJobChange?(job: JobEntry): void;
   /** A worker appeared, pinged or lapsed. */
   onWorkerChange?(worker: WorkerState, change: WorkerChange): void;
@@ -71,6 +71,7 @@ export class JobStore {
       workers: this.workers,
       waits: this.waits,
       onQueueChange: (endpointId) => this.#events.onQueueChange(endpointId),
+      onDeleted: (job) => this.#events.onJobChange?.(job),
     });
   }
 

@@ -262,4 +262,30 @@ describe("the dashboard's listener", () => {
       [{ id: "w1", endpointId: "local", state: "lapsed", lastPingAt: "2026-01-01T00:00:00.000Z", jobs: [] }],
     ]);
   });
+
+  it("tells the page when a job is deleted (a purge here), so it leaves the list", async () => {
+    await using h = await startHarness({ dashboard: true });
+    const id = h.enqueue("local", { input: {} });
+    const res = await fetch(`${h.dashboardUrl}api/events`, {
+      headers: { authorization: `Bearer ${h.apiKey}` },
+    });
+    const events = await readEvents(res, (seen) => {
+      if (seen.length === 1) {
+        void fetch(`${h.url}/v2/local/purge-queue`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${h.apiKey}` },
+          body: "{}",
+        }).then((r) => r.text());
+      }
+      return seen.some((e) => e.type === "job");
+    });
+    expect(events.find((e) => e.type === "job")?.data).toEqual({
+      id,
+      endpointId: "local",
+      kind: "run",
+      status: "IN_QUEUE",
+      createdAt: expect.any(String),
+      deleted: true,
+    });
+  });
 });

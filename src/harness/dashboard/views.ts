@@ -10,8 +10,15 @@ import type { WorkerState } from "../worker-registry.js";
 /** What the dashboard shows in place of a secret. */
 export const MASKED = "[redacted]";
 
-/** A job in the dashboard's table: `/requests`'s item plus its endpoint and how it was submitted. */
-export type JobRow = JobListItem & { readonly endpointId: string; readonly kind: "run" | "runsync" };
+/**
+ * A job in the dashboard's table: `/requests`'s item plus its endpoint and how it was submitted;
+ * `deleted` once ttl, retention, a purge or its endpoint's removal deleted it (the page drops it).
+ */
+export type JobRow = JobListItem & {
+  readonly endpointId: string;
+  readonly kind: "run" | "runsync";
+  readonly deleted?: true;
+};
 
 /** Jobs that ended with each terminal status since the harness started (a retried job counts each end). */
 export type EndCounts = Record<Exclude<JobStatus, "IN_QUEUE" | "IN_PROGRESS">, number>;
@@ -62,7 +69,12 @@ function iso(ms: number | undefined): string | undefined {
 
 /** A job's row in the table. */
 export function jobRowOf(job: JobEntry): JobRow {
-  return { ...listItemOf(job), endpointId: job.endpointId, kind: job.kind };
+  return {
+    ...listItemOf(job),
+    endpointId: job.endpointId,
+    kind: job.kind,
+    ...(job.deleted ? { deleted: true as const } : {}),
+  };
 }
 
 /** The delivered job with `s3Config`'s access key and secret masked (the API never shows s3Config at all). */

@@ -164,6 +164,14 @@ function onEvent(type, data) {
       renderWorkers();
       return;
     case "job": {
+      if (data.deleted) {
+        // Deleted (ttl, retention, purge): gone from the list; an open view says so.
+        state.jobs.delete(data.id);
+        renderJobs();
+        if (data.id === state.openId)
+          $("job-error").textContent = "this job has been deleted (ttl, retention or purge)";
+        return;
+      }
       const before = state.jobs.get(data.id);
       state.jobs.set(data.id, data);
       trimJobs();
