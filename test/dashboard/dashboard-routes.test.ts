@@ -144,6 +144,10 @@ describe("the dashboard's listener", () => {
     ]);
     const missing = await fetch(`${h.dashboardUrl}api/jobs/nope`, { headers: auth });
     expect(missing.status).toBe(404);
+    expect((await fetch(`${h.dashboardUrl}api/jobs/%E0%A4%A`, { headers: auth })).status).toBe(400);
+    expect(
+      (await fetch(`${h.dashboardUrl}api/jobs/${id}/cancel/more`, { method: "POST", headers: auth })).status,
+    ).toBe(404);
   });
 
   it("creates jobs as /run and /runsync would, refusing a bad body with the API's message", async () => {

@@ -234,8 +234,18 @@ export class Dashboard {
       });
     }
     const parts = rest.slice("api/".length).split("/");
-    const [what, id, action] = parts;
-    const route = `${req.method} ${what}${id === undefined ? "" : "/:id"}${action === undefined ? "" : `/${action}`}`;
+    const [what, rawId, action] = parts;
+    let id: string | undefined;
+    try {
+      id = rawId === undefined ? undefined : decodeURIComponent(rawId);
+    } catch {
+      return sendError(res, 400, `malformed path: ${path}`, { headers: SECURITY_HEADERS });
+    }
+    const shape =
+      parts.length > 3
+        ? ""
+        : `${what}${id === undefined ? "" : "/:id"}${action === undefined ? "" : `/${action}`}`;
+    const route = `${req.method} ${shape}`;
     switch (route) {
       case "GET events":
         return this.#feed.open(res, { type: "snapshot", data: this.#snapshot() });
@@ -246,7 +256,7 @@ export class Dashboard {
       case "GET jobs/:id":
       case "POST jobs/:id/cancel":
       case "POST jobs/:id/retry":
-        return this.#onJob(res, decodeURIComponent(id!), action);
+        return this.#onJob(res, id!, action);
       default:
         return sendError(res, 404, `no route for ${req.method} ${path}`, { headers: SECURITY_HEADERS });
     }
