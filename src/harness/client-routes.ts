@@ -1,9 +1,10 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { Health } from "../protocol/api.js";
+import { type Health, JOB_STATUSES, type JobList, jobStatusSchema } from "../protocol/api.js";
 import { RUNSYNC_WAIT_MS, TTL_MS } from "../protocol/limits.js";
 import type { KeyRing } from "./auth.js";
 import { hangUpSignal, readBody, sendError, sendJson } from "./http-util.js";
 import { recordOf } from "./job-entry.js";
+import { listItemOf, recentJobs } from "./job-list.js";
 import type { JobStore } from "./job-store.js";
 import type { ResolvedOptions } from "./options.js";
 import type { RateLimiter } from "./rate-limits.js";
@@ -21,6 +22,7 @@ export const CLIENT_ROUTES = [
   "retry",
   "purge-queue",
   "health",
+  "requests",
 ] as const;
 export type ClientRoute = (typeof CLIENT_ROUTES)[number];
 
@@ -48,6 +50,7 @@ const METHODS: Readonly<Record<ClientRoute, "GET" | "POST">> = {
   retry: "POST",
   "purge-queue": "POST",
   health: "GET",
+  requests: "GET",
 };
 const WITH_JOB_ID: ReadonlySet<ClientRoute> = new Set(["status", "status-sync", "stream", "cancel", "retry"]);
 /** The rate-limit operation of a route (platform-api §8); routes not listed there are not limited. */
@@ -59,6 +62,7 @@ const RATE_OPERATION: Partial<Record<ClientRoute, string>> = {
   stream: "stream",
   cancel: "cancel",
   "purge-queue": "purge-queue",
+  requests: "requests",
 };
 /** Bodies of cancel, retry and purge-queue carry nothing; clients send `{}`. */
 const EMPTY_BODY_LIMIT_BYTES = 65_536;
@@ -115,6 +119,8 @@ export async function handleClientRoute(
       return submit(ctx, req, res, url, route, endpointId);
     case "health":
       return sendJson(res, 200, ctx.health(endpointId));
+    case "requests":
+      return listRequests(ctx, res, url, endpointId);
     case "purge-queue": {
       await readBody(req, EMPTY_BODY_LIMIT_BYTES);
       return sendJson(res, 200, { removed: ctx.store.purge(endpointId), status: "completed" });
@@ -122,6 +128,19 @@ export async function handleClientRoute(
     default:
       return onJob(ctx, req, res, url, route, endpointId, jobId!, reader);
   }
+}
+
+/** `GET /requests[?status=S]`: the endpoint's recent jobs, newest first (runlet's own shape, docs/harness.md). */
+function listRequests(ctx: ClientRoutesContext, res: ServerResponse, url: URL, endpointId: string): void {
+  const raw = url.searchParams.get("status");
+  const status = raw === null ? undefined : jobStatusSchema.safeParse(raw);
+  if (status !== undefined && !status.success) {
+    sendError(res, 400, `status must be one of ${JOB_STATUSES.join(", ")}, got ${JSON.stringify(raw)}`);
+    return;
+  }
+  const jobs = recentJobs(ctx.store.table, endpointId, { status: status?.data });
+  const body: JobList = { requests: jobs.map(listItemOf) };
+  sendJson(res, 200, body);
 }
 
 /** Stream reads are tracked per reader: the key the caller authenticated with. */

@@ -3,6 +3,7 @@ import { RunletError } from "../errors.js";
 import type { Health } from "../protocol/api.js";
 import { KeyRing } from "./auth.js";
 import { TimerSet } from "./clock.js";
+import { Dashboard } from "./dashboard/index.js";
 import { closeServer, listen, sendError } from "./http-util.js";
 import { type JobSnapshot, type NewJob, recordOf, snapshotOf } from "./job-entry.js";
 import { JobEventHub, type JobEventListener } from "./job-events.js";
@@ -46,6 +47,7 @@ export class Harness {
   readonly #scaler: Scaler;
   readonly #management: HarnessManagement;
   readonly #events: JobEventHub;
+  #dashboard: Dashboard | undefined;
   #url = "";
   #closing: Promise<void> | undefined;
 
@@ -73,6 +75,8 @@ export class Harness {
         onProgress: (job, output) => this.#events.emit({ type: "progress", ...about(job), output }),
         onChunk: (job, chunk, index) => this.#events.emit({ type: "stream", ...about(job), index, chunk }),
         onQueueChange: (endpointId) => this.#scaler.schedule(endpointId),
+        onJobChange: (job) => this.#dashboard?.jobChanged(job),
+        onWorkerChange: (worker, change) => this.#dashboard?.workerChanged(worker, change),
       },
     });
     this.#scaler = new Scaler({
@@ -139,6 +143,19 @@ export class Harness {
   /** The base URL, `http://127.0.0.1:<port>`. */
   get url(): string {
     return this.#url;
+  }
+
+  /** The live page's address (without the key), when `dashboard` is on; open it with `#token=<apiKey>`. */
+  get dashboardUrl(): string | undefined {
+    return this.#dashboard?.url;
+  }
+
+  /**
+   * Tells the dashboard that a worker process of `endpointId` exited on its own and is being
+   * replaced (`runlet dev` calls this); the page shows the count. A no-op without the dashboard.
+   */
+  workerRestarted(endpointId: string): void {
+    this.#dashboard?.workerRestarted(endpointId);
   }
 
   /** The main API key (opens every endpoint). */
@@ -271,6 +288,7 @@ export class Harness {
       () => this.#store.close(),
       () => this.#timers.clearAll(),
       () => this.#webhooks.close(),
+      () => this.#dashboard?.close(),
       () => this.#events.clear(),
       () => closeServer(this.#server),
     ];
@@ -292,6 +310,29 @@ export class Harness {
   async #listen(): Promise<void> {
     this.#url = await listen(this.#server, this.#options.port, this.#options.host);
     for (const ep of this.#options.endpoints) this.addEndpoint(ep);
+    const page = this.#options.dashboard;
+    if (page !== undefined) {
+      const o = this.#options;
+      try {
+        this.#dashboard = await Dashboard.start({
+          store: this.#store,
+          limiter: this.#limiter,
+          apiKey: o.apiKey,
+          host: o.host,
+          port: page.port,
+          retention: { runMs: o.limits.runRetentionMs, runsyncMs: o.limits.runsyncRetentionMs },
+          bodyLimits: { runBytes: o.limits.runBytes, runsyncBytes: o.limits.runsyncBytes },
+          webhookAttempts: () => this.#webhooks.attempts(),
+          onJobEvent: (listener) => this.#events.subscribe(listener),
+          sampleRequest: page.sampleRequest,
+          logger: o.logger,
+        });
+      } catch (err) {
+        // Its port is taken, say: the harness it belongs to must not stay open behind the error.
+        await this.close();
+        throw err;
+      }
+    }
   }
 }
 

@@ -4,6 +4,7 @@ export { Harness, startHarness } from "./harness.js";
 export type { JobKind, JobSnapshot, NewJob } from "./job-entry.js";
 export type { JobEvent, JobEventListener } from "./job-events.js";
 export type {
+  DashboardOptions,
   EndpointOptions,
   ExtraRoutes,
   HarnessLimits,

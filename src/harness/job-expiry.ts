@@ -16,6 +16,8 @@ export interface JobExpiryDeps {
   readonly waits: JobWaits;
   /** An endpoint's queue changed (scaling). */
   readonly onQueueChange: (endpointId: string) => void;
+  /** A job was deleted (the dashboard drops it from its list). */
+  readonly onDeleted?: (job: JobEntry) => void;
 }
 
 /**
@@ -91,6 +93,7 @@ export class JobExpiry {
     // The record stays a while so late results are still recognised and counted, then goes.
     timers.set(() => table.forget(job.id), TOMBSTONE_MS);
     waits.notify(job.id);
+    this.#deps.onDeleted?.(job);
     this.#deps.onQueueChange(job.endpointId);
   }
 }

@@ -18,6 +18,7 @@ import { JobWaits } from "./job-waits.js";
 import {
   WorkerRegistry as Registry,
   type UnlistedJob,
+  type WorkerChange,
   type WorkerRegistry,
   type WorkerState,
 } from "./worker-registry.js";
@@ -32,6 +33,10 @@ export interface StoreEvents {
   onChunk(job: JobEntry, chunk: StreamChunk, index: number): void;
   /** An endpoint's queue changed (scaling). */
   onQueueChange(endpointId: string): void;
+  /** A job was created, started, put back in the queue or deleted (its end is `onTerminal`). */
+  onJobChange?(job: JobEntry): void;
+  /** A worker appeared, pinged or lapsed. */
+  onWorkerChange?(worker: WorkerState, change: WorkerChange): void;
 }
 
 /**
@@ -58,6 +63,7 @@ export class JobStore {
       heartbeatTimeoutMs: options.heartbeatTimeoutMs,
       onLapse: (w) => this.#lapsed(w, options.heartbeatTimeoutMs),
       onJobsLost: (w, jobs) => this.#unlisted(w, jobs),
+      onChange: (w, change) => this.#events.onWorkerChange?.(w, change),
     });
     this.#expiry = new JobExpiry({
       table: this.#table,
@@ -65,6 +71,7 @@ export class JobStore {
       workers: this.workers,
       waits: this.waits,
       onQueueChange: (endpointId) => this.#events.onQueueChange(endpointId),
+      onDeleted: (job) => this.#events.onJobChange?.(job),
     });
   }
 
@@ -94,6 +101,7 @@ export class JobStore {
     this.#table.add(job);
     this.#expiry.armTtl(job);
     ep.push(id);
+    this.#events.onJobChange?.(job);
     this.#events.onQueueChange(endpointId);
     return job;
   }
@@ -230,6 +238,7 @@ export class JobStore {
         this.#finish(job, "TIMED_OUT", { error: `job timed out after ${timeoutMs} ms (executionTimeout)` }),
       );
       this.waits.notify(job.id);
+      this.#events.onJobChange?.(job);
       this.#events.onQueueChange(job.endpointId);
     }
   }
@@ -261,6 +270,7 @@ export class JobStore {
   #resetForQueue(job: JobEntry): void {
     this.#expiry.clearExecution(job);
     markQueued(job);
+    this.#events.onJobChange?.(job);
   }
 
   #enqueueAgain(job: JobEntry): void {

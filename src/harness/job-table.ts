@@ -13,7 +13,7 @@ export interface JobCounts {
 /** What the rest of the harness may ask the store's table: lookups and counts, no changes. */
 export type JobLookup = Pick<
   JobTable,
-  "get" | "visible" | "hasEndpoint" | "endpointIds" | "counts" | "queued" | "waitingTakes"
+  "get" | "visible" | "hasEndpoint" | "endpointIds" | "counts" | "queued" | "waitingTakes" | "liveJobsOf"
 >;
 
 /**

@@ -68,6 +68,14 @@ export interface HarnessLimits {
 /** A handler for requests outside the job routes (e.g. management emulation); returns true when it answered. */
 export type ExtraRoutes = (req: IncomingMessage, res: ServerResponse, url: URL) => boolean | Promise<boolean>;
 
+/** The harness's live page (docs/harness.md, "The dashboard"). */
+export interface DashboardOptions {
+  /** Port of the page's own listener, on the harness's host; 0 picks a free one. @default 0 */
+  readonly port?: number;
+  /** The request body the page's "run a request" form starts with (`runlet dev` passes test_input.json). @default {"input": {}} */
+  readonly sampleRequest?: unknown;
+}
+
 /** Options of {@link startHarness}. */
 export interface HarnessOptions {
   /** The main API key: opens every endpoint. @default a random key */
@@ -123,6 +131,11 @@ export interface HarnessOptions {
   readonly gpuTypeId?: string;
   /** Where the harness logs (webhook failures, spawn errors). @default silent */
   readonly logger?: Logger;
+  /**
+   * Serves the live page on a second listener (`Harness.dashboardUrl`); `true` takes the defaults.
+   * Its data needs the main `apiKey`. @default false (`runlet dev` and `runlet harness` turn it on)
+   */
+  readonly dashboard?: boolean | DashboardOptions;
 }
 
 /** Options after defaults, validated and frozen. */
@@ -146,6 +159,7 @@ export interface ResolvedOptions {
   readonly managementV1: boolean;
   readonly gpuTypeId: string;
   readonly logger: Logger | undefined;
+  readonly dashboard: { readonly port: number; readonly sampleRequest: unknown } | undefined;
 }
 
 function bad(message: string): RunletError {
@@ -226,5 +240,15 @@ export function resolveOptions(options: HarnessOptions): ResolvedOptions {
     managementV1: options.managementV1 ?? false,
     gpuTypeId,
     logger: options.logger,
+    dashboard: dashboardOf(options.dashboard),
+  });
+}
+
+function dashboardOf(option: HarnessOptions["dashboard"]): ResolvedOptions["dashboard"] {
+  if (option === undefined || option === false) return undefined;
+  const o = option === true ? {} : option;
+  return Object.freeze({
+    port: positiveInt("dashboard.port", o.port, 0, 0),
+    sampleRequest: o.sampleRequest ?? { input: {} },
   });
 }

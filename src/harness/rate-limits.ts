@@ -20,6 +20,19 @@ export type RateDecision =
   | { readonly ok: true; release(): void }
   | { readonly ok: false; readonly retryAfterSec: number; readonly message: string };
 
+/** One operation's rate-limit state on one endpoint, as the dashboard shows it. */
+export interface RateState {
+  readonly operation: string;
+  /** Requests counted in the current window (0 once the window has passed). */
+  readonly used: number;
+  /** The effective per-window limit (the dynamic rule applied). */
+  readonly perWindow: number;
+  /** Requests in flight now. */
+  readonly inFlight: number;
+  /** The effective concurrency limit, or null where none applies. */
+  readonly concurrent: number | null;
+}
+
 interface Counter {
   windowStart: number;
   count: number;
@@ -47,6 +60,26 @@ export class RateLimiter {
     this.#perWorker = options.requestsPerWorker ?? 10;
     this.#concurrentPerWorker = options.concurrentPerWorker ?? 2;
     this.#disabled = options.disabled ?? false;
+  }
+
+  /** Every limited operation's state on `endpointId`; empty when rate limiting is off. */
+  state(endpointId: string, connectedWorkers: number): RateState[] {
+    if (this.#disabled) return [];
+    const now = this.#clock.now();
+    return Object.entries(this.#rules).map(([operation, rule]) => {
+      const counter = this.#counters.get(`${endpointId}\u0000${operation}`);
+      const current = counter !== undefined && now - counter.windowStart < this.#windowMs;
+      return {
+        operation,
+        used: current ? counter.count : 0,
+        perWindow: Math.max(rule.perWindow, connectedWorkers * this.#perWorker),
+        inFlight: counter?.inFlight ?? 0,
+        concurrent:
+          rule.concurrent === null
+            ? null
+            : Math.max(rule.concurrent, connectedWorkers * this.#concurrentPerWorker),
+      };
+    });
   }
 
   /** Takes a slot for one request of `operation` on `endpointId`; release it when the answer is sent. */

@@ -27,6 +27,9 @@ export interface WorkerState {
   lapseTimer: ClockTimer | undefined;
 }
 
+/** What happened to a worker: it made its first request, it pinged, or it lapsed (no ping in time). */
+export type WorkerChange = "seen" | "ping" | "lapsed";
+
 /** A held job its worker's pings have left out for `heartbeatTimeoutMs` or more. */
 export interface UnlistedJob {
   readonly jobId: string;
@@ -69,6 +72,7 @@ export class WorkerRegistry {
   readonly #heartbeatTimeoutMs: number;
   readonly #onLapse: (worker: WorkerState) => void;
   readonly #onJobsLost: (worker: WorkerState, jobs: readonly UnlistedJob[]) => void;
+  readonly #onChange: ((worker: WorkerState, change: WorkerChange) => void) | undefined;
   readonly #byEndpoint = new Map<string, Map<string, WorkerState>>();
 
   constructor(options: {
@@ -77,12 +81,15 @@ export class WorkerRegistry {
     heartbeatTimeoutMs: number;
     onLapse: (worker: WorkerState) => void;
     onJobsLost: (worker: WorkerState, jobs: readonly UnlistedJob[]) => void;
+    /** Told when a worker appears, pings or lapses (the dashboard's live worker list). */
+    onChange?: (worker: WorkerState, change: WorkerChange) => void;
   }) {
     this.#timers = options.timers;
     this.#now = options.now;
     this.#heartbeatTimeoutMs = options.heartbeatTimeoutMs;
     this.#onLapse = options.onLapse;
     this.#onJobsLost = options.onJobsLost;
+    this.#onChange = options.onChange;
   }
 
   /** The worker, if it is connected. */
@@ -124,6 +131,7 @@ export class WorkerRegistry {
       };
       workers.set(workerId, worker);
       this.#arm(worker);
+      this.#onChange?.(worker, "seen");
     }
     worker.lastSeenAt = this.#now();
     return worker;
@@ -163,6 +171,7 @@ export class WorkerRegistry {
       else if (now - since >= this.#heartbeatTimeoutMs) lost.push({ jobId: id, unlistedMs: now - since });
     }
     if (lost.length > 0) this.#onJobsLost(worker, lost);
+    this.#onChange?.(worker, "ping");
   }
 
   /** Asks the worker to stop a job through its next (or held) job-stop poll. */
@@ -232,5 +241,6 @@ export class WorkerRegistry {
     worker.pendingStops = [];
     worker.stopWaiter?.();
     this.#onLapse(worker);
+    this.#onChange?.(worker, "lapsed");
   }
 }

@@ -95,3 +95,23 @@ export const apiErrorSchema = z.object({
   issues: z.array(z.string()).optional(),
 });
 export type ApiError = z.infer<typeof apiErrorSchema>;
+
+/**
+ * One job in `GET /v2/<endpoint>/requests` (runlet's own shape: the platform lists the route
+ * without one). Times are ISO 8601 on the harness clock; `delayTime` and `executionTime` in ms.
+ * Never the job's input or output.
+ */
+export const jobListItemSchema = z.object({
+  id: z.string(),
+  status: jobStatusSchema,
+  createdAt: z.string(),
+  startedAt: z.string().optional(),
+  finishedAt: z.string().optional(),
+  delayTime: z.number().optional(),
+  executionTime: z.number().optional(),
+  workerId: z.string().optional(),
+});
+export type JobListItem = z.infer<typeof jobListItemSchema>;
+/** `GET /v2/<endpoint>/requests`: the endpoint's recent jobs, newest first. */
+export const jobListSchema = z.object({ requests: z.array(jobListItemSchema) });
+export type JobList = z.infer<typeof jobListSchema>;

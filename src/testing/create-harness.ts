@@ -55,6 +55,8 @@ export interface CreateHarnessOptions {
   readonly worker?: Omit<Partial<WorkerOptions>, "env" | "handlerModule">;
   /** Logger of the harness and the workers. @default silent */
   readonly logger?: Logger;
+  /** Serves the harness's live page too (`harness.dashboardUrl`); see `HarnessOptions.dashboard`. @default false */
+  readonly dashboard?: HarnessOptions["dashboard"];
 }
 
 /** A started harness with in-process workers and a client, for one test. */
@@ -168,6 +170,7 @@ export async function createHarness(options: CreateHarnessOptions): Promise<Test
     ...(options.streamHoldMs === undefined ? {} : { streamHoldMs: options.streamHoldMs }),
     ...(options.heartbeatTimeoutMs === undefined ? {} : { heartbeatTimeoutMs: options.heartbeatTimeoutMs }),
     ...(options.gpuTypeId === undefined ? {} : { gpuTypeId: options.gpuTypeId }),
+    ...(options.dashboard === undefined ? {} : { dashboard: options.dashboard }),
   };
   const harness = await startHarness(harnessOptions);
   try {

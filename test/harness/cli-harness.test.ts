@@ -53,6 +53,14 @@ describe("runlet harness (CLI) and child-process workers", () => {
       const url = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(text)?.[1];
       expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
       expect(text).toContain("  api key  cli-key\n");
+      // The dashboard's link carries the key in its fragment; its data routes need that key.
+      const page = /^ {2}dashboard (http:\/\/127\.0\.0\.1:\d+\/_runlet\/)#token=cli-key$/m.exec(text)?.[1];
+      expect(page).toBeDefined();
+      expect((await fetch(`${page}api/state`)).status).toBe(401);
+      const state = await fetch(`${page}api/state`, { headers: { authorization: "Bearer cli-key" } });
+      expect(
+        ((await state.json()) as { endpoints: Array<{ id: string }> }).endpoints.map((e) => e.id),
+      ).toEqual(["alpha", "beta"]);
       const env = exportsOf(text, "alpha");
       expect(env).toEqual({
         RUNPOD_WEBHOOK_GET_JOB: `${url}/v2/alpha/job-take/$ID?gpu=$RUNPOD_GPU_TYPE_ID`,

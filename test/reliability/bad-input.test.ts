@@ -20,6 +20,7 @@ const CLIENT_ROUTES = [
   "retry",
   "purge-queue",
   "health",
+  "requests",
 ];
 const METHOD: Record<string, string> = {
   run: "POST",
@@ -31,6 +32,7 @@ const METHOD: Record<string, string> = {
   retry: "POST",
   "purge-queue": "POST",
   health: "GET",
+  requests: "GET",
 };
 const WITH_ID = new Set(["status", "status-sync", "stream", "cancel", "retry"]);
 /** Management resources the harness also serves under /v2 (not the job API): never used as endpoint ids here. */
@@ -199,7 +201,7 @@ const badRequest: fc.Arbitrary<BadRequest> = fc.oneof(
           .map(([ep, r]) => `/v2/${ep}/${r}`),
         fc.constantFrom(...CLIENT_ROUTES).map((r) => `/v1/local/${r}`),
         fc
-          .tuple(fc.constantFrom("run", "health", "purge-queue"), idSegment)
+          .tuple(fc.constantFrom("run", "health", "purge-queue", "requests"), idSegment)
           .map(([r, x]) => `/v2/local/${r}/${x}`),
         fc.constantFrom("status", "stream", "cancel", "retry").map((r) => `/v2/local/${r}`),
         fc.tuple(fc.constantFrom("status", "cancel"), idSegment).map(([r, id]) => `/v2/local/${r}/${id}`),

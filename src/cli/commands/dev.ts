@@ -15,8 +15,9 @@ const DEFAULT_PORT = 8787;
 const HELP = `Usage: runlet dev [handler] [--port N] [--workers N]
 
 Starts runlet's local copy of the platform with one endpoint ("${ENDPOINT_ID}") and worker
-processes for the handler, and prints the URL, the API key and a curl to try. Workers are
-replaced when a file in the handler's folder changes; queued jobs wait for the new ones.
+processes for the handler, and prints the URL, the API key, the live dashboard's link (it
+carries the key) and a curl to try. Workers are replaced when a file in the handler's folder
+changes; queued jobs wait for the new ones.
 Each job is logged as it runs. Endpoints created through the harness's management API
 (runlet deploy --base-url <url>) get worker processes for the same handler. Stop with Ctrl-C.
 
@@ -45,13 +46,13 @@ function shellQuote(text: string): string {
   return `'${text.replaceAll("'", `'\\''`)}'`;
 }
 
-/** The body of the printed curl: test_input.json when the folder has one, else an empty input. */
-async function sampleBody(cwd: string): Promise<string> {
+/** The body of the printed curl and the dashboard's editor: test_input.json when the folder has one, else an empty input. */
+async function sampleBody(cwd: string): Promise<unknown> {
   try {
-    return JSON.stringify(JSON.parse(await readFile(join(cwd, "test_input.json"), "utf8")));
+    return JSON.parse(await readFile(join(cwd, "test_input.json"), "utf8")) as unknown;
   } catch {
     // No (or no valid) test_input.json: the curl still shows the request's shape.
-    return JSON.stringify({ input: {} });
+    return { input: {} };
   }
 }
 
@@ -77,6 +78,7 @@ export const command: Command = {
       // Loaded only now, so --help and usage errors answer without loading the harness.
       const { startHarness } = await import("../../harness/index.js");
 
+      const sample = await sampleBody(cwd);
       const deployed = new DevSpawner({
         handlerPath,
         onLine: (label, line) => out(`[${label}] ${formatLogLine(line)}`),
@@ -86,6 +88,8 @@ export const command: Command = {
         endpoints: [{ id: ENDPOINT_ID }],
         // Endpoints deployed to this harness (POST /v2/serverless) run the same handler.
         managementSpawn: deployed.spawn,
+        // The live page, its request editor filled from test_input.json.
+        dashboard: { sampleRequest: sample },
       }).catch((err: unknown) => {
         const code = (err as NodeJS.ErrnoException).code;
         if (code === "EADDRINUSE") {
@@ -100,10 +104,11 @@ export const command: Command = {
         throw err;
       });
       const endpoint = `${harness.url}/v2/${ENDPOINT_ID}`;
-      const body = await sampleBody(cwd);
+      const body = JSON.stringify(sample);
       out(`runlet dev: serving ${relative(cwd, handlerPath) || handlerPath}`);
       out(`  endpoint  ${endpoint}`);
       out(`  api key   ${harness.apiKey}`);
+      out(`  dashboard ${harness.dashboardUrl}#token=${encodeURIComponent(harness.apiKey)}`);
       out(
         `  try       curl -s -X POST ${endpoint}/runsync -H ${shellQuote(`Authorization: Bearer ${harness.apiKey}`)}` +
           ` -H 'Content-Type: application/json' -d ${shellQuote(body)}`,
@@ -115,8 +120,10 @@ export const command: Command = {
         // Platform mode (JSON lines) so each worker line can be rendered as one readable line.
         envFor: () => ({ ...harness.workerEnv(ENDPOINT_ID), RUNPOD_ENDPOINT_ID: ENDPOINT_ID }),
         onLine: (label, line) => out(`[${label}] ${formatLogLine(line)}`),
-        onExit: (label, code, signal) =>
-          out(`runlet dev: worker ${label} exited (${signal ?? `code ${code}`}); starting another`),
+        onExit: (label, code, signal) => {
+          harness.workerRestarted(ENDPOINT_ID);
+          out(`runlet dev: worker ${label} exited (${signal ?? `code ${code}`}); starting another`);
+        },
         onStartFailed: (label, code, signal) =>
           out(
             `runlet dev: worker ${label} did not start (${signal ?? `code ${code}`}); waiting for a change to the handler's folder`,

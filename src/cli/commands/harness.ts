@@ -5,7 +5,8 @@ const HELP = `Usage: runlet harness [--endpoint ID]... [--port N] [--host H] [--
 
 Starts runlet's local copy of the platform alone, with no worker of its own, and prints what
 any worker needs to connect to it: the API key and, per endpoint, the RUNPOD_WEBHOOK_*,
-RUNPOD_AI_API_KEY and RUNPOD_POD_ID variables (as shell exports). A runlet worker
+RUNPOD_AI_API_KEY and RUNPOD_POD_ID variables (as shell exports), and the link to a live
+dashboard of the queues, workers and jobs (the link carries the API key). A runlet worker
 (\`runlet start handler.ts\`) or a worker written with the platform's Python SDK started with
 them takes jobs from it; connected workers show in /v2/<endpoint>/health. Stop with Ctrl-C.
 
@@ -51,6 +52,7 @@ export const command: Command = {
       const harness = await startHarness({
         port,
         endpoints: (ids.length === 0 ? ["local"] : ids).map((id) => ({ id })),
+        dashboard: true,
         ...(typeof host === "string" ? { host } : {}),
         ...(typeof apiKey === "string" ? { apiKey } : {}),
       }).catch((err: unknown) => {
@@ -63,6 +65,7 @@ export const command: Command = {
         const out: string[] = [
           `runlet harness: listening on ${harness.url}`,
           `  api key  ${harness.apiKey}`,
+          `  dashboard ${harness.dashboardUrl}#token=${encodeURIComponent(harness.apiKey)}`,
           "",
         ];
         for (const id of harness.endpointIds()) {

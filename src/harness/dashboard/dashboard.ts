@@ -1,0 +1,328 @@
+import { timingSafeEqual } from "node:crypto";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { Logger } from "pino";
+import { closeServer, listen, parseJson, readBody, sendError, sendJson } from "../http-util.js";
+import type { JobEntry } from "../job-entry.js";
+import type { JobEvent } from "../job-events.js";
+import { recentJobs } from "../job-list.js";
+import type { JobStore } from "../job-store.js";
+import type { RateLimiter } from "../rate-limits.js";
+import { parseRunBody } from "../run-body.js";
+import type { WebhookAttempt } from "../webhooks.js";
+import type { WorkerChange, WorkerState } from "../worker-registry.js";
+import { SseFeed } from "./sse-feed.js";
+import { isStaticFile, SECURITY_HEADERS, sendStatic } from "./static-files.js";
+import {
+  type EndCounts,
+  type EndpointView,
+  endpointViewOf,
+  jobDetailOf,
+  jobRowOf,
+  noEnds,
+  type WorkerView,
+  workerViewOf,
+} from "./views.js";
+
+/** Where the page lives on its listener: a prefix no `/v2/…` route can take. */
+export const DASHBOARD_PATH = "/_runlet/";
+/** Jobs the page's first snapshot carries, newest first, per endpoint. */
+const SNAPSHOT_JOBS = 200;
+/** Lapsed workers remembered for the page, per harness (the oldest are forgotten). */
+const MAX_LAPSED_WORKERS = 50;
+/** Largest request the page may post: a `/runsync` body plus its wrapper. */
+const SUBMIT_ENVELOPE_BYTES = 4_096;
+
+/** What the dashboard reads from and does to its harness. */
+export interface DashboardSource {
+  readonly store: JobStore;
+  readonly limiter: RateLimiter;
+  /** The harness's main key: the page's only key. */
+  readonly apiKey: string;
+  readonly host: string;
+  readonly port: number;
+  readonly retention: { readonly runMs: number; readonly runsyncMs: number };
+  readonly bodyLimits: { readonly runBytes: number; readonly runsyncBytes: number };
+  readonly webhookAttempts: () => WebhookAttempt[];
+  /** Subscribes to the harness's job events (progress, stream chunks, ends). */
+  readonly onJobEvent: (listener: (event: JobEvent) => void) => () => void;
+  /** The body the "run a request" form starts with. */
+  readonly sampleRequest: unknown;
+  readonly logger: Logger | undefined;
+}
+
+/**
+ * The harness's live page on its own listener: endpoints, workers, jobs, one job's details and a
+ * form to submit one. Static files need no key; every data route and the event feed need the
+ * harness's main key as `Authorization: Bearer <key>` (401 without). Updates are pushed as
+ * server-sent events from the harness's job events and worker changes; nothing polls the store.
+ */
+export class Dashboard {
+  readonly #source: DashboardSource;
+  readonly #server: Server;
+  readonly #feed = new SseFeed();
+  readonly #ends = new Map<string, EndCounts>();
+  readonly #restarts = new Map<string, number>();
+  readonly #lapsed = new Map<string, WorkerView>();
+  readonly #dirty = new Set<string>();
+  readonly #unsubscribe: () => void;
+  #flushing = false;
+  #url = "";
+  #closing: Promise<void> | undefined;
+
+  private constructor(source: DashboardSource) {
+    this.#source = source;
+    this.#unsubscribe = source.onJobEvent((event) => this.#onJobEvent(event));
+    this.#server = createServer((req, res) => {
+      this.#route(req, res).catch((err: unknown) => {
+        source.logger?.error({ err }, "dashboard request failed");
+        sendError(res, 500, `internal dashboard error: ${err instanceof Error ? err.message : String(err)}`);
+      });
+    });
+  }
+
+  /** Starts the page's listener. */
+  static async start(source: DashboardSource): Promise<Dashboard> {
+    const dashboard = new Dashboard(source);
+    dashboard.#url = await listen(dashboard.#server, source.port, source.host);
+    return dashboard;
+  }
+
+  /** The page's address, without the key: `http://127.0.0.1:<port>/_runlet/`. */
+  get url(): string {
+    return `${this.#url}${DASHBOARD_PATH}`;
+  }
+
+  /** A job was created, started or requeued (the store's hook). */
+  jobChanged(job: JobEntry): void {
+    if (this.#feed.active) this.#feed.send("job", jobRowOf(job));
+    this.#touch(job.endpointId);
+  }
+
+  /** A worker appeared, pinged or lapsed (the store's hook). */
+  workerChanged(worker: WorkerState, change: WorkerChange): void {
+    const key = `${worker.endpointId}\u0000${worker.id}`;
+    if (change === "lapsed") {
+      this.#lapsed.delete(key);
+      this.#lapsed.set(key, workerViewOf(worker, "lapsed"));
+      if (this.#lapsed.size > MAX_LAPSED_WORKERS) this.#lapsed.delete(this.#lapsed.keys().next().value!);
+    } else if (change === "seen") {
+      this.#lapsed.delete(key);
+    }
+    this.#touch(worker.endpointId);
+  }
+
+  /** A worker process of `endpointId` exited on its own and is being replaced. */
+  workerRestarted(endpointId: string): void {
+    this.#restarts.set(endpointId, (this.#restarts.get(endpointId) ?? 0) + 1);
+    this.#touch(endpointId);
+  }
+
+  /** Ends the event feed and closes the listener. Idempotent. */
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      this.#unsubscribe();
+      this.#feed.close();
+      await closeServer(this.#server);
+    })();
+    return this.#closing;
+  }
+
+  #onJobEvent(event: JobEvent): void {
+    switch (event.type) {
+      case "progress": {
+        if (!this.#feed.active) return;
+        // The store applies an update before telling of it, so its count is this update's place (from 1).
+        const index = this.#source.store.table.get(event.jobId)?.progress.length ?? 0;
+        this.#feed.send("progress", { jobId: event.jobId, index, output: event.output });
+        return;
+      }
+      case "stream":
+        this.#feed.send("stream", { jobId: event.jobId, index: event.index, chunk: event.chunk });
+        return;
+      case "end": {
+        const status = event.job.status;
+        if (status !== "IN_QUEUE" && status !== "IN_PROGRESS") {
+          const ends = this.#ends.get(event.endpointId) ?? noEnds();
+          ends[status]++;
+          this.#ends.set(event.endpointId, ends);
+        }
+        const job = this.#source.store.table.get(event.jobId);
+        if (job !== undefined) this.#feed.send("job", jobRowOf(job));
+        this.#touch(event.endpointId);
+        return;
+      }
+    }
+  }
+
+  /** Marks an endpoint changed; its line and workers are sent once, after the current burst of changes. */
+  #touch(endpointId: string): void {
+    if (!this.#feed.active) return;
+    this.#dirty.add(endpointId);
+    if (this.#flushing) return;
+    this.#flushing = true;
+    setImmediate(() => {
+      this.#flushing = false;
+      for (const id of this.#dirty) {
+        if (!this.#source.store.table.hasEndpoint(id)) continue;
+        this.#feed.send("endpoint", { endpoint: this.#endpoint(id), workers: this.#workers(id) });
+      }
+      this.#dirty.clear();
+    });
+  }
+
+  #endpoint(id: string): EndpointView {
+    const counts = this.#source.store.workers.counts(id, 0);
+    return endpointViewOf(
+      this.#source.store.table,
+      id,
+      this.#ends.get(id) ?? noEnds(),
+      this.#source.limiter.state(id, counts.idle + counts.running),
+      this.#restarts.get(id) ?? 0,
+    );
+  }
+
+  #workers(endpointId: string): WorkerView[] {
+    const connected = this.#source.store.workers.list(endpointId).map((w) => workerViewOf(w, "connected"));
+    const lapsed = [...this.#lapsed.values()].filter(
+      (w) => w.endpointId === endpointId && !connected.some((c) => c.id === w.id),
+    );
+    return [...connected, ...lapsed];
+  }
+
+  #snapshot() {
+    const table = this.#source.store.table;
+    const ids = table.endpointIds();
+    return {
+      endpoints: ids.map((id) => this.#endpoint(id)),
+      workers: ids.flatMap((id) => this.#workers(id)),
+      jobs: ids
+        .flatMap((id) => recentJobs(table, id, { max: SNAPSHOT_JOBS }))
+        .sort((a, b) => b.createdAt - a.createdAt)
+        .slice(0, SNAPSHOT_JOBS)
+        .map(jobRowOf),
+      sampleRequest: this.#source.sampleRequest,
+    };
+  }
+
+  #authorized(req: IncomingMessage): boolean {
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? "");
+    if (match === null) return false;
+    const given = Buffer.from(match[1]!);
+    const key = Buffer.from(this.#source.apiKey);
+    return given.length === key.length && timingSafeEqual(given, key);
+  }
+
+  async #route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = new URL(req.url ?? "/", "http://dashboard").pathname;
+    if (path === "/" || path === "/_runlet") {
+      res.writeHead(302, { ...SECURITY_HEADERS, location: DASHBOARD_PATH });
+      res.end();
+      return;
+    }
+    if (!path.startsWith(DASHBOARD_PATH)) return sendError(res, 404, `no route for ${req.method} ${path}`);
+    const rest = path.slice(DASHBOARD_PATH.length);
+    if (!rest.startsWith("api/")) {
+      const name = rest === "" ? "index.html" : rest;
+      if (req.method !== "GET" || !isStaticFile(name)) {
+        return sendError(res, 404, `no route for ${req.method} ${path}`);
+      }
+      return sendStatic(res, name);
+    }
+    if (!this.#authorized(req)) {
+      return sendError(res, 401, "missing or wrong API key: the dashboard needs the harness's main key", {
+        headers: SECURITY_HEADERS,
+      });
+    }
+    const parts = rest.slice("api/".length).split("/");
+    const [what, rawId, action] = parts;
+    let id: string | undefined;
+    try {
+      id = rawId === undefined ? undefined : decodeURIComponent(rawId);
+    } catch {
+      return sendError(res, 400, `malformed path: ${path}`, { headers: SECURITY_HEADERS });
+    }
+    const shape =
+      parts.length > 3
+        ? ""
+        : `${what}${id === undefined ? "" : "/:id"}${action === undefined ? "" : `/${action}`}`;
+    const route = `${req.method} ${shape}`;
+    switch (route) {
+      case "GET events":
+        return this.#feed.open(res, { type: "snapshot", data: this.#snapshot() });
+      case "GET state":
+        return sendJson(res, 200, this.#snapshot(), SECURITY_HEADERS);
+      case "POST jobs":
+        return this.#submit(req, res);
+      case "GET jobs/:id":
+      case "POST jobs/:id/cancel":
+      case "POST jobs/:id/retry":
+        return this.#onJob(res, id!, action);
+      default:
+        return sendError(res, 404, `no route for ${req.method} ${path}`, { headers: SECURITY_HEADERS });
+    }
+  }
+
+  async #onJob(res: ServerResponse, id: string, action: string | undefined): Promise<void> {
+    const store = this.#source.store;
+    const job = store.table.get(id);
+    if (job === undefined || job.deleted) {
+      return sendError(res, 404, `job "${id}" not found (unknown, or expired)`, {
+        headers: SECURITY_HEADERS,
+      });
+    }
+    if (action === "cancel") store.cancel(job);
+    if (action === "retry") {
+      if (job.status !== "FAILED" && job.status !== "TIMED_OUT") {
+        return sendError(
+          res,
+          400,
+          `job "${id}" is ${job.status}: only FAILED or TIMED_OUT jobs can be retried`,
+          {
+            headers: SECURITY_HEADERS,
+          },
+        );
+      }
+      store.retry(job);
+    }
+    sendJson(res, 200, jobDetailOf(job, this.#source.webhookAttempts()), SECURITY_HEADERS);
+  }
+
+  /** `POST api/jobs {endpointId, route: "run" | "runsync", body}`: a job created as that route would. */
+  async #submit(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const { bodyLimits, retention, store } = this.#source;
+    const limit = Math.max(bodyLimits.runBytes, bodyLimits.runsyncBytes) + SUBMIT_ENVELOPE_BYTES;
+    const read = await readBody(req, limit);
+    const fail = (status: number, message: string, issues?: readonly string[]) =>
+      sendError(res, status, message, { issues, headers: SECURITY_HEADERS });
+    if (!read.ok)
+      return fail(
+        read.tooLarge ? 413 : 400,
+        read.tooLarge ? `request is over ${limit} bytes` : "request is not UTF-8",
+      );
+    const parsed = parseJson(read.text);
+    const envelope = parsed.ok ? (parsed.value as Record<string, unknown> | null) : null;
+    if (typeof envelope !== "object" || envelope === null) {
+      return fail(400, "send a JSON object {endpointId, route, body}");
+    }
+    const { endpointId, route, body } = envelope;
+    if (typeof endpointId !== "string" || !store.table.hasEndpoint(endpointId)) {
+      return fail(404, `endpoint ${JSON.stringify(endpointId)} not found`);
+    }
+    if (route !== "run" && route !== "runsync") {
+      return fail(400, `route must be "run" or "runsync", got ${JSON.stringify(route)}`);
+    }
+    const text = JSON.stringify(body ?? null);
+    const bodyLimit = route === "run" ? bodyLimits.runBytes : bodyLimits.runsyncBytes;
+    if (Buffer.byteLength(text) > bodyLimit)
+      return fail(413, `request body is over the /${route} limit of ${bodyLimit} bytes`);
+    const checked = parseRunBody(text);
+    if (!checked.ok) return fail(400, checked.message, checked.issues);
+    const job = store.create(
+      endpointId,
+      route,
+      checked.job,
+      route === "run" ? retention.runMs : retention.runsyncMs,
+    );
+    sendJson(res, 200, { id: job.id, status: job.status }, SECURITY_HEADERS);
+  }
+}

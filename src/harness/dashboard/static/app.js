@@ -1,0 +1,558 @@
+// The harness's live page: plain DOM, no build step, no dependency. Data comes from the
+// dashboard's own routes (api/…) with the harness's key; live changes from its event feed.
+
+const TOKEN_KEY = "runlet-dashboard-token";
+const MAX_JOBS = 500;
+const TERMINAL = new Set(["COMPLETED", "FAILED", "CANCELLED", "TIMED_OUT"]);
+
+const $ = (id) => document.getElementById(id);
+
+const state = {
+  endpoints: new Map(),
+  /** endpointId → worker views */
+  workers: new Map(),
+  /** jobId → row */
+  jobs: new Map(),
+  filter: "",
+  /** The open job's id, and its detail once loaded. */
+  openId: null,
+  open: null,
+  /** Detail reads in flight, and the open job's events that arrived meanwhile. */
+  loading: 0,
+  pending: [],
+  editorTouched: false,
+};
+
+// ---- the key: from the link's #token=…, kept for this browser session only ----
+
+function takeTokenFromLink() {
+  const params = new URLSearchParams(location.hash.slice(1));
+  const token = params.get("token");
+  if (token) {
+    sessionStorage.setItem(TOKEN_KEY, token);
+    // The key leaves the address bar (and history) at once.
+    history.replaceState(null, "", location.pathname + location.search);
+  }
+}
+
+const token = () => sessionStorage.getItem(TOKEN_KEY);
+
+function lock(message) {
+  sessionStorage.removeItem(TOKEN_KEY);
+  $("app").hidden = true;
+  $("locked").hidden = false;
+  $("key-error").textContent = message ?? "";
+  setConn("offline", "locked");
+}
+
+function unlock() {
+  $("locked").hidden = true;
+  $("app").hidden = false;
+}
+
+// ---- tiny DOM helper ----
+
+function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs ?? {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
+    else if (k === "class") el.className = v;
+    else el.setAttribute(k, v === true ? "" : String(v));
+  }
+  for (const child of children.flat()) {
+    if (child === undefined || child === null || child === false) continue;
+    el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return el;
+}
+
+const json = (value) => JSON.stringify(value, null, 2) ?? "undefined";
+const ms = (n) => (n === undefined ? "–" : `${n} ms`);
+const clock = (iso) => (iso === undefined ? "–" : new Date(iso).toLocaleTimeString());
+const statusBadge = (status) => h("span", { class: "status", "data-status": status }, status);
+
+// ---- the data routes ----
+
+async function api(method, path, body) {
+  const res = await fetch(`api/${path}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${token()}`,
+      ...(body === undefined ? {} : { "content-type": "application/json" }),
+    },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const data = await res.json().catch(() => ({}));
+  if (res.status === 401) {
+    lock("That key was refused.");
+    throw new Error("the harness refused the key");
+  }
+  if (!res.ok) throw new Error(data.error ?? `HTTP ${res.status}`);
+  return data;
+}
+
+// ---- the event feed (server-sent events read through fetch, so the key stays in a header) ----
+
+function setConn(state, text) {
+  const el = $("conn");
+  el.dataset.state = state;
+  el.textContent = text ?? state;
+}
+
+async function follow() {
+  for (;;) {
+    if (!token()) return;
+    try {
+      setConn("connecting", "connecting…");
+      const res = await fetch("api/events", { headers: { authorization: `Bearer ${token()}` } });
+      if (res.status === 401) {
+        lock("That key was refused.");
+        return;
+      }
+      if (!res.ok || res.body === null) throw new Error(`HTTP ${res.status}`);
+      unlock();
+      setConn("live", "live");
+      const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+      let buffer = "";
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buffer += value;
+        let end = buffer.indexOf("\n\n");
+        while (end >= 0) {
+          dispatch(buffer.slice(0, end));
+          buffer = buffer.slice(end + 2);
+          end = buffer.indexOf("\n\n");
+        }
+      }
+    } catch (err) {
+      console.warn("event feed:", err);
+    }
+    setConn("offline", "reconnecting…");
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+  }
+}
+
+function dispatch(block) {
+  let type = "message";
+  let data = "";
+  for (const line of block.split("\n")) {
+    if (line.startsWith("event: ")) type = line.slice(7);
+    else if (line.startsWith("data: ")) data += line.slice(6);
+  }
+  if (data !== "") onEvent(type, JSON.parse(data));
+}
+
+function onEvent(type, data) {
+  switch (type) {
+    case "snapshot":
+      state.endpoints = new Map(data.endpoints.map((e) => [e.id, e]));
+      state.workers = new Map(data.endpoints.map((e) => [e.id, []]));
+      for (const w of data.workers) state.workers.get(w.endpointId)?.push(w);
+      state.jobs = new Map(data.jobs.map((j) => [j.id, j]));
+      fillEditor(data.sampleRequest);
+      renderEndpoints();
+      renderWorkers();
+      renderJobs();
+      if (state.openId !== null) loadJob(state.openId);
+      return;
+    case "endpoint":
+      state.endpoints.set(data.endpoint.id, data.endpoint);
+      state.workers.set(data.endpoint.id, data.workers);
+      renderEndpoints();
+      renderWorkers();
+      return;
+    case "job": {
+      if (data.deleted) {
+        // Deleted (ttl, retention, purge): gone from the list; an open view says so.
+        state.jobs.delete(data.id);
+        renderJobs();
+        if (data.id === state.openId)
+          $("job-error").textContent = "this job has been deleted (ttl, retention or purge)";
+        return;
+      }
+      const before = state.jobs.get(data.id);
+      state.jobs.set(data.id, data);
+      trimJobs();
+      renderJobs();
+      if (data.id === state.openId && before?.status !== data.status) loadJob(data.id);
+      return;
+    }
+    case "progress":
+    case "stream":
+      if (data.jobId !== state.openId) return;
+      // While the open job's detail is being read, its events are kept and replayed on it: the
+      // detail may or may not hold them, and the index tells which.
+      if (state.loading > 0) state.pending.push({ type, data });
+      if (state.open !== null) applyToOpen(type, data);
+      return;
+  }
+}
+
+/** Adds the open job's next progress update or stream chunk; `index` (from 1) skips what it holds. */
+function applyToOpen(type, data) {
+  const list = type === "progress" ? state.open.progress : state.open.stream;
+  if (data.index === list.length + 1) {
+    list.push(type === "progress" ? data.output : data.chunk);
+    if (type === "progress") renderProgress();
+    else renderStream();
+  } else if (data.index > list.length + 1 && state.loading === 0) {
+    // Something is missing between the detail held and this event: read it again.
+    loadJob(data.jobId);
+  }
+}
+
+function trimJobs() {
+  if (state.jobs.size <= MAX_JOBS) return;
+  const oldest = [...state.jobs.values()].sort((a, b) => a.createdAt.localeCompare(b.createdAt));
+  for (const row of oldest.slice(0, state.jobs.size - MAX_JOBS)) state.jobs.delete(row.id);
+}
+
+// ---- endpoints and workers ----
+
+function rateText(limits) {
+  if (limits.length === 0) return "off";
+  const busy = limits.filter((r) => r.used > 0 || r.inFlight > 0);
+  if (busy.length === 0) return "idle";
+  return busy
+    .map(
+      (r) =>
+        `${r.operation} ${r.used}/${r.perWindow}${r.concurrent === null ? "" : `, ${r.inFlight}/${r.concurrent} in flight`}`,
+    )
+    .join(" · ");
+}
+
+function renderEndpoints() {
+  const rows = [...state.endpoints.values()].map((e) =>
+    h(
+      "tr",
+      { "data-endpoint": e.id },
+      h("td", { class: "id" }, e.id),
+      h("td", { class: "num queue" }, `${e.queue.normal} / ${e.queue.low}`),
+      h("td", { class: "num in-progress" }, e.inProgress),
+      h("td", { class: "num completed" }, e.ended.COMPLETED),
+      h("td", { class: "num failed" }, e.ended.FAILED),
+      h("td", { class: "num cancelled" }, e.ended.CANCELLED),
+      h("td", { class: "num timed-out" }, e.ended.TIMED_OUT),
+      h("td", { class: "num restarts" }, e.restarts),
+      h("td", { class: "rates" }, rateText(e.rateLimits)),
+    ),
+  );
+  $("endpoints").tBodies[0].replaceChildren(...rows);
+  const select = $("run-endpoint");
+  const chosen = select.value;
+  select.replaceChildren(...[...state.endpoints.keys()].map((id) => h("option", { value: id }, id)));
+  if (state.endpoints.has(chosen)) select.value = chosen;
+}
+
+function renderWorkers() {
+  const all = [...state.workers.values()].flat();
+  const rows = all.map((w) =>
+    h(
+      "tr",
+      { "data-worker": w.id },
+      h("td", { class: "id" }, w.id),
+      h("td", {}, w.endpointId),
+      h("td", { class: "state", "data-state": w.state }, w.unhealthy ? `${w.state} (unhealthy)` : w.state),
+      h("td", { class: "last-ping" }, clock(w.lastPingAt)),
+      h(
+        "td",
+        { class: "held" },
+        w.jobs.length === 0
+          ? "none"
+          : w.jobs.map((id) =>
+              h(
+                "a",
+                {
+                  href: "#",
+                  class: "id",
+                  onclick: (e) => {
+                    e.preventDefault();
+                    openJob(id);
+                  },
+                },
+                `${id} `,
+              ),
+            ),
+      ),
+    ),
+  );
+  $("workers").tBodies[0].replaceChildren(...rows);
+  $("no-workers").hidden = all.length > 0;
+}
+
+// ---- jobs ----
+
+function renderJobs() {
+  const rows = [...state.jobs.values()]
+    .filter((j) => state.filter === "" || j.status === state.filter)
+    .sort((a, b) => b.createdAt.localeCompare(a.createdAt));
+  $("jobs").tBodies[0].replaceChildren(
+    ...rows.map((j) =>
+      h(
+        "tr",
+        { "data-job": j.id, class: j.id === state.openId ? "open" : undefined, onclick: () => openJob(j.id) },
+        h("td", { class: "id" }, j.id),
+        h("td", {}, j.endpointId),
+        h("td", {}, statusBadge(j.status)),
+        h("td", { class: "num" }, ms(j.delayTime)),
+        h("td", { class: "num" }, ms(j.executionTime)),
+        h("td", {}, clock(j.createdAt)),
+      ),
+    ),
+  );
+  $("no-jobs").hidden = rows.length > 0;
+}
+
+function openJob(id) {
+  state.openId = id;
+  state.open = null;
+  state.pending = [];
+  $("job").hidden = false;
+  $("app").classList.remove("single");
+  $("job-id").textContent = id;
+  $("job-error").textContent = "";
+  renderJobs();
+  loadJob(id);
+}
+
+async function loadJob(id) {
+  state.loading++;
+  try {
+    const detail = await api("GET", `jobs/${encodeURIComponent(id)}`);
+    if (state.openId !== id) return;
+    state.open = detail;
+    renderJob();
+  } catch (err) {
+    if (state.openId === id) $("job-error").textContent = err.message;
+  } finally {
+    state.loading--;
+    if (state.loading === 0) {
+      const pending = state.pending.splice(0);
+      for (const { type, data } of pending) {
+        if (data.jobId === state.openId && state.open !== null) applyToOpen(type, data);
+      }
+    }
+  }
+}
+
+async function act(action) {
+  const id = state.openId;
+  $("job-error").textContent = "";
+  try {
+    const detail = await api("POST", `jobs/${encodeURIComponent(id)}/${action}`);
+    if (state.openId === id) {
+      state.open = detail;
+      renderJob();
+    }
+  } catch (err) {
+    $("job-error").textContent = err.message;
+  }
+}
+
+function renderJob() {
+  const job = state.open;
+  const status = $("job-status");
+  status.textContent = job.status;
+  status.dataset.status = job.status;
+  $("cancel-job").disabled = TERMINAL.has(job.status);
+  $("retry-job").disabled = job.status !== "FAILED" && job.status !== "TIMED_OUT";
+  const facts = [
+    ["endpoint", job.endpointId],
+    ["submitted as", `/${job.kind}`],
+    ["worker", job.workerId ?? "–"],
+    ["created", clock(job.createdAt)],
+    ["started", clock(job.startedAt)],
+    ["finished", clock(job.finishedAt)],
+    ["delay", ms(job.delayTime)],
+    ["execution", ms(job.executionTime)],
+    ...(job.lapses > 0 ? [["lost by a worker", `${job.lapses}×`]] : []),
+  ];
+  $("job-facts").replaceChildren(...facts.flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]));
+  $("job-request").textContent = json(job.request);
+  $("job-output-box").hidden = !("output" in job);
+  $("job-output").textContent = "output" in job ? json(job.output) : "";
+  renderFailure(job.error);
+  renderProgress();
+  renderStream();
+  $("webhooks").tBodies[0].replaceChildren(
+    ...job.webhookAttempts.map((a) =>
+      h(
+        "tr",
+        {},
+        h("td", {}, a.attempt),
+        h("td", { class: "id" }, a.url),
+        h("td", { class: a.ok ? "" : "error" }, a.outcome),
+      ),
+    ),
+  );
+}
+
+/** A handler's error is a JSON report (type, message, traceback); other errors are plain text. */
+function renderFailure(error) {
+  $("job-failure-box").hidden = error === undefined;
+  if (error === undefined) return;
+  let report = null;
+  try {
+    report = JSON.parse(error);
+  } catch {
+    // Plain text: shown as the message.
+  }
+  const fields =
+    report !== null && typeof report === "object" && typeof report.error_message === "string"
+      ? [
+          ["type", report.error_type],
+          ["message", report.error_message],
+          ["worker", report.worker_id],
+          ["host", report.hostname],
+          ["runpod version", report.runpod_version],
+        ]
+      : [["message", error]];
+  $("job-failure").replaceChildren(
+    ...fields
+      .filter(([, v]) => v !== undefined)
+      .flatMap(([k, v]) => [h("dt", {}, k), h("dd", { class: `failure-${k.replace(" ", "-")}` }, v)]),
+  );
+  const traceback = report?.error_traceback;
+  $("job-traceback").hidden = typeof traceback !== "string" || traceback === "";
+  $("job-traceback").textContent = typeof traceback === "string" ? traceback : "";
+}
+
+function renderProgress() {
+  $("job-progress").replaceChildren(
+    ...state.open.progress.map((p) => h("li", {}, h("code", {}, JSON.stringify(p)))),
+  );
+}
+
+/**
+ * The stream as the handler yielded it: a chunk's metrics say which item it belongs to and how it
+ * is encoded; items split into parts are joined first. String items are text, joined in order;
+ * other items are listed with their metrics.
+ */
+function assemble(chunks) {
+  let text = "";
+  const items = [];
+  const partial = new Map();
+  const emit = (value, metrics) => {
+    if (typeof value === "string") text += value;
+    else items.push({ value, metrics });
+  };
+  for (const chunk of chunks) {
+    const m = chunk.metrics ?? {};
+    if (typeof m.parts !== "number" || m.parts <= 1 || typeof m.streamIndex !== "number") {
+      emit(chunk.output, m);
+      continue;
+    }
+    const item = partial.get(m.streamIndex) ?? { parts: [], got: 0 };
+    if (item.parts[m.part] === undefined) item.got++;
+    item.parts[m.part] = chunk.output;
+    partial.set(m.streamIndex, item);
+    if (item.got < m.parts) continue;
+    partial.delete(m.streamIndex);
+    const joined = item.parts.join("");
+    if (m.encoding === "json-text") {
+      try {
+        emit(JSON.parse(joined), m);
+      } catch {
+        emit({ unreadable: joined.slice(0, 200) }, m);
+      }
+    } else if (m.encoding === "base64") emit({ base64Bytes: m.bytes }, m);
+    else emit(joined, m);
+  }
+  return { text, items };
+}
+
+function renderStream() {
+  const chunks = state.open.stream;
+  const { text, items } = assemble(chunks);
+  $("stream-count").textContent = chunks.length === 0 ? "(none)" : `(${chunks.length} chunks)`;
+  $("stream-text").textContent = text;
+  $("stream-items").replaceChildren(
+    ...items.map(({ value, metrics }) =>
+      h(
+        "li",
+        {},
+        h("code", {}, JSON.stringify(value)),
+        " ",
+        h("span", { class: "metrics" }, JSON.stringify(metrics)),
+      ),
+    ),
+  );
+}
+
+// ---- run a request ----
+
+function fillEditor(sample) {
+  if (state.editorTouched) return;
+  $("request").value = json(sample ?? { input: {} });
+}
+
+async function submit(event) {
+  event.preventDefault();
+  const error = $("run-error");
+  error.textContent = "";
+  let body;
+  try {
+    body = JSON.parse($("request").value);
+  } catch (err) {
+    error.textContent = `the request body is not JSON: ${err.message}`;
+    return;
+  }
+  if (body === null || typeof body !== "object" || Array.isArray(body)) {
+    error.textContent = 'the request body must be a JSON object such as {"input": {}}';
+    return;
+  }
+  const policy = { ...(body.policy ?? {}) };
+  const timeout = $("policy-timeout").value;
+  const ttl = $("policy-ttl").value;
+  if (timeout !== "") policy.executionTimeout = Number(timeout);
+  if (ttl !== "") policy.ttl = Number(ttl);
+  if ($("policy-low").checked) policy.lowPriority = true;
+  if (Object.keys(policy).length > 0) body.policy = policy;
+  const webhook = $("run-webhook").value.trim();
+  if (webhook !== "") body.webhook = webhook;
+  try {
+    const { id } = await api("POST", "jobs", {
+      endpointId: $("run-endpoint").value,
+      route: $("run-route").value,
+      body,
+    });
+    openJob(id);
+  } catch (err) {
+    error.textContent = err.message;
+  }
+}
+
+// ---- start ----
+
+function start() {
+  takeTokenFromLink();
+  $("key-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    sessionStorage.setItem(TOKEN_KEY, $("key-input").value.trim());
+    $("key-input").value = "";
+    follow();
+  });
+  $("run-form").addEventListener("submit", submit);
+  $("request").addEventListener("input", () => {
+    state.editorTouched = true;
+  });
+  $("status-filter").addEventListener("change", (event) => {
+    state.filter = event.target.value;
+    renderJobs();
+  });
+  $("cancel-job").addEventListener("click", () => act("cancel"));
+  $("retry-job").addEventListener("click", () => act("retry"));
+  $("close-job").addEventListener("click", () => {
+    state.openId = null;
+    state.open = null;
+    $("job").hidden = true;
+    $("app").classList.add("single");
+    renderJobs();
+  });
+  if (token()) follow();
+  else lock();
+}
+
+start();

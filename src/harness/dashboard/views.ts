@@ -1,0 +1,145 @@
+import type { JobListItem, JobStatus } from "../../protocol/api.js";
+import type { StreamChunk } from "../../protocol/worker-bodies.js";
+import { deliveredOf, type JobEntry } from "../job-entry.js";
+import { listItemOf } from "../job-list.js";
+import type { JobLookup } from "../job-table.js";
+import type { RateState } from "../rate-limits.js";
+import type { WebhookAttempt } from "../webhooks.js";
+import type { WorkerState } from "../worker-registry.js";
+
+/** What the dashboard shows in place of a secret. */
+export const MASKED = "[redacted]";
+
+/**
+ * A job in the dashboard's table: `/requests`'s item plus its endpoint and how it was submitted;
+ * `deleted` once ttl, retention, a purge or its endpoint's removal deleted it (the page drops it).
+ */
+export type JobRow = JobListItem & {
+  readonly endpointId: string;
+  readonly kind: "run" | "runsync";
+  readonly deleted?: true;
+};
+
+/** Jobs that ended with each terminal status since the harness started (a retried job counts each end). */
+export type EndCounts = Record<Exclude<JobStatus, "IN_QUEUE" | "IN_PROGRESS">, number>;
+
+/** One endpoint's line on the page. */
+export interface EndpointView {
+  readonly id: string;
+  /** Waiting jobs without and with `policy.lowPriority`. */
+  readonly queue: { readonly normal: number; readonly low: number };
+  readonly inProgress: number;
+  readonly ended: EndCounts;
+  /** Rate-limit state per operation (empty when limits are off). */
+  readonly rateLimits: readonly RateState[];
+  /** Worker processes that exited on their own and were replaced (`runlet dev` reports them). */
+  readonly restarts: number;
+}
+
+/** One worker's line: connected (from the registry) or lapsed (remembered by the dashboard). */
+export interface WorkerView {
+  readonly id: string;
+  readonly endpointId: string;
+  readonly state: "connected" | "lapsed";
+  /** ISO time of its latest ping; absent before its first. */
+  readonly lastPingAt?: string;
+  /** Ids of the jobs it holds. */
+  readonly jobs: readonly string[];
+  /** Set when its last ping said `status=unhealthy`. */
+  readonly unhealthy?: string;
+}
+
+/** Everything the job view shows. */
+export interface JobDetail extends JobRow {
+  /** The job as its worker receives it (`input`, `policy`, `s3Config`, `webhook`, …), s3Config secrets masked. */
+  readonly request: Record<string, unknown>;
+  readonly output?: unknown;
+  /** The error text; a handler's error report is JSON text (worker-protocol §4), which the page lays out. */
+  readonly error?: string;
+  readonly progress: readonly unknown[];
+  readonly stream: readonly StreamChunk[];
+  readonly webhookAttempts: readonly WebhookAttempt[];
+  /** Times a worker lost the job while running it. */
+  readonly lapses: number;
+}
+
+function iso(ms: number | undefined): string | undefined {
+  return ms === undefined ? undefined : new Date(ms).toISOString();
+}
+
+/** A job's row in the table. */
+export function jobRowOf(job: JobEntry): JobRow {
+  return {
+    ...listItemOf(job),
+    endpointId: job.endpointId,
+    kind: job.kind,
+    ...(job.deleted ? { deleted: true as const } : {}),
+  };
+}
+
+/** The delivered job with `s3Config`'s access key and secret masked (the API never shows s3Config at all). */
+export function maskedRequest(job: JobEntry): Record<string, unknown> {
+  const request = deliveredOf(job);
+  const s3 = request["s3Config"];
+  if (typeof s3 === "object" && s3 !== null && !Array.isArray(s3)) {
+    const masked: Record<string, unknown> = { ...s3 };
+    for (const key of Object.keys(masked)) {
+      if (/secret|accessid|password|token/i.test(key)) masked[key] = MASKED;
+    }
+    request["s3Config"] = masked;
+  }
+  return request;
+}
+
+/** The job view's data. */
+export function jobDetailOf(job: JobEntry, webhookAttempts: readonly WebhookAttempt[]): JobDetail {
+  return {
+    ...jobRowOf(job),
+    request: maskedRequest(job),
+    ...(job.hasOutput ? { output: job.output } : {}),
+    ...(job.error === undefined ? {} : { error: job.error }),
+    progress: [...job.progress],
+    stream: [...job.stream],
+    webhookAttempts: webhookAttempts.filter((a) => a.jobId === job.id),
+    lapses: job.lapses,
+  };
+}
+
+/** One endpoint's line. */
+export function endpointViewOf(
+  table: JobLookup,
+  id: string,
+  ended: EndCounts,
+  rateLimits: readonly RateState[],
+  restarts: number,
+): EndpointView {
+  let low = 0;
+  const queued = table.queued(id);
+  for (const job of queued) if (job.policy?.lowPriority === true) low++;
+  return {
+    id,
+    queue: { normal: queued.length - low, low },
+    inProgress: table.counts(id).inProgress,
+    ended,
+    rateLimits,
+    restarts,
+  };
+}
+
+/** A connected worker's line. */
+export function workerViewOf(worker: WorkerState, state: "connected" | "lapsed"): WorkerView {
+  const lastPingAt = iso(worker.lastPingAt);
+  return {
+    id: worker.id,
+    endpointId: worker.endpointId,
+    state,
+    ...(lastPingAt === undefined ? {} : { lastPingAt }),
+    jobs: state === "connected" ? [...worker.jobs] : [],
+    ...(worker.unhealthy === undefined ? {} : { unhealthy: worker.unhealthy }),
+  };
+}
+
+/** No ends yet. */
+export function noEnds(): EndCounts {
+  return { COMPLETED: 0, FAILED: 0, CANCELLED: 0, TIMED_OUT: 0 };
+}
