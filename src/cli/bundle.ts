@@ -1,7 +1,8 @@
-import { mkdir, stat } from "node:fs/promises";
-import { basename, dirname, join } from "node:path";
+import { mkdir, rm, stat } from "node:fs/promises";
+import { basename, dirname, join, resolve } from "node:path";
 import { build, type Message, type Plugin } from "esbuild";
 import { RunletError } from "../errors.js";
+import { WARM_COMPILE_CACHE_FLAG } from "./dockerfile.js";
 import { runletExports } from "./paths.js";
 
 /** Options of {@link bundleHandler}. */
@@ -12,7 +13,7 @@ export interface BundleOptions {
   readonly outDir: string;
   /** Packages left out of the bundle (native addons); the image must provide them. @default [] */
   readonly externals?: readonly string[];
-  /** Minify the bundle. @default false */
+  /** Minify the bundle (stack traces stay readable through the source maps). @default true */
   readonly minify?: boolean;
 }
 
@@ -20,14 +21,21 @@ export interface BundleOptions {
 export interface BundleResult {
   readonly bundlePath: string;
   readonly mapPath: string;
+  /** Bytes Node reads before the first job: the entry and the chunks it imports statically. */
   readonly bundleBytes: number;
+  /** Bytes of the chunks loaded only when a job needs them (the S3 SDK, for `ctx.s3` and offloads). */
+  readonly lazyBytes: number;
+  /** Bytes of every source map. */
   readonly mapBytes: number;
   /** esbuild's warnings, formatted for a terminal. */
   readonly warnings: readonly string[];
 }
 
-/** The file name of the bundle; Dockerfile.base's CMD runs it as /app/worker.mjs. */
+/** The file name of the bundle; the image's CMD runs it as /app/worker.mjs. */
 export const BUNDLE_FILE = "worker.mjs";
+
+/** The folder (beside the bundle) of the chunks it shares with the parts it loads on demand. */
+export const CHUNK_DIR = "chunks";
 
 /**
  * ESM has no `require`, but CommonJS dependencies bundled into an ESM file still call it (for
@@ -55,7 +63,13 @@ export function renderEntry(handlerPath: string): string {
     "  if (!isHandlerDefinition(definition)) {",
     `    throw new RunletError("RUNLET_HANDLER_LOAD", ${JSON.stringify(`${basename(handlerPath)} must \`export default defineHandler({...})\``)});`,
     "  }",
-    "  process.exitCode = await serveHandler(definition, { env: process.env, threadEntry: import.meta.url });",
+    // The image build runs the bundle once with this flag: everything a start loads is now
+    // compiled, and Node writes its compile cache (NODE_COMPILE_CACHE) on the way out.
+    `  if (process.argv[2] === ${JSON.stringify(WARM_COMPILE_CACHE_FLAG)}) {`,
+    "    process.exitCode = 0;",
+    "  } else {",
+    "    process.exitCode = await serveHandler(definition, { env: process.env, threadEntry: import.meta.url });",
+    "  }",
     "} catch (err) {",
     "  process.stderr.write(",
     // biome-ignore lint/suspicious/noTemplateCurlyInString: generated code holds its own template literal
@@ -93,14 +107,22 @@ function formatMessage(m: Message): string {
 }
 
 /**
- * Bundles a handler and runlet into one ESM file (`<outDir>/worker.mjs`) with a source map:
- * platform node, target node22, every npm dependency inlined except `externals`.
+ * Bundles a handler and runlet into `<outDir>/worker.mjs` with source maps: platform node,
+ * target node22, minified, every npm dependency inlined except `externals`. Code reached only
+ * through a dynamic `import()` (the S3 SDK, loaded on a job's first `ctx.s3` use or offload)
+ * goes into chunks under `<outDir>/chunks/`, so a start reads and compiles only what it runs;
+ * the folder is the unit to copy into an image. pino-pretty is never bundled: a bundle logs
+ * JSON lines on the platform and falls back to them locally (docs/images.md).
  */
 export async function bundleHandler(options: BundleOptions): Promise<BundleResult> {
-  const bundlePath = join(options.outDir, BUNDLE_FILE);
+  const outDir = resolve(options.outDir);
+  const bundlePath = join(outDir, BUNDLE_FILE);
   const mapPath = `${bundlePath}.map`;
-  await mkdir(options.outDir, { recursive: true });
+  await mkdir(outDir, { recursive: true });
+  // Chunk names carry content hashes: drop an earlier build's, or they pile up in the image.
+  await rm(join(outDir, CHUNK_DIR), { recursive: true, force: true });
   let warnings: Message[];
+  let outputs: Record<string, { bytes: number; imports: { path: string; kind: string }[] }>;
   try {
     const result = await build({
       stdin: {
@@ -110,19 +132,25 @@ export async function bundleHandler(options: BundleOptions): Promise<BundleResul
         loader: "ts",
       },
       bundle: true,
+      splitting: true,
       format: "esm",
       platform: "node",
       target: "node22",
-      outfile: bundlePath,
+      outdir: outDir,
+      entryNames: BUNDLE_FILE.replace(/\.mjs$/, ""),
+      chunkNames: `${CHUNK_DIR}/[name]-[hash]`,
+      outExtension: { ".js": ".mjs" },
       sourcemap: "linked",
-      external: [...(options.externals ?? [])],
+      external: [...(options.externals ?? []), "pino-pretty"],
       banner: { js: CJS_BANNER },
       plugins: [runletResolver()],
-      minify: options.minify ?? false,
+      minify: options.minify ?? true,
       legalComments: "none",
       logLevel: "silent",
+      metafile: true,
     });
     warnings = result.warnings;
+    outputs = result.metafile.outputs;
   } catch (err) {
     const errors = (err as { errors?: Message[] }).errors;
     const detail = errors === undefined ? String(err) : errors.map(formatMessage).join("\n");
@@ -130,12 +158,28 @@ export async function bundleHandler(options: BundleOptions): Promise<BundleResul
       cause: err,
     });
   }
-  const [bundleInfo, mapInfo] = await Promise.all([stat(bundlePath), stat(mapPath)]);
-  return {
-    bundlePath,
-    mapPath,
-    bundleBytes: bundleInfo.size,
-    mapBytes: mapInfo.size,
-    warnings: warnings.map(formatMessage),
+  // The metafile names outputs relative to the working directory; sizes by absolute path.
+  const sizes = new Map<string, { bytes: number; imports: { path: string; kind: string }[] }>();
+  for (const [path, out] of Object.entries(outputs)) sizes.set(resolve(path), out);
+  // Eager: the entry, the handler it imports (dynamically, to report a load failure), and what
+  // those import statically.
+  const eager = new Set<string>();
+  const visit = (path: string) => {
+    if (eager.has(path)) return;
+    eager.add(path);
+    for (const i of sizes.get(path)?.imports ?? []) {
+      if (i.kind === "import-statement" || path === bundlePath) visit(resolve(i.path));
+    }
   };
+  visit(bundlePath);
+  let bundleBytes = 0;
+  let lazyBytes = 0;
+  let mapBytes = 0;
+  for (const [path, out] of sizes) {
+    if (path.endsWith(".map")) mapBytes += out.bytes;
+    else if (eager.has(path)) bundleBytes += out.bytes;
+    else lazyBytes += out.bytes;
+  }
+  await Promise.all([stat(bundlePath), stat(mapPath)]); // Both written, or esbuild changed its layout.
+  return { bundlePath, mapPath, bundleBytes, lazyBytes, mapBytes, warnings: warnings.map(formatMessage) };
 }
