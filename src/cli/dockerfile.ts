@@ -79,6 +79,9 @@ export function renderProjectDockerfile(externals: readonly ExternalPackage[] = 
     "",
     // biome-ignore lint/suspicious/noTemplateCurlyInString: Docker's own variable syntax
     "FROM ${RUNLET_BUILD_IMAGE} AS build",
+    "# Behind a proxy that re-signs TLS, npm needs its CA: pass a path to it inside the build",
+    "# (--build-arg NODE_EXTRA_CA_CERTS=... with the file mounted or copied there). Unset: none.",
+    "ARG NODE_EXTRA_CA_CERTS",
     `WORKDIR ${buildDir}`,
     `COPY --from=manifests /manifests/ ./`,
     "RUN npm ci --no-audit --no-fund",

@@ -114,6 +114,7 @@ describe("the project Dockerfile runlet init and runlet build write", () => {
   it("runs npm ci on the manifests alone, then the project's build script on all its files", () => {
     const [, build] = stages(plain);
     expect(build?.body).toEqual([
+      { op: "ARG", args: "NODE_EXTRA_CA_CERTS" },
       { op: "WORKDIR", args: IMAGE_LAYOUT.buildDir },
       { op: "COPY", args: "--from=manifests /manifests/ ./" },
       { op: "RUN", args: "npm ci --no-audit --no-fund" },
