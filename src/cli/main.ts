@@ -49,8 +49,9 @@ export async function main(argv: readonly string[]): Promise<number> {
   return command.run(rest);
 }
 
-// Only when run as the CLI (bin/runlet.mjs imports this file), not when a test imports main().
-if (process.argv[1]?.endsWith("runlet.mjs") || process.argv[1]?.endsWith("main.ts")) {
+// Only when run as the CLI (bin/runlet.mjs imports this file, also through npm's .bin/runlet
+// link), not when a test imports main().
+if (/(?:runlet\.mjs|main\.ts|[/\\]runlet)$/.test(process.argv[1] ?? "")) {
   main(process.argv.slice(2)).then(
     (code) => {
       process.exitCode = code;
