@@ -122,6 +122,25 @@ describe("runlet build", () => {
     );
   });
 
+  it("fills Node 22's compile cache with --warm-compile-cache and exits 0 without taking jobs", async () => {
+    const { dir } = await buildIn("warm", "examples/echo/handler.ts");
+    const cache = join(dir, "compile-cache");
+    // No platform variables: a plain start would exit 2 (the case above); the flag loads and exits.
+    const r = await runNode([join(dir, "dist", "worker.mjs"), "--warm-compile-cache"], {
+      node: node.bin,
+      cwd: dir,
+      env: childEnv({ NODE_COMPILE_CACHE: cache }),
+    });
+    expect([r.code, r.stdout, r.stderr]).toEqual([0, "", ""]);
+    if (node.fallback) {
+      console.warn("no Node 22 here: the compile cache itself is not checked");
+      return;
+    }
+    // Node keeps one folder per Node version, holding one entry per compiled module.
+    const entries = await readdir(cache, { recursive: true });
+    expect(entries.filter((e) => e.includes("/")).length).toBeGreaterThan(0);
+  });
+
   it("ends a bundle whose handler module exports no definition with exit 1 and one line", async () => {
     const { mkdir, writeFile } = await import("node:fs/promises");
     const dir = join(tmp, "no-definition");
