@@ -1,5 +1,5 @@
 import { execFile, spawn } from "node:child_process";
-import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -24,6 +24,11 @@ export interface ColdStartOptions {
    * `--warm-compile-cache`, as the image build does (Node ≥ 22.1; older Nodes ignore it). @default true
    */
   readonly compileCache?: boolean;
+  /**
+   * Measure this bundle, already built, instead of building the echo example (to compare with
+   * a bundle an older runlet built); its size is the file's. @default the echo example, built now
+   */
+  readonly bundlePath?: string;
 }
 
 /** What {@link measureColdStart} measured. */
@@ -104,10 +109,14 @@ async function firstTake(harness: Harness, podId: string, timeoutMs: number): Pr
 }
 
 /** The environment the image gives the worker (docs/images.md), without the platform's variables. */
-function baseEnv(dir: string, options: Required<ColdStartOptions>): Record<string, string> {
+function baseEnv(
+  dir: string,
+  options: Required<Omit<ColdStartOptions, "bundlePath">>,
+): Record<string, string> {
   return {
     PATH: process.env["PATH"] ?? "",
     NODE_ENV: "production",
+    NODE_OPTIONS: "--enable-source-maps",
     ...(options.compileCache ? { NODE_COMPILE_CACHE: join(dir, "compile-cache") } : {}),
   };
 }
@@ -118,7 +127,7 @@ async function startOnce(
   bundle: string,
   cwd: string,
   run: number,
-  options: Required<ColdStartOptions>,
+  options: Required<Omit<ColdStartOptions, "bundlePath">>,
   readRss: boolean,
 ): Promise<{ ms: number; cpuMs: number | undefined; rss: number | undefined }> {
   const podId = `bench-${run}`;
@@ -152,10 +161,11 @@ async function startOnce(
  * Builds the echo example with `runlet build`'s bundler and measures: cold start (ms from
  * spawning `node dist/worker.mjs` to its first job-take reaching a harness, median of `runs`),
  * the CPU time that start used, the bundle's size, and the idle worker's RSS, in the image's
- * environment (`NODE_ENV=production`, a warmed compile cache). Prints nothing; returns the figures.
+ * environment (`NODE_ENV=production`, `--enable-source-maps`, a warmed compile cache). Prints
+ * nothing; returns the figures.
  */
 export async function measureColdStart(options: ColdStartOptions = {}): Promise<ColdStartFigures> {
-  const resolved: Required<ColdStartOptions> = {
+  const resolved: Required<Omit<ColdStartOptions, "bundlePath">> = {
     node: options.node ?? process.execPath,
     runs: options.runs ?? 10,
     idleMs: options.idleMs ?? 1_000,
@@ -164,7 +174,15 @@ export async function measureColdStart(options: ColdStartOptions = {}): Promise<
   };
   const dir = await mkdtemp(join(tmpdir(), "runlet-bench-cold-"));
   try {
-    const built = await bundleHandler({ handlerPath: ECHO, outDir: join(dir, "dist") });
+    const built =
+      options.bundlePath === undefined
+        ? await bundleHandler({ handlerPath: ECHO, outDir: join(dir, "dist") })
+        : {
+            bundlePath: options.bundlePath,
+            bundleBytes: (await stat(options.bundlePath)).size,
+            lazyBytes: 0,
+            mapBytes: (await stat(`${options.bundlePath}.map`)).size,
+          };
     const nodeVersion = (await promisify(execFile)(resolved.node, ["--version"])).stdout.trim();
     if (resolved.compileCache) {
       await promisify(execFile)(resolved.node, [built.bundlePath, WARM_COMPILE_CACHE_FLAG], {

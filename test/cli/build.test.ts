@@ -1,4 +1,5 @@
 import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
 import { cp, mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -92,9 +93,10 @@ describe("runlet build", () => {
       true,
     );
     expect(bundle).toContain("//# sourceMappingURL=worker.mjs.map");
-    const sources = (
-      await Promise.all((await jsFiles(join(dir, "dist"))).map((f) => mapSources(join(dir, "dist", f))))
-    ).flat();
+    const withMaps = (await jsFiles(join(dir, "dist"))).filter((f) =>
+      existsSync(join(dir, "dist", `${f}.map`)),
+    );
+    const sources = (await Promise.all(withMaps.map((f) => mapSources(join(dir, "dist", f))))).flat();
     expect(sources.some((s) => s.endsWith("examples/cpu-thread/handler.ts"))).toBe(true);
 
     const { results, exitCode, log } = await runBundle(dir, [
@@ -120,6 +122,24 @@ describe("runlet build", () => {
     expect(r.stderr).toMatch(
       /^RUNPOD_WEBHOOK_GET_JOB is not set, so there is no platform to take jobs from\.\n/,
     );
+  });
+
+  it("keeps the source maps of the entry and of the files with the project's code only", async () => {
+    const { dir } = await buildIn("maps", "examples/echo/handler.ts");
+    const dist = join(dir, "dist");
+    const files = await readdir(dist, { recursive: true });
+    const maps = files.filter((f) => f.endsWith(".map")).sort();
+    expect(maps.length).toBe(2);
+    expect(maps).toContain("worker.mjs.map");
+    const handlerMap = maps.find((m) => m !== "worker.mjs.map") as string;
+    expect(await mapSources(join(dist, handlerMap.replace(/\.map$/, "")))).toEqual([
+      expect.stringMatching(/examples\/echo\/handler\.ts$/),
+    ]);
+    // Every other chunk names no map, so Node has nothing to parse for it.
+    for (const f of (await jsFiles(dist)).filter((j) => !maps.includes(`${j}.map`))) {
+      expect(await readFile(join(dist, f), "utf8")).not.toContain("sourceMappingURL");
+    }
+    expect((await jsFiles(dist)).length).toBeGreaterThan(maps.length);
   });
 
   it("fills Node 22's compile cache with --warm-compile-cache and exits 0 without taking jobs", async () => {
@@ -173,7 +193,7 @@ describe("runlet build", () => {
   });
 
   it("loads the S3 SDK only on demand and never bundles pino-pretty", async () => {
-    const { dir } = await buildIn("lazy", "examples/echo/handler.ts");
+    const { dir } = await buildIn("lazy", "examples/echo/handler.ts", ["--all-source-maps"]);
     const dist = join(dir, "dist");
     // What the entry imports statically is what a start loads (besides the handler's chunk).
     const entry = await readFile(join(dist, "worker.mjs"), "utf8");

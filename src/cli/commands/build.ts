@@ -5,7 +5,7 @@ import { type Command, EXIT, parseCommandArgs, reportCliError, usageError } from
 import { type ExternalPackage, renderProjectDockerfile } from "../dockerfile.js";
 import { DEFAULT_HANDLER_PATHS, resolveHandlerPath } from "../handler-path.js";
 
-const HELP = `Usage: runlet build [handler] [--external PKG]... [--no-minify]
+const HELP = `Usage: runlet build [handler] [--external PKG]... [--no-minify] [--all-source-maps]
 
 Bundles the handler, runlet and every npm dependency for Node 22 into dist/: worker.mjs, the
 chunks/ it loads (the S3 SDK only when a job uses S3) and source maps; the image needs no
@@ -22,6 +22,9 @@ Options:
   --no-minify         keep the bundle readable (it is minified by default; stack traces
                       stay readable through the source maps either way)
   --minify            accepted for older scripts: minifying is the default
+  --all-source-maps   keep the source maps of runlet and the dependencies too; by default only
+                      the files with the project's own code keep theirs (each map costs
+                      start-up time and memory under the image's --enable-source-maps)
   -h, --help          show this help
 
 Exit codes: 0 built, 1 esbuild failed, 2 bad usage (unknown flag, missing handler file).`;
@@ -70,19 +73,21 @@ export const command: Command = {
       external: { type: "string", multiple: true },
       minify: { type: "boolean" },
       "no-minify": { type: "boolean" },
+      "all-source-maps": { type: "boolean" },
     });
     if ("exitCode" in parsed) return parsed.exitCode;
     try {
       const cwd = process.cwd();
       if (parsed.positionals.length > 1) throw usageError("expected at most one handler");
       const handlerPath = await resolveHandlerPath(parsed.positionals[0], cwd);
-      const { external, "no-minify": noMinify } = parsed.values;
+      const { external, "no-minify": noMinify, "all-source-maps": allSourceMaps } = parsed.values;
       const externals = Array.isArray(external) ? external.map(String) : [];
       const result = await bundleHandler({
         handlerPath,
         outDir: join(cwd, "dist"),
         externals,
         minify: noMinify !== true,
+        allSourceMaps: allSourceMaps === true,
       });
       for (const warning of result.warnings) process.stderr.write(`warning: ${warning}\n`);
       const rel = (p: string) => relative(cwd, p);
