@@ -19,8 +19,8 @@ Arguments:
 Options:
   --external PKG      leave PKG out of the bundle (a native addon); repeatable. The written
                       Dockerfile installs it into the image at the version in node_modules
-  --no-minify         keep the bundle readable (it is minified by default; stack traces
-                      stay readable through the source maps either way)
+  --no-minify         keep the bundle readable (it is minified by default; frames in the
+                      project's own code stay readable through the source maps either way)
   --minify            accepted for older scripts: minifying is the default
   --all-source-maps   keep the source maps of runlet and the dependencies too; by default only
                       the files with the project's own code keep theirs (each map costs
