@@ -1,11 +1,12 @@
 import { execFile, spawn } from "node:child_process";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { bundleHandler } from "../src/cli/bundle.js";
+import { WARM_COMPILE_CACHE_FLAG } from "../src/cli/dockerfile.js";
 import { type Harness, startHarness } from "../src/harness/index.js";
 
 /** Options of {@link measureColdStart}. */
@@ -14,10 +15,20 @@ export interface ColdStartOptions {
   readonly node?: string;
   /** Worker starts measured; the median is reported. @default 10 */
   readonly runs?: number;
-  /** How long the worker idles after its first job-take before its RSS is read, in ms. @default 1_000 */
+  /** How long the worker idles after its first job-take before its RSS is read (every run), in ms. @default 1_000 */
   readonly idleMs?: number;
   /** Longest wait for one worker's first job-take, in ms. @default 30_000 */
   readonly timeoutMs?: number;
+  /**
+   * Give the worker Node's module compile cache, filled once beforehand with the bundle's
+   * `--warm-compile-cache`, as the image build does (Node ≥ 22.1; older Nodes ignore it). @default true
+   */
+  readonly compileCache?: boolean;
+  /**
+   * Measure this bundle, already built, instead of building the echo example (to compare with
+   * a bundle an older runlet built); its size is the file's. @default the echo example, built now
+   */
+  readonly bundlePath?: string;
 }
 
 /** What {@link measureColdStart} measured. */
@@ -26,12 +37,22 @@ export interface ColdStartFigures {
   readonly coldStartMsMedian: number;
   /** Every run, in order, in ms. */
   readonly coldStartMsRuns: readonly number[];
-  /** Size of the echo example's bundle, bytes. */
+  /**
+   * Median CPU time the worker process (all its threads) used from its start to its first
+   * job-take, ms: what the start costs, little changed by other processes competing for the
+   * cores, unlike the wall-clock figure above. Linux only (`/proc/<pid>/task/<tid>/schedstat`).
+   */
+  readonly coldStartCpuMsMedian: number | undefined;
+  /** Size of what the echo example's bundle loads at start (worker.mjs and its static chunks), bytes. */
   readonly bundleBytes: number;
-  /** Size of its source map, bytes. */
+  /** Size of the chunks loaded only on demand (the S3 SDK), bytes. */
+  readonly lazyBytes: number;
+  /** Size of its source maps, bytes. */
   readonly sourceMapBytes: number;
-  /** Resident memory of an idle worker (after its first job-take and `idleMs`), bytes. */
+  /** Median resident memory of the idle worker, all threads (after its first job-take and `idleMs`), bytes. */
   readonly idleRssBytes: number;
+  /** Every run's idle RSS, in order, bytes. */
+  readonly idleRssBytesRuns: readonly number[];
   /** `process.version` of the Node that ran the bundle. */
   readonly nodeVersion: string;
 }
@@ -58,6 +79,21 @@ async function rssBytes(pid: number): Promise<number> {
   return Number(stdout.trim()) * 1024;
 }
 
+/** CPU time used so far by every thread of a process, ms (Linux); undefined elsewhere. */
+async function cpuMs(pid: number): Promise<number | undefined> {
+  try {
+    let ns = 0;
+    for (const tid of await readdir(`/proc/${pid}/task`)) {
+      // schedstat: time on a CPU (ns), time waiting for one (ns), slices. A thread that ended meanwhile is skipped.
+      const stat = await readFile(`/proc/${pid}/task/${tid}/schedstat`, "utf8").catch(() => "0");
+      ns += Number(stat.split(" ")[0]);
+    }
+    return ns / 1e6;
+  } catch {
+    return undefined; // No /proc (macOS): the figure is left out.
+  }
+}
+
 /**
  * Waits for the first job-take from `podId` (a batch take counts: echo runs 4 jobs at once);
  * polls the harness's request record every millisecond.
@@ -72,18 +108,31 @@ async function firstTake(harness: Harness, podId: string, timeoutMs: number): Pr
   throw new Error(`no job-take from ${podId} within ${timeoutMs} ms`);
 }
 
+/** The environment the image gives the worker (docs/images.md), without the platform's variables. */
+function baseEnv(
+  dir: string,
+  options: Required<Omit<ColdStartOptions, "bundlePath">>,
+): Record<string, string> {
+  return {
+    PATH: process.env["PATH"] ?? "",
+    NODE_ENV: "production",
+    NODE_OPTIONS: "--enable-source-maps",
+    ...(options.compileCache ? { NODE_COMPILE_CACHE: join(dir, "compile-cache") } : {}),
+  };
+}
+
 /** One worker start; returns ms to its first job-take, and (when asked) its idle RSS. */
 async function startOnce(
   harness: Harness,
   bundle: string,
   cwd: string,
   run: number,
-  options: Required<ColdStartOptions>,
+  options: Required<Omit<ColdStartOptions, "bundlePath">>,
   readRss: boolean,
-): Promise<{ ms: number; rss: number | undefined }> {
+): Promise<{ ms: number; cpuMs: number | undefined; rss: number | undefined }> {
   const podId = `bench-${run}`;
   const env = {
-    PATH: process.env["PATH"] ?? "",
+    ...baseEnv(cwd, options),
     ...harness.workerEnv(ENDPOINT, { podId }),
     RUNPOD_ENDPOINT_ID: ENDPOINT,
   };
@@ -93,12 +142,13 @@ async function startOnce(
   try {
     await firstTake(harness, podId, options.timeoutMs);
     const ms = performance.now() - started;
+    const cpu = child.pid === undefined ? undefined : await cpuMs(child.pid);
     let rss: number | undefined;
     if (readRss && child.pid !== undefined) {
       await sleep(options.idleMs);
       rss = await rssBytes(child.pid);
     }
-    return { ms, rss };
+    return { ms, cpuMs: cpu, rss };
   } finally {
     child.kill("SIGTERM");
     const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
@@ -110,41 +160,55 @@ async function startOnce(
 /**
  * Builds the echo example with `runlet build`'s bundler and measures: cold start (ms from
  * spawning `node dist/worker.mjs` to its first job-take reaching a harness, median of `runs`),
- * the bundle's size, and an idle worker's RSS. Prints nothing; returns the figures.
+ * the CPU time that start used, the bundle's size, and the idle worker's RSS, in the image's
+ * environment (`NODE_ENV=production`, `--enable-source-maps`, a warmed compile cache). Prints
+ * nothing; returns the figures.
  */
 export async function measureColdStart(options: ColdStartOptions = {}): Promise<ColdStartFigures> {
-  const resolved: Required<ColdStartOptions> = {
+  const resolved: Required<Omit<ColdStartOptions, "bundlePath">> = {
     node: options.node ?? process.execPath,
     runs: options.runs ?? 10,
     idleMs: options.idleMs ?? 1_000,
     timeoutMs: options.timeoutMs ?? 30_000,
+    compileCache: options.compileCache ?? true,
   };
   const dir = await mkdtemp(join(tmpdir(), "runlet-bench-cold-"));
   try {
-    const built = await bundleHandler({ handlerPath: ECHO, outDir: join(dir, "dist") });
+    const built =
+      options.bundlePath === undefined
+        ? await bundleHandler({ handlerPath: ECHO, outDir: join(dir, "dist") })
+        : {
+            bundlePath: options.bundlePath,
+            bundleBytes: (await stat(options.bundlePath)).size,
+            lazyBytes: 0,
+            mapBytes: (await stat(`${options.bundlePath}.map`)).size,
+          };
     const nodeVersion = (await promisify(execFile)(resolved.node, ["--version"])).stdout.trim();
+    if (resolved.compileCache) {
+      await promisify(execFile)(resolved.node, [built.bundlePath, WARM_COMPILE_CACHE_FLAG], {
+        cwd: dir,
+        env: baseEnv(dir, resolved),
+      });
+    }
     await using harness = await startHarness({ takeTimeoutMs: 5_000, endpoints: [{ id: ENDPOINT }] });
     const runs: number[] = [];
-    let idleRss = 0;
+    const cpu: number[] = [];
+    const rss: number[] = [];
     for (let i = 0; i < resolved.runs; i++) {
-      // The RSS is read on the last run, so earlier runs have warmed the file cache as a restart would.
-      const { ms, rss } = await startOnce(
-        harness,
-        built.bundlePath,
-        dir,
-        i,
-        resolved,
-        i === resolved.runs - 1,
-      );
-      runs.push(Math.round(ms * 10) / 10);
-      if (rss !== undefined) idleRss = rss;
+      const once = await startOnce(harness, built.bundlePath, dir, i, resolved, true);
+      runs.push(Math.round(once.ms * 10) / 10);
+      if (once.cpuMs !== undefined) cpu.push(Math.round(once.cpuMs * 10) / 10);
+      if (once.rss !== undefined) rss.push(once.rss);
     }
     return {
       coldStartMsMedian: median(runs),
       coldStartMsRuns: runs,
+      coldStartCpuMsMedian: cpu.length === 0 ? undefined : median(cpu),
       bundleBytes: built.bundleBytes,
+      lazyBytes: built.lazyBytes,
       sourceMapBytes: built.mapBytes,
-      idleRssBytes: idleRss,
+      idleRssBytes: median(rss),
+      idleRssBytesRuns: rss,
       nodeVersion,
     };
   } finally {

@@ -1,8 +1,10 @@
-import { mkdir, stat } from "node:fs/promises";
-import { basename, dirname, join } from "node:path";
+import { existsSync } from "node:fs";
+import { mkdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { basename, dirname, join, resolve, sep } from "node:path";
 import type { Message, Plugin } from "esbuild";
 import { RunletError } from "../errors.js";
-import { runletExports } from "./paths.js";
+import { WARM_COMPILE_CACHE_FLAG } from "./dockerfile.js";
+import { RUNLET_ROOT, runletExports } from "./paths.js";
 
 /** Options of {@link bundleHandler}. */
 export interface BundleOptions {
@@ -12,22 +14,39 @@ export interface BundleOptions {
   readonly outDir: string;
   /** Packages left out of the bundle (native addons); the image must provide them. @default [] */
   readonly externals?: readonly string[];
-  /** Minify the bundle. @default false */
+  /** Minify the bundle (stack traces stay readable through the source maps). @default true */
   readonly minify?: boolean;
+  /**
+   * Keep the source maps of every output file. By default only the files holding the project's
+   * own code (and the small entry) keep theirs: with `--enable-source-maps` (the image sets it)
+   * Node parses each map when its module loads, and the maps of runlet and the npm dependencies
+   * cost a start ~30 ms and ~18 MiB. @default false
+   */
+  readonly allSourceMaps?: boolean;
 }
 
 /** What {@link bundleHandler} wrote. */
 export interface BundleResult {
   readonly bundlePath: string;
   readonly mapPath: string;
+  /** Bytes Node reads before the first job: the entry and the chunks it imports statically. */
   readonly bundleBytes: number;
+  /** Bytes of the chunks loaded only when a job needs them (the S3 SDK, for `ctx.s3` and offloads). */
+  readonly lazyBytes: number;
+  /** Bytes of the source maps kept. */
   readonly mapBytes: number;
   /** esbuild's warnings, formatted for a terminal. */
   readonly warnings: readonly string[];
 }
 
-/** The file name of the bundle; Dockerfile.base's CMD runs it as /app/worker.mjs. */
+/** The file name of the bundle; the image's CMD runs it as /app/worker.mjs. */
 export const BUNDLE_FILE = "worker.mjs";
+
+/** The name esbuild gives the generated entry module (in maps and messages). */
+const ENTRY_SOURCE = "runlet-worker-entry.ts";
+
+/** The folder (beside the bundle) of the chunks it shares with the parts it loads on demand. */
+export const CHUNK_DIR = "chunks";
 
 /**
  * ESM has no `require`, but CommonJS dependencies bundled into an ESM file still call it (for
@@ -57,7 +76,13 @@ export function renderEntry(handlerPath: string): string {
     "  if (!isHandlerDefinition(definition)) {",
     `    throw new RunletError("RUNLET_HANDLER_LOAD", ${JSON.stringify(`${basename(handlerPath)} must \`export default defineHandler({...})\``)});`,
     "  }",
-    "  process.exitCode = await serveHandler(definition, { env: process.env, threadEntry: import.meta.url });",
+    // The image build runs the bundle once with this flag: everything a start loads is now
+    // compiled, and Node writes its compile cache (NODE_COMPILE_CACHE) on the way out.
+    `  if (process.argv[2] === ${JSON.stringify(WARM_COMPILE_CACHE_FLAG)}) {`,
+    "    process.exitCode = 0;",
+    "  } else {",
+    "    process.exitCode = await serveHandler(definition, { env: process.env, threadEntry: import.meta.url });",
+    "  }",
     "} catch (err) {",
     "  process.stderr.write(",
     "    isRunletError(err)",
@@ -97,39 +122,86 @@ function formatMessage(m: Message): string {
   return `${where}${m.text}`;
 }
 
+/** Whether a metafile input is the project's own code: not runlet's, not a package's, not esbuild's. */
+function isProjectInput(input: string): boolean {
+  if (input.startsWith("<") || basename(input) === ENTRY_SOURCE) return false;
+  const abs = resolve(input);
+  return !abs.includes(`${sep}node_modules${sep}`) && !abs.startsWith(join(RUNLET_ROOT, "src") + sep);
+}
+
 /**
- * Bundles a handler and runlet into one ESM file (`<outDir>/worker.mjs`) with a source map:
- * platform node, target node22, every npm dependency inlined except `externals`.
+ * Removes the source maps (and the comments naming them) of output files that hold none of the
+ * project's code, so Node under `--enable-source-maps` parses only the maps that map a
+ * handler's frames. The entry keeps its map.
+ */
+async function dropLibraryMaps(
+  outputs: Record<string, { inputs: Record<string, unknown> }>,
+  bundlePath: string,
+): Promise<void> {
+  for (const [path, out] of Object.entries(outputs)) {
+    const file = resolve(path);
+    if (!file.endsWith(".mjs") || file === bundlePath) continue;
+    if (Object.keys(out.inputs).some(isProjectInput)) continue;
+    const text = await readFile(file, "utf8");
+    await writeFile(file, text.replace(/\n\/\/# sourceMappingURL=[^\n]*\n?$/, "\n"));
+    await rm(`${file}.map`, { force: true });
+  }
+}
+
+/**
+ * Bundles a handler and runlet into `<outDir>/worker.mjs` with source maps: platform node,
+ * target node22, minified, every npm dependency inlined except `externals`. Code reached only
+ * through a dynamic `import()` (the S3 SDK, loaded on a job's first `ctx.s3` use or offload)
+ * goes into chunks under `<outDir>/chunks/`, so a start reads and compiles only what it runs;
+ * the folder is the unit to copy into an image. pino-pretty is never bundled: a bundle logs
+ * JSON lines on the platform and falls back to them locally (docs/images.md).
  */
 export async function bundleHandler(options: BundleOptions): Promise<BundleResult> {
-  const bundlePath = join(options.outDir, BUNDLE_FILE);
+  const outDir = resolve(options.outDir);
+  const bundlePath = join(outDir, BUNDLE_FILE);
   const mapPath = `${bundlePath}.map`;
-  await mkdir(options.outDir, { recursive: true });
+  await mkdir(outDir, { recursive: true });
   // Loaded here, not at the top: only `runlet build` needs esbuild, and `runlet --help` loads this module.
   const { build } = await import("esbuild");
+  // Chunk names carry content hashes: drop an earlier build's, or they pile up in the image.
+  await rm(join(outDir, CHUNK_DIR), { recursive: true, force: true });
   let warnings: Message[];
+  let outputs: Record<
+    string,
+    { bytes: number; imports: { path: string; kind: string }[]; inputs: Record<string, unknown> }
+  >;
   try {
     const result = await build({
       stdin: {
         contents: renderEntry(options.handlerPath),
         resolveDir: dirname(options.handlerPath),
-        sourcefile: "runlet-worker-entry.ts",
+        sourcefile: ENTRY_SOURCE,
         loader: "ts",
       },
       bundle: true,
+      splitting: true,
       format: "esm",
       platform: "node",
       target: "node22",
-      outfile: bundlePath,
+      outdir: outDir,
+      entryNames: BUNDLE_FILE.replace(/\.mjs$/, ""),
+      chunkNames: `${CHUNK_DIR}/[name]-[hash]`,
+      outExtension: { ".js": ".mjs" },
       sourcemap: "linked",
-      external: [...(options.externals ?? [])],
+      // The image runs with --enable-source-maps, which makes Node parse every map when its
+      // module loads: without the sources' text the maps are a fraction of the size, and stack
+      // traces still name the original files and lines.
+      sourcesContent: false,
+      external: [...(options.externals ?? []), "pino-pretty"],
       banner: { js: CJS_BANNER },
       plugins: [runletResolver()],
-      minify: options.minify ?? false,
+      minify: options.minify ?? true,
       legalComments: "none",
       logLevel: "silent",
+      metafile: true,
     });
     warnings = result.warnings;
+    outputs = result.metafile.outputs;
   } catch (err) {
     const errors = (err as { errors?: Message[] }).errors;
     const detail = errors === undefined ? String(err) : errors.map(formatMessage).join("\n");
@@ -137,12 +209,29 @@ export async function bundleHandler(options: BundleOptions): Promise<BundleResul
       cause: err,
     });
   }
-  const [bundleInfo, mapInfo] = await Promise.all([stat(bundlePath), stat(mapPath)]);
-  return {
-    bundlePath,
-    mapPath,
-    bundleBytes: bundleInfo.size,
-    mapBytes: mapInfo.size,
-    warnings: warnings.map(formatMessage),
+  if (options.allSourceMaps !== true) await dropLibraryMaps(outputs, bundlePath);
+  // The metafile names outputs relative to the working directory; sizes by absolute path.
+  const sizes = new Map<string, { bytes: number; imports: { path: string; kind: string }[] }>();
+  for (const [path, out] of Object.entries(outputs)) sizes.set(resolve(path), out);
+  // Eager: the entry, the handler it imports (dynamically, to report a load failure), and what
+  // those import statically.
+  const eager = new Set<string>();
+  const visit = (path: string) => {
+    if (eager.has(path)) return;
+    eager.add(path);
+    for (const i of sizes.get(path)?.imports ?? []) {
+      if (i.kind === "import-statement" || path === bundlePath) visit(resolve(i.path));
+    }
   };
+  visit(bundlePath);
+  let bundleBytes = 0;
+  let lazyBytes = 0;
+  let mapBytes = 0;
+  for (const [path, out] of sizes) {
+    if (path.endsWith(".map")) mapBytes += existsSync(path) ? out.bytes : 0;
+    else if (eager.has(path)) bundleBytes += out.bytes;
+    else lazyBytes += out.bytes;
+  }
+  await Promise.all([stat(bundlePath), stat(mapPath)]); // Both written, or esbuild changed its layout.
+  return { bundlePath, mapPath, bundleBytes, lazyBytes, mapBytes, warnings: warnings.map(formatMessage) };
 }

@@ -1,14 +1,23 @@
 /**
- * The layout shared by Dockerfile.base and the project Dockerfile `runlet build` writes. A test
- * (test/cli/dockerfile.test.ts) parses both files and checks them against these values, so the
- * bundle lands where the base image's CMD looks for it, under the user the base image created.
+ * The layout shared by Dockerfile.base and the project Dockerfile `runlet build` and `runlet
+ * init` write. A test (test/cli/dockerfile.test.ts) parses both files and checks them against
+ * these values, so the bundle lands where the image's CMD looks for it, under the same user.
  */
 export const IMAGE_LAYOUT = {
-  /** The tag the docs tell users to give the image built from Dockerfile.base. */
-  baseImage: "runlet-base:node22",
+  /** The image a project's final stage starts from unless `RUNLET_BASE_IMAGE` names another. */
+  baseImage: "node:22-bookworm-slim",
+  /** The image the project's build stage (`npm ci`, `runlet build`) runs in unless `RUNLET_BUILD_IMAGE` says. */
+  buildImage: "node:22-bookworm-slim",
+  /** The tag the docs give the image built from Dockerfile.base (the CUDA case). */
+  runletBaseTag: "runlet-base:node22",
+  /** Where the build stage works: the project's files, node_modules and dist/. */
+  buildDir: "/src",
   workdir: "/app",
   bundlePath: "/app/worker.mjs",
+  /** Node's module compile cache, filled while the image is built (`--warm-compile-cache`). */
+  compileCacheDir: "/app/.compile-cache",
   user: "runlet",
+  uid: 10001,
   entrypoint: ["/usr/bin/tini", "--"],
   cmd: ["node", "/app/worker.mjs"],
 } as const;
@@ -20,43 +29,108 @@ export interface ExternalPackage {
   readonly version: string | undefined;
 }
 
+/** The argument of `runlet`'s bundle that fills Node's compile cache and exits (image build only). */
+export const WARM_COMPILE_CACHE_FLAG = "--warm-compile-cache";
+
+/** `["a", "b"]` as Dockerfile exec form: `["a", "b"]`. */
+function execForm(args: readonly string[]): string {
+  return JSON.stringify(args).replaceAll('","', '", "');
+}
+
 /**
- * The project Dockerfile: the base image plus the bundle (and its source map). Packages declared
- * external (native addons) are installed into /app/node_modules at build time, where the bundle's
- * imports find them.
+ * The project Dockerfile. It builds from the project's files alone (what an image builder gets
+ * from a git repository):
+ *
+ * - stage `manifests` picks out package.json, package-lock.json, .npmrc and every `*.tgz` (a
+ *   `file:` dependency on a packed tarball, e.g. runlet's own before it is on the registry),
+ *   so the `npm ci` layer below is reused until one of them changes;
+ * - stage `build` runs `npm ci` and the project's `build` script (`runlet build`), and, when
+ *   packages are external (native addons), installs just those into their own folder;
+ * - the final stage is Node 22 slim with tini, the non-root user and the bundle; npm, npx,
+ *   corepack and yarn are removed (no build tools at run time). `RUNLET_BASE_IMAGE` picks
+ *   another base, e.g. a CUDA image built from Dockerfile.base; tini and the user are added
+ *   only when that base lacks them.
  */
 export function renderProjectDockerfile(externals: readonly ExternalPackage[] = []): string {
-  const { baseImage, workdir, user, cmd } = IMAGE_LAYOUT;
+  const { baseImage, buildImage, runletBaseTag, buildDir, workdir, user, uid, entrypoint, cmd } =
+    IMAGE_LAYOUT;
   const lines = [
     "# syntax=docker/dockerfile:1",
     "#",
-    "# The worker image: runlet's base image plus this project's bundle. Written by `runlet build`",
-    "# when the project has no Dockerfile; edit it freely, runlet never overwrites it.",
+    "# The worker image, built from this project's files alone. Written by `runlet init` and by",
+    "# `runlet build` when the project has no Dockerfile; edit it freely, runlet never overwrites it.",
     "#",
-    "#   docker build -t runlet-base:node22 - < node_modules/runlet/Dockerfile.base   # once",
-    "#   npx runlet build && docker build -t my-worker .",
+    "#   docker build -t my-worker .",
+    "#",
+    "# GPU workers: build runlet's CUDA base from Dockerfile.base once, then pass it in",
+    `# (docs/images.md):  docker build --build-arg RUNLET_BASE_IMAGE=${runletBaseTag}-cuda -t my-worker .`,
     "",
+    `ARG RUNLET_BUILD_IMAGE=${buildImage}`,
     `ARG RUNLET_BASE_IMAGE=${baseImage}`,
-    // biome-ignore lint/suspicious/noTemplateCurlyInString: Docker's own variable syntax
-    "FROM ${RUNLET_BASE_IMAGE}",
     "",
+    "# Only what `npm ci` reads, so its layer is reused until the dependencies change.",
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: Docker's own variable syntax
+    "FROM ${RUNLET_BUILD_IMAGE} AS manifests",
+    "COPY . /ctx",
+    "RUN set -eu; mkdir /manifests; cd /ctx; \\",
+    '    for f in package.json package-lock.json .npmrc; do if [ -f "$f" ]; then cp "$f" /manifests/; fi; done; \\',
+    "    find . -path ./node_modules -prune -o -name '*.tgz' -type f -print \\",
+    '      | while read -r f; do mkdir -p "/manifests/$(dirname "$f")"; cp "$f" "/manifests/$f"; done',
+    "",
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: Docker's own variable syntax
+    "FROM ${RUNLET_BUILD_IMAGE} AS build",
+    "# Behind a proxy that re-signs TLS, npm needs its CA: pass a path to it inside the build",
+    "# (--build-arg NODE_EXTRA_CA_CERTS=... with the file mounted or copied there). Unset: none.",
+    "ARG NODE_EXTRA_CA_CERTS",
+    `WORKDIR ${buildDir}`,
+    `COPY --from=manifests /manifests/ ./`,
+    "RUN npm ci --no-audit --no-fund",
+    "COPY . .",
+    "# The project's build script runs `runlet build`: dist/ gets the bundle and its source map.",
+    "RUN npm run build",
   ];
   if (externals.length > 0) {
     const specs = externals.map((e) => (e.version === undefined ? e.name : `${e.name}@${e.version}`));
     lines.push(
-      "# Native addons are not bundled (runlet build --external); install them where the bundle looks.",
-      "USER root",
-      `RUN cd ${workdir} && npm install --omit=dev --no-save --no-audit --no-fund ${specs.join(" ")} \\`,
-      "    && npm cache clean --force",
-      "",
+      "# Native addons are not bundled (runlet build --external): install just them, at the",
+      "# project's versions, into a folder of their own; the final stage copies that folder only.",
+      `RUN mkdir /externals && cd /externals && echo '{"private":true}' > package.json \\`,
+      `    && npm install --omit=dev --no-audit --no-fund ${specs.join(" ")}`,
     );
   }
   lines.push(
-    "# The bundle carries runlet and every other dependency; the map makes stack traces readable.",
-    `COPY dist/worker.mjs dist/worker.mjs.map ${workdir}/`,
     "",
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: Docker's own variable syntax
+    "FROM ${RUNLET_BASE_IMAGE}",
+    "# Root for the set-up below, also on a base whose last USER is another (runlet's CUDA base).",
+    "USER root",
+    "# One layer: tini (PID 1 forwards SIGTERM to node, so the worker's graceful shutdown runs),",
+    "# the non-root user, both only when the base lacks them; no package manager at run time.",
+    "RUN set -eux; \\",
+    "    if ! [ -x /usr/bin/tini ]; then \\",
+    "      export DEBIAN_FRONTEND=noninteractive; \\",
+    "      apt-get update; apt-get install -y --no-install-recommends tini; rm -rf /var/lib/apt/lists/*; \\",
+    "    fi; \\",
+    `    id -u ${user} >/dev/null 2>&1 || useradd --system --uid ${uid} --user-group --no-create-home --shell /usr/sbin/nologin ${user}; \\`,
+    "    rm -rf /usr/local/lib/node_modules/npm /usr/local/lib/node_modules/corepack /opt/yarn-* \\",
+    "      /usr/local/bin/npm /usr/local/bin/npx /usr/local/bin/corepack /usr/local/bin/yarn /usr/local/bin/yarnpkg",
+    "",
+  );
+  if (externals.length > 0) {
+    lines.push(`COPY --from=build /externals/node_modules ${workdir}/node_modules`);
+  }
+  lines.push(
+    "# The bundle carries runlet and every other dependency; the map makes stack traces readable.",
+    "# Owned by root: the worker cannot rewrite its own code.",
+    `COPY --from=build ${buildDir}/dist/ ${workdir}/`,
+    "# NODE_ENV=production: libraries skip their development paths. --enable-source-maps: stack",
+    "# traces point at the TypeScript sources. The compile cache, filled here, saves start-up time.",
+    `ENV NODE_ENV=production NODE_OPTIONS=--enable-source-maps NODE_COMPILE_CACHE=${IMAGE_LAYOUT.compileCacheDir}`,
+    `RUN ${execForm([...cmd, WARM_COMPILE_CACHE_FLAG])}`,
+    `WORKDIR ${workdir}`,
     `USER ${user}`,
-    `CMD ${JSON.stringify(cmd).replaceAll('","', '", "')}`,
+    `ENTRYPOINT ${execForm(entrypoint)}`,
+    `CMD ${execForm(cmd)}`,
     "",
   );
   return lines.join("\n");

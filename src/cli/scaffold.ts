@@ -9,7 +9,10 @@ const TEXT_EXTENSIONS = new Set([".json", ".md", ".ts", ".mts", ".js", ".mjs", "
  * Names npm would drop or rename when publishing runlet (so the templates store them under
  * another name) mapped to the name they get in the new project.
  */
-const RENAMES: Readonly<Record<string, string>> = { _gitignore: ".gitignore" };
+const RENAMES: Readonly<Record<string, string>> = {
+  _gitignore: ".gitignore",
+  _dockerignore: ".dockerignore",
+};
 
 /** Values substituted into a starter. */
 export interface ScaffoldValues {

@@ -1,6 +1,31 @@
+import { createRequire } from "node:module";
 import { Writable } from "node:stream";
 import pino, { type Logger } from "pino";
-import pretty from "pino-pretty";
+import type { PrettyOptions, PrettyStream } from "pino-pretty";
+
+type PrettyFactory = (options: PrettyOptions) => PrettyStream;
+
+let prettyFactory: PrettyFactory | null | undefined;
+
+/**
+ * pino-pretty, loaded on the first local-mode logger and never bundled (`runlet build` keeps it
+ * out): a worker on the platform logs JSON lines and does not pay for it. `null` when it cannot
+ * be found, as in a bundle run without node_modules; the logger then writes JSON lines too.
+ */
+function loadPretty(): PrettyFactory | null {
+  if (prettyFactory === undefined) {
+    try {
+      const loaded = createRequire(import.meta.url)("pino-pretty") as
+        | PrettyFactory
+        | { default: PrettyFactory };
+      prettyFactory = typeof loaded === "function" ? loaded : loaded.default;
+    } catch {
+      // Not installed beside this copy of runlet (a bundle in an image): JSON lines instead.
+      prettyFactory = null;
+    }
+  }
+  return prettyFactory;
+}
 
 /** Keys whose values never reach a log, at any depth (compared case-insensitively). */
 const SECRET_KEYS = new Set([
@@ -31,7 +56,10 @@ export function redactSecrets(value: unknown, depth = 0, seen = new WeakSet<obje
 
 /** Options of {@link createLogger}. */
 export interface LoggerOptions {
-  /** Platform mode: one JSON object a line `{requestId, message, level}` (worker-protocol §8). Else pretty. */
+  /**
+   * Platform mode: one JSON object a line `{requestId, message, level}` (worker-protocol §8).
+   * Else pretty, human lines (through pino-pretty, loaded now; JSON lines when it is not installed).
+   */
   platform: boolean;
   /** @default "info" */
   level?: string;
@@ -65,7 +93,8 @@ export function createLogger(options: LoggerOptions): Logger {
   const formatters = {
     log: (obj: Record<string, unknown>) => redactSecrets(obj) as Record<string, unknown>,
   };
-  if (options.platform) {
+  const pretty = options.platform ? null : loadPretty();
+  if (pretty === null) {
     return pino(
       {
         level,

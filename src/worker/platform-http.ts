@@ -1,4 +1,8 @@
-import { Agent, type Dispatcher } from "undici";
+import type { Dispatcher, Agent as UndiciAgent } from "undici";
+// undici's Agent alone: the package's index also loads its fetch, WebSocket and cookie modules,
+// and those touch Node's own fetch globals, which makes Node load its internal copy of undici
+// too. The worker needs neither, and a start paid for both (docs/images.md, "Figures").
+import Agent from "undici/lib/dispatcher/agent.js";
 import { onAbort } from "../linked-signal.js";
 import { RESULT_POST_HEADERS } from "../protocol/index.js";
 import { USER_AGENT } from "../version.js";
@@ -33,7 +37,7 @@ export interface PlatformRequestOptions {
 const TARGET_CACHE_SIZE = 64;
 
 export class PlatformHttp {
-  readonly #agent: Agent;
+  readonly #agent: UndiciAgent;
   readonly #apiKey: string | undefined;
   /** URL text → origin and path. A streaming job posts thousands of chunks to one URL: parse it once. */
   readonly #targets = new Map<string, { readonly origin: string; readonly path: string }>();

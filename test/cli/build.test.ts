@@ -1,5 +1,6 @@
 import { spawn } from "node:child_process";
-import { copyFile, mkdtemp, readdir, readFile, rm } from "node:fs/promises";
+import { existsSync } from "node:fs";
+import { cp, mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -34,14 +35,26 @@ async function buildIn(
   return { dir, stdout: r.stdout };
 }
 
+/** The JavaScript files of a dist/ folder, relative to it, sorted. */
+async function jsFiles(dist: string): Promise<string[]> {
+  const entries = await readdir(dist, { recursive: true });
+  return entries.filter((f) => f.endsWith(".mjs")).sort();
+}
+
+/** The source files a bundle file's source map names. */
+async function mapSources(file: string): Promise<string[]> {
+  return (JSON.parse(await readFile(`${file}.map`, "utf8")) as { sources: string[] }).sources;
+}
+
 /**
- * Runs `bundle` alone (copied into an empty folder: no node_modules, no sources) with Node 22
- * against a harness, sends it `jobs`, and returns their snapshots; stops the worker with SIGTERM.
+ * Runs the bundle alone (dist/ copied into an empty folder, as the image's final stage does: no
+ * node_modules, no sources) with Node 22 against a harness, sends it `jobs`, and returns their
+ * snapshots; stops the worker with SIGTERM.
  */
 async function runBundle(bundleDir: string, jobs: unknown[]) {
   const lonely = await mkdtemp(join(tmp, "image-"));
-  await copyFile(join(bundleDir, "dist", "worker.mjs"), join(lonely, "worker.mjs"));
-  expect(await readdir(lonely)).toEqual(["worker.mjs"]);
+  await cp(join(bundleDir, "dist"), lonely, { recursive: true });
+  expect((await readdir(lonely)).sort()).toEqual(["chunks", "worker.mjs", "worker.mjs.map"]);
   await using harness = await startHarness({ takeTimeoutMs: 500, endpoints: [{ id: "bundle" }] });
   const child = spawn(node.bin, [join(lonely, "worker.mjs")], {
     cwd: lonely,
@@ -68,10 +81,10 @@ async function runBundle(bundleDir: string, jobs: unknown[]) {
 }
 
 describe("runlet build", () => {
-  it("bundles a thread-isolated handler that runs from its file alone under Node 22", async () => {
+  it("bundles a thread-isolated handler that runs from its dist folder alone under Node 22", async () => {
     const { dir, stdout } = await buildIn("cpu", "examples/cpu-thread/handler.ts");
     expect(stdout).toMatch(
-      /^Built dist\/worker\.mjs {2}\d+(\.\d+)? (KiB|MiB) {2}\(source map \d+(\.\d+)? (KiB|MiB)\)\n/,
+      /^Built dist\/worker\.mjs {2}\d+(\.\d+)? (KiB|MiB) loaded at start, \d+(\.\d+)? (KiB|MiB) on demand {2}\(source maps \d+(\.\d+)? (KiB|MiB)\)\n/,
     );
     expect(stdout).toContain("Wrote Dockerfile");
     expect(await readFile(join(dir, "Dockerfile"), "utf8")).toBe(renderProjectDockerfile());
@@ -80,10 +93,11 @@ describe("runlet build", () => {
       true,
     );
     expect(bundle).toContain("//# sourceMappingURL=worker.mjs.map");
-    const map = JSON.parse(await readFile(join(dir, "dist", "worker.mjs.map"), "utf8")) as {
-      sources: string[];
-    };
-    expect(map.sources.some((s) => s.endsWith("examples/cpu-thread/handler.ts"))).toBe(true);
+    const withMaps = (await jsFiles(join(dir, "dist"))).filter((f) =>
+      existsSync(join(dir, "dist", `${f}.map`)),
+    );
+    const sources = (await Promise.all(withMaps.map((f) => mapSources(join(dir, "dist", f))))).flat();
+    expect(sources.some((s) => s.endsWith("examples/cpu-thread/handler.ts"))).toBe(true);
 
     const { results, exitCode, log } = await runBundle(dir, [
       { below: 100 },
@@ -108,6 +122,43 @@ describe("runlet build", () => {
     expect(r.stderr).toBe(
       "runlet start: RUNPOD_WEBHOOK_GET_JOB is not set, so there is no platform to take jobs from; this serves the platform inside its container. Locally, run `runlet dev <handler>` (a local platform plus workers) or `runlet test <handler> --input '{...}'` (one job) (RUNLET_CLI_NO_PLATFORM)\n",
     );
+  });
+
+  it("keeps the source maps of the entry and of the files with the project's code only", async () => {
+    const { dir } = await buildIn("maps", "examples/echo/handler.ts");
+    const dist = join(dir, "dist");
+    const files = await readdir(dist, { recursive: true });
+    const maps = files.filter((f) => f.endsWith(".map")).sort();
+    expect(maps.length).toBe(2);
+    expect(maps).toContain("worker.mjs.map");
+    const handlerMap = maps.find((m) => m !== "worker.mjs.map") as string;
+    expect(await mapSources(join(dist, handlerMap.replace(/\.map$/, "")))).toEqual([
+      expect.stringMatching(/examples\/echo\/handler\.ts$/),
+    ]);
+    // Every other chunk names no map, so Node has nothing to parse for it.
+    for (const f of (await jsFiles(dist)).filter((j) => !maps.includes(`${j}.map`))) {
+      expect(await readFile(join(dist, f), "utf8")).not.toContain("sourceMappingURL");
+    }
+    expect((await jsFiles(dist)).length).toBeGreaterThan(maps.length);
+  });
+
+  it("fills Node 22's compile cache with --warm-compile-cache and exits 0 without taking jobs", async () => {
+    const { dir } = await buildIn("warm", "examples/echo/handler.ts");
+    const cache = join(dir, "compile-cache");
+    // No platform variables: a plain start would exit 2 (the case above); the flag loads and exits.
+    const r = await runNode([join(dir, "dist", "worker.mjs"), "--warm-compile-cache"], {
+      node: node.bin,
+      cwd: dir,
+      env: childEnv({ NODE_COMPILE_CACHE: cache }),
+    });
+    expect([r.code, r.stdout, r.stderr]).toEqual([0, "", ""]);
+    if (node.fallback) {
+      console.warn("no Node 22 here: the compile cache itself is not checked");
+      return;
+    }
+    // Node keeps one folder per Node version, holding one entry per compiled module.
+    const entries = await readdir(cache, { recursive: true });
+    expect(entries.filter((e) => e.includes("/")).length).toBeGreaterThan(0);
   });
 
   it("ends a bundle whose handler module exports no definition with exit 1 and one line", async () => {
@@ -135,8 +186,33 @@ describe("runlet build", () => {
     expect(again.code).toBe(0);
     expect(again.stdout).toContain("note: Dockerfile kept as it is; it must install zod");
     expect(await readFile(join(dir, "Dockerfile"), "utf8")).toBe(renderProjectDockerfile());
-    const bundle = await readFile(join(dir, "dist", "worker.mjs"), "utf8");
-    expect(bundle).toMatch(/from "zod"/);
+    const texts = await Promise.all(
+      (await jsFiles(join(dir, "dist"))).map((f) => readFile(join(dir, "dist", f), "utf8")),
+    );
+    expect(texts.filter((t) => /from\s*"zod"/.test(t)).length).toBeGreaterThan(0);
+  });
+
+  it("loads the S3 SDK only on demand and never bundles pino-pretty", async () => {
+    const { dir } = await buildIn("lazy", "examples/echo/handler.ts", ["--all-source-maps"]);
+    const dist = join(dir, "dist");
+    // What the entry imports statically is what a start loads (besides the handler's chunk).
+    const entry = await readFile(join(dist, "worker.mjs"), "utf8");
+    const staticChunks = [...entry.matchAll(/import\s*(?:[^"']*?from\s*)?"\.\/(chunks\/[^"]+)"/g)].map(
+      (m) => m[1],
+    );
+    expect(staticChunks.length).toBeGreaterThan(0);
+    const eagerSources = (
+      await Promise.all(["worker.mjs", ...(staticChunks as string[])].map((f) => mapSources(join(dist, f))))
+    ).flat();
+    const allSources = (
+      await Promise.all((await jsFiles(dist)).map((f) => mapSources(join(dist, f))))
+    ).flat();
+    const pkg = (name: string) => (s: string) => s.includes(`node_modules/${name}/`);
+    // The walk sees runlet's worker (a walk that found nothing could not fail).
+    expect(eagerSources.some((s) => s.includes("src/worker/"))).toBe(true);
+    expect(eagerSources.filter(pkg("@aws-sdk/client-s3"))).toEqual([]);
+    expect(allSources.some(pkg("@aws-sdk/client-s3"))).toBe(true);
+    expect(allSources.filter(pkg("pino-pretty"))).toEqual([]);
   });
 
   it("fails with exit 1 and esbuild's location when the handler does not compile", async () => {

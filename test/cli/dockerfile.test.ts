@@ -1,7 +1,11 @@
+import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { join, posix } from "node:path";
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { dirname, join, posix } from "node:path";
+import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
-import { IMAGE_LAYOUT, renderProjectDockerfile } from "../../src/cli/dockerfile.js";
+import { IMAGE_LAYOUT, renderProjectDockerfile, WARM_COMPILE_CACHE_FLAG } from "../../src/cli/dockerfile.js";
 import { RUNLET_ROOT, TEMPLATE_NAMES } from "../../src/cli/paths.js";
 
 interface Instruction {
@@ -80,31 +84,130 @@ describe("Dockerfile.base", () => {
   });
 });
 
-describe("the project Dockerfile runlet build writes", () => {
+/** The stages of a multi-stage Dockerfile: each FROM and the instructions after it. */
+function stages(instructions: Instruction[]): { from: string; body: Instruction[] }[] {
+  const out: { from: string; body: Instruction[] }[] = [];
+  for (const i of instructions) {
+    if (i.op === "FROM") out.push({ from: i.args, body: [] });
+    else out.at(-1)?.body.push(i);
+  }
+  return out;
+}
+
+const FROM_BUILD = "$" + "{RUNLET_BUILD_IMAGE}";
+const SHARP = [{ name: "sharp", version: "0.33.5" }] as const;
+
+describe("the project Dockerfile runlet init and runlet build write", () => {
+  const plain = parseDockerfile(renderProjectDockerfile());
+
+  it("builds in Node 22 slim stages and runs on Node 22 slim unless build arguments name others", () => {
+    expect(only(plain, "FROM")).toEqual([
+      `${FROM_BUILD} AS manifests`,
+      `${FROM_BUILD} AS build`,
+      FROM_RUNLET_BASE,
+    ]);
+    expect(argDefault(plain, "RUNLET_BUILD_IMAGE")).toBe("node:22-bookworm-slim");
+    expect(argDefault(plain, "RUNLET_BASE_IMAGE")).toBe("node:22-bookworm-slim");
+    expect(IMAGE_LAYOUT.baseImage).toBe("node:22-bookworm-slim");
+  });
+
+  it("runs npm ci on the manifests alone, then the project's build script on all its files", () => {
+    const [, build] = stages(plain);
+    expect(build?.body).toEqual([
+      { op: "ARG", args: "NODE_EXTRA_CA_CERTS" },
+      { op: "WORKDIR", args: IMAGE_LAYOUT.buildDir },
+      { op: "COPY", args: "--from=manifests /manifests/ ./" },
+      { op: "RUN", args: "npm ci --no-audit --no-fund" },
+      { op: "COPY", args: ". ." },
+      { op: "RUN", args: "npm run build" },
+    ]);
+  });
+
+  it("picks package.json, the lock file, .npmrc and every local tarball outside node_modules for npm ci", async () => {
+    const [manifests] = stages(plain);
+    expect(manifests?.body.map((i) => i.op)).toEqual(["COPY", "RUN"]);
+    expect(manifests?.body[0]?.args).toBe(". /ctx");
+    const dir = await mkdtemp(join(tmpdir(), "runlet-manifests-"));
+    try {
+      const files: Record<string, string> = {
+        "package.json": "{}",
+        "package-lock.json": "{}",
+        ".npmrc": "fund=false",
+        "vendor/runlet-0.1.0.tgz": "tarball",
+        "runlet-0.1.0.tgz": "tarball at the root",
+        "src/handler.ts": "export default 1;",
+        "node_modules/dep/old.tgz": "installed, not a manifest",
+      };
+      for (const [rel, text] of Object.entries(files)) {
+        await mkdir(dirname(join(dir, "ctx", rel)), { recursive: true });
+        await writeFile(join(dir, "ctx", rel), text);
+      }
+      // The stage's own script, run by sh with its two absolute folders moved under `dir`.
+      const script = (manifests?.body[1]?.args ?? "")
+        .replaceAll("/manifests", join(dir, "manifests"))
+        .replaceAll("/ctx", join(dir, "ctx"));
+      await promisify(execFile)("sh", ["-c", script]);
+      const picked = (await readdir(join(dir, "manifests"), { recursive: true })).sort();
+      expect(picked).toEqual([
+        ".npmrc",
+        "package-lock.json",
+        "package.json",
+        "runlet-0.1.0.tgz",
+        "vendor",
+        "vendor/runlet-0.1.0.tgz",
+      ]);
+      expect(await readFile(join(dir, "manifests", "vendor", "runlet-0.1.0.tgz"), "utf8")).toBe("tarball");
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   for (const [label, externals] of [
     ["without externals", []],
-    ["with a native addon", [{ name: "sharp", version: "0.33.5" }]],
+    ["with a native addon", SHARP],
   ] as const) {
-    it(`puts the bundle where the base image's CMD runs it, as the same user (${label})`, () => {
-      const project = parseDockerfile(renderProjectDockerfile(externals));
-      expect(only(project, "FROM")).toEqual([FROM_RUNLET_BASE]);
-      expect(argDefault(project, "RUNLET_BASE_IMAGE")).toBe(IMAGE_LAYOUT.baseImage);
-      expect(only(project, "WORKDIR")).toEqual([]);
-      const copies = only(project, "COPY");
-      expect(copies).toEqual([`dist/worker.mjs dist/worker.mjs.map ${IMAGE_LAYOUT.workdir}/`]);
-      const dest = copies[0]?.split(" ").at(-1) ?? "";
-      expect(posix.join(dest, "worker.mjs")).toBe(IMAGE_LAYOUT.bundlePath);
-      // The last USER wins: the worker never runs as root, whatever ran before.
-      expect(only(project, "USER").at(-1)).toBe(IMAGE_LAYOUT.user);
-      expect(JSON.parse(only(project, "CMD").at(-1) ?? "null")).toEqual(IMAGE_LAYOUT.cmd);
+    it(`puts the bundle where the image's CMD runs it, under tini, as the non-root user (${label})`, () => {
+      const final = stages(parseDockerfile(renderProjectDockerfile(externals))).at(-1);
+      const body = final?.body ?? [];
+      expect(final?.from).toBe(FROM_RUNLET_BASE);
+      // Root for the set-up (the CUDA base ends as runlet), and the last USER is the worker's.
+      expect(body[0]).toEqual({ op: "USER", args: "root" });
+      expect(only(body, "USER").at(-1)).toBe(IMAGE_LAYOUT.user);
+      const copies = only(body, "COPY");
+      const bundleCopy = `--from=build ${IMAGE_LAYOUT.buildDir}/dist/ ${IMAGE_LAYOUT.workdir}/`;
+      expect(copies).toEqual(
+        externals.length === 0
+          ? [bundleCopy]
+          : [`--from=build /externals/node_modules ${IMAGE_LAYOUT.workdir}/node_modules`, bundleCopy],
+      );
+      expect(posix.join(IMAGE_LAYOUT.workdir, "worker.mjs")).toBe(IMAGE_LAYOUT.bundlePath);
+      expect(only(body, "WORKDIR")).toEqual([IMAGE_LAYOUT.workdir]);
+      expect(JSON.parse(only(body, "ENTRYPOINT")[0] ?? "null")).toEqual(IMAGE_LAYOUT.entrypoint);
+      expect(JSON.parse(only(body, "CMD")[0] ?? "null")).toEqual(IMAGE_LAYOUT.cmd);
+      const setup = only(body, "RUN")[0] ?? "";
+      expect(setup).toContain("if ! [ -x /usr/bin/tini ]; then");
+      expect(setup).toContain("apt-get install -y --no-install-recommends tini;");
+      expect(setup).toContain(
+        `id -u ${IMAGE_LAYOUT.user} >/dev/null 2>&1 || useradd --system --uid ${IMAGE_LAYOUT.uid} `,
+      );
+      // No package manager at run time.
+      expect(setup).toContain("rm -rf /usr/local/lib/node_modules/npm ");
+      const env = only(body, "ENV").join(" ");
+      expect(env).toContain("NODE_ENV=production");
+      expect(env).toContain("NODE_OPTIONS=--enable-source-maps");
+      expect(env).toContain(`NODE_COMPILE_CACHE=${IMAGE_LAYOUT.compileCacheDir}`);
+      expect(JSON.parse(only(body, "RUN")[1] ?? "null")).toEqual([
+        ...IMAGE_LAYOUT.cmd,
+        WARM_COMPILE_CACHE_FLAG,
+      ]);
     });
   }
 
-  it("installs declared externals into the workdir at their installed version", () => {
-    const project = parseDockerfile(renderProjectDockerfile([{ name: "sharp", version: "0.33.5" }]));
-    expect(only(project, "RUN")).toEqual([
-      `cd ${IMAGE_LAYOUT.workdir} && npm install --omit=dev --no-save --no-audit --no-fund sharp@0.33.5 && npm cache clean --force`,
-    ]);
+  it("installs declared externals alone, at their installed version, in the build stage", () => {
+    const [, build] = stages(parseDockerfile(renderProjectDockerfile(SHARP)));
+    expect(only(build?.body ?? [], "RUN").at(-1)).toBe(
+      `mkdir /externals && cd /externals && echo '{"private":true}' > package.json && npm install --omit=dev --no-audit --no-fund sharp@0.33.5`,
+    );
   });
 
   it("is the Dockerfile every starter template ships", () => {

@@ -5,11 +5,12 @@ import { type Command, EXIT, parseCommandArgs, reportCliError, usageError } from
 import { type ExternalPackage, renderProjectDockerfile } from "../dockerfile.js";
 import { DEFAULT_HANDLER_PATHS, resolveHandlerPath } from "../handler-path.js";
 
-const HELP = `Usage: runlet build [handler] [--external PKG]... [--minify]
+const HELP = `Usage: runlet build [handler] [--external PKG]... [--no-minify] [--all-source-maps]
 
-Bundles the handler, runlet and every npm dependency into one ESM file, dist/worker.mjs
-(with dist/worker.mjs.map), for Node 22: the image needs no node_modules. Writes a Dockerfile
-on runlet's base image when the project has none. Run it in the project's folder.
+Bundles the handler, runlet and every npm dependency for Node 22 into dist/: worker.mjs, the
+chunks/ it loads (the S3 SDK only when a job uses S3) and source maps; the image needs no
+node_modules. Writes the project's multi-stage Dockerfile when there is none. Run it in the
+project's folder.
 
 Arguments:
   handler             the handler module
@@ -18,7 +19,12 @@ Arguments:
 Options:
   --external PKG      leave PKG out of the bundle (a native addon); repeatable. The written
                       Dockerfile installs it into the image at the version in node_modules
-  --minify            minify the bundle (stack traces stay readable through the source map)
+  --no-minify         keep the bundle readable (it is minified by default; frames in the
+                      project's own code stay readable through the source maps either way)
+  --minify            accepted for older scripts: minifying is the default
+  --all-source-maps   keep the source maps of runlet and the dependencies too; by default only
+                      the files with the project's own code keep theirs (each map costs
+                      start-up time and memory under the image's --enable-source-maps)
   -h, --help          show this help
 
 Exit codes: 0 built, 1 esbuild failed, 2 bad usage (unknown flag, missing handler file).`;
@@ -66,25 +72,28 @@ export const command: Command = {
     const parsed = parseCommandArgs(command, argv, {
       external: { type: "string", multiple: true },
       minify: { type: "boolean" },
+      "no-minify": { type: "boolean" },
+      "all-source-maps": { type: "boolean" },
     });
     if ("exitCode" in parsed) return parsed.exitCode;
     try {
       const cwd = process.cwd();
       if (parsed.positionals.length > 1) throw usageError("expected at most one handler");
       const handlerPath = await resolveHandlerPath(parsed.positionals[0], cwd);
-      const { external, minify } = parsed.values;
+      const { external, "no-minify": noMinify, "all-source-maps": allSourceMaps } = parsed.values;
       const externals = Array.isArray(external) ? external.map(String) : [];
       const result = await bundleHandler({
         handlerPath,
         outDir: join(cwd, "dist"),
         externals,
-        minify: minify === true,
+        minify: noMinify !== true,
+        allSourceMaps: allSourceMaps === true,
       });
       for (const warning of result.warnings) process.stderr.write(`warning: ${warning}\n`);
       const rel = (p: string) => relative(cwd, p);
       process.stdout.write(
-        `Built ${rel(result.bundlePath)}  ${formatBytes(result.bundleBytes)}` +
-          `  (source map ${formatBytes(result.mapBytes)})\n`,
+        `Built ${rel(result.bundlePath)}  ${formatBytes(result.bundleBytes)} loaded at start` +
+          `, ${formatBytes(result.lazyBytes)} on demand  (source maps ${formatBytes(result.mapBytes)})\n`,
       );
       const described = await describeExternals(externals, cwd);
       for (const e of described) {
@@ -95,7 +104,9 @@ export const command: Command = {
         }
       }
       if (await writeDockerfileIfMissing(join(cwd, "Dockerfile"), renderProjectDockerfile(described))) {
-        process.stdout.write("Wrote Dockerfile (on runlet's base image; see docs/images.md)\n");
+        process.stdout.write(
+          "Wrote Dockerfile (multi-stage, builds from the project's files; see docs/images.md)\n",
+        );
       } else if (described.length > 0) {
         const specs = described.map((e) => (e.version === undefined ? e.name : `${e.name}@${e.version}`));
         process.stdout.write(
