@@ -126,7 +126,9 @@ function formatMessage(m: Message): string {
 function isProjectInput(input: string): boolean {
   if (input.startsWith("<") || basename(input) === ENTRY_SOURCE) return false;
   const abs = resolve(input);
-  return !abs.includes(`${sep}node_modules${sep}`) && !abs.startsWith(join(RUNLET_ROOT, "src") + sep);
+  // runlet's own code comes from its dist/ (the package's exports) or, in runlet's repository, src/.
+  const inRunlet = ["dist", "src"].some((dir) => abs.startsWith(join(RUNLET_ROOT, dir) + sep));
+  return !abs.includes(`${sep}node_modules${sep}`) && !inRunlet;
 }
 
 /**
