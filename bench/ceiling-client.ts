@@ -3,12 +3,14 @@
  * URL with `inFlight` posts at once, reading each answer to its end, and prints
  * `{"perSecond": n}`. A tenth of the posts (at least 20) run first as warm-up and are not timed.
  *
- * Run: `node bin/run-ts.mjs bench/ceiling-client.ts '<CeilingLoad as JSON>'`.
+ * Run: `node bin/run-ts.mjs bench/ceiling-client.ts` with the CeilingLoad as JSON on stdin.
  */
+
+import { text } from "node:stream/consumers";
 import { Agent, request } from "undici";
 import type { CeilingLoad } from "./ceiling.js";
 
-const load = JSON.parse(process.argv[2] ?? "") as CeilingLoad;
+const load = JSON.parse(await text(process.stdin)) as CeilingLoad;
 const dispatcher = new Agent({ connections: load.inFlight, pipelining: 1 });
 const headers = { authorization: "bench", "content-type": "application/json" };
 

@@ -4,7 +4,7 @@
  * its ceiling says how close runlet comes to what this machine allows at that moment, which an
  * absolute figure on a shared machine cannot.
  */
-import { execFile } from "node:child_process";
+import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -59,19 +59,29 @@ export interface CeilingLoad {
  */
 export function measureCeiling(load: CeilingLoad): Promise<number> {
   return new Promise((resolve, reject) => {
-    execFile(
+    // The load goes through stdin: a large item's 1 MiB body is too long for an argument.
+    const child = spawn(
       process.execPath,
-      [join(ROOT, "bin", "run-ts.mjs"), join(ROOT, "bench", "ceiling-client.ts"), JSON.stringify(load)],
-      { cwd: ROOT, timeout: 300_000 },
-      (err, stdout, stderr) => {
-        if (err !== null) {
-          reject(new Error(`ceiling client failed: ${err.message}\n${stderr}`));
-          return;
-        }
-        const { perSecond } = JSON.parse(stdout) as { perSecond: number };
-        resolve(perSecond);
-      },
+      [join(ROOT, "bin", "run-ts.mjs"), join(ROOT, "bench", "ceiling-client.ts")],
+      { cwd: ROOT, stdio: ["pipe", "pipe", "pipe"] },
     );
+    let out = "";
+    let err = "";
+    child.stdout.setEncoding("utf8").on("data", (text: string) => {
+      out += text;
+    });
+    child.stderr.setEncoding("utf8").on("data", (text: string) => {
+      err = (err + text).slice(-8_192);
+    });
+    child.once("error", reject);
+    child.once("exit", (code) => {
+      if (code !== 0) {
+        reject(new Error(`ceiling client exited ${code}:\n${err}`));
+        return;
+      }
+      resolve((JSON.parse(out) as { perSecond: number }).perSecond);
+    });
+    child.stdin.end(JSON.stringify(load));
   });
 }
 
