@@ -60,6 +60,8 @@ export class Worker {
   #removeSignalHandlers: (() => void) | undefined;
   #unfit: Unfitness | undefined;
   #unhealthyPing: Promise<void> | undefined;
+  /** The ping list changed and is sent to the heartbeat thread at the end of this turn. */
+  #pingListDue = false;
   /** Resolves once the worker has fully stopped (after close(), a signal, or a runaway handler). */
   readonly stopped: Promise<WorkerStopInfo>;
 
@@ -186,11 +188,21 @@ export class Worker {
   }
 
   #jobsChanged(): void {
-    // The ping names only jobs the platform still counts as running: a job-stopped job leaves the
-    // list at once, although its handler may hold its slot (job_in_progress) until it returns.
-    const inProgress = [...this.#jobs.values()].filter((job) => !job.stopRequested).map((job) => job.id);
-    this.#heartbeat?.setJobs(inProgress);
     this.#changes.notify();
+    if (this.#heartbeat === undefined || this.#pingListDue) return;
+    // A batch of jobs starts, and many finish, within one turn of the event loop: the ping list is
+    // sent to the heartbeat thread once at the end of the turn instead of once per change (each
+    // send copies the whole list across threads, which cost the worker more CPU than running a
+    // trivial job).
+    this.#pingListDue = true;
+    setImmediate(() => {
+      this.#pingListDue = false;
+      // The ping names only jobs the platform still counts as running: a job-stopped job leaves the
+      // list at once, although its handler may hold its slot (job_in_progress) until it returns.
+      const inProgress: string[] = [];
+      for (const job of this.#jobs.values()) if (!job.stopRequested) inProgress.push(job.id);
+      this.#heartbeat?.setJobs(inProgress);
+    });
   }
 
   #stopLoop(): Promise<void> {
