@@ -33,12 +33,19 @@ const TARGET_CACHE_SIZE = 64;
 
 export class PlatformHttp {
   readonly #agent: Agent;
-  readonly #apiKey: string | undefined;
   /** URL text → origin and path. A streaming job posts thousands of chunks to one URL: parse it once. */
   readonly #targets = new Map<string, { readonly origin: string; readonly path: string }>();
+  /** Headers of every GET and every JSON POST, built once (undici only reads them). */
+  readonly #plainHeaders: Readonly<Record<string, string>>;
+  readonly #jsonHeaders: Readonly<Record<string, string>>;
+  /** Per caller signal, the aborts of its requests in flight (see #onAbort). */
+  readonly #aborters = new WeakMap<AbortSignal, Set<(reason: unknown) => void>>();
 
   constructor(apiKey: string | undefined) {
-    this.#apiKey = apiKey;
+    const plain: Record<string, string> = { "user-agent": USER_AGENT };
+    if (apiKey !== undefined) plain["authorization"] = apiKey;
+    this.#plainHeaders = Object.freeze(plain);
+    this.#jsonHeaders = Object.freeze({ ...plain, ...RESULT_POST_HEADERS });
     // Long polls are bounded by the caller's signal (takeTimeoutMs), not by undici's own timers.
     this.#agent = new Agent({ keepAliveTimeout: 30_000, headersTimeout: 0, bodyTimeout: 0 });
   }
@@ -55,10 +62,32 @@ export class PlatformHttp {
   }
 
   #headers(jobId: string | undefined, json: boolean): Record<string, string> {
-    const headers: Record<string, string> = { "user-agent": USER_AGENT };
-    if (this.#apiKey !== undefined) headers["authorization"] = this.#apiKey;
-    if (jobId !== undefined) headers["x-request-id"] = jobId;
-    return json ? { ...headers, ...RESULT_POST_HEADERS } : headers;
+    const base = json ? this.#jsonHeaders : this.#plainHeaders;
+    return jobId === undefined ? base : { ...base, "x-request-id": jobId };
+  }
+
+  /**
+   * Calls `abort` with the signal's reason when `signal` aborts; returns the function that stops
+   * that. One listener per signal serves all its requests: the outbox's posts all share the
+   * worker's give-up signal, and a listener per post (64 in flight) piled up on it.
+   */
+  #onAbort(signal: AbortSignal, abort: (reason: unknown) => void): () => void {
+    let callbacks = this.#aborters.get(signal);
+    if (callbacks === undefined) {
+      const set = new Set<(reason: unknown) => void>();
+      callbacks = set;
+      this.#aborters.set(signal, set);
+      signal.addEventListener(
+        "abort",
+        () => {
+          for (const callback of set) callback(signal.reason);
+        },
+        { once: true },
+      );
+    }
+    const set = callbacks;
+    set.add(abort);
+    return () => set.delete(abort);
   }
 
   /** GET `url`. Throws on network errors and aborts; any status is an answer. */
@@ -94,9 +123,13 @@ export class PlatformHttp {
       let status = 0;
       let answerHeaders: PlatformResponse["headers"] = {};
       const chunks: Buffer[] = [];
-      const onAbort = (): void => controller?.abort(signal?.reason);
-      signal?.addEventListener("abort", onAbort, { once: true });
-      const settle = (): void => signal?.removeEventListener("abort", onAbort);
+      const untrack =
+        signal === undefined
+          ? undefined
+          : this.#onAbort(signal, (reason) => controller?.abort(reason as Error));
+      const settle = (): void => {
+        untrack?.();
+      };
       try {
         this.#dispatch(method, url, headers, body, answerTimeoutMs, {
           onRequestStart(c) {
