@@ -1,5 +1,5 @@
 import type { Harness } from "../../src/harness/index.js";
-import { measureCeiling, processCpuMs, startCeilingServer } from "../ceiling.js";
+import { measureCeiling, ownCpuMs, processCpuMs, startCeilingServer } from "../ceiling.js";
 import type { BenchOptions } from "../options.js";
 import { benchHarness, type Connected, connectWorker } from "../session.js";
 import { type Figure, figure, repeat } from "../stats.js";
@@ -53,8 +53,10 @@ export async function measureStreaming(options: BenchOptions): Promise<Figure[]>
     const runletPid = workers[0]!.worker.pid;
     const runs = await repeat(options.stream.repetitions, async () => {
       const cpu0 = processCpuMs(runletPid) ?? Number.NaN;
+      const ownCpu0 = ownCpuMs();
       const runlet = await streamJob(harness, "runlet", small, smallItems);
       const workerCpu = ((processCpuMs(runletPid) ?? Number.NaN) - cpu0) / smallItems;
+      const harnessCpu = (ownCpuMs() - ownCpu0) / smallItems;
       const baseline = await streamJob(harness, "baseline", small, smallItems);
       const coalesced = await streamJob(harness, "coalesced", small);
       // Sequential: stream items of one job are posted one at a time, in order (worker-protocol §5).
@@ -67,6 +69,7 @@ export async function measureStreaming(options: BenchOptions): Promise<Figure[]>
       return {
         ceiling,
         workerCpu,
+        harnessCpu,
         runlet: smallItems / (runlet.ms / 1000),
         baseline: smallItems / (baseline.ms / 1000),
         coalesced: smallItems / (coalesced.ms / 1000),
@@ -110,10 +113,16 @@ export async function measureStreaming(options: BenchOptions): Promise<Figure[]>
         runs.map((r) => r.runlet / r.ceiling),
       ),
       figure(
-        "cpu.worker.streamItem",
+        "stream.small.workerCpu",
         "  worker CPU per item",
         "ms",
         runs.map((r) => r.workerCpu),
+      ),
+      figure(
+        "stream.small.harnessCpu",
+        "  harness CPU per item (bench process)",
+        "ms",
+        runs.map((r) => r.harnessCpu),
       ),
       figure(
         "stream.small.baseline",

@@ -93,13 +93,13 @@ async function measureLevel(
         runs.map((r) => r.ratio),
       ),
       figure(
-        `cpu.worker.${c}`,
+        `throughput.${c}.workerCpu`,
         "  worker CPU per job",
         "ms",
         runs.map((r) => r.workerCpu),
       ),
       figure(
-        `cpu.harness.${c}`,
+        `throughput.${c}.harnessCpu`,
         "  harness CPU per job (bench process)",
         "ms",
         runs.map((r) => r.harnessCpu),
