@@ -39,7 +39,10 @@ export class PlatformHttp {
   readonly #plainHeaders: Readonly<Record<string, string>>;
   readonly #jsonHeaders: Readonly<Record<string, string>>;
   /** Per caller signal, the aborts of its requests in flight (see #onAbort). */
-  readonly #aborters = new WeakMap<AbortSignal, Set<(reason: unknown) => void>>();
+  readonly #aborters = new WeakMap<
+    AbortSignal,
+    { readonly callbacks: Set<(reason: unknown) => void>; readonly listener: () => void }
+  >();
 
   constructor(apiKey: string | undefined) {
     const plain: Record<string, string> = { "user-agent": USER_AGENT };
@@ -68,26 +71,31 @@ export class PlatformHttp {
 
   /**
    * Calls `abort` with the signal's reason when `signal` aborts; returns the function that stops
-   * that. One listener per signal serves all its requests: the outbox's posts all share the
-   * worker's give-up signal, and a listener per post (64 in flight) piled up on it.
+   * that. One listener per signal serves all its requests in flight: the outbox's posts all share
+   * the worker's give-up signal, and a listener per post (64 in flight) piled up on it. The
+   * listener goes once the signal has no request in flight, so a signal that outlives its
+   * requests (a take poll's, held by its timeout) keeps nothing of them.
    */
   #onAbort(signal: AbortSignal, abort: (reason: unknown) => void): () => void {
-    let callbacks = this.#aborters.get(signal);
-    if (callbacks === undefined) {
-      const set = new Set<(reason: unknown) => void>();
-      callbacks = set;
-      this.#aborters.set(signal, set);
-      signal.addEventListener(
-        "abort",
-        () => {
-          for (const callback of set) callback(signal.reason);
-        },
-        { once: true },
-      );
+    let entry = this.#aborters.get(signal);
+    if (entry === undefined) {
+      const callbacks = new Set<(reason: unknown) => void>();
+      const listener = (): void => {
+        for (const callback of callbacks) callback(signal.reason);
+      };
+      entry = { callbacks, listener };
+      this.#aborters.set(signal, entry);
+      signal.addEventListener("abort", listener, { once: true });
     }
-    const set = callbacks;
-    set.add(abort);
-    return () => set.delete(abort);
+    const { callbacks, listener } = entry;
+    callbacks.add(abort);
+    return () => {
+      callbacks.delete(abort);
+      if (callbacks.size === 0 && this.#aborters.get(signal) === entry) {
+        signal.removeEventListener("abort", listener);
+        this.#aborters.delete(signal);
+      }
+    };
   }
 
   /** GET `url`. Throws on network errors and aborts; any status is an answer. */
