@@ -85,6 +85,21 @@ export function measureCeiling(load: CeilingLoad): Promise<number> {
   });
 }
 
+/**
+ * Runs `run` between two measurements of its ceiling and returns its result with their mean: on
+ * a shared machine the load drifts within seconds, and a ceiling taken on both sides of the run
+ * follows the drift better than one taken after it.
+ */
+export async function bracketed<T>(
+  load: CeilingLoad,
+  run: () => Promise<T>,
+): Promise<{ result: T; ceiling: number }> {
+  const before = await measureCeiling(load);
+  const result = await run();
+  const after = await measureCeiling(load);
+  return { result, ceiling: (before + after) / 2 };
+}
+
 /** Clock ticks per second of `/proc/<pid>/stat` times (`USER_HZ`, 100 on every Linux Node runs on). */
 const USER_HZ = 100;
 

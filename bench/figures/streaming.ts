@@ -1,5 +1,5 @@
 import type { Harness } from "../../src/harness/index.js";
-import { measureCeiling, ownCpuMs, processCpuMs, startCeilingServer } from "../ceiling.js";
+import { bracketed, ownCpuMs, processCpuMs, startCeilingServer } from "../ceiling.js";
 import type { BenchOptions } from "../options.js";
 import { benchHarness, type Connected, connectWorker } from "../session.js";
 import { type Figure, figure, repeat } from "../stats.js";
@@ -52,20 +52,28 @@ export async function measureStreaming(options: BenchOptions): Promise<Figure[]>
     }
     const runletPid = workers[0]!.worker.pid;
     const runs = await repeat(options.stream.repetitions, async () => {
-      const cpu0 = processCpuMs(runletPid) ?? Number.NaN;
-      const ownCpu0 = ownCpuMs();
-      const runlet = await streamJob(harness, "runlet", small, smallItems);
-      const workerCpu = ((processCpuMs(runletPid) ?? Number.NaN) - cpu0) / smallItems;
-      const harnessCpu = (ownCpuMs() - ownCpu0) / smallItems;
+      // Sequential: stream items of one job are posted one at a time, in order (worker-protocol §5).
+      const { result: runlet, ceiling } = await bracketed(
+        {
+          url: `${ceilingServer.url}/v2/runlet/job-stream/pod-1/job-1?gpu=LOCAL&isStream=false`,
+          body: JSON.stringify({ output: "tok12345 " }),
+          count: Math.max(200, Math.floor(smallItems / 5)),
+          inFlight: 1,
+        },
+        async () => {
+          const cpu0 = processCpuMs(runletPid) ?? Number.NaN;
+          const ownCpu0 = ownCpuMs();
+          const job = await streamJob(harness, "runlet", small, smallItems);
+          return {
+            ms: job.ms,
+            workerCpu: ((processCpuMs(runletPid) ?? Number.NaN) - cpu0) / smallItems,
+            harnessCpu: (ownCpuMs() - ownCpu0) / smallItems,
+          };
+        },
+      );
+      const { workerCpu, harnessCpu } = runlet;
       const baseline = await streamJob(harness, "baseline", small, smallItems);
       const coalesced = await streamJob(harness, "coalesced", small);
-      // Sequential: stream items of one job are posted one at a time, in order (worker-protocol §5).
-      const ceiling = await measureCeiling({
-        url: `${ceilingServer.url}/v2/runlet/job-stream/pod-1/job-1?gpu=LOCAL&isStream=false`,
-        body: JSON.stringify({ output: "tok12345 " }),
-        count: Math.max(200, Math.floor(smallItems / 5)),
-        inFlight: 1,
-      });
       return {
         ceiling,
         workerCpu,
@@ -80,14 +88,18 @@ export async function measureStreaming(options: BenchOptions): Promise<Figure[]>
     const largeChunk = JSON.stringify({ output: "x".repeat(Math.min(largeBytes, 1_048_576)) });
     const large = await repeat(options.stream.repetitions, async () => {
       const pid = workers[0]!.worker.pid;
-      resetPeakRss(pid);
-      const { ms } = await streamJob(harness, "runlet", { bytes: largeBytes });
-      const postsPerSecond = await measureCeiling({
-        url: `${ceilingServer.url}/v2/runlet/job-stream/pod-1/job-1?gpu=LOCAL&isStream=false`,
-        body: largeChunk,
-        count: Math.max(20, Math.ceil(largeBytes / 1_048_576)),
-        inFlight: 1,
-      });
+      const { result: ms, ceiling: postsPerSecond } = await bracketed(
+        {
+          url: `${ceilingServer.url}/v2/runlet/job-stream/pod-1/job-1?gpu=LOCAL&isStream=false`,
+          body: largeChunk,
+          count: Math.max(20, Math.ceil(largeBytes / 1_048_576)),
+          inFlight: 1,
+        },
+        async () => {
+          resetPeakRss(pid);
+          return (await streamJob(harness, "runlet", { bytes: largeBytes })).ms;
+        },
+      );
       const mbps = largeBytes / MB / (ms / 1000);
       const ceiling = (postsPerSecond * (largeChunk.length - 13)) / MB;
       return { mbps, ceiling, peak: workers[0]!.worker.peakRssBytes() ?? Number.NaN };

@@ -1,4 +1,4 @@
-import { measureCeiling, ownCpuMs, processCpuMs, startCeilingServer } from "../ceiling.js";
+import { bracketed, ownCpuMs, processCpuMs, startCeilingServer } from "../ceiling.js";
 import type { BenchOptions } from "../options.js";
 import { benchHarness, connectWorker, runJobs } from "../session.js";
 import { type Figure, figure, percentile, repeat } from "../stats.js";
@@ -10,8 +10,9 @@ const JOB_DONE_BODY = JSON.stringify({ output: { n: 1234, handlerMs: 0.0123 } })
 
 /**
  * Job throughput at each concurrency level: jobs/s through the harness and one `runlet start`
- * process; beside it, in the same runs, the ceiling (a bare undici loop posting the job-done body
- * to a bare node:http server with as many posts in flight as the concurrency), the ratio, and the
+ * process; beside it, measured right before and after each run, the ceiling (a bare undici loop
+ * posting the job-done body to a bare node:http server with as many posts in flight as the
+ * concurrency), the ratio, and the
  * CPU time per job of the worker process and of the bench process (harness + the bench's driver).
  */
 export async function measureThroughput(
@@ -52,17 +53,25 @@ async function measureLevel(
     await runJobs(harness, "local", inputs(options.throughput.warmupJobs));
     const jobs = options.throughput.jobs;
     const runs = await repeat(options.repetitions, async () => {
-      const workerCpu0 = processCpuMs(worker.pid) ?? Number.NaN;
-      const ownCpu0 = ownCpuMs();
-      const { elapsedMs } = await runJobs(harness, "local", inputs(jobs));
-      const workerCpuMs = (processCpuMs(worker.pid) ?? Number.NaN) - workerCpu0;
-      const harnessCpuMs = ownCpuMs() - ownCpu0;
-      const ceiling = await measureCeiling({
-        url: `${ceilingUrl}/v2/local/job-done/pod-1/job-1?gpu=LOCAL&isStream=false`,
-        body: JOB_DONE_BODY,
-        count: Math.max(jobs, 200),
-        inFlight: concurrency,
-      });
+      const { result, ceiling } = await bracketed(
+        {
+          url: `${ceilingUrl}/v2/local/job-done/pod-1/job-1?gpu=LOCAL&isStream=false`,
+          body: JOB_DONE_BODY,
+          count: Math.max(jobs, 200),
+          inFlight: concurrency,
+        },
+        async () => {
+          const workerCpu0 = processCpuMs(worker.pid) ?? Number.NaN;
+          const ownCpu0 = ownCpuMs();
+          const { elapsedMs } = await runJobs(harness, "local", inputs(jobs));
+          return {
+            elapsedMs,
+            workerCpuMs: (processCpuMs(worker.pid) ?? Number.NaN) - workerCpu0,
+            harnessCpuMs: ownCpuMs() - ownCpu0,
+          };
+        },
+      );
+      const { elapsedMs, workerCpuMs, harnessCpuMs } = result;
       const perSecond = jobs / (elapsedMs / 1000);
       return {
         perSecond,
