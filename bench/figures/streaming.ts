@@ -1,4 +1,5 @@
 import type { Harness } from "../../src/harness/index.js";
+import { bracketed, ownCpuMs, processCpuMs, startCeilingServer } from "../ceiling.js";
 import type { BenchOptions } from "../options.js";
 import { benchHarness, type Connected, connectWorker } from "../session.js";
 import { type Figure, figure, repeat } from "../stats.js";
@@ -31,6 +32,7 @@ async function streamJob(harness: Harness, endpointId: string, input: object, ex
 export async function measureStreaming(options: BenchOptions): Promise<Figure[]> {
   const { smallItems, largeBytes, coalesceMs } = options.stream;
   const harness = await benchHarness(["runlet", "baseline", "coalesced"]);
+  const ceilingServer = await startCeilingServer();
   const workers: Connected[] = [];
   try {
     workers.push(await connectWorker(harness, "runlet", { handler: STREAM }));
@@ -48,22 +50,59 @@ export async function measureStreaming(options: BenchOptions): Promise<Figure[]>
     for (const ep of ["runlet", "baseline", "coalesced"]) {
       await streamJob(harness, ep, { items: Math.max(1, Math.min(2_000, Math.floor(smallItems / 10))) });
     }
+    const runletPid = workers[0]!.worker.pid;
     const runs = await repeat(options.stream.repetitions, async () => {
-      const runlet = await streamJob(harness, "runlet", small, smallItems);
+      // Sequential: stream items of one job are posted one at a time, in order (worker-protocol §5).
+      const { result: runlet, ceiling } = await bracketed(
+        {
+          url: `${ceilingServer.url}/v2/runlet/job-stream/pod-1/job-1?gpu=LOCAL&isStream=false`,
+          body: JSON.stringify({ output: "tok12345 " }),
+          count: Math.max(200, Math.floor(smallItems / 5)),
+          inFlight: 1,
+        },
+        async () => {
+          const cpu0 = processCpuMs(runletPid) ?? Number.NaN;
+          const ownCpu0 = ownCpuMs();
+          const job = await streamJob(harness, "runlet", small, smallItems);
+          return {
+            ms: job.ms,
+            workerCpu: ((processCpuMs(runletPid) ?? Number.NaN) - cpu0) / smallItems,
+            harnessCpu: (ownCpuMs() - ownCpu0) / smallItems,
+          };
+        },
+      );
+      const { workerCpu, harnessCpu } = runlet;
       const baseline = await streamJob(harness, "baseline", small, smallItems);
       const coalesced = await streamJob(harness, "coalesced", small);
       return {
+        ceiling,
+        workerCpu,
+        harnessCpu,
         runlet: smallItems / (runlet.ms / 1000),
         baseline: smallItems / (baseline.ms / 1000),
         coalesced: smallItems / (coalesced.ms / 1000),
         coalescedChunks: coalesced.chunks,
       };
     });
+    // The large item's ceiling: its ≤ 1 MiB chunks posted one after another as bare JSON bodies.
+    const largeChunk = JSON.stringify({ output: "x".repeat(Math.min(largeBytes, 1_048_576)) });
     const large = await repeat(options.stream.repetitions, async () => {
       const pid = workers[0]!.worker.pid;
-      resetPeakRss(pid);
-      const { ms } = await streamJob(harness, "runlet", { bytes: largeBytes });
-      return { mbps: largeBytes / MB / (ms / 1000), peak: workers[0]!.worker.peakRssBytes() ?? Number.NaN };
+      const { result: ms, ceiling: postsPerSecond } = await bracketed(
+        {
+          url: `${ceilingServer.url}/v2/runlet/job-stream/pod-1/job-1?gpu=LOCAL&isStream=false`,
+          body: largeChunk,
+          count: Math.max(20, Math.ceil(largeBytes / 1_048_576)),
+          inFlight: 1,
+        },
+        async () => {
+          resetPeakRss(pid);
+          return (await streamJob(harness, "runlet", { bytes: largeBytes })).ms;
+        },
+      );
+      const mbps = largeBytes / MB / (ms / 1000);
+      const ceiling = (postsPerSecond * (largeChunk.length - 13)) / MB;
+      return { mbps, ceiling, peak: workers[0]!.worker.peakRssBytes() ?? Number.NaN };
     });
     const items = smallItems.toLocaleString("en-US");
     return [
@@ -72,6 +111,30 @@ export async function measureStreaming(options: BenchOptions): Promise<Figure[]>
         `stream, ${items} short strings, runlet`,
         "items/s",
         runs.map((r) => r.runlet),
+      ),
+      figure(
+        "stream.small.ceiling",
+        "  ceiling: bare undici → node:http, sequential posts",
+        "posts/s",
+        runs.map((r) => r.ceiling),
+      ),
+      figure(
+        "stream.small.ceilingRatio",
+        "  ratio (paired runs)",
+        "x",
+        runs.map((r) => r.runlet / r.ceiling),
+      ),
+      figure(
+        "stream.small.workerCpu",
+        "  worker CPU per item",
+        "ms",
+        runs.map((r) => r.workerCpu),
+      ),
+      figure(
+        "stream.small.harnessCpu",
+        "  harness CPU per item (bench process)",
+        "ms",
+        runs.map((r) => r.harnessCpu),
       ),
       figure(
         "stream.small.baseline",
@@ -99,6 +162,18 @@ export async function measureStreaming(options: BenchOptions): Promise<Figure[]>
         large.map((r) => r.mbps),
       ),
       figure(
+        "stream.large.ceiling",
+        "  ceiling: bare undici → node:http, 1 MiB bodies, sequential",
+        "MB/s",
+        large.map((r) => r.ceiling),
+      ),
+      figure(
+        "stream.large.ratio",
+        "  ratio (paired runs)",
+        "x",
+        large.map((r) => r.mbps / r.ceiling),
+      ),
+      figure(
         "stream.large.peakRss",
         `worker peak RSS while streaming the ${Math.round(largeBytes / MB)} MB string`,
         "MiB",
@@ -108,5 +183,6 @@ export async function measureStreaming(options: BenchOptions): Promise<Figure[]>
   } finally {
     await Promise.all(workers.map((w) => w.worker.stop()));
     await harness.close();
+    await ceilingServer.close();
   }
 }

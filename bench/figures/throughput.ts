@@ -1,47 +1,124 @@
+import { bracketed, ownCpuMs, processCpuMs, startCeilingServer } from "../ceiling.js";
 import type { BenchOptions } from "../options.js";
 import { benchHarness, connectWorker, runJobs } from "../session.js";
 import { type Figure, figure, percentile, repeat } from "../stats.js";
 
 const TRIVIAL = "bench/handlers/trivial.ts";
 
-/** Job throughput at each concurrency level: jobs/s through the harness and one `runlet start` process. */
+/** What the worker posts for one trivial job (job-done), for the ceiling loop. */
+const JOB_DONE_BODY = JSON.stringify({ output: { n: 1234, handlerMs: 0.0123 } });
+
+/**
+ * Job throughput at each concurrency level: jobs/s through the harness and one `runlet start`
+ * process; beside it, measured right before and after each run, the ceiling (a bare undici loop
+ * posting the job-done body to a bare node:http server with as many posts in flight as the
+ * concurrency), the ratio, and the
+ * CPU time per job of the worker process and of the bench process (harness + the bench's driver).
+ */
 export async function measureThroughput(
   options: BenchOptions,
 ): Promise<{ figures: Figure[]; startToFirstTakeMs: number[] }> {
   const figures: Figure[] = [];
   const starts: number[] = [];
-  for (const concurrency of options.throughput.concurrency) {
-    const harness = await benchHarness(["local"]);
-    const { worker, startToFirstTakeMs } = await connectWorker(
-      harness,
-      "local",
-      { handler: TRIVIAL },
-      {
-        BENCH_CONCURRENCY: String(concurrency),
-      },
-    );
-    starts.push(startToFirstTakeMs);
-    try {
-      const inputs = (count: number) => Array.from({ length: count }, (_, n) => ({ n }));
-      await runJobs(harness, "local", inputs(options.throughput.warmupJobs));
-      const runs = await repeat(options.repetitions, async () => {
-        const { elapsedMs } = await runJobs(harness, "local", inputs(options.throughput.jobs));
-        return options.throughput.jobs / (elapsedMs / 1000);
-      });
-      figures.push(
-        figure(
-          `throughput.c${concurrency}`,
-          `job throughput, concurrency ${concurrency}${concurrency > 1 ? " (batch take)" : ""}`,
-          "jobs/s",
-          runs,
-        ),
-      );
-    } finally {
-      await worker.stop();
-      await harness.close();
+  const ceilingServer = await startCeilingServer();
+  try {
+    for (const concurrency of options.throughput.concurrency) {
+      figures.push(...(await measureLevel(options, concurrency, ceilingServer.url, starts)));
     }
+  } finally {
+    await ceilingServer.close();
   }
   return { figures, startToFirstTakeMs: starts };
+}
+
+async function measureLevel(
+  options: BenchOptions,
+  concurrency: number,
+  ceilingUrl: string,
+  starts: number[],
+): Promise<Figure[]> {
+  const figures: Figure[] = [];
+  const harness = await benchHarness(["local"]);
+  const { worker, startToFirstTakeMs } = await connectWorker(
+    harness,
+    "local",
+    { handler: TRIVIAL },
+    {
+      BENCH_CONCURRENCY: String(concurrency),
+    },
+  );
+  starts.push(startToFirstTakeMs);
+  try {
+    const inputs = (count: number) => Array.from({ length: count }, (_, n) => ({ n }));
+    await runJobs(harness, "local", inputs(options.throughput.warmupJobs));
+    const jobs = options.throughput.jobs;
+    const runs = await repeat(options.repetitions, async () => {
+      const { result, ceiling } = await bracketed(
+        {
+          url: `${ceilingUrl}/v2/local/job-done/pod-1/job-1?gpu=LOCAL&isStream=false`,
+          body: JOB_DONE_BODY,
+          count: Math.max(jobs, 200),
+          inFlight: concurrency,
+        },
+        async () => {
+          const workerCpu0 = processCpuMs(worker.pid) ?? Number.NaN;
+          const ownCpu0 = ownCpuMs();
+          const { elapsedMs } = await runJobs(harness, "local", inputs(jobs));
+          return {
+            elapsedMs,
+            workerCpuMs: (processCpuMs(worker.pid) ?? Number.NaN) - workerCpu0,
+            harnessCpuMs: ownCpuMs() - ownCpu0,
+          };
+        },
+      );
+      const { elapsedMs, workerCpuMs, harnessCpuMs } = result;
+      const perSecond = jobs / (elapsedMs / 1000);
+      return {
+        perSecond,
+        ceiling,
+        ratio: perSecond / ceiling,
+        workerCpu: workerCpuMs / jobs,
+        harnessCpu: harnessCpuMs / jobs,
+      };
+    });
+    const c = `c${concurrency}`;
+    figures.push(
+      figure(
+        `throughput.${c}`,
+        `job throughput, concurrency ${concurrency}${concurrency > 1 ? " (batch take)" : ""}`,
+        "jobs/s",
+        runs.map((r) => r.perSecond),
+      ),
+      figure(
+        `throughput.${c}.ceiling`,
+        `  ceiling: bare undici → node:http, ${concurrency} post${concurrency > 1 ? "s" : ""} in flight`,
+        "posts/s",
+        runs.map((r) => r.ceiling),
+      ),
+      figure(
+        `throughput.${c}.ratio`,
+        "  ratio (paired runs)",
+        "x",
+        runs.map((r) => r.ratio),
+      ),
+      figure(
+        `throughput.${c}.workerCpu`,
+        "  worker CPU per job",
+        "ms",
+        runs.map((r) => r.workerCpu),
+      ),
+      figure(
+        `throughput.${c}.harnessCpu`,
+        "  harness CPU per job (bench process)",
+        "ms",
+        runs.map((r) => r.harnessCpu),
+      ),
+    );
+  } finally {
+    await worker.stop();
+    await harness.close();
+  }
+  return figures;
 }
 
 /** Posts a `/run` and reads `/status-sync` (answers once the job is terminal); returns ms and the record. */

@@ -3,7 +3,7 @@ import { RunletError } from "../errors.js";
 import type { DeliveredJob } from "../protocol/index.js";
 import { unconfiguredJobS3 } from "../s3/no-store.js";
 import type { JobS3, JobS3Options } from "../s3/types.js";
-import { StreamCoalescer, splitItemIter } from "../stream/index.js";
+import { chunkJson, StreamCoalescer, splitItemIter } from "../stream/index.js";
 import type { HandlerContext, HandlerDefinition } from "./define-handler.js";
 import { createJobMetrics } from "./metrics.js";
 import {
@@ -228,7 +228,7 @@ async function drain(
           for (const chunk of chunks) {
             // A stopped or timed-out job posts nothing more: stop making the rest of a large item.
             signal.throwIfAborted();
-            const body = JSON.stringify(chunk);
+            const body = chunkJson(chunk);
             await hooks.chunks([body], Buffer.byteLength(body));
           }
         } catch (err) {

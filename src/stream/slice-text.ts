@@ -23,8 +23,28 @@ const ESCAPED_UNITS = /["\\\u0000-\u001f\ud800-\udfff]/;
  * slices does not allocate another 100 MB.
  */
 export function jsonStringBytes(text: string): number {
+  if (text.length >= PLAIN_SCAN_MIN_UNITS && isPlainAscii(text)) return text.length;
   if (!ESCAPED_UNITS.test(text)) return Buffer.byteLength(text);
   return Buffer.byteLength(JSON.stringify(text)) - 2;
+}
+
+/** From this length on, {@link isPlainAscii}'s native searches beat one pass of the regex. */
+const PLAIN_SCAN_MIN_UNITS = 1_024;
+/** What JSON escapes in ASCII text besides `"` and `\`: the control characters U+0000–U+001F. */
+const CONTROL_CHARACTERS = Array.from({ length: 0x20 }, (_, code) => String.fromCharCode(code));
+
+/**
+ * True when every code unit of `text` is ASCII that JSON writes as is (so its JSON string costs
+ * exactly `text.length` bytes plus quotes). Measured with the engine's native searches, a byte
+ * count and one search per escaped character, about three times faster on large text than the
+ * regex, whose pass dominated the planning of a large string item's slices.
+ */
+function isPlainAscii(text: string): boolean {
+  // Any unit above U+007F (a lone surrogate included) costs more than one UTF-8 byte.
+  if (Buffer.byteLength(text) !== text.length) return false;
+  if (text.includes('"') || text.includes("\\")) return false;
+  for (const control of CONTROL_CHARACTERS) if (text.includes(control)) return false;
+  return true;
 }
 
 function isHighSurrogate(code: number): boolean {

@@ -60,13 +60,36 @@ export function splitItemIter(
   const json = toJson(value);
   const bytes = Buffer.byteLength(json);
   const metrics = buildMetrics(streamIndex, 0, 1, "json", bytes, extraMetrics);
-  if (ENVELOPE_BYTES + bytes + Buffer.byteLength(JSON.stringify(metrics)) <= maxChunkBytes) {
-    return [{ output: value, metrics }];
+  const metricsJson = JSON.stringify(metrics);
+  if (ENVELOPE_BYTES + bytes + Buffer.byteLength(metricsJson) <= maxChunkBytes) {
+    const chunk = { output: value, metrics };
+    // A primitive serialises the same wherever it sits (only an object's toJSON sees its key).
+    if (typeof value !== "object") knownJson.set(chunk, `{"output":${json},"metrics":${metricsJson}}`);
+    return [chunk];
   }
   if (typeof value === "string") {
     return splitText(value, "string", bytes, streamIndex, extraMetrics, maxChunkBytes);
   }
   return splitText(json, "json-text", bytes, streamIndex, extraMetrics, maxChunkBytes);
+}
+
+/**
+ * The JSON text of chunks this module made whose text it already knows: a small item's (serialised
+ * once to measure it) and each slice of plain ASCII text (joined around the slice, never escaped
+ * or copied again). Weak, so a chunk that was never posted is simply collected.
+ */
+const knownJson = new WeakMap<StreamChunk, string>();
+
+/**
+ * The JSON text of a chunk, exactly `JSON.stringify(chunk)`, without serialising the output again
+ * when {@link splitItemIter} made the chunk: a token is not turned into JSON twice, and a 1 MiB
+ * slice of a large string is not scanned and copied once more before it is posted.
+ *
+ * @example
+ * for (const chunk of splitItemIter(token, index)) await post(chunkJson(chunk));
+ */
+export function chunkJson(chunk: StreamChunk): string {
+  return knownJson.get(chunk) ?? JSON.stringify(chunk);
 }
 
 /**
@@ -185,8 +208,12 @@ function splitText(
   // `bytes` is the item's JSON size: the string item's own (quotes and escapes included), or the
   // JSON text's UTF-8 length for other values.
   const bytes = knownBytes ?? sliceBytes + 2;
-  return textSlices(text, ends, (part) =>
-    buildMetrics(streamIndex, part, ends.length, encoding, bytes, extraMetrics),
+  return textSlices(
+    text,
+    ends,
+    // One byte per code unit means nothing in the text is escaped: a slice's JSON is the slice in quotes.
+    sliceBytes === text.length,
+    (part) => buildMetrics(streamIndex, part, ends.length, encoding, bytes, extraMetrics),
   );
 }
 
@@ -194,11 +221,16 @@ function splitText(
 function* textSlices(
   text: string,
   ends: readonly number[],
+  plain: boolean,
   metricsOf: (part: number) => Record<string, number | string>,
 ): Generator<StreamChunk, void, undefined> {
   let start = 0;
   for (const [part, end] of ends.entries()) {
-    yield { output: text.slice(start, end), metrics: metricsOf(part) };
+    const chunk = { output: text.slice(start, end), metrics: metricsOf(part) };
+    if (plain) {
+      knownJson.set(chunk, `{"output":"${chunk.output}","metrics":${JSON.stringify(chunk.metrics)}}`);
+    }
+    yield chunk;
     start = end;
   }
 }

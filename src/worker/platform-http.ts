@@ -38,12 +38,17 @@ const TARGET_CACHE_SIZE = 64;
 
 export class PlatformHttp {
   readonly #agent: UndiciAgent;
-  readonly #apiKey: string | undefined;
   /** URL text → origin and path. A streaming job posts thousands of chunks to one URL: parse it once. */
   readonly #targets = new Map<string, { readonly origin: string; readonly path: string }>();
+  /** Headers of every GET and every JSON POST, built once (undici only reads them). */
+  readonly #plainHeaders: Readonly<Record<string, string>>;
+  readonly #jsonHeaders: Readonly<Record<string, string>>;
 
   constructor(apiKey: string | undefined) {
-    this.#apiKey = apiKey;
+    const plain: Record<string, string> = { "user-agent": USER_AGENT };
+    if (apiKey !== undefined) plain["authorization"] = apiKey;
+    this.#plainHeaders = Object.freeze(plain);
+    this.#jsonHeaders = Object.freeze({ ...plain, ...RESULT_POST_HEADERS });
     // Long polls are bounded by the caller's signal (takeTimeoutMs), not by undici's own timers.
     this.#agent = new Agent({ keepAliveTimeout: 30_000, headersTimeout: 0, bodyTimeout: 0 });
   }
@@ -60,10 +65,8 @@ export class PlatformHttp {
   }
 
   #headers(jobId: string | undefined, json: boolean): Record<string, string> {
-    const headers: Record<string, string> = { "user-agent": USER_AGENT };
-    if (this.#apiKey !== undefined) headers["authorization"] = this.#apiKey;
-    if (jobId !== undefined) headers["x-request-id"] = jobId;
-    return json ? { ...headers, ...RESULT_POST_HEADERS } : headers;
+    const base = json ? this.#jsonHeaders : this.#plainHeaders;
+    return jobId === undefined ? base : { ...base, "x-request-id": jobId };
   }
 
   /** GET `url`. Throws on network errors and aborts; any status is an answer. */

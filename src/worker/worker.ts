@@ -60,6 +60,10 @@ export class Worker {
   #removeSignalHandlers: (() => void) | undefined;
   #unfit: Unfitness | undefined;
   #unhealthyPing: Promise<void> | undefined;
+  /** The ping list changed and is sent to the heartbeat thread at the end of this turn. */
+  #pingListDue = false;
+  /** A take's jobs are being started: the ping list is sent once they all are. */
+  #admitting = false;
   /** Resolves once the worker has fully stopped (after close(), a signal, or a runaway handler). */
   readonly stopped: Promise<WorkerStopInfo>;
 
@@ -145,13 +149,21 @@ export class Worker {
       },
       running: () => this.#jobs.size,
       waitForChange: (ms) => this.#changes.wait(ms),
-      accept: (jobs, bad, free) =>
-        admitJobs(jobs, bad, free, {
-          log: this.#log,
-          isRunning: (jobId) => this.#jobs.has(jobId),
-          start: (job) => this.#startJob(job),
-          failUnrun: (jobId, reason) => this.#failUnrun(jobId, reason),
-        }),
+      accept: (jobs, bad, free) => {
+        // A batch's jobs are named to the heartbeat thread in one message once all are started.
+        this.#admitting = true;
+        try {
+          admitJobs(jobs, bad, free, {
+            log: this.#log,
+            isRunning: (jobId) => this.#jobs.has(jobId),
+            start: (job) => this.#startJob(job),
+            failUnrun: (jobId, reason) => this.#failUnrun(jobId, reason),
+          });
+        } finally {
+          this.#admitting = false;
+        }
+        if (jobs.length > 0 && this.#heartbeat !== undefined) this.#sendPingList();
+      },
     });
   }
 
@@ -195,11 +207,30 @@ export class Worker {
   }
 
   #jobsChanged(): void {
+    this.#changes.notify();
+    if (this.#heartbeat === undefined || this.#admitting || this.#pingListDue) return;
+    // Jobs finish (or are stopped) many to a turn of the event loop at high concurrency: the ping
+    // list is sent once at the end of the turn instead of once per change (each send copies the
+    // whole list to the heartbeat thread, which cost more CPU than running a trivial job). A job
+    // that has just finished may be listed one turn longer, which the platform ignores.
+    this.#pingListDue = true;
+    setImmediate(() => {
+      if (this.#pingListDue) this.#sendPingList();
+    });
+  }
+
+  /**
+   * Sends the heartbeat thread the jobs the pings name. Called at once after a take's jobs are
+   * admitted, before any of their handlers can run: a handler that then blocks the main thread is
+   * still named by the pings the thread sends meanwhile.
+   */
+  #sendPingList(): void {
+    this.#pingListDue = false;
     // The ping names only jobs the platform still counts as running: a job-stopped job leaves the
     // list at once, although its handler may hold its slot (job_in_progress) until it returns.
-    const inProgress = [...this.#jobs.values()].filter((job) => !job.stopRequested).map((job) => job.id);
+    const inProgress: string[] = [];
+    for (const job of this.#jobs.values()) if (!job.stopRequested) inProgress.push(job.id);
     this.#heartbeat?.setJobs(inProgress);
-    this.#changes.notify();
   }
 
   #stopLoop(): Promise<void> {

@@ -25,17 +25,27 @@ function runBenchProcess(args: string[]): Promise<{ code: number | null; stdout:
   });
 }
 
+/** Each job throughput figure comes with its ceiling, the ratio and the CPU per job of each side. */
+const throughputIds = (level: string) =>
+  ["", ".ceiling", ".ratio", ".workerCpu", ".harnessCpu"].map((suffix) => `throughput.${level}${suffix}`);
+
 const FIGURE_IDS = [
-  "throughput.c1",
-  "throughput.c8",
+  ...throughputIds("c1"),
+  ...throughputIds("c8"),
   "start.firstTake",
   "overhead.p50",
   "overhead.p99",
   "stream.small.runlet",
+  "stream.small.ceiling",
+  "stream.small.ceilingRatio",
+  "stream.small.workerCpu",
+  "stream.small.harnessCpu",
   "stream.small.baseline",
   "stream.small.ratio",
   "stream.small.coalesced",
   "stream.large.throughput",
+  "stream.large.ceiling",
+  "stream.large.ratio",
   "stream.large.peakRss",
   "stream.openai.perToken",
   "stream.openai.batched",

@@ -2,7 +2,8 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { ChunkMetrics, StreamChunk } from "../../src/protocol/index.js";
 import { chunkMetricsSchema, MAX_STREAM_CHUNK_BYTES } from "../../src/protocol/index.js";
-import { RUNLET_METRIC_KEYS, reassemble, splitItem } from "../../src/stream/index.js";
+import { chunkJson, RUNLET_METRIC_KEYS, reassemble, splitItem } from "../../src/stream/index.js";
+import { jsonStringBytes } from "../../src/stream/slice-text.js";
 import { extraMetrics, trickyString } from "./arbitraries.js";
 
 /** A chunk's metrics, checked against the wire schema (which also types them). */
@@ -21,6 +22,7 @@ function checkChunks(
   const first = meta(chunks[0]);
   for (const [part, chunk] of chunks.entries()) {
     expect(Buffer.byteLength(JSON.stringify(chunk))).toBeLessThanOrEqual(maxChunkBytes);
+    expect(chunkJson(chunk)).toBe(JSON.stringify(chunk));
     const metrics = meta(chunk);
     expect(metrics.streamIndex).toBe(streamIndex);
     expect(metrics.part).toBe(part);
@@ -206,6 +208,30 @@ describe("splitItem on bytes", () => {
         expect((reassemble(chunks)[0] as Buffer).equals(data)).toBe(true);
       }),
       { numRuns: 5 },
+    );
+  });
+
+  it("posts long mostly-plain ASCII text exactly as JSON.stringify writes it, and measures it exactly", () => {
+    // Long text takes the fast plain-ASCII measure and the joined chunk text; one odd character
+    // anywhere (an escape, a control character, a non-ASCII unit) must send it the slow way.
+    const odd = fc.constantFrom('"', "\\", "\n", "\u0000", "\u001f", "\u007f", "é", "😀", "\ud800");
+    fc.assert(
+      fc.property(
+        fc.string({ unit: fc.constantFrom("a", "b", " ", "~", "!"), minLength: 1_024, maxLength: 6_000 }),
+        fc.option(fc.tuple(odd, fc.nat()), { nil: undefined }),
+        extraMetrics,
+        (plain, insert, extra) => {
+          const text =
+            insert === undefined
+              ? plain
+              : `${plain.slice(0, insert[1] % plain.length)}${insert[0]}${plain.slice(insert[1] % plain.length)}`;
+          expect(jsonStringBytes(text)).toBe(Buffer.byteLength(JSON.stringify(text)) - 2);
+          const chunks = splitItem(text, 3, extra, 1_500);
+          checkChunks(chunks, 3, extra, 1_500);
+          expect(reassemble(chunks)[0]).toBe(text);
+        },
+      ),
+      { numRuns: 60 },
     );
   });
 });
