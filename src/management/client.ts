@@ -2,6 +2,7 @@ import type { Dispatcher } from "undici";
 import { RunletError } from "../errors.js";
 import type { Logger } from "../log/index.js";
 import { integerOption } from "../option-checks.js";
+import type { TemplateV1 } from "../protocol/management/template.js";
 import type { CallOptions } from "./api/call.js";
 import {
   type BillingApi,
@@ -25,7 +26,6 @@ import {
   type TemplatesApi,
   templatesApi,
 } from "./api/templates.js";
-import type { TemplateV1 } from "./schemas/template.js";
 import {
   type CallSpec,
   DEFAULT_RETRY_METHODS,
