@@ -30,6 +30,7 @@ import {
   type CallSpec,
   DEFAULT_RETRY_METHODS,
   type HttpMethod,
+  managementRetryPolicy,
   type PreparedRequest,
   prepareRequest,
   type Query,
@@ -64,10 +65,10 @@ export interface ManagementClientOptions {
   readonly timeoutMs?: number;
   /** Retries of a 429 on a retryable method (GET, DELETE, PATCH, PUT). @default 4 */
   readonly maxRetries?: number;
-  /** First back-off ceiling, in ms; doubles per attempt (full jitter). @default 500 */
-  readonly retryBaseDelayMs?: number;
+  /** First back-off bound, in ms; doubles per attempt (full jitter). @default 500 */
+  readonly retryBaseMs?: number;
   /** Longest wait between attempts, in ms; a `Retry-After` longer than this fails at once. @default 30_000 */
-  readonly maxRetryDelayMs?: number;
+  readonly retryCapMs?: number;
   /** Methods retried on 429. POST is left out by default: a create must not run twice. @default ["GET","DELETE","PATCH","PUT"] */
   readonly retryMethods?: readonly HttpMethod[];
   /** The undici dispatcher to send through. @default undici's global dispatcher */
@@ -158,9 +159,11 @@ function settingsOf(options: ManagementClientOptions): TransportSettings {
     apiKey: options.apiKey,
     baseUrls: Object.freeze({ v1, v2 }),
     timeoutMs: positiveInt("timeoutMs", options.timeoutMs, 30_000, 1),
-    maxRetries: positiveInt("maxRetries", options.maxRetries, 4, 0),
-    retryBaseDelayMs: positiveInt("retryBaseDelayMs", options.retryBaseDelayMs, 500, 0),
-    maxRetryDelayMs: positiveInt("maxRetryDelayMs", options.maxRetryDelayMs, 30_000, 0),
+    retry: managementRetryPolicy({
+      maxRetries: positiveInt("maxRetries", options.maxRetries, 4, 0),
+      baseMs: positiveInt("retryBaseMs", options.retryBaseMs, 500, 0),
+      capMs: positiveInt("retryCapMs", options.retryCapMs, 30_000, 0),
+    }),
     retryMethods: new Set(options.retryMethods ?? DEFAULT_RETRY_METHODS),
     dispatcher: options.dispatcher,
     logger: options.logger,

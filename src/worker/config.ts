@@ -3,6 +3,8 @@ import { z } from "zod";
 import { type PlatformEnv, readPlatformEnv } from "../config.js";
 import { RunletError } from "../errors.js";
 import { DEFAULT_MAX_RESULT_BYTES } from "../protocol/index.js";
+import type { RetryPolicy } from "../retry-policy.js";
+import { pollRetryPolicy, postRetryPolicy } from "./backoff.js";
 
 /** Options of `startWorker()`. Every number is validated once; the merged config is frozen. */
 export interface WorkerOptions {
@@ -64,6 +66,10 @@ export interface WorkerConfig extends PlatformEnv {
   readonly threadEntry: string | undefined;
   readonly retryBaseMs: number;
   readonly retryCapMs: number;
+  /** Posting results, progress and chunks: built once from retryBaseMs/retryCapMs. */
+  readonly postRetry: RetryPolicy;
+  /** The job-take and job-stop polls after a fault. */
+  readonly pollRetry: RetryPolicy;
   readonly allowPrivateAddresses: boolean | undefined;
   readonly presignExpiresSec: number | undefined;
   readonly tmpRoot: string | undefined;
@@ -120,5 +126,7 @@ export function resolveWorkerConfig(options: WorkerOptions): WorkerConfig {
     allowPrivateAddresses: parsed.data.allowPrivateAddresses,
     presignExpiresSec: parsed.data.presignExpiresSec,
     tmpRoot: parsed.data.tmpRoot,
+    postRetry: postRetryPolicy(parsed.data),
+    pollRetry: pollRetryPolicy(parsed.data),
   });
 }

@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
 import { RunletError } from "../errors.js";
-import { retryAfterMs, sleep } from "../wait.js";
-import { backoffDelayMs } from "./backoff.js";
+import { nextRetry, type RetryPolicy } from "../retry-policy.js";
+import { sleep } from "../wait.js";
 import type { PlatformHttp } from "./platform-http.js";
 
 /**
@@ -31,8 +31,8 @@ export interface JobOutboxOptions {
   readonly log: Logger;
   /** Aborting it ends all retrying (the shutdown flush deadline). */
   readonly giveUp: AbortSignal;
-  readonly retryBaseMs: number;
-  readonly retryCapMs: number;
+  /** When and how long posts are retried (postRetryPolicy). */
+  readonly retry: RetryPolicy;
 }
 
 /** A post whose answer (headers, then each part of its body) takes longer counts as a network error and is retried. */
@@ -209,7 +209,7 @@ export class JobOutbox {
 
   /** Posts until a 2xx, a non-retryable answer, or the give-up signal. */
   async #post(entry: Entry): Promise<PostOutcome> {
-    const { http, jobId, log, giveUp, retryBaseMs, retryCapMs } = this.#options;
+    const { http, jobId, log, giveUp, retry } = this.#options;
     for (let attempt = 0; ; attempt++) {
       if (giveUp.aborted) return this.#gaveUp(entry);
       let waitMs: number;
@@ -220,19 +220,18 @@ export class JobOutbox {
           answerTimeoutMs: POST_ANSWER_TIMEOUT_MS,
         });
         if (response.status >= 200 && response.status < 300) return { ok: true };
-        if (response.status !== 429 && response.status < 500) {
-          return { ok: false, status: response.status, text: response.text };
-        }
-        waitMs =
-          retryAfterMs(response.headers["retry-after"], { capMs: retryCapMs * 4 }) ??
-          backoffDelayMs(attempt, { baseMs: retryBaseMs, capMs: retryCapMs });
+        const verdict = nextRetry(retry, attempt, response);
+        if (!verdict.retry) return { ok: false, status: response.status, text: response.text };
+        waitMs = verdict.delayMs;
         log.warn(
           { status: response.status, attempt, waitMs },
           `posting ${entry.label} got HTTP ${response.status}; retrying`,
         );
       } catch (err) {
         if (giveUp.aborted) return this.#gaveUp(entry);
-        waitMs = backoffDelayMs(attempt, { baseMs: retryBaseMs, capMs: retryCapMs });
+        const verdict = nextRetry(retry, attempt, { error: err });
+        if (!verdict.retry) return { ok: false, status: "gave-up", text: (err as Error).message };
+        waitMs = verdict.delayMs;
         log.warn({ err: (err as Error).message, attempt, waitMs }, `posting ${entry.label} failed; retrying`);
       }
       await sleep(waitMs, giveUp);

@@ -103,8 +103,7 @@ export class ActiveJob {
       http: deps.http,
       log: this.#log,
       giveUp: deps.giveUp,
-      retryBaseMs: deps.config.retryBaseMs,
-      retryCapMs: deps.config.retryCapMs,
+      retry: deps.config.postRetry,
     });
     this.reported = this.#outbox.done;
     this.finished = this.#start();

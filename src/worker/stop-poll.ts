@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
 import { expandTemplate, swapTakeRoute } from "../protocol/index.js";
+import { backoffMs } from "../retry-policy.js";
 import { retryAfterMs, sleep } from "../wait.js";
-import { backoffDelayMs, MAX_RETRY_AFTER_MS } from "./backoff.js";
 import type { WorkerConfig } from "./config.js";
 import type { PlatformHttp } from "./platform-http.js";
 import { hasTakeRoute } from "./take.js";
@@ -85,7 +85,8 @@ export async function pollJobStops(deps: StopPollDeps): Promise<void> {
       });
       if (response.status === 429) {
         waitMs =
-          retryAfterMs(response.headers["retry-after"], { capMs: MAX_RETRY_AFTER_MS }) ?? deps.slowDownMs;
+          retryAfterMs(response.headers["retry-after"], { capMs: config.pollRetry.maxRetryAfterMs }) ??
+          deps.slowDownMs;
       } else if (response.status === 200 || response.status === 204) {
         faults = 0;
         const ids = response.status === 200 ? readJobsToStop(response.text) : [];
@@ -98,7 +99,7 @@ export async function pollJobStops(deps: StopPollDeps): Promise<void> {
       if (closing.aborted) break;
       // Our own long-poll cap ended the request: not a fault, poll again at once.
       if ((err as Error).name !== "TimeoutError" && (err as Error).name !== "AbortError") {
-        waitMs = backoffDelayMs(faults++, { baseMs: config.retryBaseMs, capMs: config.retryCapMs });
+        waitMs = backoffMs(config.pollRetry, faults++);
         log.warn({ err: (err as Error).message, waitMs }, "job-stop poll failed; backing off");
       }
     }
