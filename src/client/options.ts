@@ -1,6 +1,7 @@
 import type { Dispatcher } from "undici";
+import { z } from "zod";
 import { RunletError } from "../errors.js";
-import { integerOption } from "../option-checks.js";
+import { integerOption, parseOptions } from "../option-schema.js";
 import { NETWORK_ERROR_CODES, type RetryPolicy, retryPolicy } from "../retry-policy.js";
 import { USER_AGENT } from "../version.js";
 
@@ -63,9 +64,12 @@ function invalid(message: string): never {
   throw new RunletError("RUNLET_CONFIG_INVALID", message);
 }
 
-function integerAtLeast(name: string, value: number | undefined, fallback: number, min: number): number {
-  return integerOption("RUNLET_CONFIG_INVALID", name, value, fallback, min);
-}
+const numbersSchema = z.object({
+  requestTimeoutMs: integerOption(1, 30_000),
+  maxRetries: integerOption(0, 5),
+  retryBaseMs: integerOption(0, 500),
+  retryCapMs: integerOption(0, 30_000),
+});
 
 /** Merges defaults, validates, freezes; bad options fail here with a message naming the option. */
 export function resolveClientOptions(options: ClientOptions): ResolvedClientOptions {
@@ -87,15 +91,25 @@ export function resolveClientOptions(options: ClientOptions): ResolvedClientOpti
   }
   const path = base.pathname.replace(/\/+$/, "");
   const apiRoot = `${base.origin}${path.endsWith("/v2") ? path : `${path}/v2`}`;
+  const numbers = parseOptions(
+    numbersSchema,
+    {
+      requestTimeoutMs: options.requestTimeoutMs,
+      maxRetries: options.maxRetries,
+      retryBaseMs: options.retryBaseMs,
+      retryCapMs: options.retryCapMs,
+    },
+    "RUNLET_CONFIG_INVALID",
+  );
   return Object.freeze({
     apiKey: options.apiKey,
     apiRoot,
     dispatcher: options.dispatcher,
-    requestTimeoutMs: integerAtLeast("requestTimeoutMs", options.requestTimeoutMs, 30_000, 1),
+    requestTimeoutMs: numbers.requestTimeoutMs,
     retry: clientRetryPolicy({
-      maxRetries: integerAtLeast("maxRetries", options.maxRetries, 5, 0),
-      baseMs: integerAtLeast("retryBaseMs", options.retryBaseMs, 500, 0),
-      capMs: integerAtLeast("retryCapMs", options.retryCapMs, 30_000, 0),
+      maxRetries: numbers.maxRetries,
+      baseMs: numbers.retryBaseMs,
+      capMs: numbers.retryCapMs,
     }),
     userAgent: options.userAgent ?? USER_AGENT,
   });

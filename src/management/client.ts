@@ -1,7 +1,8 @@
 import type { Dispatcher } from "undici";
+import { z } from "zod";
 import { RunletError } from "../errors.js";
 import type { Logger } from "../log/index.js";
-import { integerOption } from "../option-checks.js";
+import { integerOption, parseOptions } from "../option-schema.js";
 import type { TemplateV1 } from "../protocol/management/template.js";
 import type { CallOptions } from "./api/call.js";
 import {
@@ -115,9 +116,12 @@ function invalidOption(message: string): RunletError {
   return new RunletError("RUNLET_CONFIG_INVALID", message);
 }
 
-function positiveInt(name: string, value: number | undefined, fallback: number, min: number): number {
-  return integerOption("RUNLET_CONFIG_INVALID", name, value, fallback, min);
-}
+const numbersSchema = z.object({
+  timeoutMs: integerOption(1, 30_000),
+  maxRetries: integerOption(0, 4),
+  retryBaseMs: integerOption(0, 500),
+  retryCapMs: integerOption(0, 30_000),
+});
 
 function normaliseBase(name: string, raw: string): string {
   let url: URL;
@@ -155,14 +159,24 @@ function settingsOf(options: ManagementClientOptions): TransportSettings {
       : options.baseUrl !== undefined
         ? v2
         : DEFAULT_MANAGEMENT_V1_BASE_URL;
+  const numbers = parseOptions(
+    numbersSchema,
+    {
+      timeoutMs: options.timeoutMs,
+      maxRetries: options.maxRetries,
+      retryBaseMs: options.retryBaseMs,
+      retryCapMs: options.retryCapMs,
+    },
+    "RUNLET_CONFIG_INVALID",
+  );
   return Object.freeze({
     apiKey: options.apiKey,
     baseUrls: Object.freeze({ v1, v2 }),
-    timeoutMs: positiveInt("timeoutMs", options.timeoutMs, 30_000, 1),
+    timeoutMs: numbers.timeoutMs,
     retry: managementRetryPolicy({
-      maxRetries: positiveInt("maxRetries", options.maxRetries, 4, 0),
-      baseMs: positiveInt("retryBaseMs", options.retryBaseMs, 500, 0),
-      capMs: positiveInt("retryCapMs", options.retryCapMs, 30_000, 0),
+      maxRetries: numbers.maxRetries,
+      baseMs: numbers.retryBaseMs,
+      capMs: numbers.retryCapMs,
     }),
     retryMethods: new Set(options.retryMethods ?? DEFAULT_RETRY_METHODS),
     dispatcher: options.dispatcher,
