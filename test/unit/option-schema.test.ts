@@ -16,11 +16,15 @@ const errorOf = async (fn: () => unknown): Promise<unknown> => {
 
 describe("option validation (one zod-based validator)", () => {
   it("names the option, what was expected and what came, in every public options object", async () => {
-    expect(await errorOf(() => createClient({ apiKey: "k", baseUrl: "http://x", retryCapMs: 1.5 }))).toMatchObject({
+    expect(
+      await errorOf(() => createClient({ apiKey: "k", baseUrl: "http://x", retryCapMs: 1.5 })),
+    ).toMatchObject({
       code: "RUNLET_CONFIG_INVALID",
       message: "retryCapMs must be an integer ≥ 0, got 1.5",
     });
-    expect(await errorOf(() => createManagementClient({ apiKey: "k", timeoutMs: "9" as never }))).toMatchObject({
+    expect(
+      await errorOf(() => createManagementClient({ apiKey: "k", timeoutMs: "9" as never })),
+    ).toMatchObject({
       code: "RUNLET_CONFIG_INVALID",
       message: 'timeoutMs must be an integer ≥ 1, got "9"',
     });
@@ -42,7 +46,8 @@ describe("option validation (one zod-based validator)", () => {
       ),
     ).toMatchObject({
       code: "RUNLET_CONFIG_INVALID",
-      message: 'startWorker: handleSignals must be true or false, got "yes"; retryBaseMs must be an integer ≥ 1, got 0',
+      message:
+        'startWorker: handleSignals must be true or false, got "yes"; retryBaseMs must be an integer ≥ 1, got 0',
     });
     expect(await errorOf(() => defineHandler({ handler: () => 1, hardStopGraceMs: -5 }))).toMatchObject({
       code: "RUNLET_HANDLER_INVALID",
