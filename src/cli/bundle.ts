@@ -1,5 +1,6 @@
 import { mkdir, stat } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { build, type Message, type Plugin } from "esbuild";
 import { RunletError } from "../errors.js";
 import { runletExports } from "./paths.js";
@@ -39,6 +40,19 @@ const CJS_BANNER = [
 ].join("\n");
 
 /**
+ * The specifier the entry imports `serveHandler` by: internal (not in the package's exports),
+ * resolved by {@link runletResolver} to this copy's `worker/serve` module.
+ */
+const INTERNAL_SERVE = "runlet/internal/serve";
+
+/** This copy's `worker/serve` module (`.ts` from sources, `.js` when built). */
+function serveModulePath(): string {
+  return fileURLToPath(
+    new URL(import.meta.url.endsWith(".ts") ? "../worker/serve.ts" : "../worker/serve.js", import.meta.url),
+  );
+}
+
+/**
  * The bundle's entry: it imports the handler and hands it to runlet's `serveHandler`, which runs
  * the worker loop on the main thread and, when this same file is started again as an
  * `isolation: "thread"` executor, serves jobs there instead (docs/worker.md, "Thread entry").
@@ -48,7 +62,8 @@ const CJS_BANNER = [
  */
 export function renderEntry(handlerPath: string): string {
   return [
-    'import { isHandlerDefinition, isRunletError, RunletError, serveHandler } from "runlet";',
+    'import { isHandlerDefinition, isRunletError, RunletError } from "runlet";',
+    `import { serveHandler } from "${INTERNAL_SERVE}";`,
     "",
     "try {",
     `  const { default: definition } = await import(${JSON.stringify(handlerPath)});`,
@@ -77,6 +92,7 @@ function runletResolver(): Plugin {
     name: "runlet-self",
     setup(b) {
       b.onResolve({ filter: /^runlet(\/.*)?$/ }, (args) => {
+        if (args.path === INTERNAL_SERVE) return { path: serveModulePath() };
         const path = runletExports().get(args.path);
         if (path === undefined) {
           return { errors: [{ text: `runlet does not export "${args.path}"` }] };
