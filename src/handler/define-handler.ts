@@ -42,13 +42,7 @@ export interface HandlerContext<Input> {
 }
 
 /** A handler: sync, async, a generator or an async generator (each yielded value is one stream item). */
-export type HandlerFunction<Input> = (
-  context: HandlerContext<Input>,
-) =>
-  | unknown
-  | Promise<unknown>
-  | Generator<unknown, unknown, undefined>
-  | AsyncGenerator<unknown, unknown, undefined>;
+export type HandlerFunction<Input, Result = unknown> = (context: HandlerContext<Input>) => Result;
 
 /** What a health check receives. */
 export interface HealthCheckContext {
@@ -69,11 +63,14 @@ export type HealthCheck = (context: HealthCheckContext) => unknown;
 export type Concurrency = number | ((current: number) => number);
 
 /** Options of {@link defineHandler}. */
-export interface HandlerOptions<Schema extends z.ZodType> {
+export interface HandlerOptions<Schema extends z.ZodType, Result = unknown> {
   /** zod schema of the job's `input`; the handler's `input` is its output type. @default z.unknown() */
   input?: Schema;
-  /** The function that runs each job. */
-  handler: HandlerFunction<z.output<Schema>>;
+  /**
+   * The function that runs each job: its result is the job's output; a generator's yields are
+   * the stream. Its type flows to `client.endpoint<typeof handler>()`.
+   */
+  handler: HandlerFunction<z.output<Schema>, Result>;
   /** Jobs run at once by one worker, or `(current) => next`; a bad return is logged and ignored. @default 1 */
   concurrency?: Concurrency;
   /** A job's time limit when it carries no `policy.executionTimeout`, in ms. @default 600_000 */
@@ -107,10 +104,10 @@ export interface HandlerOptions<Schema extends z.ZodType> {
 }
 
 /** A checked, frozen handler definition: what `export default defineHandler(...)` gives. */
-export interface HandlerDefinition<Schema extends z.ZodType = z.ZodType> {
+export interface HandlerDefinition<Schema extends z.ZodType = z.ZodType, Result = unknown> {
   readonly [HANDLER_BRAND]: true;
   readonly input: Schema;
-  readonly handler: HandlerFunction<z.output<Schema>>;
+  readonly handler: HandlerFunction<z.output<Schema>, Result>;
   readonly concurrency: Concurrency;
   readonly executionTimeoutMs: number;
   readonly refreshWorker: boolean;
@@ -181,9 +178,9 @@ function isZodSchema(value: unknown): value is z.ZodType {
  *   handler: ({ input }) => ({ echo: input.text }),
  * });
  */
-export function defineHandler<Schema extends z.ZodType = z.ZodUnknown>(
-  options: HandlerOptions<Schema>,
-): HandlerDefinition<Schema> {
+export function defineHandler<Schema extends z.ZodType = z.ZodUnknown, Result = unknown>(
+  options: HandlerOptions<Schema, Result>,
+): HandlerDefinition<Schema, Result> {
   if (typeof options !== "object" || options === null)
     throw invalid(`expected an options object, got ${describeValue(options)}`);
   if (typeof options.handler !== "function") {
@@ -224,7 +221,7 @@ export function defineHandler<Schema extends z.ZodType = z.ZodUnknown>(
     "RUNLET_HANDLER_INVALID",
     "defineHandler: ",
   );
-  const definition: HandlerDefinition<Schema> = {
+  const definition: HandlerDefinition<Schema, Result> = {
     [HANDLER_BRAND]: true,
     input,
     handler: options.handler,
