@@ -106,8 +106,8 @@ function inProcessSpawner(
  *
  * @example
  * await using h = await createHarness({ handler });
- * const record = await h.endpoint.runsync({ input: { prompt: "hi" } });
- * expect(record.output).toEqual({ text: "HI" });
+ * const record = await h.endpoint.runsync({ input: { text: "hi", upper: true } });
+ * expect(record.output).toEqual({ echo: "HI" });
  */
 export async function createHarness<D extends AnyDefinition = HandlerDefinition>(
   options: CreateHarnessOptions<D>,
