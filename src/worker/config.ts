@@ -13,6 +13,7 @@ import {
 import { DEFAULT_MAX_RESULT_BYTES } from "../protocol/index.js";
 import type { RetryPolicy } from "../retry-policy.js";
 import { pollRetryPolicy, postRetryPolicy } from "./backoff.js";
+import { type PlatformUrls, platformUrls } from "./platform-urls.js";
 
 /** Options of `startWorker()`. Every number is validated once; the merged config is frozen. */
 export interface WorkerOptions {
@@ -78,6 +79,8 @@ export interface WorkerConfig extends PlatformEnv {
   readonly postRetry: RetryPolicy;
   /** The job-take and job-stop polls after a fault. */
   readonly pollRetry: RetryPolicy;
+  /** Every platform URL, built once from the templates and ids. */
+  readonly urls: PlatformUrls;
   readonly allowPrivateAddresses: boolean | undefined;
   readonly presignExpiresSec: number | undefined;
   readonly tmpRoot: string | undefined;
@@ -128,5 +131,6 @@ export function resolveWorkerConfig(options: WorkerOptions): WorkerConfig {
     tmpRoot: checked.tmpRoot,
     postRetry: postRetryPolicy(checked),
     pollRetry: pollRetryPolicy(checked),
+    urls: platformUrls({ ...env, jobTakeUrl: env.jobTakeUrl, jobDoneUrl: env.jobDoneUrl }),
   });
 }

@@ -4,7 +4,7 @@ import type { HandlerDefinition } from "../handler/define-handler.js";
 import type { ExecuteOutcome } from "../handler/execute.js";
 import { finalBodyText, type JobResult } from "../handler/outcome.js";
 import type { Unfitness } from "../handler/unfit.js";
-import { type DeliveredJob, expandTemplate, withQuery } from "../protocol/index.js";
+import type { DeliveredJob } from "../protocol/index.js";
 import type { JobS3, JobS3Options } from "../s3/types.js";
 import type { WorkerConfig } from "./config.js";
 import type { Executor, S3Settings } from "./executor.js";
@@ -60,12 +60,7 @@ export function failureBody(message: string, stopPod = false): string {
 
 /** The job-done URL for `jobId`. */
 export function doneUrl(config: WorkerConfig, jobId: string, isStream: boolean): string {
-  const url = expandTemplate(config.jobDoneUrl, {
-    podId: config.podId,
-    gpuTypeId: config.gpuTypeId,
-    id: jobId,
-  });
-  return withQuery(url, { isStream: String(isStream) });
+  return config.urls.done(jobId, isStream);
 }
 
 type State = "running" | "timed-out" | "stopped" | "shutdown" | "finished";
@@ -112,19 +107,7 @@ export class ActiveJob {
   async #start(): Promise<void> {
     const { config, definition, executor } = this.#deps;
     this.#log.info("Started.");
-    const streamUrl =
-      config.jobStreamUrl === undefined
-        ? undefined
-        : withQuery(
-            expandTemplate(config.jobStreamUrl, {
-              podId: config.podId,
-              gpuTypeId: config.gpuTypeId,
-              id: this.id,
-            }),
-            {
-              isStream: "false",
-            },
-          );
+    const streamUrl = config.urls.stream(this.id);
     let rearmWatchdog: (() => void) | undefined;
     const handle = executor.run(
       { job: this.#job, timeoutMs: this.#timeoutMs, log: this.#log },

@@ -7,7 +7,7 @@ import type { WorkerConfig } from "./config.js";
 import { type FinalDelivery, JobOutbox } from "./outbox.js";
 import type { PlatformHttp } from "./platform-http.js";
 import { doneUrl, failureBody } from "./run-job.js";
-import { type BadJob, take, takeUrl } from "./take.js";
+import { type BadJob, take } from "./take.js";
 
 /**
  * The take loop (worker-protocol §2): asks for as many jobs as there are free slots (job-take, or
@@ -58,7 +58,7 @@ export async function runTakeLoop(deps: TakeLoopDeps): Promise<void> {
       await deps.waitForChange(CONCURRENCY_RECHECK_MS);
       continue;
     }
-    const url = takeUrl(config.jobTakeUrl, config, free, running > 0);
+    const url = config.urls.take(free, running > 0);
     let answer: Awaited<ReturnType<typeof take>>;
     const sentAt = Date.now();
     try {

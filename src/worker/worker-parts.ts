@@ -1,6 +1,5 @@
 import type { Logger } from "pino";
 import { HANDLER_DEFAULTS, type HandlerDefinition } from "../handler/define-handler.js";
-import { expandTemplate } from "../protocol/index.js";
 import type { WorkerConfig } from "./config.js";
 import { type Executor, type ExecutorSettings, InProcessExecutor, type S3Settings } from "./executor.js";
 import { Heartbeat } from "./heartbeat.js";
@@ -54,14 +53,7 @@ export function createHeartbeat(
   config: WorkerConfig,
   log: Logger,
 ): Heartbeat | undefined {
-  const pingUrl =
-    config.pingUrl !== undefined && config.apiKey !== undefined
-      ? expandTemplate(config.pingUrl, {
-          podId: config.podId,
-          gpuTypeId: config.gpuTypeId,
-          id: config.podId,
-        })
-      : undefined;
+  const pingUrl = config.apiKey === undefined ? undefined : config.urls.ping;
   const watchdog = config.exitOnHardStop && definition.isolation === "in-process";
   if (pingUrl === undefined && !watchdog) return undefined;
   return new Heartbeat({ pingUrl, intervalMs: config.pingIntervalMs, apiKey: config.apiKey, watchdog, log });

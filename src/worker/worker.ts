@@ -3,7 +3,7 @@ import { RunletError } from "../errors.js";
 import { type HandlerDefinition, isHandlerDefinition } from "../handler/define-handler.js";
 import type { Unfitness } from "../handler/unfit.js";
 import { createLogger } from "../log/index.js";
-import { type DeliveredJob, expandTemplate } from "../protocol/index.js";
+import type { DeliveredJob } from "../protocol/index.js";
 import { ChangeNotifier } from "./change-notifier.js";
 import { initialConcurrency, nextConcurrency } from "./concurrency.js";
 import { resolveWorkerConfig, type WorkerConfig, type WorkerOptions } from "./config.js";
@@ -15,7 +15,6 @@ import { ActiveJob } from "./run-job.js";
 import { finishJobs } from "./shutdown.js";
 import { installSignalHandlers } from "./signals.js";
 import { pollJobStops } from "./stop-poll.js";
-import { hasTakeRoute } from "./take.js";
 import { admitJobs, reportUnrun, runTakeLoop, SLOW_DOWN_MS } from "./take-loop.js";
 import { createExecutor, createHeartbeat, s3Settings } from "./worker-parts.js";
 
@@ -93,7 +92,7 @@ export class Worker {
     }
     log.info({ workerId: config.podId, isolation: definition.isolation }, "worker started");
     for (const warning of config.warnings) log.warn(warning);
-    if (!hasTakeRoute(expandTemplate(config.jobTakeUrl, { ...config, id: config.podId }))) {
+    if (config.urls.stop === undefined) {
       log.warn(
         "the job-take URL has no /job-take/ segment: job-stop is off (the platform cannot stop a running job), and batch takes add batch_size to the job-take URL",
       );
