@@ -29,6 +29,8 @@ export { VERSION } from "./version.js";
 export {
   startWorker,
   type Worker,
+  type WorkerEvents,
+  type WorkerListener,
   type WorkerOptions,
   type WorkerStopInfo,
 } from "./worker/index.js";

@@ -2,6 +2,7 @@ import type { Logger } from "pino";
 import { RunletError } from "../errors.js";
 import { nextRetry, type RetryPolicy } from "../retry-policy.js";
 import { sleep } from "../wait.js";
+import type { WorkerEventHub } from "./events.js";
 import type { PlatformHttp } from "./platform-http.js";
 
 /**
@@ -33,6 +34,8 @@ export interface JobOutboxOptions {
   readonly giveUp: AbortSignal;
   /** When and how long posts are retried (postRetryPolicy). */
   readonly retry: RetryPolicy;
+  /** Receives a `retrying` event before each wait. */
+  readonly events?: WorkerEventHub;
 }
 
 /** A post whose answer (headers, then each part of its body) takes longer counts as a network error and is retried. */
@@ -227,12 +230,26 @@ export class JobOutbox {
           { status: response.status, attempt, waitMs },
           `posting ${entry.label} got HTTP ${response.status}; retrying`,
         );
+        this.#options.events?.emit("retrying", {
+          jobId,
+          what: entry.label,
+          attempt,
+          waitMs,
+          status: response.status,
+        });
       } catch (err) {
         if (giveUp.aborted) return this.#gaveUp(entry);
         const verdict = nextRetry(retry, attempt, { error: err });
         if (!verdict.retry) return { ok: false, status: "gave-up", text: (err as Error).message };
         waitMs = verdict.delayMs;
         log.warn({ err: (err as Error).message, attempt, waitMs }, `posting ${entry.label} failed; retrying`);
+        this.#options.events?.emit("retrying", {
+          jobId,
+          what: entry.label,
+          attempt,
+          waitMs,
+          error: (err as Error).message,
+        });
       }
       await sleep(waitMs, giveUp);
     }

@@ -7,6 +7,7 @@ import type { Unfitness } from "../handler/unfit.js";
 import type { DeliveredJob } from "../protocol/index.js";
 import type { JobS3, JobS3Options } from "../s3/types.js";
 import type { WorkerConfig } from "./config.js";
+import type { WorkerEventHub } from "./events.js";
 import type { Executor, S3Settings } from "./executor.js";
 import type { Heartbeat } from "./heartbeat.js";
 import { JobOutbox } from "./outbox.js";
@@ -31,6 +32,8 @@ export interface JobDeps {
   readonly s3: S3Settings;
   /** An in-process handler ignored its signal past the grace: the worker must be replaced. */
   readonly onRunaway: (jobId: string) => void;
+  /** The worker's lifecycle events (started, progress, finished, failed, retrying). */
+  readonly events?: WorkerEventHub;
   /** The handler threw a WorkerUnfitError: the worker pings unhealthy and exits 1 (§7). */
   readonly onUnfit: (unfit: Unfitness) => void;
   /**
@@ -99,6 +102,7 @@ export class ActiveJob {
       log: this.#log,
       giveUp: deps.giveUp,
       retry: deps.config.postRetry,
+      ...(deps.events === undefined ? {} : { events: deps.events }),
     });
     this.reported = this.#outbox.done;
     this.finished = this.#start();
@@ -107,6 +111,7 @@ export class ActiveJob {
   async #start(): Promise<void> {
     const { config, definition, executor } = this.#deps;
     this.#log.info("Started.");
+    this.#deps.events?.emit("started", { jobId: this.id });
     const streamUrl = config.urls.stream(this.id);
     let rearmWatchdog: (() => void) | undefined;
     const handle = executor.run(
@@ -118,7 +123,9 @@ export class ActiveJob {
           rearmWatchdog?.();
         },
         progress: (json) => {
-          if (this.#state === "running") this.#outbox.progress(doneUrl(config, this.id, false), json);
+          if (this.#state !== "running") return;
+          this.#outbox.progress(doneUrl(config, this.id, false), json);
+          this.#deps.events?.emit("progress", { jobId: this.id, body: json });
         },
         chunks: async (bodies) => {
           if (this.#state !== "running") return;
@@ -285,12 +292,21 @@ export class ActiveJob {
     this.#outbox.final(doneUrl(this.#deps.config, this.id, isStream), finalBodyText(result), result.stopPod);
     if (result.stopPod) this.#deps.onStopPod(this.id);
     const executionTimeMs = Date.now() - this.#startedAt;
-    if (result.kind === "output") this.#log.info({ executionTimeMs, metrics }, "Finished.");
-    else
+    if (result.kind === "output") {
+      this.#log.info({ executionTimeMs, metrics }, "Finished.");
+      this.#deps.events?.emit("finished", { jobId: this.id, executionTimeMs });
+    } else {
       this.#log.info(
         { executionTimeMs, metrics, code: result.code, error: result.message.slice(0, 500) },
         "Finished.",
       );
+      this.#deps.events?.emit("failed", {
+        jobId: this.id,
+        executionTimeMs,
+        code: result.code,
+        message: result.message,
+      });
+    }
   }
 }
 

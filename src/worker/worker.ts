@@ -7,6 +7,7 @@ import type { DeliveredJob } from "../protocol/index.js";
 import { ChangeNotifier } from "./change-notifier.js";
 import { initialConcurrency, nextConcurrency } from "./concurrency.js";
 import { resolveWorkerConfig, type WorkerConfig, type WorkerOptions } from "./config.js";
+import { WorkerEventHub, type WorkerEvents, type WorkerListener } from "./events.js";
 import type { Executor, ExecutorSettings, S3Settings } from "./executor.js";
 import { runHealthCheck, runHealthLoop } from "./health.js";
 import type { Heartbeat } from "./heartbeat.js";
@@ -61,12 +62,14 @@ export class Worker {
   #unhealthyPing: Promise<void> | undefined;
   /** Resolves once the worker has fully stopped (after close(), a signal, or a runaway handler). */
   readonly stopped: Promise<WorkerStopInfo>;
+  readonly #events: WorkerEventHub;
 
   /** @internal use {@link startWorker}. */
   constructor(definition: HandlerDefinition, config: WorkerConfig, log: Logger) {
     this.#definition = definition;
     this.#config = config;
     this.#log = log;
+    this.#events = new WorkerEventHub(log);
     this.stopped = new Promise((resolve) => {
       this.#resolveStopped = resolve;
     });
@@ -102,6 +105,19 @@ export class Worker {
       this.#stopLoop(),
       runHealthLoop(definition, this.#closing.signal, () => this.#checkHealth()),
     ]).then(() => undefined);
+  }
+
+  /**
+   * Listens to a lifecycle event (taken, started, progress, finished, failed, retrying, stopped);
+   * returns a function that removes the listener. A listener that throws is logged and ignored.
+   */
+  on<K extends keyof WorkerEvents>(event: K, listener: WorkerListener<K>): () => void {
+    return this.#events.on(event, listener);
+  }
+
+  /** Removes a listener added with {@link on}. */
+  off<K extends keyof WorkerEvents>(event: K, listener: WorkerListener<K>): void {
+    this.#events.off(event, listener);
   }
 
   /** This worker's id (RUNPOD_POD_ID). */
@@ -163,6 +179,7 @@ export class Worker {
   }
 
   #startJob(job: DeliveredJob): void {
+    this.#events.emit("taken", { jobId: job.id });
     const active = new ActiveJob(job, {
       config: this.#config,
       definition: this.#definition,
@@ -172,6 +189,7 @@ export class Worker {
       log: this.#log,
       giveUp: this.#giveUp.signal,
       s3: this.#s3Settings,
+      events: this.#events,
       onRunaway: (jobId) => this.#onRunaway(jobId),
       onUnfit: (unfit) => void this.reportUnfit(unfit.check, unfit.reason),
       onStopPod: (jobId) => this.#onStopPod(jobId),
@@ -300,6 +318,7 @@ export class Worker {
       }
       this.#log.info({ reason: this.#stopInfo.reason }, "worker stopped");
       this.#resolveStopped(this.#stopInfo);
+      this.#events.emit("stopped", this.#stopInfo);
     }
   }
 }
