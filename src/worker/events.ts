@@ -53,7 +53,10 @@ export class WorkerEventHub {
 
   on<K extends keyof WorkerEvents>(event: K, listener: WorkerListener<K>): () => void {
     let set = this.#listeners.get(event);
-    if (set === undefined) this.#listeners.set(event, (set = new Set()));
+    if (set === undefined) {
+      set = new Set();
+      this.#listeners.set(event, set);
+    }
     set.add(listener as (event: never) => void);
     return () => this.off(event, listener);
   }
