@@ -8,34 +8,14 @@ import { measureOpenAI } from "./figures/openai.js";
 import { measureS3 } from "./figures/s3.js";
 import { measureStreaming } from "./figures/streaming.js";
 import { measureOverhead, measureThroughput } from "./figures/throughput.js";
-import { describeMachine, type Machine } from "./machine.js";
+import { describeMachine } from "./machine.js";
 import { type BenchOptions, FULL_OPTIONS, QUICK_OPTIONS } from "./options.js";
+import type { BenchResults } from "./results.js";
 import { type Figure, figure } from "./stats.js";
 import { formatTable } from "./table.js";
 import { ROOT } from "./worker-process.js";
 
-/** What `bench/results.json` holds. */
-export interface BenchResults {
-  /** Bumped when the shape changes. */
-  readonly schema: 1;
-  readonly mode: "full" | "quick";
-  readonly machine: Machine;
-  readonly options: BenchOptions;
-  /** Every figure, in the order measured: median over runs, with min, max and each run. */
-  readonly figures: readonly Figure[];
-  /** True when the memory figures stayed within both stated bounds. */
-  readonly memoryWithinBound: boolean;
-  readonly coldStart:
-    | {
-        readonly available: true;
-        readonly export: string;
-        readonly result: unknown;
-        readonly leaves: ReadonlyArray<{ path: string; value: number }>;
-      }
-    | { readonly available: false; readonly reason: string };
-  /** Wall time of the whole bench, ms. */
-  readonly durationMs: number;
-}
+export type { BenchResults } from "./results.js";
 
 /** Runs every figure with `options` and returns the results (writes nothing). */
 export async function runBench(

@@ -1,4 +1,4 @@
-import type { BenchResults } from "./run.js";
+import type { BenchResults } from "./results.js";
 import type { Figure } from "./stats.js";
 
 function fmt(value: number): string {

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { z } from "zod";
 import { RunletError } from "./errors.js";
+import { PLATFORM_ENV } from "./protocol/env.js";
 
 /**
  * The environment the platform injects into a worker (worker-protocol §1), parsed once and frozen.
@@ -20,26 +21,26 @@ const optionalString = z
   .optional();
 
 const envSchema = z.object({
-  RUNPOD_WEBHOOK_GET_JOB: optionalUrl,
-  RUNPOD_WEBHOOK_POST_OUTPUT: optionalUrl,
-  RUNPOD_WEBHOOK_POST_STREAM: optionalUrl,
-  RUNPOD_WEBHOOK_PING: optionalUrl,
+  [PLATFORM_ENV.jobTakeUrl]: optionalUrl,
+  [PLATFORM_ENV.jobDoneUrl]: optionalUrl,
+  [PLATFORM_ENV.jobStreamUrl]: optionalUrl,
+  [PLATFORM_ENV.pingUrl]: optionalUrl,
   // The platform's own worker accepts any number here, so a value off the integer grid or out of
   // range is rounded and clamped (with a warning), not fatal; only a non-number is refused.
-  RUNPOD_PING_INTERVAL: z
+  [PLATFORM_ENV.pingInterval]: z
     .string()
     .optional()
     .transform((v) => (v === undefined || v.trim() === "" ? 10_000 : Number(v)))
     .pipe(
       z.number("RUNPOD_PING_INTERVAL must be a number of ms").finite("RUNPOD_PING_INTERVAL must be finite"),
     ),
-  RUNPOD_AI_API_KEY: optionalString,
-  RUNPOD_POD_ID: optionalString,
-  RUNPOD_POD_HOSTNAME: optionalString,
-  RUNPOD_ENDPOINT_ID: optionalString,
-  RUNPOD_GPU_TYPE_ID: optionalString,
-  RUNPOD_LOG_LEVEL: optionalString,
-  RUNPOD_DEBUG_LEVEL: optionalString,
+  [PLATFORM_ENV.apiKey]: optionalString,
+  [PLATFORM_ENV.podId]: optionalString,
+  [PLATFORM_ENV.hostname]: optionalString,
+  [PLATFORM_ENV.endpointId]: optionalString,
+  [PLATFORM_ENV.gpuTypeId]: optionalString,
+  [PLATFORM_ENV.logLevel]: optionalString,
+  [PLATFORM_ENV.debugLevel]: optionalString,
   BUCKET_ENDPOINT_URL: optionalUrl,
   BUCKET_ACCESS_KEY_ID: optionalString,
   BUCKET_SECRET_ACCESS_KEY: optionalString,
@@ -118,14 +119,14 @@ export function readPlatformEnv(env: Readonly<Record<string, string | undefined>
   }
   const e = parsed.data;
   const warnings: string[] = [];
-  const rounded = Math.round(e.RUNPOD_PING_INTERVAL);
+  const rounded = Math.round(e[PLATFORM_ENV.pingInterval]);
   const pingIntervalMs = Math.min(PING_INTERVAL_MS.max, Math.max(PING_INTERVAL_MS.min, rounded));
-  if (pingIntervalMs !== e.RUNPOD_PING_INTERVAL) {
+  if (pingIntervalMs !== e[PLATFORM_ENV.pingInterval]) {
     warnings.push(
-      `RUNPOD_PING_INTERVAL=${e.RUNPOD_PING_INTERVAL} adjusted to ${pingIntervalMs} ms (an integer from ${PING_INTERVAL_MS.min} to ${PING_INTERVAL_MS.max})`,
+      `RUNPOD_PING_INTERVAL=${e[PLATFORM_ENV.pingInterval]} adjusted to ${pingIntervalMs} ms (an integer from ${PING_INTERVAL_MS.min} to ${PING_INTERVAL_MS.max})`,
     );
   }
-  const levelName = e.RUNPOD_LOG_LEVEL ?? e.RUNPOD_DEBUG_LEVEL;
+  const levelName = e[PLATFORM_ENV.logLevel] ?? e[PLATFORM_ENV.debugLevel];
   let logLevel: LogLevel = "info";
   if (levelName !== undefined) {
     const known = LOG_LEVELS[levelName.toLowerCase()];
@@ -146,17 +147,17 @@ export function readPlatformEnv(env: Readonly<Record<string, string | undefined>
         }
       : undefined;
   return Object.freeze({
-    jobTakeUrl: e.RUNPOD_WEBHOOK_GET_JOB,
-    jobDoneUrl: e.RUNPOD_WEBHOOK_POST_OUTPUT,
-    jobStreamUrl: e.RUNPOD_WEBHOOK_POST_STREAM,
-    pingUrl: e.RUNPOD_WEBHOOK_PING,
+    jobTakeUrl: e[PLATFORM_ENV.jobTakeUrl],
+    jobDoneUrl: e[PLATFORM_ENV.jobDoneUrl],
+    jobStreamUrl: e[PLATFORM_ENV.jobStreamUrl],
+    pingUrl: e[PLATFORM_ENV.pingUrl],
     pingIntervalMs,
-    apiKey: e.RUNPOD_AI_API_KEY,
-    podId: e.RUNPOD_POD_ID ?? randomUUID(),
-    onPlatformPod: e.RUNPOD_POD_ID !== undefined,
-    hostname: e.RUNPOD_POD_HOSTNAME ?? "unknown",
-    endpointId: e.RUNPOD_ENDPOINT_ID,
-    gpuTypeId: e.RUNPOD_GPU_TYPE_ID ?? "unknown",
+    apiKey: e[PLATFORM_ENV.apiKey],
+    podId: e[PLATFORM_ENV.podId] ?? randomUUID(),
+    onPlatformPod: e[PLATFORM_ENV.podId] !== undefined,
+    hostname: e[PLATFORM_ENV.hostname] ?? "unknown",
+    endpointId: e[PLATFORM_ENV.endpointId],
+    gpuTypeId: e[PLATFORM_ENV.gpuTypeId] ?? "unknown",
     logLevel,
     bucket: bucket === undefined ? undefined : Object.freeze(bucket),
     warnings: Object.freeze(warnings),

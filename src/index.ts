@@ -27,13 +27,10 @@ export {
 export type { JobS3, S3Reference } from "./s3/types.js";
 export { VERSION } from "./version.js";
 export {
-  isExecutorThread,
-  loadHandler,
-  runExecutorThread,
-  type ServeOptions,
-  serveHandler,
   startWorker,
-  Worker,
+  type Worker,
+  type WorkerEvents,
+  type WorkerListener,
   type WorkerOptions,
   type WorkerStopInfo,
 } from "./worker/index.js";

@@ -58,6 +58,20 @@ const CJS_BANNER = [
 ].join("\n");
 
 /**
+ * The specifier the entry imports `serveHandler` by: internal (not in the package's exports),
+ * resolved by {@link runletResolver} to this copy's `worker/serve` module.
+ */
+const INTERNAL_SERVE = "runlet/internal/serve";
+
+/** The `worker/serve` module beside the root export's file, so the bundle takes all of runlet from one copy (dist/). */
+function serveModulePath(): string {
+  const root = runletExports().get("runlet");
+  if (root === undefined)
+    throw new RunletError("RUNLET_CLI_UNEXPECTED", "runlet's package.json has no root export");
+  return join(dirname(root), "worker", "serve.js");
+}
+
+/**
  * The bundle's entry: it imports the handler and hands it to runlet's `serveHandler`, which runs
  * the worker loop on the main thread and, when this same file is started again as an
  * `isolation: "thread"` executor, serves jobs there instead (docs/worker.md, "Thread entry").
@@ -67,7 +81,8 @@ const CJS_BANNER = [
  */
 export function renderEntry(handlerPath: string): string {
   return [
-    'import { isHandlerDefinition, isRunletError, RunletError, serveHandler } from "runlet";',
+    'import { isHandlerDefinition, isRunletError, RunletError } from "runlet";',
+    `import { serveHandler } from "${INTERNAL_SERVE}";`,
     "",
     "try {",
     `  const { default: definition } = await import(${JSON.stringify(handlerPath)}).catch((err) => {`,
@@ -107,6 +122,7 @@ function runletResolver(): Plugin {
     name: "runlet-self",
     setup(b) {
       b.onResolve({ filter: /^runlet(\/.*)?$/ }, (args) => {
+        if (args.path === INTERNAL_SERVE) return { path: serveModulePath() };
         const path = runletExports().get(args.path);
         if (path === undefined) {
           return { errors: [{ text: `runlet does not export "${args.path}"` }] };

@@ -1,14 +1,17 @@
 import { createEndpointClient } from "./endpoint.js";
+import type { EndpointClientFor } from "./infer.js";
 import { type ClientOptions, resolveClientOptions } from "./options.js";
 import { createTransport } from "./transport.js";
-import type { EndpointClient } from "./types.js";
 
 /** A client of the job API (platform-api §4.1), for the platform and runlet's harness alike. */
 export interface Client {
-  /** The job API of one endpoint; type parameters describe its input, output and streamed items. */
+  /**
+   * The job API of one endpoint. `endpoint<typeof handler>(id)` types input, output and stream
+   * items from the `defineHandler` result; `endpoint<TInput, TOutput, TStreamItem>(id)` names them.
+   */
   endpoint<TInput = Record<string, unknown>, TOutput = unknown, TStreamItem = unknown>(
     endpointId: string,
-  ): EndpointClient<TInput, TOutput, TStreamItem>;
+  ): EndpointClientFor<TInput, TOutput, TStreamItem>;
 }
 
 /**
@@ -17,7 +20,7 @@ export interface Client {
  *
  * @example
  * const client = createClient({ apiKey: process.env.API_KEY!, baseUrl: "http://127.0.0.1:8000" });
- * const ep = client.endpoint<{ prompt: string }, string, string>("my-endpoint");
+ * const ep = client.endpoint<typeof handler>("my-endpoint"); // or <{ prompt: string }, string, string>
  * const { id } = await ep.run({ input: { prompt: "hi" } });
  * for await (const token of ep.stream(id)) process.stdout.write(token);
  */
@@ -25,6 +28,7 @@ export function createClient(options: ClientOptions): Client {
   const transport = createTransport(resolveClientOptions(options));
   return {
     endpoint: <TInput, TOutput, TStreamItem>(endpointId: string) =>
-      createEndpointClient<TInput, TOutput, TStreamItem>(transport, endpointId),
+      // The type parameters only describe the answers; at run time every endpoint is the same.
+      createEndpointClient(transport, endpointId) as EndpointClientFor<TInput, TOutput, TStreamItem>,
   };
 }

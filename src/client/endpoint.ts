@@ -44,7 +44,7 @@ export function createEndpointClient<TInput, TOutput, TStreamItem>(
         path: `${base}/run`,
         body,
         schema: jobRefSchema,
-        idempotent: false,
+        retryable: false,
         signal: options.signal,
       }),
     runsync: (body, options = {}) =>
@@ -54,7 +54,7 @@ export function createEndpointClient<TInput, TOutput, TStreamItem>(
         query: { wait: options.waitMs },
         body,
         schema: jobRecordSchema,
-        idempotent: false,
+        retryable: false,
         signal: options.signal,
         // The server may hold the request for the whole wait (its default is 90 s).
         holdMs: options.waitMs ?? 90_000,
@@ -65,7 +65,7 @@ export function createEndpointClient<TInput, TOutput, TStreamItem>(
         path: jobPath("status", jobId),
         query: { ttl: options.ttlMs },
         schema: jobRecordSchema,
-        idempotent: true,
+        retryable: true,
         signal: options.signal,
       }) as Promise<TypedJobRecord<TOutput>>,
     async wait(jobId, options = {}) {
@@ -96,7 +96,7 @@ export function createEndpointClient<TInput, TOutput, TStreamItem>(
         method: "POST",
         path: jobPath("cancel", jobId),
         schema: jobRefSchema,
-        idempotent: false,
+        retryable: false,
         signal: options.signal,
       }),
     retry: (jobId, options = {}) =>
@@ -104,7 +104,7 @@ export function createEndpointClient<TInput, TOutput, TStreamItem>(
         method: "POST",
         path: jobPath("retry", jobId),
         schema: jobRefSchema,
-        idempotent: false,
+        retryable: false,
         signal: options.signal,
       }),
     purgeQueue: (options = {}) =>
@@ -112,7 +112,7 @@ export function createEndpointClient<TInput, TOutput, TStreamItem>(
         method: "POST",
         path: `${base}/purge-queue`,
         schema: purgeResponseSchema,
-        idempotent: false,
+        retryable: false,
         signal: options.signal,
       }),
     health: (options = {}) =>
@@ -120,7 +120,7 @@ export function createEndpointClient<TInput, TOutput, TStreamItem>(
         method: "GET",
         path: `${base}/health`,
         schema: healthSchema,
-        idempotent: true,
+        retryable: true,
         signal: options.signal,
       }),
   };

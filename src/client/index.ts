@@ -10,6 +10,13 @@ export type {
 export { TERMINAL_STATUSES } from "../protocol/index.js";
 export { createReassembler, type Reassembler, reassemble } from "../stream/index.js";
 export { type Client, createClient } from "./client.js";
+export type {
+  EndpointClientFor,
+  EndpointClientOf,
+  HandlerInput,
+  HandlerOutput,
+  HandlerStreamItem,
+} from "./infer.js";
 export type { ClientOptions } from "./options.js";
 export type {
   CallOptions,

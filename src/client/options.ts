@@ -1,7 +1,26 @@
 import type { Dispatcher } from "undici";
+import { z } from "zod";
 import { RunletError } from "../errors.js";
-import { integerOption } from "../option-checks.js";
+import { integerOption, parseOptions } from "../option-schema.js";
+import { NETWORK_ERROR_CODES, type RetryPolicy, retryPolicy } from "../retry-policy.js";
 import { USER_AGENT } from "../version.js";
+
+/**
+ * The job client's retry policy: network errors and 429/502/503/504, with equal jitter; a
+ * `Retry-After` is honoured up to the cap. Which calls may be repeated is each call's own flag.
+ */
+function clientRetryPolicy(limits: Pick<RetryPolicy, "maxRetries" | "baseMs" | "capMs">): RetryPolicy {
+  return retryPolicy({
+    statuses: new Set([429, 502, 503, 504]),
+    refusedStatuses: new Set([429]),
+    allServerErrors: false,
+    errorCodes: new Set(NETWORK_ERROR_CODES),
+    jitter: 0.5,
+    longRetryAfter: "cap",
+    maxRetryAfterMs: limits.capMs,
+    ...limits,
+  });
+}
 
 /** Options of {@link createClient}. */
 export interface ClientOptions {
@@ -16,12 +35,15 @@ export interface ClientOptions {
   readonly dispatcher?: Dispatcher;
   /** How long to wait for an answer's headers and between body bytes, per request, in ms. @default 30_000 */
   readonly requestTimeoutMs?: number;
-  /** How many times a read (`status`, `stream`, `health`, polls) answered 429 is retried. @default 5 */
-  readonly maxRateLimitRetries?: number;
-  /** First back-off after a 429 without `Retry-After`, in ms; it doubles per attempt, with jitter. @default 500 */
+  /**
+   * How many times a failed read is retried: `status`, `health` and `wait`'s polls on a network
+   * error, 429, 502, 503 or 504; `stream` reads on 429 only. Writes are never retried. @default 5
+   */
+  readonly maxRetries?: number;
+  /** First back-off bound without `Retry-After`, in ms; it doubles per attempt, with jitter. @default 500 */
   readonly retryBaseMs?: number;
-  /** Longest back-off after a 429, `Retry-After` included, in ms. @default 30_000 */
-  readonly retryMaxMs?: number;
+  /** Longest back-off, `Retry-After` included, in ms. @default 30_000 */
+  readonly retryCapMs?: number;
   /** The `User-Agent` header. @default runlet's own (`runlet/<version> (node ...)`) */
   readonly userAgent?: string;
 }
@@ -33,9 +55,8 @@ export interface ResolvedClientOptions {
   readonly apiRoot: string;
   readonly dispatcher: Dispatcher | undefined;
   readonly requestTimeoutMs: number;
-  readonly maxRateLimitRetries: number;
-  readonly retryBaseMs: number;
-  readonly retryMaxMs: number;
+  /** When and how long reads are retried. */
+  readonly retry: RetryPolicy;
   readonly userAgent: string;
 }
 
@@ -43,9 +64,12 @@ function invalid(message: string): never {
   throw new RunletError("RUNLET_CONFIG_INVALID", message);
 }
 
-function integerAtLeast(name: string, value: number | undefined, fallback: number, min: number): number {
-  return integerOption("RUNLET_CONFIG_INVALID", name, value, fallback, min);
-}
+const numbersSchema = z.object({
+  requestTimeoutMs: integerOption(1, 30_000),
+  maxRetries: integerOption(0, 5),
+  retryBaseMs: integerOption(0, 500),
+  retryCapMs: integerOption(0, 30_000),
+});
 
 /** Merges defaults, validates, freezes; bad options fail here with a message naming the option. */
 export function resolveClientOptions(options: ClientOptions): ResolvedClientOptions {
@@ -67,14 +91,26 @@ export function resolveClientOptions(options: ClientOptions): ResolvedClientOpti
   }
   const path = base.pathname.replace(/\/+$/, "");
   const apiRoot = `${base.origin}${path.endsWith("/v2") ? path : `${path}/v2`}`;
+  const numbers = parseOptions(
+    numbersSchema,
+    {
+      requestTimeoutMs: options.requestTimeoutMs,
+      maxRetries: options.maxRetries,
+      retryBaseMs: options.retryBaseMs,
+      retryCapMs: options.retryCapMs,
+    },
+    "RUNLET_CONFIG_INVALID",
+  );
   return Object.freeze({
     apiKey: options.apiKey,
     apiRoot,
     dispatcher: options.dispatcher,
-    requestTimeoutMs: integerAtLeast("requestTimeoutMs", options.requestTimeoutMs, 30_000, 1),
-    maxRateLimitRetries: integerAtLeast("maxRateLimitRetries", options.maxRateLimitRetries, 5, 0),
-    retryBaseMs: integerAtLeast("retryBaseMs", options.retryBaseMs, 500, 0),
-    retryMaxMs: integerAtLeast("retryMaxMs", options.retryMaxMs, 30_000, 0),
+    requestTimeoutMs: numbers.requestTimeoutMs,
+    retry: clientRetryPolicy({
+      maxRetries: numbers.maxRetries,
+      baseMs: numbers.retryBaseMs,
+      capMs: numbers.retryCapMs,
+    }),
     userAgent: options.userAgent ?? USER_AGENT,
   });
 }

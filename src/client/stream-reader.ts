@@ -46,7 +46,9 @@ export async function* readChunks(
       method: "GET",
       path,
       schema: streamResponseSchema,
-      idempotent: true,
+      // A served read drains the chunks it returns: after a network error or a 5xx they may be
+      // gone, so only a refusal (429) is sent again.
+      retryable: "when-refused",
       signal: options.signal,
     });
     for (const chunk of answer.stream) yield chunk;
@@ -92,7 +94,7 @@ async function jobEndedError(
       method: "GET",
       path: `${endpointPath}/status/${encodeURIComponent(jobId)}`,
       schema: jobRecordSchema,
-      idempotent: true,
+      retryable: true,
       signal,
     });
   } catch (error) {

@@ -2,8 +2,8 @@ import { request } from "undici";
 import { z } from "zod";
 import { RunletError } from "../errors.js";
 import { apiErrorSchema } from "../protocol/index.js";
-import { retryAfterMs } from "../wait.js";
-import { backoffMs, delay } from "./delay.js";
+import { nextRetry, type Retryable } from "../retry-policy.js";
+import { delay } from "./delay.js";
 import type { ResolvedClientOptions } from "./options.js";
 
 /** One job-API call, described once and sent (and perhaps retried) by the transport. */
@@ -16,14 +16,18 @@ export interface ApiCall<T> {
   readonly body?: unknown;
   /** Schema the answer must satisfy. */
   readonly schema: z.ZodType<T>;
-  /** True for reads, which are retried on 429; writes (run, cancel, ...) never are. */
-  readonly idempotent: boolean;
+  /**
+   * Whether the call may be sent again after a failure: `true` for reads that are safe to repeat
+   * (`status`, `health`); `"when-refused"` for a `/stream` read, which consumes the chunks it
+   * returns, so only a 429 (nothing served) is retried; `false` for writes.
+   */
+  readonly retryable: Retryable;
   readonly signal?: AbortSignal | undefined;
   /** Extra time the server may legitimately hold this request (runsync's `wait`), in ms. */
   readonly holdMs?: number;
 }
 
-/** Sends job-API calls: auth and headers, error answers to RunletErrors, 429 back-off on reads. */
+/** Sends job-API calls: auth and headers, error answers to RunletErrors, retries by the client's policy. */
 export interface Transport {
   send<T>(call: ApiCall<T>): Promise<T>;
 }
@@ -42,30 +46,44 @@ export function createTransport(options: ResolvedClientOptions): Transport {
       for (let attempt = 0; ; attempt++) {
         call.signal?.throwIfAborted();
         const timeoutMs = options.requestTimeoutMs + (call.holdMs ?? 0);
-        const answer = await request(url, {
-          method: call.method,
-          headers: {
-            authorization: `Bearer ${options.apiKey}`,
-            "user-agent": options.userAgent,
-            accept: "application/json",
-            ...(call.body === undefined ? {} : { "content-type": "application/json" }),
-          },
-          body: call.body === undefined ? (call.method === "POST" ? "" : null) : JSON.stringify(call.body),
-          signal: call.signal,
-          headersTimeout: timeoutMs,
-          bodyTimeout: timeoutMs,
-          ...(options.dispatcher === undefined ? {} : { dispatcher: options.dispatcher }),
-        });
-        const text = await answer.body.text();
-        const status = answer.statusCode;
-        if (status === 429 && call.idempotent && attempt < options.maxRateLimitRetries) {
-          const asked = retryAfterMs(answer.headers["retry-after"]);
-          const wait = asked ?? backoffMs(attempt, options.retryBaseMs, options.retryMaxMs);
-          await delay(Math.min(wait, options.retryMaxMs), call.signal);
+        let answer: Awaited<ReturnType<typeof request>>;
+        let text: string;
+        try {
+          answer = await request(url, {
+            method: call.method,
+            headers: {
+              authorization: `Bearer ${options.apiKey}`,
+              "user-agent": options.userAgent,
+              accept: "application/json",
+              ...(call.body === undefined ? {} : { "content-type": "application/json" }),
+            },
+            body: call.body === undefined ? (call.method === "POST" ? "" : null) : JSON.stringify(call.body),
+            signal: call.signal,
+            headersTimeout: timeoutMs,
+            bodyTimeout: timeoutMs,
+            ...(options.dispatcher === undefined ? {} : { dispatcher: options.dispatcher }),
+          });
+          text = await answer.body.text();
+        } catch (error) {
+          if (call.signal?.aborted) throw error;
+          const verdict = nextRetry(options.retry, attempt, { error }, { retryable: call.retryable });
+          if (!verdict.retry) throw error;
+          await delay(verdict.delayMs, call.signal);
           continue;
         }
-        if (status < 200 || status >= 300) throw httpError(label, status, text);
-        return parseAnswer(label, status, text, call.schema);
+        const status = answer.statusCode;
+        if (status >= 200 && status < 300) return parseAnswer(label, status, text, call.schema);
+        const verdict = nextRetry(
+          options.retry,
+          attempt,
+          { status, headers: answer.headers },
+          { retryable: call.retryable },
+        );
+        if (verdict.retry) {
+          await delay(verdict.delayMs, call.signal);
+          continue;
+        }
+        throw httpError(label, status, text);
       }
     },
   };

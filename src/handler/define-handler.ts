@@ -1,6 +1,14 @@
 import type { Logger } from "pino";
 import { z } from "zod";
 import { RunletError } from "../errors.js";
+import {
+  boolean,
+  booleanOption,
+  describeValue,
+  integer,
+  integerOption,
+  parseOptions,
+} from "../option-schema.js";
 import type { DeliveredJob } from "../protocol/index.js";
 import type { JobS3 } from "../s3/types.js";
 import type { JobMetrics } from "./metrics.js";
@@ -45,13 +53,7 @@ export interface HandlerContext<Input> {
 }
 
 /** A handler: sync, async, a generator or an async generator (each yielded value is one stream item). */
-export type HandlerFunction<Input> = (
-  context: HandlerContext<Input>,
-) =>
-  | unknown
-  | Promise<unknown>
-  | Generator<unknown, unknown, undefined>
-  | AsyncGenerator<unknown, unknown, undefined>;
+export type HandlerFunction<Input, Result = unknown> = (context: HandlerContext<Input>) => Result;
 
 /** What a health check receives. */
 export interface HealthCheckContext {
@@ -72,11 +74,14 @@ export type HealthCheck = (context: HealthCheckContext) => unknown;
 export type Concurrency = number | ((current: number) => number);
 
 /** Options of {@link defineHandler}. */
-export interface HandlerOptions<Schema extends z.ZodType> {
+export interface HandlerOptions<Schema extends z.ZodType, Result = unknown> {
   /** zod schema of the job's `input`; the handler's `input` is its output type. @default z.unknown() */
   input?: Schema;
-  /** The function that runs each job. */
-  handler: HandlerFunction<z.output<Schema>>;
+  /**
+   * The function that runs each job: its result is the job's output; a generator's yields are
+   * the stream. Its type flows to `client.endpoint<typeof handler>()`.
+   */
+  handler: HandlerFunction<z.output<Schema>, Result>;
   /** Jobs run at once by one worker, or `(current) => next`; a bad return is logged and ignored. @default 1 */
   concurrency?: Concurrency;
   /** A job's time limit when it carries no `policy.executionTimeout`, in ms. @default 600_000 */
@@ -110,10 +115,10 @@ export interface HandlerOptions<Schema extends z.ZodType> {
 }
 
 /** A checked, frozen handler definition: what `export default defineHandler(...)` gives. */
-export interface HandlerDefinition<Schema extends z.ZodType = z.ZodType> {
+export interface HandlerDefinition<Schema extends z.ZodType = z.ZodType, Result = unknown> {
   readonly [HANDLER_BRAND]: true;
   readonly input: Schema;
-  readonly handler: HandlerFunction<z.output<Schema>>;
+  readonly handler: HandlerFunction<z.output<Schema>, Result>;
   readonly concurrency: Concurrency;
   readonly executionTimeoutMs: number;
   readonly refreshWorker: boolean;
@@ -147,31 +152,24 @@ export const HANDLER_DEFAULTS = Object.freeze({
   allowPrivateAddresses: false,
 });
 
-function describe(value: unknown): string {
-  if (typeof value === "string") return JSON.stringify(value);
-  if (typeof value === "function") return "a function";
-  if (typeof value === "bigint") return `${value}n`;
-  if (value === null || typeof value !== "object") return String(value);
-  return Array.isArray(value) ? "an array" : "an object";
-}
-
 function invalid(message: string): RunletError {
   return new RunletError("RUNLET_HANDLER_INVALID", `defineHandler: ${message}`);
 }
 
-function positiveInt(name: string, value: unknown, fallback: number, allowZero = false): number {
-  if (value === undefined) return fallback;
-  const ok =
-    typeof value === "number" && Number.isSafeInteger(value) && (allowZero ? value >= 0 : value >= 1);
-  if (!ok) throw invalid(`${name} must be an integer ≥ ${allowZero ? 0 : 1}, got ${describe(value)}`);
-  return value as number;
-}
-
-function bool(name: string, value: unknown, fallback: boolean): boolean {
-  if (value === undefined) return fallback;
-  if (typeof value !== "boolean") throw invalid(`${name} must be true or false, got ${describe(value)}`);
-  return value;
-}
+const D = HANDLER_DEFAULTS;
+/** The plain options, checked in one parse (the handler, schema and functions are checked above it). */
+const plainOptionsSchema = z.object({
+  executionTimeoutMs: integerOption(1, D.executionTimeoutMs),
+  refreshWorker: booleanOption(D.refreshWorker),
+  returnAggregateStream: booleanOption(D.returnAggregateStream),
+  streamCoalesceMs: integerOption(0, D.streamCoalesceMs),
+  hardStopGraceMs: integerOption(0, D.hardStopGraceMs),
+  maxBufferedStreamBytes: integerOption(1, D.maxBufferedStreamBytes),
+  healthCheckIntervalMs: integerOption(0, D.healthCheckIntervalMs),
+  healthCheckTimeoutMs: integerOption(1, D.healthCheckTimeoutMs),
+  presignExpiresSec: integer(1, D.presignExpiresSec, "7 days, the SigV4 maximum").optional(),
+  allowPrivateAddresses: boolean().optional(),
+});
 
 function isZodSchema(value: unknown): value is z.ZodType {
   return (
@@ -191,91 +189,59 @@ function isZodSchema(value: unknown): value is z.ZodType {
  *   handler: ({ input }) => ({ echo: input.text }),
  * });
  */
-export function defineHandler<Schema extends z.ZodType = z.ZodUnknown>(
-  options: HandlerOptions<Schema>,
-): HandlerDefinition<Schema> {
+export function defineHandler<Schema extends z.ZodType = z.ZodUnknown, Result = unknown>(
+  options: HandlerOptions<Schema, Result>,
+): HandlerDefinition<Schema, Result> {
   if (typeof options !== "object" || options === null)
-    throw invalid(`expected an options object, got ${describe(options)}`);
+    throw invalid(`expected an options object, got ${describeValue(options)}`);
   if (typeof options.handler !== "function") {
-    throw invalid(`handler must be a function, got ${describe(options.handler)}`);
+    throw invalid(`handler must be a function, got ${describeValue(options.handler)}`);
   }
   const input = options.input ?? (z.unknown() as unknown as Schema);
-  if (!isZodSchema(input)) throw invalid(`input must be a zod schema, got ${describe(options.input)}`);
-  const concurrency = options.concurrency ?? HANDLER_DEFAULTS.concurrency;
-  if (
-    typeof concurrency !== "function" &&
-    !(typeof concurrency === "number" && Number.isSafeInteger(concurrency) && concurrency >= 1)
-  ) {
-    throw invalid(`concurrency must be an integer ≥ 1 or a function, got ${describe(concurrency)}`);
-  }
+  if (!isZodSchema(input)) throw invalid(`input must be a zod schema, got ${describeValue(options.input)}`);
+  const concurrency =
+    typeof options.concurrency === "function"
+      ? options.concurrency
+      : parseOptions(
+          z.object({ concurrency: integerOption(1, D.concurrency, undefined, "or a function") }),
+          { concurrency: options.concurrency },
+          "RUNLET_HANDLER_INVALID",
+          "defineHandler: ",
+        ).concurrency;
   const isolation = options.isolation ?? HANDLER_DEFAULTS.isolation;
   if (isolation !== "in-process" && isolation !== "thread") {
-    throw invalid(`isolation must be "in-process" or "thread", got ${describe(isolation)}`);
+    throw invalid(`isolation must be "in-process" or "thread", got ${describeValue(isolation)}`);
   }
   if (options.healthCheck !== undefined && typeof options.healthCheck !== "function") {
-    throw invalid(`healthCheck must be a function, got ${describe(options.healthCheck)}`);
+    throw invalid(`healthCheck must be a function, got ${describeValue(options.healthCheck)}`);
   }
-  const presignExpiresSec = positiveInt("presignExpiresSec", options.presignExpiresSec, 0);
-  if (presignExpiresSec > HANDLER_DEFAULTS.presignExpiresSec) {
-    throw invalid(
-      `presignExpiresSec must be an integer from 1 to ${HANDLER_DEFAULTS.presignExpiresSec} (7 days, the SigV4 maximum), got ${presignExpiresSec}`,
-    );
-  }
-  const definition: HandlerDefinition<Schema> = {
+  const plain = parseOptions(
+    plainOptionsSchema,
+    {
+      executionTimeoutMs: options.executionTimeoutMs,
+      refreshWorker: options.refreshWorker,
+      returnAggregateStream: options.returnAggregateStream,
+      streamCoalesceMs: options.streamCoalesceMs,
+      hardStopGraceMs: options.hardStopGraceMs,
+      maxBufferedStreamBytes: options.maxBufferedStreamBytes,
+      healthCheckIntervalMs: options.healthCheckIntervalMs,
+      healthCheckTimeoutMs: options.healthCheckTimeoutMs,
+      presignExpiresSec: options.presignExpiresSec,
+      allowPrivateAddresses: options.allowPrivateAddresses,
+    },
+    "RUNLET_HANDLER_INVALID",
+    "defineHandler: ",
+  );
+  const definition: HandlerDefinition<Schema, Result> = {
     [HANDLER_BRAND]: true,
     input,
     handler: options.handler,
     concurrency,
-    executionTimeoutMs: positiveInt(
-      "executionTimeoutMs",
-      options.executionTimeoutMs,
-      HANDLER_DEFAULTS.executionTimeoutMs,
-    ),
-    refreshWorker: bool("refreshWorker", options.refreshWorker, HANDLER_DEFAULTS.refreshWorker),
     isolation,
-    returnAggregateStream: bool(
-      "returnAggregateStream",
-      options.returnAggregateStream,
-      HANDLER_DEFAULTS.returnAggregateStream,
-    ),
-    streamCoalesceMs: positiveInt(
-      "streamCoalesceMs",
-      options.streamCoalesceMs,
-      HANDLER_DEFAULTS.streamCoalesceMs,
-      true,
-    ),
-    hardStopGraceMs: positiveInt(
-      "hardStopGraceMs",
-      options.hardStopGraceMs,
-      HANDLER_DEFAULTS.hardStopGraceMs,
-      true,
-    ),
-    maxBufferedStreamBytes: positiveInt(
-      "maxBufferedStreamBytes",
-      options.maxBufferedStreamBytes,
-      HANDLER_DEFAULTS.maxBufferedStreamBytes,
-    ),
     healthCheck: options.healthCheck,
-    healthCheckIntervalMs: positiveInt(
-      "healthCheckIntervalMs",
-      options.healthCheckIntervalMs,
-      HANDLER_DEFAULTS.healthCheckIntervalMs,
-      true,
-    ),
-    healthCheckTimeoutMs: positiveInt(
-      "healthCheckTimeoutMs",
-      options.healthCheckTimeoutMs,
-      HANDLER_DEFAULTS.healthCheckTimeoutMs,
-    ),
-    presignExpiresSec: options.presignExpiresSec === undefined ? undefined : presignExpiresSec,
-    allowPrivateAddresses:
-      options.allowPrivateAddresses === undefined
-        ? undefined
-        : bool(
-            "allowPrivateAddresses",
-            options.allowPrivateAddresses,
-            HANDLER_DEFAULTS.allowPrivateAddresses,
-          ),
+    ...plain,
+    presignExpiresSec: plain.presignExpiresSec,
+    allowPrivateAddresses: plain.allowPrivateAddresses,
   };
   return Object.freeze(definition);
 }

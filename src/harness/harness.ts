@@ -9,7 +9,7 @@ import { type JobSnapshot, type NewJob, recordOf, snapshotOf } from "./job-entry
 import { JobEventHub, type JobEventListener } from "./job-events.js";
 import { JobStore } from "./job-store.js";
 import { untilTerminal } from "./job-waits.js";
-import { type HarnessManagement, harnessManagement } from "./management/index.js";
+import { type HarnessManagement, harnessManagement } from "./management-api/index.js";
 import { JobFeed } from "./openai/index.js";
 import {
   checkEndpoint,

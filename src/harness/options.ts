@@ -1,8 +1,9 @@
 import { randomBytes } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "pino";
+import { z } from "zod";
 import { RunletError } from "../errors.js";
-import { integerOption } from "../option-checks.js";
+import { integer, integerOption, parseOptions } from "../option-schema.js";
 import {
   EXECUTION_TIMEOUT_MS,
   MAX_RUN_PAYLOAD_BYTES,
@@ -166,9 +167,32 @@ function bad(message: string): RunletError {
   return new RunletError("RUNLET_HARNESS_CONFIG", message);
 }
 
-function positiveInt(name: string, value: number | undefined, fallback: number, min = 1): number {
-  return integerOption("RUNLET_HARNESS_CONFIG", name, value, fallback, min);
-}
+const endpointNumbersSchema = z.object({
+  executionTimeoutMs: integerOption(1, EXECUTION_TIMEOUT_MS.default),
+  minWorkers: integerOption(0, 0),
+  maxWorkers: integer(1).optional(),
+});
+
+const numbersSchema = z.object({
+  port: integerOption(0, 0),
+  takeTimeoutMs: integerOption(1, 30_000),
+  streamHoldMs: integerOption(0, 500),
+  streamGatherMs: integerOption(0, STREAM_GATHER_MS),
+  heartbeatTimeoutMs: integerOption(1, 45_000),
+  maxRecordedRequests: integerOption(1, 50_000),
+  dashboard: z.object({ port: integerOption(0, 0) }).prefault({}),
+  limits: z
+    .object({
+      runBytes: integerOption(1, MAX_RUN_PAYLOAD_BYTES),
+      runsyncBytes: integerOption(1, MAX_RUNSYNC_PAYLOAD_BYTES),
+      jobDoneBytes: integerOption(1, MAX_RUNSYNC_PAYLOAD_BYTES),
+      streamBodyBytes: integerOption(1, MAX_STREAM_CHUNK_BYTES + 65_536),
+      runRetentionMs: integerOption(1, RETENTION_MS.run),
+      runsyncRetentionMs: integerOption(1, RETENTION_MS.runsync),
+      runsyncMaxRetentionMs: integerOption(1, RETENTION_MS.runsyncMax),
+    })
+    .prefault({}),
+});
 
 const ENDPOINT_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 
@@ -177,9 +201,14 @@ export function checkEndpoint(ep: { readonly id: string } & EndpointOptions): vo
   if (!ENDPOINT_ID.test(ep.id)) {
     throw bad(`endpoint id must be 1–64 letters, digits, "-" or "_", got ${JSON.stringify(ep.id)}`);
   }
-  positiveInt(`endpoints[${ep.id}].executionTimeoutMs`, ep.executionTimeoutMs, EXECUTION_TIMEOUT_MS.default);
-  const min = positiveInt(`endpoints[${ep.id}].minWorkers`, ep.minWorkers, 0, 0);
-  const max = positiveInt(`endpoints[${ep.id}].maxWorkers`, ep.maxWorkers, Math.max(1, min));
+  const numbers = parseOptions(
+    endpointNumbersSchema,
+    { executionTimeoutMs: ep.executionTimeoutMs, minWorkers: ep.minWorkers, maxWorkers: ep.maxWorkers },
+    "RUNLET_HARNESS_CONFIG",
+    `endpoints[${ep.id}].`,
+  );
+  const min = numbers.minWorkers;
+  const max = numbers.maxWorkers ?? Math.max(1, min);
   if (max < min) throw bad(`endpoints[${ep.id}].maxWorkers (${max}) must be ≥ minWorkers (${min})`);
   if ((ep.minWorkers !== undefined || ep.maxWorkers !== undefined) && ep.spawn === undefined) {
     throw bad(`endpoints[${ep.id}]: minWorkers and maxWorkers need a spawn function`);
@@ -202,53 +231,49 @@ export function resolveOptions(options: HarnessOptions): ResolvedOptions {
   if (gpuTypeId.trim() === "" || /\s/.test(gpuTypeId)) {
     throw bad(`gpuTypeId must be a non-empty string without spaces, got ${JSON.stringify(gpuTypeId)}`);
   }
-  const l = options.limits ?? {};
-  const limits: Required<HarnessLimits> = {
-    runBytes: positiveInt("limits.runBytes", l.runBytes, MAX_RUN_PAYLOAD_BYTES),
-    runsyncBytes: positiveInt("limits.runsyncBytes", l.runsyncBytes, MAX_RUNSYNC_PAYLOAD_BYTES),
-    jobDoneBytes: positiveInt("limits.jobDoneBytes", l.jobDoneBytes, MAX_RUNSYNC_PAYLOAD_BYTES),
-    streamBodyBytes: positiveInt(
-      "limits.streamBodyBytes",
-      l.streamBodyBytes,
-      MAX_STREAM_CHUNK_BYTES + 65_536,
-    ),
-    runRetentionMs: positiveInt("limits.runRetentionMs", l.runRetentionMs, RETENTION_MS.run),
-    runsyncRetentionMs: positiveInt("limits.runsyncRetentionMs", l.runsyncRetentionMs, RETENTION_MS.runsync),
-    runsyncMaxRetentionMs: positiveInt(
-      "limits.runsyncMaxRetentionMs",
-      l.runsyncMaxRetentionMs,
-      RETENTION_MS.runsyncMax,
-    ),
-  };
+  const numbers = parseOptions(
+    numbersSchema,
+    {
+      port: options.port,
+      takeTimeoutMs: options.takeTimeoutMs,
+      streamHoldMs: options.streamHoldMs,
+      streamGatherMs: options.streamGatherMs,
+      heartbeatTimeoutMs: options.heartbeatTimeoutMs,
+      maxRecordedRequests: options.maxRecordedRequests,
+      dashboard: typeof options.dashboard === "object" ? { port: options.dashboard.port } : undefined,
+      limits: options.limits,
+    },
+    "RUNLET_HARNESS_CONFIG",
+  );
   return Object.freeze({
     apiKey,
     keys: options.keys ?? [],
     endpoints,
     host: options.host ?? "127.0.0.1",
-    port: positiveInt("port", options.port, 0, 0),
-    takeTimeoutMs: positiveInt("takeTimeoutMs", options.takeTimeoutMs, 30_000),
-    streamHoldMs: positiveInt("streamHoldMs", options.streamHoldMs, 500, 0),
-    streamGatherMs: positiveInt("streamGatherMs", options.streamGatherMs, STREAM_GATHER_MS, 0),
-    heartbeatTimeoutMs: positiveInt("heartbeatTimeoutMs", options.heartbeatTimeoutMs, 45_000),
+    port: numbers.port,
+    takeTimeoutMs: numbers.takeTimeoutMs,
+    streamHoldMs: numbers.streamHoldMs,
+    streamGatherMs: numbers.streamGatherMs,
+    heartbeatTimeoutMs: numbers.heartbeatTimeoutMs,
     clock: options.clock ?? realClock(),
-    limits: Object.freeze(limits),
+    limits: Object.freeze(numbers.limits),
     rateLimits: options.rateLimits ?? {},
     webhooks: options.webhooks ?? {},
-    maxRecordedRequests: positiveInt("maxRecordedRequests", options.maxRecordedRequests, 50_000),
+    maxRecordedRequests: numbers.maxRecordedRequests,
     extraRoutes: options.extraRoutes,
     managementSpawn: options.managementSpawn ?? endpoints[0]?.spawn,
     managementV1: options.managementV1 ?? false,
     gpuTypeId,
     logger: options.logger,
-    dashboard: dashboardOf(options.dashboard),
+    dashboard: dashboardOf(options.dashboard, numbers.dashboard.port),
   });
 }
 
-function dashboardOf(option: HarnessOptions["dashboard"]): ResolvedOptions["dashboard"] {
+function dashboardOf(option: HarnessOptions["dashboard"], port: number): ResolvedOptions["dashboard"] {
   if (option === undefined || option === false) return undefined;
   const o = option === true ? {} : option;
   return Object.freeze({
-    port: positiveInt("dashboard.port", o.port, 0, 0),
+    port,
     sampleRequest: o.sampleRequest ?? { input: {} },
   });
 }

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { PLATFORM_ENV } from "../protocol/index.js";
 
 /** `RUNPOD_GPU_TYPE_ID` of the harness's workers when no other is given. */
 export const DEFAULT_GPU_TYPE_ID = "LOCAL";
@@ -32,15 +33,16 @@ export function workerEnvFor(
   const base = `${baseUrl}/v2/${encodeURIComponent(endpointId)}`;
   const gpu = "?gpu=$RUNPOD_GPU_TYPE_ID";
   const podId = options.podId ?? `${endpointId}-${randomUUID().slice(0, 8)}`;
+  const E = PLATFORM_ENV;
   return {
-    RUNPOD_WEBHOOK_GET_JOB: `${base}/job-take/$ID${gpu}`,
-    RUNPOD_WEBHOOK_POST_OUTPUT: `${base}/job-done/$RUNPOD_POD_ID/$ID${gpu}`,
-    RUNPOD_WEBHOOK_POST_STREAM: `${base}/job-stream/$RUNPOD_POD_ID/$ID${gpu}`,
-    RUNPOD_WEBHOOK_PING: `${base}/ping/$RUNPOD_POD_ID${gpu}`,
-    RUNPOD_AI_API_KEY: apiKey,
-    RUNPOD_POD_ID: podId,
-    RUNPOD_POD_HOSTNAME: options.hostname ?? podId,
-    RUNPOD_GPU_TYPE_ID: options.gpuTypeId,
-    ...(options.pingIntervalMs === undefined ? {} : { RUNPOD_PING_INTERVAL: String(options.pingIntervalMs) }),
+    [E.jobTakeUrl]: `${base}/job-take/$ID${gpu}`,
+    [E.jobDoneUrl]: `${base}/job-done/$RUNPOD_POD_ID/$ID${gpu}`,
+    [E.jobStreamUrl]: `${base}/job-stream/$RUNPOD_POD_ID/$ID${gpu}`,
+    [E.pingUrl]: `${base}/ping/$RUNPOD_POD_ID${gpu}`,
+    [E.apiKey]: apiKey,
+    [E.podId]: podId,
+    [E.hostname]: options.hostname ?? podId,
+    [E.gpuTypeId]: options.gpuTypeId,
+    ...(options.pingIntervalMs === undefined ? {} : { [E.pingInterval]: String(options.pingIntervalMs) }),
   };
 }

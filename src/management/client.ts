@@ -1,7 +1,9 @@
 import type { Dispatcher } from "undici";
+import { z } from "zod";
 import { RunletError } from "../errors.js";
 import type { Logger } from "../log/index.js";
-import { integerOption } from "../option-checks.js";
+import { integerOption, parseOptions } from "../option-schema.js";
+import type { TemplateV1 } from "../protocol/management/template.js";
 import type { CallOptions } from "./api/call.js";
 import {
   type BillingApi,
@@ -25,11 +27,11 @@ import {
   type TemplatesApi,
   templatesApi,
 } from "./api/templates.js";
-import type { TemplateV1 } from "./schemas/template.js";
 import {
   type CallSpec,
   DEFAULT_RETRY_METHODS,
   type HttpMethod,
+  managementRetryPolicy,
   type PreparedRequest,
   prepareRequest,
   type Query,
@@ -70,10 +72,10 @@ export interface ManagementClientOptions {
   readonly timeoutMs?: number;
   /** Retries of a 429 on a retryable method (GET, DELETE, PATCH, PUT). @default 4 */
   readonly maxRetries?: number;
-  /** First back-off ceiling, in ms; doubles per attempt (full jitter). @default 500 */
-  readonly retryBaseDelayMs?: number;
+  /** First back-off bound, in ms; doubles per attempt (full jitter). @default 500 */
+  readonly retryBaseMs?: number;
   /** Longest wait between attempts, in ms; a `Retry-After` longer than this fails at once. @default 30_000 */
-  readonly maxRetryDelayMs?: number;
+  readonly retryCapMs?: number;
   /** Methods retried on 429. POST is left out by default: a create must not run twice. @default ["GET","DELETE","PATCH","PUT"] */
   readonly retryMethods?: readonly HttpMethod[];
   /** The undici dispatcher to send through. @default undici's global dispatcher */
@@ -128,9 +130,12 @@ function invalidOption(message: string): RunletError {
   return new RunletError("RUNLET_CONFIG_INVALID", message);
 }
 
-function positiveInt(name: string, value: number | undefined, fallback: number, min: number): number {
-  return integerOption("RUNLET_CONFIG_INVALID", name, value, fallback, min);
-}
+const numbersSchema = z.object({
+  timeoutMs: integerOption(1, 30_000),
+  maxRetries: integerOption(0, 4),
+  retryBaseMs: integerOption(0, 500),
+  retryCapMs: integerOption(0, 30_000),
+});
 
 function normaliseBase(name: string, raw: string): string {
   let url: URL;
@@ -168,13 +173,25 @@ function settingsOf(options: ManagementClientOptions): TransportSettings {
       : options.baseUrl !== undefined
         ? v2
         : DEFAULT_MANAGEMENT_V1_BASE_URL;
+  const numbers = parseOptions(
+    numbersSchema,
+    {
+      timeoutMs: options.timeoutMs,
+      maxRetries: options.maxRetries,
+      retryBaseMs: options.retryBaseMs,
+      retryCapMs: options.retryCapMs,
+    },
+    "RUNLET_CONFIG_INVALID",
+  );
   return Object.freeze({
     apiKey: options.apiKey,
     baseUrls: Object.freeze({ v1, v2 }),
-    timeoutMs: positiveInt("timeoutMs", options.timeoutMs, 30_000, 1),
-    maxRetries: positiveInt("maxRetries", options.maxRetries, 4, 0),
-    retryBaseDelayMs: positiveInt("retryBaseDelayMs", options.retryBaseDelayMs, 500, 0),
-    maxRetryDelayMs: positiveInt("maxRetryDelayMs", options.maxRetryDelayMs, 30_000, 0),
+    timeoutMs: numbers.timeoutMs,
+    retry: managementRetryPolicy({
+      maxRetries: numbers.maxRetries,
+      baseMs: numbers.retryBaseMs,
+      capMs: numbers.retryCapMs,
+    }),
     retryMethods: new Set(options.retryMethods ?? DEFAULT_RETRY_METHODS),
     dispatcher: options.dispatcher,
     logger: options.logger,

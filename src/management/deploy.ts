@@ -1,11 +1,19 @@
 import { RunletError } from "../errors.js";
+import type { CpuSpec, GpuSpec } from "../protocol/management/common.js";
+import type {
+  Endpoint,
+  ServerlessCreateInput,
+  ServerlessUpdateInput,
+} from "../protocol/management/serverless.js";
+import { serverlessCreateSchema, serverlessUpdateSchema } from "../protocol/management/serverless.js";
+import type {
+  TemplateCreateInput,
+  TemplateUpdateInput,
+  TemplateV2,
+} from "../protocol/management/template.js";
+import { templateCreateSchema, templateUpdateSchema } from "../protocol/management/template.js";
 import type { CallOptions } from "./api/call.js";
 import type { ManagementClient, RawRequest } from "./client.js";
-import type { CpuSpec, GpuSpec } from "./schemas/common.js";
-import type { Endpoint, ServerlessCreateInput, ServerlessUpdateInput } from "./schemas/serverless.js";
-import { serverlessCreateSchema, serverlessUpdateSchema } from "./schemas/serverless.js";
-import type { TemplateCreateInput, TemplateUpdateInput, TemplateV2 } from "./schemas/template.js";
-import { templateCreateSchema, templateUpdateSchema } from "./schemas/template.js";
 import { validateBody } from "./validate.js";
 
 /**

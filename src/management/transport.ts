@@ -2,6 +2,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { type Dispatcher, request } from "undici";
 import { RunletError } from "../errors.js";
 import type { Logger } from "../log/index.js";
+import { nextRetry, type RetryPolicy, retryPolicy } from "../retry-policy.js";
 import { USER_AGENT } from "../version.js";
 import { managementHttpError, parseRetryAfterMs } from "./problem.js";
 
@@ -22,9 +23,8 @@ export interface TransportSettings {
   /** Origins (plus any path prefix) under which `/v1/...` and `/v2/...` live. */
   readonly baseUrls: Readonly<{ v1: string; v2: string }>;
   readonly timeoutMs: number;
-  readonly maxRetries: number;
-  readonly retryBaseDelayMs: number;
-  readonly maxRetryDelayMs: number;
+  /** Which answers are retried and how long to wait (429 only, by default). */
+  readonly retry: RetryPolicy;
   readonly retryMethods: ReadonlySet<HttpMethod>;
   readonly dispatcher: Dispatcher | undefined;
   readonly logger: Logger | undefined;
@@ -74,10 +74,23 @@ export function prepareRequest(settings: TransportSettings, spec: CallSpec, reda
   return { method: spec.method, url: url.toString(), path, headers, body };
 }
 
-/** Full-jitter exponential back-off: a random wait in [0, min(cap, base·2^attempt)). */
-export function backoffDelayMs(settings: TransportSettings, attempt: number): number {
-  const ceiling = Math.min(settings.maxRetryDelayMs, settings.retryBaseDelayMs * 2 ** attempt);
-  return Math.floor(settings.random() * ceiling);
+/**
+ * The management client's retry policy: a 429 only (other answers are the caller's news), full
+ * jitter, and a `Retry-After` longer than the cap fails at once rather than stall a deploy.
+ */
+export function managementRetryPolicy(
+  limits: Pick<RetryPolicy, "maxRetries" | "baseMs" | "capMs">,
+): RetryPolicy {
+  return retryPolicy({
+    statuses: new Set([429]),
+    refusedStatuses: new Set([429]),
+    allServerErrors: false,
+    errorCodes: new Set(),
+    jitter: 1,
+    longRetryAfter: "give-up",
+    maxRetryAfterMs: limits.capMs,
+    ...limits,
+  });
 }
 
 function parseAnswer(text: string, contentType: string | undefined): unknown {
@@ -98,9 +111,10 @@ function header(headers: Record<string, string | string[] | undefined>, name: st
 }
 
 /**
- * Sends one call with bearer auth. A 429 on a retryable method is retried up to `maxRetries`
- * times, waiting `Retry-After` when the server sent one (giving up at once if that is longer
- * than `maxRetryDelayMs`), else a jittered exponential back-off. Every wait ends on `signal`.
+ * Sends one call with bearer auth. A 429 on a retryable method is retried by `settings.retry`:
+ * up to `maxRetries` times, waiting `Retry-After` when the server sent one (giving up at once if
+ * that is longer than `retryCapMs`), else a jittered exponential back-off. Every wait ends on
+ * `signal`.
  */
 export async function send(settings: TransportSettings, spec: CallSpec): Promise<unknown> {
   const prepared = prepareRequest(settings, spec);
@@ -145,9 +159,14 @@ export async function send(settings: TransportSettings, spec: CallSpec): Promise
       bodyText: text,
       retryAfterMs,
     });
-    if (status !== 429 || !retryable || attempt >= settings.maxRetries) throw error;
-    if (retryAfterMs !== undefined && retryAfterMs > settings.maxRetryDelayMs) throw error;
-    const delayMs = retryAfterMs ?? backoffDelayMs(settings, attempt);
+    const verdict = nextRetry(
+      settings.retry,
+      attempt,
+      { status, headers },
+      { retryable, random: settings.random },
+    );
+    if (!verdict.retry) throw error;
+    const { delayMs } = verdict;
     settings.logger?.debug(
       { method: spec.method, path: prepared.path, attempt, delayMs },
       "management call rate limited; retrying",

@@ -6,7 +6,9 @@ import type { Readable } from "node:stream";
 import { GetObjectCommand, S3Client } from "@aws-sdk/client-s3";
 import { Upload } from "@aws-sdk/lib-storage";
 import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
+import { z } from "zod";
 import { RunletError } from "../errors.js";
+import { integer, parseOptions } from "../option-schema.js";
 import {
   DEFAULT_MAX_DOWNLOAD_BYTES,
   fileNameFor,
@@ -26,15 +28,12 @@ export const MAX_PRESIGN_EXPIRES_SEC = 604_800; // 7 days
 /** Part size of multipart uploads; bodies up to this size go in one PutObject. */
 const PART_SIZE_BYTES = 8 * 1_048_576; // 8 MiB
 
+const optionsSchema = z.object({
+  presignExpiresSec: integer(1, MAX_PRESIGN_EXPIRES_SEC, "7 days, the SigV4 maximum").optional(),
+});
+
 function checkOptions(options: JobS3Options): void {
-  const exp = options.presignExpiresSec;
-  if (exp !== undefined && (!Number.isInteger(exp) || exp < 1 || exp > MAX_PRESIGN_EXPIRES_SEC)) {
-    throw new RunletError(
-      "RUNLET_CONFIG_INVALID",
-      `presignExpiresSec must be an integer from 1 to ${MAX_PRESIGN_EXPIRES_SEC} (7 days, the SigV4 maximum), got ${exp}`,
-      { details: { option: "presignExpiresSec", value: exp } },
-    );
-  }
+  parseOptions(optionsSchema, { presignExpiresSec: options.presignExpiresSec }, "RUNLET_CONFIG_INVALID");
 }
 
 /** The error a job's AbortSignal turns into: its reason when it is an error (timeout, stop), else an AbortError. */

@@ -1,6 +1,6 @@
 import pino, { type Logger } from "pino";
 import { type Client, createClient } from "../client/index.js";
-import type { EndpointClient } from "../client/types.js";
+import type { EndpointClientOf } from "../client/infer.js";
 import { RunletError } from "../errors.js";
 import { type HandlerDefinition, isHandlerDefinition } from "../handler/index.js";
 import {
@@ -27,10 +27,13 @@ export interface TestEndpoint extends Omit<EndpointOptions, "spawn" | "minWorker
   readonly workers?: number;
 }
 
-/** Options of {@link createHarness}. */
-export interface CreateHarnessOptions {
+// biome-ignore lint/suspicious/noExplicitAny: any definition, whatever its schema and result
+type AnyDefinition = HandlerDefinition<any, any>;
+
+/** Options of {@link createHarness}; `D` is the default endpoint's handler, which types `endpoint`. */
+export interface CreateHarnessOptions<D extends AnyDefinition = HandlerDefinition> {
   /** The handler of the default endpoint (`"local"`), when `endpoints` is not given. */
-  readonly handler?: HandlerDefinition;
+  readonly handler?: D;
   /** The handler file of the default endpoint, when `endpoints` is not given. */
   readonly handlerPath?: string;
   /** Endpoints, each with its handler. @default [{ id: "local", handler | handlerPath }] */
@@ -60,13 +63,13 @@ export interface CreateHarnessOptions {
 }
 
 /** A started harness with in-process workers and a client, for one test. */
-export interface TestHarness {
+export interface TestHarness<D extends AnyDefinition = HandlerDefinition> {
   /** The harness itself (enqueue, job snapshots, recorded requests, faults). */
   readonly harness: Harness;
   /** A `runlet/client` pointed at the harness. */
   readonly client: Client;
-  /** The client of the first endpoint. */
-  readonly endpoint: EndpointClient;
+  /** The client of the first endpoint, typed from `handler` (input, output, stream items). */
+  readonly endpoint: EndpointClientOf<D>;
   readonly url: string;
   readonly apiKey: string;
   /** Stops the workers and the harness. Idempotent. */
@@ -113,10 +116,12 @@ function inProcessSpawner(
  *
  * @example
  * await using h = await createHarness({ handler });
- * const record = await h.endpoint.runsync({ input: { prompt: "hi" } });
- * expect(record.output).toEqual({ text: "HI" });
+ * const record = await h.endpoint.runsync({ input: { text: "hi", upper: true } });
+ * expect(record.output).toEqual({ echo: "HI" });
  */
-export async function createHarness(options: CreateHarnessOptions): Promise<TestHarness> {
+export async function createHarness<D extends AnyDefinition = HandlerDefinition>(
+  options: CreateHarnessOptions<D>,
+): Promise<TestHarness<D>> {
   const logger = options.logger ?? silentLogger();
   const specs: readonly TestEndpoint[] = options.endpoints ?? [
     {
@@ -183,7 +188,7 @@ export async function createHarness(options: CreateHarnessOptions): Promise<Test
   return {
     harness,
     client,
-    endpoint: client.endpoint(endpoints[0]!.id),
+    endpoint: client.endpoint<D>(endpoints[0]!.id) as EndpointClientOf<D>,
     url: harness.url,
     apiKey: harness.apiKey,
     close: () => harness.close(),

@@ -1,23 +1,41 @@
 /**
- * The worker's back-off between attempts: capped exponential with jitter. The abortable sleep and
- * `Retry-After` parsing are shared with the clients, in src/wait.ts.
+ * The worker's retry policies (src/retry-policy.ts holds the rule and the one back-off formula):
+ * results are posted until delivered, and the job-take and job-stop polls back off after faults.
  */
-
-/** Back-off bounds, in ms. */
-export interface BackoffOptions {
-  /** First delay's upper bound. @default 250 */
-  readonly baseMs?: number;
-  /** Largest delay. @default 15_000 */
-  readonly capMs?: number;
-}
-
-/** The delay before retry number `attempt` (0-based): uniform in [bound/2, bound], bound = min(cap, base·2^attempt). */
-export function backoffDelayMs(attempt: number, options: BackoffOptions = {}): number {
-  const base = options.baseMs ?? 250;
-  const cap = options.capMs ?? 15_000;
-  const bound = Math.min(cap, base * 2 ** Math.min(attempt, 30));
-  return Math.round(bound / 2 + Math.random() * (bound / 2));
-}
+import { type RetryPolicy, retryPolicy } from "../retry-policy.js";
 
 /** The longest `Retry-After` the worker honours on its polls, ms; a longer one is cut to this. */
 export const MAX_RETRY_AFTER_MS = 60_000;
+
+/** The bounds a worker's options set: `retryBaseMs`, `retryCapMs`. */
+export interface WorkerRetryBounds {
+  readonly retryBaseMs: number;
+  readonly retryCapMs: number;
+}
+
+/**
+ * Posting a result, progress or chunk: every network error, 429 and 5xx is retried until it is
+ * delivered or shutdown's flush deadline gives up; a `Retry-After` is honoured up to 4 × the cap.
+ */
+export function postRetryPolicy(bounds: WorkerRetryBounds): RetryPolicy {
+  return retryPolicy({
+    statuses: new Set([429]),
+    refusedStatuses: new Set([429]),
+    allServerErrors: true,
+    errorCodes: new Set(["*"]),
+    baseMs: bounds.retryBaseMs,
+    capMs: bounds.retryCapMs,
+    jitter: 0.5,
+    longRetryAfter: "cap",
+    maxRetryAfterMs: bounds.retryCapMs * 4,
+    maxRetries: Number.POSITIVE_INFINITY,
+  });
+}
+
+/** The job-take and job-stop polls after a fault: the same back-off, and they never stop. */
+export function pollRetryPolicy(bounds: WorkerRetryBounds): RetryPolicy {
+  return retryPolicy(postRetryPolicy(bounds), { maxRetryAfterMs: MAX_RETRY_AFTER_MS });
+}
+
+/** The pause after instant empty answers: jittered, doubling per repeat from 100 ms to 1 s, reset by a job or a held poll. */
+export const EMPTY_PAUSE: RetryPolicy = postRetryPolicy({ retryBaseMs: 100, retryCapMs: 1_000 });

@@ -3,7 +3,18 @@ import { z } from "zod";
 import { type Clock, realClock } from "../clock.js";
 import { type PlatformEnv, readPlatformEnv } from "../config.js";
 import { RunletError } from "../errors.js";
+import {
+  boolean,
+  booleanOption,
+  integer,
+  integerOption,
+  nonEmptyString,
+  parseOptions,
+} from "../option-schema.js";
 import { DEFAULT_MAX_RESULT_BYTES } from "../protocol/index.js";
+import type { RetryPolicy } from "../retry-policy.js";
+import { pollRetryPolicy, postRetryPolicy } from "./backoff.js";
+import { type PlatformUrls, platformUrls } from "./platform-urls.js";
 
 /** Options of `startWorker()`. Every number is validated once; the merged config is frozen. */
 export interface WorkerOptions {
@@ -76,47 +87,44 @@ export interface WorkerConfig extends PlatformEnv {
   readonly threadEntry: string | undefined;
   readonly retryBaseMs: number;
   readonly retryCapMs: number;
+  /** Posting results, progress and chunks: built once from retryBaseMs/retryCapMs. */
+  readonly postRetry: RetryPolicy;
+  /** The job-take and job-stop polls after a fault. */
+  readonly pollRetry: RetryPolicy;
+  /** Every platform URL, built once from the templates and ids. */
+  readonly urls: PlatformUrls;
   readonly allowPrivateAddresses: boolean | undefined;
   readonly presignExpiresSec: number | undefined;
   readonly tmpRoot: string | undefined;
   readonly clock: Clock;
 }
 
-const ms = (fallback: number, min = 0) => z.number().int().min(min).default(fallback);
+const ms = (fallback: number, min = 0) => integerOption(min, fallback);
 const optionsSchema = z.object({
   shutdownGraceMs: ms(20_000),
   flushTimeoutMs: ms(10_000),
   takeTimeoutMs: ms(90_000, 1),
   maxResultBytes: ms(DEFAULT_MAX_RESULT_BYTES, 1),
-  handleSignals: z.boolean().default(false),
-  exitOnHardStop: z.boolean().default(false),
-  handlerModule: z.string().min(1).optional(),
-  threadEntry: z.string().min(1).optional(),
+  handleSignals: booleanOption(false),
+  exitOnHardStop: booleanOption(false),
+  handlerModule: nonEmptyString().optional(),
+  threadEntry: nonEmptyString().optional(),
   retryBaseMs: ms(250, 1),
   retryCapMs: ms(15_000, 1),
-  allowPrivateAddresses: z.boolean().optional(),
-  presignExpiresSec: z.number().int().min(1).max(604_800).optional(),
-  tmpRoot: z.string().min(1).optional(),
+  allowPrivateAddresses: boolean().optional(),
+  presignExpiresSec: integer(1, 604_800).optional(),
+  tmpRoot: nonEmptyString().optional(),
 });
 
 /** Merges `options` and the env (RUNLET_CONFIG_INVALID names a bad value); local mode (no job-take URL) is an error here. */
 export function resolveWorkerConfig(options: WorkerOptions): WorkerConfig {
   const env = readPlatformEnv(options.env);
-  const parsed = optionsSchema.safeParse({
-    ...options,
-    env: undefined,
-    logger: undefined,
-    logDestination: undefined,
-    clock: undefined,
-  });
-  if (!parsed.success) {
-    const problems = parsed.error.issues.map(
-      (i) => `${i.path.join(".")} ${i.message.replace(/^Invalid input: /, "")}`,
-    );
-    throw new RunletError("RUNLET_CONFIG_INVALID", `startWorker: ${problems.join("; ")}`, {
-      details: { issues: problems },
-    });
-  }
+  const checked = parseOptions(
+    optionsSchema,
+    { ...options, env: undefined, logger: undefined, logDestination: undefined, clock: undefined },
+    "RUNLET_CONFIG_INVALID",
+    "startWorker: ",
+  );
   if (env.jobTakeUrl === undefined || env.jobDoneUrl === undefined) {
     throw new RunletError(
       "RUNLET_CONFIG_INVALID",
@@ -126,14 +134,17 @@ export function resolveWorkerConfig(options: WorkerOptions): WorkerConfig {
   }
   return Object.freeze({
     ...env,
-    ...parsed.data,
+    ...checked,
     jobTakeUrl: env.jobTakeUrl,
     jobDoneUrl: env.jobDoneUrl,
-    handlerModule: parsed.data.handlerModule,
-    threadEntry: parsed.data.threadEntry,
-    allowPrivateAddresses: parsed.data.allowPrivateAddresses,
-    presignExpiresSec: parsed.data.presignExpiresSec,
-    tmpRoot: parsed.data.tmpRoot,
+    handlerModule: checked.handlerModule,
+    threadEntry: checked.threadEntry,
+    allowPrivateAddresses: checked.allowPrivateAddresses,
+    presignExpiresSec: checked.presignExpiresSec,
+    tmpRoot: checked.tmpRoot,
+    postRetry: postRetryPolicy(checked),
+    pollRetry: pollRetryPolicy(checked),
+    urls: platformUrls({ ...env, jobTakeUrl: env.jobTakeUrl, jobDoneUrl: env.jobDoneUrl }),
     // Ref'd timers: a back-off sleep may be the one thing that keeps the worker process running.
     clock: options.clock ?? realClock({ unref: false }),
   });

@@ -2,8 +2,9 @@ import type { Logger } from "pino";
 import type { Clock } from "../clock.js";
 import { RunletError } from "../errors.js";
 import { onAbort } from "../linked-signal.js";
-import { retryAfterMs, sleep } from "../wait.js";
-import { backoffDelayMs } from "./backoff.js";
+import { nextRetry, type RetryPolicy } from "../retry-policy.js";
+import { sleep } from "../wait.js";
+import type { WorkerEventHub } from "./events.js";
 import type { PlatformHttp } from "./platform-http.js";
 
 /**
@@ -35,8 +36,10 @@ export interface JobOutboxOptions {
   readonly giveUp: AbortSignal;
   /** Times the back-off between retries. */
   readonly clock: Clock;
-  readonly retryBaseMs: number;
-  readonly retryCapMs: number;
+  /** When and how long posts are retried (postRetryPolicy). */
+  readonly retry: RetryPolicy;
+  /** Receives a `retrying` event before each wait. */
+  readonly events?: WorkerEventHub;
 }
 
 /** A post whose answer (headers, then each part of its body) takes longer counts as a network error and is retried. */
@@ -224,7 +227,7 @@ export class JobOutbox {
 
   /** Posts until a 2xx, a non-retryable answer, the give-up signal, or a discard (job-stop). */
   async #post(entry: Entry): Promise<PostOutcome> {
-    const { http, jobId, log, retryBaseMs, retryCapMs } = this.#options;
+    const { http, jobId, log, retry } = this.#options;
     const cut = this.#cut.signal;
     for (let attempt = 0; ; attempt++) {
       if (this.#discarded) return { ok: false, status: "discarded", text: "" };
@@ -237,21 +240,33 @@ export class JobOutbox {
           answerTimeoutMs: POST_ANSWER_TIMEOUT_MS,
         });
         if (response.status >= 200 && response.status < 300) return { ok: true };
-        if (response.status !== 429 && response.status < 500) {
-          return { ok: false, status: response.status, text: response.text };
-        }
-        waitMs =
-          retryAfterMs(response.headers["retry-after"], { capMs: retryCapMs * 4 }) ??
-          backoffDelayMs(attempt, { baseMs: retryBaseMs, capMs: retryCapMs });
+        const verdict = nextRetry(retry, attempt, response);
+        if (!verdict.retry) return { ok: false, status: response.status, text: response.text };
+        waitMs = verdict.delayMs;
         log.warn(
           { status: response.status, attempt, waitMs },
           `posting ${entry.label} got HTTP ${response.status}; retrying`,
         );
+        this.#options.events?.emit("retrying", {
+          jobId,
+          what: entry.label,
+          attempt,
+          waitMs,
+          status: response.status,
+        });
       } catch (err) {
         if (cut.aborted) continue; // discarded or given up: the loop's top says which
-
-        waitMs = backoffDelayMs(attempt, { baseMs: retryBaseMs, capMs: retryCapMs });
+        const verdict = nextRetry(retry, attempt, { error: err });
+        if (!verdict.retry) return { ok: false, status: "gave-up", text: (err as Error).message };
+        waitMs = verdict.delayMs;
         log.warn({ err: (err as Error).message, attempt, waitMs }, `posting ${entry.label} failed; retrying`);
+        this.#options.events?.emit("retrying", {
+          jobId,
+          what: entry.label,
+          attempt,
+          waitMs,
+          error: (err as Error).message,
+        });
       }
       await sleep(waitMs, cut, this.#options.clock);
     }

@@ -5,9 +5,10 @@ import type { HandlerDefinition } from "../handler/define-handler.js";
 import type { ExecuteOutcome } from "../handler/execute.js";
 import { finalBodyText, type JobResult } from "../handler/outcome.js";
 import type { Unfitness } from "../handler/unfit.js";
-import { type DeliveredJob, expandTemplate, withQuery } from "../protocol/index.js";
+import type { DeliveredJob } from "../protocol/index.js";
 import type { JobS3, JobS3Options } from "../s3/types.js";
 import type { WorkerConfig } from "./config.js";
+import type { WorkerEventHub } from "./events.js";
 import type { Executor, S3Settings } from "./executor.js";
 import type { Heartbeat } from "./heartbeat.js";
 import { JobOutbox } from "./outbox.js";
@@ -32,6 +33,8 @@ export interface JobDeps {
   readonly s3: S3Settings;
   /** An in-process handler ignored its signal past the grace: the worker must be replaced. */
   readonly onRunaway: (jobId: string) => void;
+  /** The worker's lifecycle events (started, progress, finished, failed, retrying). */
+  readonly events?: WorkerEventHub;
   /** The handler threw a WorkerUnfitError: the worker pings unhealthy and exits 1 (§7). */
   readonly onUnfit: (unfit: Unfitness) => void;
   /**
@@ -61,12 +64,7 @@ export function failureBody(message: string, stopPod = false): string {
 
 /** The job-done URL for `jobId`. */
 export function doneUrl(config: WorkerConfig, jobId: string, isStream: boolean): string {
-  const url = expandTemplate(config.jobDoneUrl, {
-    podId: config.podId,
-    gpuTypeId: config.gpuTypeId,
-    id: jobId,
-  });
-  return withQuery(url, { isStream: String(isStream) });
+  return config.urls.done(jobId, isStream);
 }
 
 type State = "running" | "timed-out" | "stopped" | "shutdown" | "finished";
@@ -108,8 +106,8 @@ export class ActiveJob {
       log: this.#log,
       giveUp: deps.giveUp,
       clock: deps.config.clock,
-      retryBaseMs: deps.config.retryBaseMs,
-      retryCapMs: deps.config.retryCapMs,
+      retry: deps.config.postRetry,
+      ...(deps.events === undefined ? {} : { events: deps.events }),
     });
     this.reported = this.#outbox.done;
     this.finished = this.#start().catch(async (err: unknown) => {
@@ -130,19 +128,8 @@ export class ActiveJob {
   async #start(): Promise<void> {
     const { config, definition, executor } = this.#deps;
     this.#log.info("Started.");
-    const streamUrl =
-      config.jobStreamUrl === undefined
-        ? undefined
-        : withQuery(
-            expandTemplate(config.jobStreamUrl, {
-              podId: config.podId,
-              gpuTypeId: config.gpuTypeId,
-              id: this.id,
-            }),
-            {
-              isStream: "false",
-            },
-          );
+    this.#deps.events?.emit("started", { jobId: this.id });
+    const streamUrl = config.urls.stream(this.id);
     let rearmWatchdog: (() => void) | undefined;
     const handle = executor.run(
       { job: this.#job, timeoutMs: this.#timeoutMs, log: this.#log },
@@ -153,7 +140,9 @@ export class ActiveJob {
           rearmWatchdog?.();
         },
         progress: (json) => {
-          if (this.#state === "running") this.#outbox.progress(doneUrl(config, this.id, false), json);
+          if (this.#state !== "running") return;
+          this.#outbox.progress(doneUrl(config, this.id, false), json);
+          this.#deps.events?.emit("progress", { jobId: this.id, body: json });
         },
         chunks: async (bodies) => {
           if (this.#state !== "running") return;
@@ -331,12 +320,21 @@ export class ActiveJob {
     this.#outbox.final(doneUrl(this.#deps.config, this.id, isStream), finalBodyText(result), result.stopPod);
     if (result.stopPod) this.#deps.onStopPod(this.id);
     const executionTimeMs = Date.now() - this.#startedAt;
-    if (result.kind === "output") this.#log.info({ executionTimeMs, metrics }, "Finished.");
-    else
+    if (result.kind === "output") {
+      this.#log.info({ executionTimeMs, metrics }, "Finished.");
+      this.#deps.events?.emit("finished", { jobId: this.id, executionTimeMs });
+    } else {
       this.#log.warn(
         { executionTimeMs, metrics, code: result.code, error: result.message.slice(0, 500) },
         "Finished.",
       );
+      this.#deps.events?.emit("failed", {
+        jobId: this.id,
+        executionTimeMs,
+        code: result.code,
+        message: result.message,
+      });
+    }
   }
 }
 

@@ -1,11 +1,9 @@
 import type { Logger } from "pino";
 import { withLinkedSignal } from "../linked-signal.js";
-import { expandTemplate, swapTakeRoute } from "../protocol/index.js";
+import { backoffMs } from "../retry-policy.js";
 import { retryAfterMs, sleep } from "../wait.js";
-import { backoffDelayMs, MAX_RETRY_AFTER_MS } from "./backoff.js";
 import type { WorkerConfig } from "./config.js";
 import type { PlatformHttp } from "./platform-http.js";
-import { hasTakeRoute } from "./take.js";
 
 /**
  * The job-stop long poll (worker-protocol §6): `GET` the job-take URL with `/job-take/` replaced
@@ -37,16 +35,6 @@ export interface StopPollDeps {
 }
 
 /**
- * The job-stop URL of this worker; undefined when the job-take URL has no `/job-take/` segment to
- * swap (the worker then runs without the stop channel, as the reference worker does).
- */
-export function stopUrl(config: WorkerConfig): string | undefined {
-  const ids = { podId: config.podId, gpuTypeId: config.gpuTypeId, id: config.podId };
-  const take = expandTemplate(config.jobTakeUrl, ids);
-  return hasTakeRoute(take) ? swapTakeRoute(take, "job-stop") : undefined;
-}
-
-/**
  * The job ids of a 200 answer: the strings of `jobsToStop` (other items are ignored, so one bad
  * item does not keep the others running); none for an empty or `null` body. Throws on anything
  * else (a fault, backed off).
@@ -68,7 +56,7 @@ export function readJobsToStop(text: string): string[] {
 /** Polls job-stop until `deps.closing` aborts; never throws. */
 export async function pollJobStops(deps: StopPollDeps): Promise<void> {
   const { config, http, log, closing } = deps;
-  const url = stopUrl(config);
+  const url = config.urls.stop;
   // No stop channel: the worker logged why at start.
   if (url === undefined) return;
   let faults = 0;
@@ -87,7 +75,8 @@ export async function pollJobStops(deps: StopPollDeps): Promise<void> {
       );
       if (response.status === 429) {
         waitMs =
-          retryAfterMs(response.headers["retry-after"], { capMs: MAX_RETRY_AFTER_MS }) ?? deps.slowDownMs;
+          retryAfterMs(response.headers["retry-after"], { capMs: config.pollRetry.maxRetryAfterMs }) ??
+          deps.slowDownMs;
       } else if (response.status === 200 || response.status === 204) {
         faults = 0;
         const ids = response.status === 200 ? readJobsToStop(response.text) : [];
@@ -100,7 +89,7 @@ export async function pollJobStops(deps: StopPollDeps): Promise<void> {
       if (closing.aborted) break;
       // Our own long-poll cap ended the request: not a fault, poll again at once.
       if ((err as Error).name !== "TimeoutError" && (err as Error).name !== "AbortError") {
-        waitMs = backoffDelayMs(faults++, { baseMs: config.retryBaseMs, capMs: config.retryCapMs });
+        waitMs = backoffMs(config.pollRetry, faults++);
         log.warn({ err: (err as Error).message, waitMs }, "job-stop poll failed; backing off");
       }
     }

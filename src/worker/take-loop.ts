@@ -1,13 +1,14 @@
 import type { Logger } from "pino";
 import { withLinkedSignal } from "../linked-signal.js";
 import type { DeliveredJob } from "../protocol/index.js";
+import { backoffMs } from "../retry-policy.js";
 import { sleep } from "../wait.js";
-import { backoffDelayMs } from "./backoff.js";
+import { EMPTY_PAUSE } from "./backoff.js";
 import type { WorkerConfig } from "./config.js";
 import { type FinalDelivery, JobOutbox } from "./outbox.js";
 import type { PlatformHttp } from "./platform-http.js";
 import { doneUrl, failureBody } from "./run-job.js";
-import { type BadJob, take, takeUrl } from "./take.js";
+import { type BadJob, take } from "./take.js";
 
 /**
  * The take loop (worker-protocol §2): asks for as many jobs as there are free slots (job-take, or
@@ -22,8 +23,6 @@ export const SLOW_DOWN_MS = 5_000;
  * long poll (fast-boot workers get 400 at once), so the loop pauses before asking again.
  */
 export const INSTANT_EMPTY_MS = 1_000;
-/** Bounds of the pause after instant empty answers: jittered, doubling per repeat, reset by a job or a held poll. */
-export const EMPTY_PAUSE = { baseMs: 100, capMs: 1_000 } as const;
 /** While every slot is busy, a concurrency function is consulted at least this often. */
 const CONCURRENCY_RECHECK_MS = 1_000;
 
@@ -60,7 +59,7 @@ export async function runTakeLoop(deps: TakeLoopDeps): Promise<void> {
       await deps.waitForChange(CONCURRENCY_RECHECK_MS);
       continue;
     }
-    const url = takeUrl(config.jobTakeUrl, config, free, running > 0);
+    const url = config.urls.take(free, running > 0);
     let answer: Awaited<ReturnType<typeof take>>;
     // On the worker's clock, like the pause itself: a ManualClock that stands still counts every
     // empty answer as instant, so a test sees each pause and moves the clock past it.
@@ -75,13 +74,13 @@ export async function runTakeLoop(deps: TakeLoopDeps): Promise<void> {
       faults = 0;
       if (config.clock.now() - sentAt < INSTANT_EMPTY_MS) {
         // Without a pause an instant answer makes the loop spin (hundreds of takes a second).
-        await sleep(backoffDelayMs(instantEmpties++, EMPTY_PAUSE), closing, config.clock);
+        await sleep(backoffMs(EMPTY_PAUSE, instantEmpties++), closing, config.clock);
       } else instantEmpties = 0;
     } else if (answer.kind === "slow-down") {
       log.warn({ waitMs: answer.waitMs ?? SLOW_DOWN_MS }, "job-take answered 429; waiting");
       await sleep(answer.waitMs ?? SLOW_DOWN_MS, closing, config.clock);
     } else if (answer.kind === "fault") {
-      const waitMs = backoffDelayMs(faults++, { baseMs: config.retryBaseMs, capMs: config.retryCapMs });
+      const waitMs = backoffMs(config.pollRetry, faults++);
       log.warn({ reason: answer.reason, waitMs }, "job-take failed; backing off");
       await sleep(waitMs, closing, config.clock);
     } else {
@@ -149,8 +148,7 @@ export function reportUnrun(jobId: string, reason: string, deps: UnrunDeps): Pro
     log: deps.log.child({ requestId: jobId }),
     giveUp: deps.giveUp,
     clock: config.clock,
-    retryBaseMs: config.retryBaseMs,
-    retryCapMs: config.retryCapMs,
+    retry: config.postRetry,
   });
   outbox.final(doneUrl(config, jobId, false), failureBody(reason), false);
   return outbox.done;

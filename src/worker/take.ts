@@ -1,10 +1,4 @@
-import {
-  type DeliveredJob,
-  deliveredJobSchema,
-  expandTemplate,
-  swapTakeRoute,
-  withQuery,
-} from "../protocol/index.js";
+import { type DeliveredJob, deliveredJobSchema } from "../protocol/index.js";
 import { retryAfterMs } from "../wait.js";
 import { MAX_RETRY_AFTER_MS } from "./backoff.js";
 import type { PlatformHttp } from "./platform-http.js";
@@ -24,30 +18,6 @@ export type TakeAnswer =
   | { readonly kind: "none"; readonly status: number }
   | { readonly kind: "slow-down"; readonly waitMs: number | undefined }
   | { readonly kind: "fault"; readonly reason: string };
-
-/** True when `url`'s path has the `/job-take/` segment that job-take-batch and job-stop replace (§2, §6). */
-export function hasTakeRoute(url: string): boolean {
-  return new URL(url).pathname.includes("/job-take/");
-}
-
-/**
- * Where to take from: job-take for one free slot, job-take-batch with `batch_size` for more. A
- * take URL without a `/job-take/` segment gets `batch_size` on the take URL itself (as the
- * reference worker does); the answer, an object or an array, is read either way.
- */
-export function takeUrl(
-  template: string,
-  ids: { podId: string; gpuTypeId: string },
-  free: number,
-  jobInProgress: boolean,
-): string {
-  const base = expandTemplate(template, { ...ids, id: ids.podId });
-  const route = free > 1 && hasTakeRoute(base) ? swapTakeRoute(base, "job-take-batch") : base;
-  return withQuery(route, {
-    ...(free > 1 ? { batch_size: free } : {}),
-    job_in_progress: jobInProgress ? 1 : 0,
-  });
-}
 
 function readJob(item: unknown): { job: DeliveredJob } | { bad: BadJob } {
   const parsed = deliveredJobSchema.safeParse(item);

@@ -1,6 +1,5 @@
 import type { Logger } from "pino";
 import { HANDLER_DEFAULTS, type HandlerDefinition } from "../handler/define-handler.js";
-import { expandTemplate } from "../protocol/index.js";
 import type { WorkerConfig } from "./config.js";
 import { type Executor, type ExecutorSettings, InProcessExecutor, type S3Settings } from "./executor.js";
 import { Heartbeat } from "./heartbeat.js";
@@ -63,14 +62,7 @@ export function createHeartbeat(
       "RUNPOD_POD_ID is not set, so this worker is not running on the platform: it sends no heartbeat pings, and takes jobs under a generated id",
     );
   }
-  const pingUrl =
-    config.pingUrl !== undefined && config.apiKey !== undefined && config.onPlatformPod
-      ? expandTemplate(config.pingUrl, {
-          podId: config.podId,
-          gpuTypeId: config.gpuTypeId,
-          id: config.podId,
-        })
-      : undefined;
+  const pingUrl = config.apiKey === undefined || !config.onPlatformPod ? undefined : config.urls.ping;
   const watchdog = config.exitOnHardStop && definition.isolation === "in-process";
   if (pingUrl === undefined && !watchdog) return undefined;
   return new Heartbeat({ pingUrl, intervalMs: config.pingIntervalMs, apiKey: config.apiKey, watchdog, log });

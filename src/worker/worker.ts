@@ -3,10 +3,11 @@ import { RunletError } from "../errors.js";
 import { type HandlerDefinition, isHandlerDefinition } from "../handler/define-handler.js";
 import type { Unfitness } from "../handler/unfit.js";
 import { createLogger } from "../log/index.js";
-import { type DeliveredJob, expandTemplate } from "../protocol/index.js";
+import type { DeliveredJob } from "../protocol/index.js";
 import { ChangeNotifier } from "./change-notifier.js";
 import { initialConcurrency, nextConcurrency } from "./concurrency.js";
 import { resolveWorkerConfig, type WorkerConfig, type WorkerOptions } from "./config.js";
+import { WorkerEventHub, type WorkerEvents, type WorkerListener } from "./events.js";
 import type { Executor, ExecutorSettings, S3Settings } from "./executor.js";
 import { runHealthCheck, runHealthLoop } from "./health.js";
 import type { Heartbeat } from "./heartbeat.js";
@@ -15,7 +16,6 @@ import { ActiveJob } from "./run-job.js";
 import { finishJobs } from "./shutdown.js";
 import { installSignalHandlers } from "./signals.js";
 import { pollJobStops } from "./stop-poll.js";
-import { hasTakeRoute } from "./take.js";
 import { admitJobs, reportUnrun, runTakeLoop, SLOW_DOWN_MS } from "./take-loop.js";
 import { createExecutor, createHeartbeat, s3Settings } from "./worker-parts.js";
 
@@ -66,6 +66,7 @@ export class Worker {
   #admitting = false;
   /** Resolves once the worker has fully stopped (after close(), a signal, or a runaway handler). */
   readonly stopped: Promise<WorkerStopInfo>;
+  readonly #events: WorkerEventHub;
 
   /** @internal use {@link startWorker}. */
   constructor(definition: HandlerDefinition, config: WorkerConfig, log: Logger) {
@@ -73,6 +74,7 @@ export class Worker {
     this.#config = config;
     this.#log = log;
     this.#changes = new ChangeNotifier(this.#closing.signal, config.clock);
+    this.#events = new WorkerEventHub(log);
     this.stopped = new Promise((resolve) => {
       this.#resolveStopped = resolve;
     });
@@ -101,7 +103,7 @@ export class Worker {
     }
     log.info({ workerId: config.podId, isolation: definition.isolation }, "worker started");
     for (const warning of config.warnings) log.warn(warning);
-    if (!hasTakeRoute(expandTemplate(config.jobTakeUrl, { ...config, id: config.podId }))) {
+    if (config.urls.stop === undefined) {
       log.warn(
         "the job-take URL has no /job-take/ segment: job-stop is off (the platform cannot stop a running job), and batch takes add batch_size to the job-take URL",
       );
@@ -111,6 +113,19 @@ export class Worker {
       this.#stopLoop(),
       runHealthLoop(definition, this.#closing.signal, () => this.#checkHealth()),
     ]).then(() => undefined);
+  }
+
+  /**
+   * Listens to a lifecycle event (taken, started, progress, finished, failed, retrying, stopped);
+   * returns a function that removes the listener. A listener that throws is logged and ignored.
+   */
+  on<K extends keyof WorkerEvents>(event: K, listener: WorkerListener<K>): () => void {
+    return this.#events.on(event, listener);
+  }
+
+  /** Removes a listener added with {@link on}. */
+  off<K extends keyof WorkerEvents>(event: K, listener: WorkerListener<K>): void {
+    this.#events.off(event, listener);
   }
 
   /** This worker's id (RUNPOD_POD_ID). */
@@ -182,6 +197,7 @@ export class Worker {
   }
 
   #startJob(job: DeliveredJob): void {
+    this.#events.emit("taken", { jobId: job.id });
     const active = new ActiveJob(job, {
       config: this.#config,
       definition: this.#definition,
@@ -191,6 +207,7 @@ export class Worker {
       log: this.#log,
       giveUp: this.#giveUp.signal,
       s3: this.#s3Settings,
+      events: this.#events,
       onRunaway: (jobId) => this.#onRunaway(jobId),
       onUnfit: (unfit) => void this.reportUnfit(unfit.check, unfit.reason),
       onStopPod: (jobId) => this.#onStopPod(jobId),
@@ -341,6 +358,7 @@ export class Worker {
       }
       this.#log.info({ reason: this.#stopInfo.reason }, "worker stopped");
       this.#resolveStopped(this.#stopInfo);
+      this.#events.emit("stopped", this.#stopInfo);
     }
   }
 }

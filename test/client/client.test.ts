@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { createClient } from "../../src/client/index.js";
 import { splitItem } from "../../src/stream/index.js";
 import { VERSION } from "../../src/version.js";
-import { startStubPlatform } from "./stub-platform.js";
+import { type StubAnswer, startStubPlatform } from "./stub-platform.js";
 
 // These tests use a stub server that stands in for the platform; harness.test.ts runs the client
 // against runlet's real harness.
@@ -98,7 +98,8 @@ describe("error answers", () => {
 
   it("keeps a non-JSON error body as text in the message and details", async () => {
     await using stub = await startStubPlatform(() => ({ status: 502, text: "<html>bad gateway</html>" }));
-    const error = await createClient({ apiKey: KEY, baseUrl: stub.url })
+    // A 502 on a read is retried; maxRetries: 0 shows the first answer's error.
+    const error = await createClient({ apiKey: KEY, baseUrl: stub.url, maxRetries: 0 })
       .endpoint("e")
       .health()
       .catch((e: unknown) => e);
@@ -147,7 +148,7 @@ describe("error answers", () => {
     expect(stub.requests).toHaveLength(1);
   });
 
-  it("gives up on a read after maxRateLimitRetries and reports the 429", async () => {
+  it("gives up on a read after maxRetries and reports the 429", async () => {
     await using stub = await startStubPlatform(() => ({
       status: 429,
       json: { error: "slow down", status: 429 },
@@ -155,9 +156,9 @@ describe("error answers", () => {
     const ep = createClient({
       apiKey: KEY,
       baseUrl: stub.url,
-      maxRateLimitRetries: 2,
+      maxRetries: 2,
       retryBaseMs: 1,
-      retryMaxMs: 5,
+      retryCapMs: 5,
     }).endpoint("e");
     const error = await ep.health().catch((e: unknown) => e);
     expect(error).toMatchObject({
@@ -167,13 +168,76 @@ describe("error answers", () => {
     expect(stub.requests).toHaveLength(3);
   });
 
+  it("keeps wait() polling through a dropped connection and 502, 503 and 504 answers", async () => {
+    const script: Array<(i: number) => StubAnswer> = [
+      () => ({ json: record("IN_PROGRESS") }),
+      () => ({ drop: true }),
+      () => ({ status: 502, text: "<html>bad gateway</html>" }),
+      () => ({ status: 503, json: { error: "unavailable", status: 503 } }),
+      () => ({ status: 504, text: "gateway timeout" }),
+      () => ({ json: record("COMPLETED") }),
+    ];
+    await using stub = await startStubPlatform((_req, i) => (script[i] ?? script[5]!)(i));
+    const ep = createClient({ apiKey: KEY, baseUrl: stub.url, retryBaseMs: 1, retryCapMs: 5 }).endpoint("e");
+    expect(await ep.wait("job-1", { pollIntervalMs: 1 })).toEqual(record("COMPLETED"));
+    expect(stub.requests.map((r) => r.path)).toEqual(Array(6).fill("/v2/e/status/job-1"));
+  });
+
+  it("retries health on 503 and reports the last answer after maxRetries", async () => {
+    await using stub = await startStubPlatform(() => ({ status: 503, json: { error: "down", status: 503 } }));
+    const ep = createClient({ apiKey: KEY, baseUrl: stub.url, maxRetries: 2, retryBaseMs: 1 }).endpoint("e");
+    expect(await ep.health().catch((e: unknown) => e)).toMatchObject({
+      code: "RUNLET_CLIENT_HTTP",
+      message: "GET /v2/e/health answered 503: down",
+    });
+    expect(stub.requests).toHaveLength(3);
+  });
+
+  it("never repeats a write after a 503 or a dropped connection", async () => {
+    await using stub = await startStubPlatform((_req, i) =>
+      i === 0 ? { status: 503, json: { error: "unavailable", status: 503 } } : { drop: true },
+    );
+    const ep = createClient({ apiKey: KEY, baseUrl: stub.url, retryBaseMs: 1 }).endpoint("e");
+    expect(await ep.run({ input: {} }).catch((e: unknown) => e)).toMatchObject({
+      code: "RUNLET_CLIENT_HTTP",
+      details: { status: 503 },
+    });
+    expect(await ep.cancel("job-1").catch((e: unknown) => e)).toBeInstanceOf(Error);
+    expect(stub.requests.map((r) => r.path)).toEqual(["/v2/e/run", "/v2/e/cancel/job-1"]);
+  });
+
+  it("does not repeat a stream read that may have served chunks (502, dropped connection), but does repeat a 429", async () => {
+    await using stub = await startStubPlatform((_req, i) =>
+      i === 0
+        ? { status: 429, json: { error: "slow down", status: 429 }, headers: { "retry-after": "0" } }
+        : i === 1
+          ? { status: 502, text: "bad gateway" }
+          : { drop: true },
+    );
+    const ep = createClient({ apiKey: KEY, baseUrl: stub.url, retryBaseMs: 1 }).endpoint("e");
+    const first = await (async () => {
+      for await (const _ of ep.streamChunks("job-1")) {
+        // nothing arrives before the 502
+      }
+    })().catch((e: unknown) => e);
+    expect(first).toMatchObject({ code: "RUNLET_CLIENT_HTTP", details: { status: 502 } });
+    expect(stub.requests).toHaveLength(2);
+    const second = await (async () => {
+      for await (const _ of ep.streamChunks("job-1")) {
+        // the connection drops before any chunk
+      }
+    })().catch((e: unknown) => e);
+    expect(second).toBeInstanceOf(Error);
+    expect(stub.requests.map((r) => r.path)).toEqual(Array(3).fill("/v2/e/stream/job-1"));
+  });
+
   it("aborts a 429 back-off as soon as the signal aborts", async () => {
     await using stub = await startStubPlatform(() => ({
       status: 429,
       json: { error: "x", status: 429 },
       headers: { "retry-after": "3600" },
     }));
-    const ep = createClient({ apiKey: KEY, baseUrl: stub.url, retryMaxMs: 3_600_000 }).endpoint("e");
+    const ep = createClient({ apiKey: KEY, baseUrl: stub.url, retryCapMs: 3_600_000 }).endpoint("e");
     const controller = new AbortController();
     const pending = ep.status("job-1", { signal: controller.signal }).catch((e: unknown) => e);
     while (stub.requests.length === 0) await new Promise((r) => setTimeout(r, 5));
@@ -188,8 +252,8 @@ describe("error answers", () => {
     expect(() => createClient({ apiKey: KEY, baseUrl: "nope" })).toThrow(
       /baseUrl must be an absolute http\(s\) URL, got "nope"/,
     );
-    expect(() => createClient({ apiKey: KEY, baseUrl: "http://x", maxRateLimitRetries: -1 })).toThrow(
-      "maxRateLimitRetries must be an integer ≥ 0, got -1",
+    expect(() => createClient({ apiKey: KEY, baseUrl: "http://x", maxRetries: -1 })).toThrow(
+      "maxRetries must be an integer ≥ 0, got -1",
     );
   });
 });

@@ -17,6 +17,8 @@ export interface StubAnswer {
   readonly json?: unknown;
   readonly text?: string;
   readonly headers?: Record<string, string>;
+  /** Drop the connection without an answer (the client sees a socket error such as ECONNRESET). */
+  readonly drop?: boolean;
 }
 
 /**
@@ -41,6 +43,10 @@ export async function startStubPlatform(
     };
     requests.push(request);
     const reply = await answer(request, requests.length - 1);
+    if (reply.drop === true) {
+      req.socket.destroy();
+      return;
+    }
     const text = reply.text ?? JSON.stringify(reply.json ?? {});
     res.writeHead(reply.status ?? 200, { "content-type": "application/json", ...reply.headers });
     res.end(text);

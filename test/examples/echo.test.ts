@@ -19,6 +19,7 @@ describe("examples/echo", () => {
 
   it("fails the job when text is not a string", async () => {
     await using h = await createHarness({ handler });
+    // @ts-expect-error the endpoint's input type comes from the handler's schema; 42 is wrong on purpose
     const job = await h.endpoint.runsync({ input: { text: 42 } });
     expect(job.status).toBe("FAILED");
     expect(job.error).toContain("text");

@@ -3,7 +3,7 @@ import { Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { startHarness } from "../../src/harness/index.js";
-import { harnessManagement } from "../../src/harness/management/index.js";
+import { harnessManagement } from "../../src/harness/management-api/index.js";
 import type { WorkerSpawner } from "../../src/harness/options.js";
 import { startWorker } from "../../src/worker/index.js";
 import handler from "./fixtures/echo-handler.js";

@@ -79,7 +79,7 @@ describe("management 429 back-off", () => {
         : { status: 200, body: { templates: [] } };
     });
     // A zero back-off base: without honouring Retry-After the retry would come at once.
-    const mgmt = createManagementClient({ apiKey: API_KEY, baseUrl: server.url, retryBaseDelayMs: 0 });
+    const mgmt = createManagementClient({ apiKey: API_KEY, baseUrl: server.url, retryBaseMs: 0 });
     expect(await mgmt.templates.list()).toEqual([]);
     expect(server.requests.map((r) => r.method)).toEqual(["GET", "GET"]);
     expect(arrivals[1]! - arrivals[0]!).toBeGreaterThanOrEqual(190);
@@ -105,16 +105,16 @@ describe("management 429 back-off", () => {
       apiKey: API_KEY,
       baseUrl: server.url,
       maxRetries: 2,
-      retryBaseDelayMs: 1,
+      retryBaseMs: 1,
     });
     const err = await failure(mgmt.pods.list());
     expect(err.details).toMatchObject({ status: 429, detail: "rate limited" });
     expect(server.requests).toHaveLength(3);
   });
 
-  it("fails at once when Retry-After is longer than maxRetryDelayMs", async () => {
+  it("fails at once when Retry-After is longer than retryCapMs", async () => {
     await using server = await startRecorder(() => ({ status: 429, headers: { "retry-after": "120" } }));
-    const mgmt = createManagementClient({ apiKey: API_KEY, baseUrl: server.url, maxRetryDelayMs: 5_000 });
+    const mgmt = createManagementClient({ apiKey: API_KEY, baseUrl: server.url, retryCapMs: 5_000 });
     const err = await failure(mgmt.catalog.gpus());
     expect(err.details).toMatchObject({ status: 429, retryAfterMs: 120_000 });
     expect(server.requests).toHaveLength(1);

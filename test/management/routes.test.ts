@@ -3,7 +3,7 @@ import {
   createManagementRoutes,
   isManagementPath,
   type ManagementRequest,
-} from "../../src/harness/management/index.js";
+} from "../../src/harness/management-api/index.js";
 
 const API_KEY = "routes-key-1";
 const auth = { authorization: `Bearer ${API_KEY}` };

@@ -5,7 +5,7 @@ import {
   type ManagementRoutes,
   type ManagementRoutesOptions,
   mountManagementRoutes,
-} from "../../src/harness/management/index.js";
+} from "../../src/harness/management-api/index.js";
 
 /** One request a recording server saw. */
 export interface Recorded {

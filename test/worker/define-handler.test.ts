@@ -35,7 +35,7 @@ describe("defineHandler", () => {
 
   it("names the bad option, what it expects and what came", () => {
     expect(message(() => defineHandler({ handler, concurrency: 0 }))).toBe(
-      "defineHandler: concurrency must be an integer ≥ 1 or a function, got 0",
+      "defineHandler: concurrency must be an integer ≥ 1 (or a function), got 0",
     );
     expect(message(() => defineHandler({ handler, executionTimeoutMs: 1.5 }))).toBe(
       "defineHandler: executionTimeoutMs must be an integer ≥ 1, got 1.5",

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { defineHandler } from "../../src/index.js";
 import { startWorker } from "../../src/worker/index.js";
-import { takeUrl } from "../../src/worker/take.js";
+import { platformUrls } from "../../src/worker/platform-urls.js";
 import { logSink, testHarness, waitFor, workerFor } from "./helpers.js";
 
 // Answers and environments the reference worker copes with: a 2xx job-take other than 200, a
@@ -141,7 +141,14 @@ describe("unusual platform answers and environments", () => {
     }
     expect(await w.stopped).toEqual({ reason: "closed", exitCode: 0 });
     const batch = new URL(
-      takeUrl("http://platform.test/v2/ep/take-here/$ID?gpu=X", { podId: "p1", gpuTypeId: "X" }, 3, true),
+      platformUrls({
+        jobTakeUrl: "http://platform.test/v2/ep/take-here/$ID?gpu=X",
+        jobDoneUrl: "http://platform.test/v2/ep/done/$ID",
+        jobStreamUrl: undefined,
+        pingUrl: undefined,
+        podId: "p1",
+        gpuTypeId: "X",
+      }).take(3, true),
     );
     expect([batch.pathname, Object.fromEntries(batch.searchParams)]).toEqual([
       "/v2/ep/take-here/p1",

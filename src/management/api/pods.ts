@@ -7,7 +7,7 @@ import {
   podCreateSchema,
   podSchema,
   podUpdateSchema,
-} from "../schemas/pod.js";
+} from "../../protocol/management/pod.js";
 import { validateBody, validateResponse } from "../validate.js";
 import { type Call, type CallOptions, type ListOptions, pathId, unwrapList, withSignal } from "./call.js";
 

@@ -5,7 +5,7 @@ import {
   type ServerlessUpdateInput,
   serverlessCreateSchema,
   serverlessUpdateSchema,
-} from "../schemas/serverless.js";
+} from "../../protocol/management/serverless.js";
 import { validateBody, validateResponse } from "../validate.js";
 import { type Call, type CallOptions, type ListOptions, pathId, unwrapList, withSignal } from "./call.js";
 

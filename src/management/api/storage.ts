@@ -6,7 +6,7 @@ import {
   networkVolumeCreateSchema,
   networkVolumeSchema,
   networkVolumeUpdateSchema,
-} from "../schemas/network-volume.js";
+} from "../../protocol/management/network-volume.js";
 import { validateBody, validateResponse } from "../validate.js";
 import { type Call, type CallOptions, type ListOptions, pathId, unwrapList, withSignal } from "./call.js";
 

@@ -8,7 +8,7 @@ import {
   templateUpdateSchema,
   templateV1Schema,
   templateV2Schema,
-} from "../schemas/template.js";
+} from "../../protocol/management/template.js";
 import { validateBody, validateResponse } from "../validate.js";
 import { type Call, type CallOptions, type ListOptions, pathId, unwrapList, withSignal } from "./call.js";
 

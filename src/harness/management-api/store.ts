@@ -1,5 +1,5 @@
 import { randomInt } from "node:crypto";
-import type { Endpoint, TemplateV1 } from "../../management/index.js";
+import type { Endpoint, TemplateV1 } from "../../protocol/management/index.js";
 
 /**
  * The harness's in-memory management state: templates (kept in v1 form, the fuller one,

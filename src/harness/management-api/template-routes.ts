@@ -5,10 +5,10 @@ import {
   templateUpdateSchema,
   templateV1ToV2,
   templateV2ToV1,
-} from "../../management/index.js";
+} from "../../protocol/management/index.js";
 import { json, type ManagementAnswer, noContent, problem, v1Error } from "./answers.js";
 import { readJsonBody } from "./body.js";
-import type { RouteContext } from "./routes.js";
+import type { RouteContext } from "./route-context.js";
 import { randomId, withTemplateDefaults } from "./store.js";
 
 /** What a template id must look like; anything else is the v1 lookup's 400 "invalid id". */

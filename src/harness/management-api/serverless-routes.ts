@@ -1,7 +1,11 @@
-import { issueMessages, serverlessCreateSchema, serverlessUpdateSchema } from "../../management/index.js";
+import {
+  issueMessages,
+  serverlessCreateSchema,
+  serverlessUpdateSchema,
+} from "../../protocol/management/index.js";
 import { json, type ManagementAnswer, noContent, problem } from "./answers.js";
 import { readJsonBody } from "./body.js";
-import type { EndpointEvent, RouteContext } from "./routes.js";
+import type { EndpointEvent, RouteContext } from "./route-context.js";
 import { randomId, type StoredEndpoint } from "./store.js";
 
 /** Worker counts of an endpoint created without `workers` (the platform's defaults are not shown). */

@@ -1,4 +1,4 @@
-import type { TemplateV1, TemplateV2 } from "./schemas/template.js";
+import type { TemplateV1, TemplateV2 } from "./template.js";
 
 /**
  * Maps templates between v1 and v2 field names (platform-api §9). Only the four renamed fields

@@ -1,5 +1,6 @@
 export { type ManagementAnswer, problem, v1Error } from "./answers.js";
 export {
+  type EndpointTarget,
   endpointOptionsOf,
   type HarnessManagement,
   type HarnessManagementOptions,
@@ -7,9 +8,9 @@ export {
 } from "./attach.js";
 export { MAX_MANAGEMENT_BODY_BYTES, mountManagementRoutes } from "./mount.js";
 export { EMULATED_V2_SEGMENTS, isManagementPath, MANAGEMENT_V2_SEGMENTS } from "./paths.js";
+export type { EndpointEvent } from "./route-context.js";
 export {
   createManagementRoutes,
-  type EndpointEvent,
   type ManagementRequest,
   type ManagementRoutes,
   type ManagementRoutesOptions,

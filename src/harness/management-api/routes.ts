@@ -1,9 +1,9 @@
 import { RunletError } from "../../errors.js";
-import type { TemplateV1 } from "../../management/index.js";
 import { type ManagementAnswer, problem, v1Error } from "./answers.js";
 import { EMULATED_V2_SEGMENTS, isManagementPath, segmentsOf } from "./paths.js";
+import type { EndpointEvent, RouteContext } from "./route-context.js";
 import { serverlessRoutes } from "./serverless-routes.js";
-import { ManagementStore, type StoredEndpoint, type TemplateSeed } from "./store.js";
+import { ManagementStore, type TemplateSeed } from "./store.js";
 import { templateRoutes, v1TemplateLookup } from "./template-routes.js";
 
 /** One HTTP request as the harness server hands it over. */
@@ -16,13 +16,6 @@ export interface ManagementRequest {
   readonly headers: Readonly<Record<string, string | readonly string[] | undefined>>;
   /** The raw body text ("" when none). */
   readonly body: string;
-}
-
-/** What the harness learns when an endpoint is created or changed. */
-export interface EndpointEvent {
-  readonly endpoint: StoredEndpoint;
-  /** Its template, when it was created from one. */
-  readonly template: TemplateV1 | undefined;
 }
 
 /** Options of {@link createManagementRoutes}. */
@@ -55,13 +48,6 @@ export interface ManagementRoutes {
   handle(request: ManagementRequest): ManagementAnswer | undefined;
   /** The state, for tests and for the harness to read. */
   readonly store: ManagementStore;
-}
-
-/** Context handed to the per-resource route tables. */
-export interface RouteContext {
-  readonly store: ManagementStore;
-  readonly clock: () => number;
-  readonly hook: (fn: (() => unknown) | undefined) => void;
 }
 
 function headerOf(headers: ManagementRequest["headers"], name: string): string | undefined {

@@ -1,7 +1,7 @@
-import type { Harness } from "../harness.js";
 import type { ExtraRoutes, WorkerSpawner } from "../options.js";
 import { mountManagementRoutes } from "./mount.js";
-import { createManagementRoutes, type EndpointEvent, type ManagementRoutes } from "./routes.js";
+import type { EndpointEvent } from "./route-context.js";
+import { createManagementRoutes, type ManagementRoutes } from "./routes.js";
 import type { TemplateSeed } from "./store.js";
 
 /** Options of {@link harnessManagement}. */
@@ -23,6 +23,12 @@ export interface HarnessManagementOptions {
   readonly onError?: (err: unknown) => void;
 }
 
+/** What the emulation changes on a harness: `Harness` fits. */
+export interface EndpointTarget {
+  addEndpoint(options: ReturnType<typeof endpointOptionsOf>): unknown;
+  removeEndpoint(endpointId: string): unknown;
+}
+
 /** The management emulation bound to a harness. */
 export interface HarnessManagement {
   readonly routes: ManagementRoutes;
@@ -32,7 +38,7 @@ export interface HarnessManagement {
    * Connects the harness that created endpoints are added to and deleted ones removed from; events
    * before this are kept and replayed.
    */
-  attach(harness: Pick<Harness, "addEndpoint" | "removeEndpoint">): void;
+  attach(harness: EndpointTarget): void;
 }
 
 /** The harness endpoint settings for a created endpoint: its execution timeout and worker counts. */
@@ -61,9 +67,9 @@ export function endpointOptionsOf(event: EndpointEvent, spawn: WorkerSpawner | u
  * management.attach(h);
  */
 export function harnessManagement(options: HarnessManagementOptions): HarnessManagement {
-  let harness: Pick<Harness, "addEndpoint" | "removeEndpoint"> | undefined;
-  const pending: Array<(target: Pick<Harness, "addEndpoint" | "removeEndpoint">) => unknown> = [];
-  const apply = (change: (target: Pick<Harness, "addEndpoint" | "removeEndpoint">) => unknown) => {
+  let harness: EndpointTarget | undefined;
+  const pending: Array<(target: EndpointTarget) => unknown> = [];
+  const apply = (change: (target: EndpointTarget) => unknown) => {
     if (harness === undefined) {
       pending.push(change);
       return;

@@ -1,0 +1,85 @@
+/**
+ * The one way options are checked: a zod schema per options object (zod is already the config's
+ * and the wire's validator), parsed once by {@link parseOptions}, whose error names each bad
+ * option, what was expected and what came: ``maxRetries must be an integer ≥ 0, got -1``.
+ */
+import { z } from "zod";
+import { RunletError, type RunletErrorCode } from "./errors.js";
+
+/** A value as an error message shows it: strings quoted, objects and functions by kind. */
+export function describeValue(value: unknown): string {
+  if (typeof value === "string") return JSON.stringify(value);
+  if (typeof value === "function") return "a function";
+  if (typeof value === "bigint") return `${value}n`;
+  if (value === null || typeof value !== "object") return String(value);
+  return Array.isArray(value) ? "an array" : "an object";
+}
+
+/** A schema whose every failure reads "must be `expected`". */
+function expecting<S extends z.ZodType>(expected: string, build: (error: { error: string }) => S): S {
+  return build({ error: expected });
+}
+
+/** A safe integer ≥ `min` (and ≤ `max` when given); `note` explains the bound in the message. */
+export function integer(min: number, max?: number, note?: string) {
+  const expected =
+    (max === undefined ? `an integer ≥ ${min}` : `an integer from ${min} to ${max}`) +
+    (note === undefined ? "" : ` (${note})`);
+  return expecting(expected, (e) => {
+    const base = z.number(e).int(e).min(min, e).max(Number.MAX_SAFE_INTEGER, e);
+    return max === undefined ? base : base.max(max, e);
+  });
+}
+
+/** An optional integer ≥ `min` that is `fallback` when left out. */
+export function integerOption(min: number, fallback: number, max?: number, note?: string) {
+  return integer(min, max, note).default(fallback);
+}
+
+/** A boolean. */
+export function boolean() {
+  return expecting("true or false", (e) => z.boolean(e));
+}
+
+/** A string with at least one character. */
+export function nonEmptyString() {
+  return expecting("a non-empty string", (e) => z.string(e).min(1, e));
+}
+
+/** An optional boolean that is `fallback` when left out. */
+export function booleanOption(fallback: boolean) {
+  return boolean().default(fallback);
+}
+
+/** A path as options name it: `limits.runBytes`, `endpoints[0].minWorkers`. */
+function pathOf(path: readonly PropertyKey[]): string {
+  let out = "";
+  for (const key of path) {
+    if (typeof key === "number") out += `[${key}]`;
+    else out += out.length === 0 ? String(key) : `.${String(key)}`;
+  }
+  return out;
+}
+
+/**
+ * Parses `value` with `schema`. A failure throws `code`, its message `<prefix><option> must be
+ * <expected>, got <value>` for each bad option (joined by "; "); `details.issues` lists them.
+ */
+export function parseOptions<S extends z.ZodType>(
+  schema: S,
+  value: unknown,
+  code: RunletErrorCode,
+  prefix = "",
+): z.output<S> {
+  const result = schema.safeParse(value, { reportInput: true });
+  if (result.success) return result.data;
+  const issues = result.error.issues.map((issue) => {
+    const name = pathOf(issue.path);
+    const got = "input" in issue ? `, got ${describeValue(issue.input)}` : "";
+    const what = issue.message.startsWith("Invalid")
+      ? issue.message.replace(/^Invalid input: /, "")
+      : `must be ${issue.message}`;
+    return `${name === "" ? "options" : name} ${what}${got}`;
+  });
+  throw new RunletError(code, `${prefix}${issues.join("; ")}`, { details: { issues } });
+}
