@@ -30,6 +30,11 @@ declare global {
   function render(input: unknown, options?: { signal?: AbortSignal }): Promise<Buffer>;
   function generate(input: unknown, options?: { signal?: AbortSignal }): AsyncIterable<string>;
   function gpuOk(): Promise<boolean>;
+  function gpuNeedsReset(): Promise<boolean>;
+  function myModel(messages: unknown, signal: AbortSignal): AsyncIterable<string>;
+  const messages: { role: "user"; content: string }[];
+  const base: string;
+  const endpointId: string;
   function gpuResponds(options: { signal: AbortSignal }): Promise<boolean>;
   const apiKey: string;
   const baseUrl: string;
