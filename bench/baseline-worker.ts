@@ -39,6 +39,27 @@ const headers = { authorization: apiKey, "content-type": "application/json" };
 const stopping = new AbortController();
 process.once("SIGTERM", () => stopping.abort());
 
+// The heartbeat every worker owes the platform (worker-protocol §7), as the reference SDK sends it
+// from its own thread: without it the harness counts the worker lost once a long stream outlasts
+// heartbeatTimeoutMs. A timer here is enough, because the loop below awaits every post.
+let currentJob: string | undefined;
+const pingTemplate = process.env["RUNPOD_WEBHOOK_PING"];
+if (pingTemplate !== undefined) {
+  const pingEveryMs = Number(process.env["RUNPOD_PING_INTERVAL"] ?? 10_000);
+  const ping = (): void => {
+    const query: Record<string, string> = { runpod_version: "baseline" };
+    if (currentJob !== undefined) query["job_id"] = currentJob;
+    fetch(withQuery(expand(pingTemplate, podId), query), { headers: { authorization: apiKey } })
+      .then((res) => res.arrayBuffer())
+      .catch(() => {
+        // A missed ping is retried by the next tick; the harness tolerates gaps up to its timeout.
+      });
+  };
+  ping();
+  const timer = setInterval(ping, pingEveryMs);
+  stopping.signal.addEventListener("abort", () => clearInterval(timer), { once: true });
+}
+
 /** Posts until the platform answers 2xx (the reference SDK also retries its posts). */
 async function post(url: string, body: string, jobId: string): Promise<void> {
   for (let attempt = 0; attempt < 5; attempt++) {
@@ -54,11 +75,13 @@ function* tokens(count: number): Generator<string> {
 }
 
 async function serve(job: { id: string; input: { items?: number } }): Promise<void> {
+  currentJob = job.id;
   const streamUrl = withQuery(expand(streamTemplate, job.id), { isStream: "false" });
   for (const item of tokens(job.input.items ?? 0)) {
     await post(streamUrl, JSON.stringify({ output: item }), job.id);
   }
   await post(withQuery(expand(doneTemplate, job.id), { isStream: "true" }), '{"output":[]}', job.id);
+  currentJob = undefined;
 }
 
 while (!stopping.signal.aborted) {
