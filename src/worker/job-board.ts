@@ -71,11 +71,6 @@ export class JobBoard {
     return this.#changes.wait(ms);
   }
 
-  /** Ends every current {@link waitForChange} (the worker is closing). */
-  wake(): void {
-    this.#changes.notify();
-  }
-
   /**
    * Starts the delivered jobs, at most `free` of them (what the take asked for): bad ones are
    * logged and failed, a copy of a job already held is ignored, and jobs beyond `free` are failed

@@ -4,7 +4,6 @@ import { RunletError } from "../errors.js";
 import type { HandlerDefinition } from "../handler/define-handler.js";
 import type { ExecuteOutcome } from "../handler/execute.js";
 import { finalBodyText, type JobResult } from "../handler/outcome.js";
-import type { Unfitness } from "../handler/unfit.js";
 import type { DeliveredJob } from "../protocol/index.js";
 import type { JobS3, JobS3Options } from "../s3/types.js";
 import type { WorkerConfig } from "./config.js";
@@ -13,6 +12,7 @@ import type { Executor, S3Settings } from "./executor.js";
 import type { Heartbeat } from "./heartbeat.js";
 import { JobOutbox } from "./outbox.js";
 import type { PlatformHttp } from "./platform-http.js";
+import type { WorkerStopper } from "./worker-stopper.js";
 
 /**
  * One job on the main thread: its deadline and hard stop, its outbox, and the final result
@@ -31,17 +31,14 @@ export interface JobDeps {
   readonly giveUp: AbortSignal;
   /** ctx.s3's settings, also used to offload an output too large to post. */
   readonly s3: S3Settings;
-  /** An in-process handler ignored its signal past the grace: the worker must be replaced. */
-  readonly onRunaway: (jobId: string) => void;
-  /** The worker's lifecycle events (started, progress, finished, failed, retrying). */
+  /** The worker's lifecycle events (taken, started, progress, finished, failed, retrying). */
   readonly events?: WorkerEventHub;
-  /** The handler threw a WorkerUnfitError: the worker pings unhealthy and exits 1 (§7). */
-  readonly onUnfit: (unfit: Unfitness) => void;
   /**
-   * A result carrying `stopPod: true` was queued: the platform will replace this worker, so it must
-   * take no further job (the reference worker kills itself after such a job).
+   * Told when a job makes the worker stop: its handler ran away (ignored its signal past the
+   * grace), threw a WorkerUnfitError (§7), or its result asks for a new worker (`stopPod`: the
+   * platform replaces this worker, so it takes no further job, as the reference worker does).
    */
-  readonly onStopPod: (jobId: string) => void;
+  readonly stopper: WorkerStopper;
 }
 
 /** The watchdog fires this long after the main thread's own hard stop, so it acts only when the main thread is stuck. */
@@ -216,7 +213,7 @@ export class ActiveJob {
           const stopped = await this.#hardStop?.();
           if (stopped) return; // the executor's outcome ("killed") settles the job
           if (this.#state === "timed-out") this.#finalize(this.#timeoutError());
-          this.#deps.onRunaway(this.id);
+          this.#deps.stopper.runaway(this.id);
         })().catch((err: unknown) => this.#log.error({ err }, "hard-stopping the handler failed"));
       }, definition.hardStopGraceMs),
     );
@@ -265,7 +262,9 @@ export class ActiveJob {
   }
 
   async #settle(outcome: ExecuteOutcome | "killed"): Promise<void> {
-    if (outcome !== "killed" && outcome.unfit !== undefined) this.#deps.onUnfit(outcome.unfit);
+    if (outcome !== "killed" && outcome.unfit !== undefined) {
+      void this.#deps.stopper.unfit(outcome.unfit.check, outcome.unfit.reason);
+    }
     const state = this.#state;
     if (state === "stopped" || state === "shutdown" || state === "finished") return;
     if (state === "timed-out" || outcome === "killed") return this.#finalize(this.#timeoutError());
@@ -318,7 +317,7 @@ export class ActiveJob {
     this.#state = "finished";
     const isStream = this.#streaming || (result.kind === "output" && result.stream);
     this.#outbox.final(doneUrl(this.#deps.config, this.id, isStream), finalBodyText(result), result.stopPod);
-    if (result.stopPod) this.#deps.onStopPod(this.id);
+    if (result.stopPod) this.#deps.stopper.refresh(this.id);
     const executionTimeMs = Date.now() - this.#startedAt;
     if (result.kind === "output") {
       this.#log.info({ executionTimeMs, metrics }, "Finished.");

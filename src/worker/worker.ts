@@ -1,12 +1,11 @@
 import type { Logger } from "pino";
 import { RunletError } from "../errors.js";
 import { type HandlerDefinition, isHandlerDefinition } from "../handler/define-handler.js";
-import type { Unfitness } from "../handler/unfit.js";
 import { createLogger } from "../log/index.js";
 import { resolveWorkerConfig, type WorkerConfig, type WorkerOptions } from "./config.js";
 import { WorkerEventHub, type WorkerEvents, type WorkerListener } from "./events.js";
 import type { Executor, ExecutorSettings } from "./executor.js";
-import { runHealthCheck, runHealthLoop } from "./health.js";
+import { checkHealth, runHealthLoop } from "./health.js";
 import type { Heartbeat } from "./heartbeat.js";
 import { JobBoard } from "./job-board.js";
 import { PlatformHttp } from "./platform-http.js";
@@ -15,22 +14,9 @@ import { installSignalHandlers } from "./signals.js";
 import { pollJobStops } from "./stop-poll.js";
 import { type LoopParts, runTakeLoop } from "./take-loop.js";
 import { createExecutor, createHeartbeat, s3Settings } from "./worker-parts.js";
+import { type WorkerStopInfo, WorkerStopper } from "./worker-stopper.js";
 
-/** Why and how a worker stopped. */
-export interface WorkerStopInfo {
-  /**
-   * `closed`: close() was called; `signal`: SIGTERM/SIGINT; `runaway`: an in-process handler ignored
-   * its deadline; `unhealthy`: a health check failed or code reported the worker unfit (§7);
-   * `refresh`: a job's result asked the platform to replace the worker (`stopPod`, from
-   * `refreshWorker`), so the worker stopped taking jobs after it.
-   */
-  readonly reason: "closed" | "signal" | "runaway" | "unhealthy" | "refresh";
-  /**
-   * The exit code the process should end with: 0 (also after a requested refresh, which is no
-   * failure), or 1 after a runaway handler or unfitness.
-   */
-  readonly exitCode: number;
-}
+export type { WorkerStopInfo } from "./worker-stopper.js";
 
 /**
  * The worker loop: takes jobs (never more than free slots), runs them, reports every result, and
@@ -48,12 +34,11 @@ export class Worker {
   readonly #closing = new AbortController();
   readonly #giveUp = new AbortController();
   #loops: Promise<void>;
+  /** Why the worker stops: signals, stopPod results, runaway handlers and unfitness end up there. */
+  readonly #stopper: WorkerStopper;
   #closed: Promise<void> | undefined;
-  #stopInfo: WorkerStopInfo = { reason: "closed", exitCode: 0 };
   #resolveStopped!: (info: WorkerStopInfo) => void;
   #removeSignalHandlers: (() => void) | undefined;
-  #unfit: Unfitness | undefined;
-  #unhealthyPing: Promise<void> | undefined;
   /** Resolves once the worker has fully stopped (after close(), a signal, or a runaway handler). */
   readonly stopped: Promise<WorkerStopInfo>;
   readonly #events: WorkerEventHub;
@@ -73,11 +58,15 @@ export class Worker {
       bucket: config.bucket,
       s3: s3Settings(config, definition),
     };
-    // A handler that loads here but not in an isolation thread makes the worker unfit (§7).
-    this.#executor = createExecutor(definition, config, settings, log, (reason) => {
-      void this.reportUnfit("handler-load", reason);
-    });
     this.#heartbeat = createHeartbeat(definition, config, log);
+    this.#stopper = new WorkerStopper({
+      log,
+      exitOnHardStop: config.exitOnHardStop,
+      heartbeat: this.#heartbeat,
+      closing: this.#closing,
+      close: () => this.close(),
+    });
+    this.#executor = createExecutor(definition, config, settings, log, this.#stopper);
     this.#board = new JobBoard(
       {
         config,
@@ -89,21 +78,12 @@ export class Worker {
         giveUp: this.#giveUp.signal,
         s3: settings.s3,
         events: this.#events,
-        onRunaway: (jobId) => this.#onRunaway(jobId),
-        onUnfit: (unfit) => void this.reportUnfit(unfit.check, unfit.reason),
-        onStopPod: (jobId) => this.#onStopPod(jobId),
+        stopper: this.#stopper,
       },
       this.#closing.signal,
     );
     if (config.handleSignals) {
-      this.#removeSignalHandlers = installSignalHandlers({
-        log,
-        shutdown: async () => {
-          if (this.#stopInfo.reason === "closed") this.#stopInfo = { reason: "signal", exitCode: 0 };
-          await this.close();
-          return this.#stopInfo.exitCode;
-        },
-      });
+      this.#removeSignalHandlers = installSignalHandlers(log, this.#stopper);
     }
     log.info({ workerId: config.podId, isolation: definition.isolation }, "worker started");
     for (const warning of config.warnings) log.warn(warning);
@@ -116,7 +96,7 @@ export class Worker {
     this.#loops = Promise.all([
       this.#takeLoop(loopParts),
       pollJobStops(loopParts, this.#board),
-      runHealthLoop(definition, this.#closing.signal, () => this.#checkHealth()),
+      runHealthLoop(definition, log, this.#closing.signal, this.#stopper),
     ]).then(() => undefined);
   }
 
@@ -148,46 +128,10 @@ export class Worker {
     return this.#board.concurrency;
   }
 
-  /** The handler's healthCheck, run once; a failure makes the worker unfit. False when it failed. */
-  async #checkHealth(): Promise<boolean> {
-    const unfit = await runHealthCheck(this.#definition, this.#log, this.#closing.signal);
-    if (unfit === undefined) return true;
-    void this.reportUnfit(unfit.check, unfit.reason);
-    return false;
-  }
-
   async #takeLoop(parts: LoopParts): Promise<void> {
     // §7: a worker unfit from the start takes no job at all.
-    if (!(await this.#checkHealth())) return;
+    if (!(await checkHealth(this.#definition, this.#log, this.#closing.signal, this.#stopper))) return;
     await runTakeLoop(parts, this.#board);
-  }
-
-  /**
-   * A result with `stopPod` is queued: the platform replaces this worker after it, so the worker
-   * takes nothing more; other running jobs finish (up to the grace) and report, then it stops.
-   * Unfitness or a runaway handler keep their own reason and exit code 1.
-   */
-  #onStopPod(jobId: string): void {
-    if (this.#closed !== undefined || this.#unfit !== undefined) return;
-    this.#log.info(
-      { jobId },
-      "a result asked the platform to replace this worker (stopPod); taking no more jobs, finishing the running ones, then stopping",
-    );
-    if (this.#stopInfo.reason === "closed") this.#stopInfo = { reason: "refresh", exitCode: 0 };
-    void this.close();
-  }
-
-  #onRunaway(jobId: string): void {
-    this.#log.error(
-      { jobId },
-      this.#config.exitOnHardStop
-        ? "an in-process handler ignored its aborted signal (deadline or job-stop); the worker reports it and exits so the platform replaces it"
-        : "an in-process handler ignored its aborted signal (deadline or job-stop); the worker reports it and stops taking jobs",
-    );
-    this.#stopInfo = { reason: "runaway", exitCode: 1 };
-    void this.close().then(() => {
-      if (this.#config.exitOnHardStop) process.exit(1);
-    });
   }
 
   /**
@@ -200,19 +144,7 @@ export class Worker {
    * gpu.on("lost", () => void worker.reportUnfit("gpu", "CUDA device lost"));
    */
   reportUnfit(check: string, reason: string): Promise<void> {
-    if (this.#unfit === undefined) {
-      this.#unfit = { check, reason };
-      this.#log.error(
-        { code: "RUNLET_WORKER_UNFIT", check, reason },
-        `the worker is unfit (${check}: ${reason}); pinging unhealthy, stopping, exit code 1`,
-      );
-      if (this.#stopInfo.reason !== "runaway") this.#stopInfo = { reason: "unhealthy", exitCode: 1 };
-      // Stop taking before the ping goes out, so no job arrives at a worker that declared itself unfit.
-      this.#closing.abort();
-      this.#board.wake();
-      this.#unhealthyPing = this.#heartbeat?.unhealthy(check, reason);
-    }
-    return this.close();
+    return this.#stopper.unfit(check, reason);
   }
 
   /**
@@ -230,8 +162,8 @@ export class Worker {
   }
 
   async #shutdown(): Promise<void> {
+    // Also ends the loops' waits on the job board.
     this.#closing.abort();
-    this.#board.wake();
     try {
       await this.#loops;
       await finishJobs({
@@ -244,14 +176,15 @@ export class Worker {
       this.#giveUp.abort();
       this.#removeSignalHandlers?.();
       // The heartbeat thread sends the unhealthy ping: let it finish before the thread ends.
-      await this.#unhealthyPing;
+      await this.#stopper.unhealthyPing;
       const steps = [this.#executor.close(), this.#heartbeat?.close(), this.#http.close()];
       for (const result of await Promise.allSettled(steps)) {
         if (result.status === "rejected") this.#log.warn({ err: result.reason }, "a clean-up step failed");
       }
-      this.#log.info({ reason: this.#stopInfo.reason }, "worker stopped");
-      this.#resolveStopped(this.#stopInfo);
-      this.#events.emit("stopped", this.#stopInfo);
+      const info = this.#stopper.info;
+      this.#log.info({ reason: info.reason }, "worker stopped");
+      this.#resolveStopped(info);
+      this.#events.emit("stopped", info);
     }
   }
 }
