@@ -2,7 +2,7 @@ import type { DeliveredJob } from "../protocol/index.js";
 import { ChangeNotifier } from "./change-notifier.js";
 import { initialConcurrency, nextConcurrency } from "./concurrency.js";
 import { JobOutbox } from "./outbox.js";
-import { ActiveJob, doneUrl, failureBody, type JobDeps } from "./run-job.js";
+import { ActiveJob, failureBody, type JobParts } from "./run-job.js";
 import type { BadJob } from "./take.js";
 
 /**
@@ -13,7 +13,7 @@ import type { BadJob } from "./take.js";
 
 /** The jobs a worker holds, and its slots. */
 export class JobBoard {
-  readonly #parts: JobDeps;
+  readonly #parts: JobParts;
   readonly #jobs = new Map<string, ActiveJob>();
   /** Reports of jobs failed without being run (bad, or more than the take asked for); shutdown waits for them. */
   readonly #unrunReports = new Set<Promise<unknown>>();
@@ -28,7 +28,7 @@ export class JobBoard {
    * @param parts what every job uses (the worker's config, handler, executor, outbox settings…).
    * @param closing aborting it ends every {@link waitForChange} at once.
    */
-  constructor(parts: JobDeps, closing: AbortSignal) {
+  constructor(parts: JobParts, closing: AbortSignal) {
     this.#parts = parts;
     this.#changes = new ChangeNotifier(closing, parts.config.clock);
     this.#concurrency = initialConcurrency(parts.definition.concurrency);
@@ -144,7 +144,7 @@ export class JobBoard {
       clock: config.clock,
       retry: config.postRetry,
     });
-    outbox.final(doneUrl(config, jobId, false), failureBody(reason), false);
+    outbox.final(config.urls.done(jobId, false), failureBody(reason), false);
     const done = outbox.done
       .catch((err: unknown) => log.error({ err, jobId }, "reporting an unrun job failed"))
       .finally(() => this.#unrunReports.delete(done));
