@@ -5,7 +5,7 @@ import { unconfiguredJobS3 } from "../s3/no-store.js";
 import type { JobS3, JobS3Options } from "../s3/types.js";
 import { chunkJson, StreamCoalescer, splitItemIter } from "../stream/index.js";
 import type { HandlerContext, HandlerDefinition } from "./define-handler.js";
-import { createJobMetrics } from "./metrics.js";
+import { createJobMetrics, type JobMetrics } from "./metrics.js";
 import {
   failedResult,
   inputErrorMessage,
@@ -22,7 +22,13 @@ import { type Unfitness, unfitnessOf } from "./unfit.js";
  * in-process and inside an isolation thread; the caller supplies where progress and chunks go.
  */
 
-/** Where a running job's intermediate output goes. */
+/**
+ * Where a running job's intermediate output goes. Injected, not imported, because there are two
+ * implementations: on the main thread, the job's ActiveJob (worker/run-job.ts) queues them in its
+ * outbox; inside an isolation thread, runExecutorThread (worker/thread-entry.ts) sends them to the
+ * main thread as messages, where ThreadExecutor (worker/thread-executor.ts) hands them to the
+ * job's ActiveJob hooks.
+ */
 export interface ExecuteHooks {
   /** A progress update's output, as JSON text. */
   progress(outputJson: string): void;
@@ -159,12 +165,7 @@ async function runJob(options: ExecuteOptions): Promise<ExecuteOutcome> {
     const returned = definition.handler(context);
     if (isIterator(returned)) {
       hooks.streaming?.();
-      result = await drain(
-        returned,
-        { definition, readMetrics: metrics.toJSON, hooks, signal },
-        fail,
-        stopPod,
-      );
+      result = await drain(returned, { definition, metrics, hooks, signal }, fail, stopPod);
     } else {
       result = returnedResult(await returned, stopPod);
     }
@@ -196,7 +197,8 @@ function aggregateItem(value: unknown): unknown {
 /** What {@link drain} reads besides the generator. */
 interface DrainParts {
   readonly definition: HandlerDefinition;
-  readonly readMetrics: () => Record<string, number | string>;
+  /** The job's metrics, read as each item is split (every chunk carries them). */
+  readonly metrics: JobMetrics;
   readonly hooks: ExecuteHooks;
   /** The job's signal: once it fires, no further chunk of a split item is made. */
   readonly signal: AbortSignal;
@@ -205,7 +207,7 @@ interface DrainParts {
 /** Drains a generator: each item becomes stream chunks (split to the chunk limit); the final output is `[]` or every item. */
 async function drain(
   iterator: AsyncIterator<unknown> | Iterator<unknown>,
-  { definition, readMetrics, hooks, signal }: DrainParts,
+  { definition, metrics, hooks, signal }: DrainParts,
   fail: (err: unknown) => JobResult,
   stopPod: boolean,
 ): Promise<JobResult> {
@@ -222,7 +224,7 @@ async function drain(
         try {
           // Checks run here, before any chunk exists; the chunks themselves are made one at a time,
           // each only once the previous one is within the stream budget.
-          const chunks = splitItemIter(value, index, readMetrics());
+          const chunks = splitItemIter(value, index, metrics.toJSON());
           index += 1;
           if (definition.returnAggregateStream) aggregate.push(aggregateItem(value));
           for (const chunk of chunks) {

@@ -15,7 +15,7 @@ export interface ExecRequest {
   readonly log: Logger;
 }
 
-/** A running job. */
+/** A running job, made by the executor that runs it (its abort and hard stop differ between the two). */
 export interface ExecHandle {
   /** Resolves with the epoch ms at which the handler started (its deadline is that plus the timeout). */
   readonly started: Promise<number>;
@@ -30,7 +30,11 @@ export interface ExecHandle {
   hardStop(): Promise<boolean>;
 }
 
-/** Runs jobs. */
+/**
+ * Runs jobs. An interface because the handler's `isolation` picks one of two implementations once,
+ * at start (worker-parts.ts, createExecutor): {@link InProcessExecutor} or ThreadExecutor
+ * (thread-executor.ts); ActiveJob uses whichever it is given.
+ */
 export interface Executor {
   run(request: ExecRequest, hooks: ExecuteHooks): ExecHandle;
   close(): Promise<void>;

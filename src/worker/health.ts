@@ -3,6 +3,7 @@ import { RunletError } from "../errors.js";
 import type { HandlerDefinition } from "../handler/define-handler.js";
 import { DEFAULT_CHECK_NAME, healthCheckFailure, type Unfitness } from "../handler/unfit.js";
 import { sleep } from "../wait.js";
+import type { WorkerStopper } from "./worker-stopper.js";
 
 /**
  * Runs a handler's `healthCheck` once (worker-protocol §7: a worker that finds itself unfit pings
@@ -65,17 +66,34 @@ export async function runHealthCheck(
 }
 
 /**
- * With `healthCheckIntervalMs`, runs `check` every interval while the worker runs; ends at the
- * first failure (the worker is then stopping) or when `closing` aborts.
+ * Runs the handler's health check once; a failure declares the worker unfit through `stopper`.
+ * False when it failed.
+ */
+export async function checkHealth(
+  definition: HandlerDefinition,
+  log: Logger,
+  closing: AbortSignal,
+  stopper: WorkerStopper,
+): Promise<boolean> {
+  const unfit = await runHealthCheck(definition, log, closing);
+  if (unfit === undefined) return true;
+  void stopper.unfit(unfit.check, unfit.reason);
+  return false;
+}
+
+/**
+ * With `healthCheckIntervalMs`, runs {@link checkHealth} every interval while the worker runs;
+ * ends at the first failure (the worker is then stopping) or when `closing` aborts.
  */
 export async function runHealthLoop(
   definition: HandlerDefinition,
+  log: Logger,
   closing: AbortSignal,
-  check: () => Promise<boolean>,
+  stopper: WorkerStopper,
 ): Promise<void> {
   const { healthCheck, healthCheckIntervalMs } = definition;
   if (healthCheck === undefined || healthCheckIntervalMs === 0) return;
   while (await sleep(healthCheckIntervalMs, closing)) {
-    if (!(await check())) return;
+    if (!(await checkHealth(definition, log, closing, stopper))) return;
   }
 }

@@ -4,44 +4,35 @@ import { RunletError } from "../errors.js";
 import type { HandlerDefinition } from "../handler/define-handler.js";
 import type { ExecuteOutcome } from "../handler/execute.js";
 import { finalBodyText, type JobResult } from "../handler/outcome.js";
-import type { Unfitness } from "../handler/unfit.js";
 import type { DeliveredJob } from "../protocol/index.js";
-import type { JobS3, JobS3Options } from "../s3/types.js";
-import type { WorkerConfig } from "./config.js";
 import type { WorkerEventHub } from "./events.js";
-import type { Executor, S3Settings } from "./executor.js";
+import type { Executor } from "./executor.js";
 import type { Heartbeat } from "./heartbeat.js";
+import { fitResult, type OffloadParts } from "./offload-output.js";
 import { JobOutbox } from "./outbox.js";
 import type { PlatformHttp } from "./platform-http.js";
+import type { WorkerStopper } from "./worker-stopper.js";
 
 /**
  * One job on the main thread: its deadline and hard stop, its outbox, and the final result
  * (ARCHITECTURE decisions 2, 3 and 7). The handler itself runs in an executor.
  */
 
-/** The worker's parts a job uses. */
-export interface JobDeps {
-  readonly config: WorkerConfig;
+/** The worker's parts a job uses, built once by the worker (its `config`, `giveUp` and `s3` also offload outputs). */
+export interface JobParts extends OffloadParts {
   readonly definition: HandlerDefinition;
   readonly http: PlatformHttp;
   readonly executor: Executor;
   readonly heartbeat: Heartbeat | undefined;
   readonly log: Logger;
-  /** Aborts every retry (the shutdown flush deadline). */
-  readonly giveUp: AbortSignal;
-  /** ctx.s3's settings, also used to offload an output too large to post. */
-  readonly s3: S3Settings;
-  /** An in-process handler ignored its signal past the grace: the worker must be replaced. */
-  readonly onRunaway: (jobId: string) => void;
-  /** The worker's lifecycle events (started, progress, finished, failed, retrying). */
+  /** The worker's lifecycle events (taken, started, progress, finished, failed, retrying). */
   readonly events?: WorkerEventHub;
-  /** The handler threw a WorkerUnfitError: the worker pings unhealthy and exits 1 (§7). */
-  readonly onUnfit: (unfit: Unfitness) => void;
   /**
-   * A result carrying `stopPod: true` was queued: the platform will replace this worker, so it must
-   * take no further job (the reference worker kills itself after such a job).
+   * Told when a job makes the worker stop: its handler ran away (ignored its signal past the
+   * grace), threw a WorkerUnfitError (§7), or its result asks for a new worker (`stopPod`: the
+   * platform replaces this worker, so it takes no further job, as the reference worker does).
    */
-  readonly onStopPod: (jobId: string) => void;
+  readonly stopper: WorkerStopper;
 }
 
 /** The watchdog fires this long after the main thread's own hard stop, so it acts only when the main thread is stuck. */
@@ -57,14 +48,9 @@ export function jobTimeoutMs(job: DeliveredJob, fallbackMs: number): number {
   return fallbackMs;
 }
 
-/** The final job-done URL and body for a job the worker fails itself (bad job, extra batch item, watchdog). */
+/** The final job-done body for a job the worker fails itself (bad job, extra batch item, watchdog). */
 export function failureBody(message: string, stopPod = false): string {
   return finalBodyText({ kind: "error", message, code: "RUNLET_JOB_FAILED", stopPod });
-}
-
-/** The job-done URL for `jobId`. */
-export function doneUrl(config: WorkerConfig, jobId: string, isStream: boolean): string {
-  return config.urls.done(jobId, isStream);
 }
 
 type State = "running" | "timed-out" | "stopped" | "shutdown" | "finished";
@@ -72,7 +58,7 @@ type State = "running" | "timed-out" | "stopped" | "shutdown" | "finished";
 /** A job the worker is running or still reporting. */
 export class ActiveJob {
   readonly id: string;
-  readonly #deps: JobDeps;
+  readonly #parts: JobParts;
   readonly #job: DeliveredJob;
   readonly #log: Logger;
   readonly #outbox: JobOutbox;
@@ -94,20 +80,20 @@ export class ActiveJob {
   /** Resolves when the job's posts are done (delivered, replaced, given up or discarded). */
   readonly reported: Promise<unknown>;
 
-  constructor(job: DeliveredJob, deps: JobDeps) {
+  constructor(job: DeliveredJob, parts: JobParts) {
     this.id = job.id;
     this.#job = job;
-    this.#deps = deps;
-    this.#log = deps.log.child({ requestId: job.id });
-    this.#timeoutMs = jobTimeoutMs(job, deps.definition.executionTimeoutMs);
+    this.#parts = parts;
+    this.#log = parts.log.child({ requestId: job.id });
+    this.#timeoutMs = jobTimeoutMs(job, parts.definition.executionTimeoutMs);
     this.#outbox = new JobOutbox({
       jobId: job.id,
-      http: deps.http,
+      http: parts.http,
       log: this.#log,
-      giveUp: deps.giveUp,
-      clock: deps.config.clock,
-      retry: deps.config.postRetry,
-      ...(deps.events === undefined ? {} : { events: deps.events }),
+      giveUp: parts.giveUp,
+      clock: parts.config.clock,
+      retry: parts.config.postRetry,
+      ...(parts.events === undefined ? {} : { events: parts.events }),
     });
     this.reported = this.#outbox.done;
     this.finished = this.#start().catch(async (err: unknown) => {
@@ -119,18 +105,20 @@ export class ActiveJob {
         kind: "error",
         message: `the worker failed while running this job: ${(err as Error)?.message ?? String(err)}`,
         code: "RUNLET_JOB_FAILED",
-        stopPod: deps.definition.refreshWorker,
+        stopPod: parts.definition.refreshWorker,
       });
       await this.#outbox.done;
     });
   }
 
   async #start(): Promise<void> {
-    const { config, definition, executor } = this.#deps;
+    const { config, definition, executor } = this.#parts;
     this.#log.info("Started.");
-    this.#deps.events?.emit("started", { jobId: this.id });
+    this.#parts.events?.emit("started", { jobId: this.id });
     const streamUrl = config.urls.stream(this.id);
     let rearmWatchdog: (() => void) | undefined;
+    // These hooks are where the handler's progress and chunks land, on whichever executor it runs
+    // (a thread's messages are relayed to them by ThreadExecutor).
     const handle = executor.run(
       { job: this.#job, timeoutMs: this.#timeoutMs, log: this.#log },
       {
@@ -141,8 +129,8 @@ export class ActiveJob {
         },
         progress: (json) => {
           if (this.#state !== "running") return;
-          this.#outbox.progress(doneUrl(config, this.id, false), json);
-          this.#deps.events?.emit("progress", { jobId: this.id, body: json });
+          this.#outbox.progress(config.urls.done(this.id, false), json);
+          this.#parts.events?.emit("progress", { jobId: this.id, body: json });
         },
         chunks: async (bodies) => {
           if (this.#state !== "running") return;
@@ -162,16 +150,16 @@ export class ActiveJob {
     const deadline = (outcomeOrStart ?? Date.now()) + this.#timeoutMs;
     if (this.#state === "running") {
       this.#timers.push(
-        this.#deps.config.clock.setTimeout(() => this.#onDeadline(), Math.max(0, deadline - Date.now())),
+        this.#parts.config.clock.setTimeout(() => this.#onDeadline(), Math.max(0, deadline - Date.now())),
       );
     }
     const watchdog =
-      definition.isolation === "in-process" && config.exitOnHardStop ? this.#deps.heartbeat : undefined;
+      definition.isolation === "in-process" && config.exitOnHardStop ? this.#parts.heartbeat : undefined;
     const arm = () =>
       watchdog?.watch(
         this.id,
         deadline + definition.hardStopGraceMs + WATCHDOG_SLACK_MS,
-        doneUrl(config, this.id, this.#streaming),
+        config.urls.done(this.id, this.#streaming),
         failureBody(this.#timeoutMessage(), definition.refreshWorker),
       );
     arm();
@@ -185,7 +173,7 @@ export class ActiveJob {
   }
 
   #clearTimers(): void {
-    for (const timer of this.#timers) this.#deps.config.clock.clearTimeout(timer);
+    for (const timer of this.#timers) this.#parts.config.clock.clearTimeout(timer);
     this.#timers = [];
   }
 
@@ -203,20 +191,20 @@ export class ActiveJob {
 
   /** After the grace, a handler that still runs is stopped by force (or, in-process, the worker gives up on itself). */
   #armHardStop(): void {
-    const { definition } = this.#deps;
+    const { definition } = this.#parts;
     this.#timers.push(
-      this.#deps.config.clock.setTimeout(() => {
+      this.#parts.config.clock.setTimeout(() => {
         void (async () => {
           if (this.#state === "finished" || this.#handlerEnded) return;
           this.#log.error(
             { graceMs: definition.hardStopGraceMs },
             "the handler ignored its aborted signal; hard-stopping it",
           );
-          this.#deps.heartbeat?.unwatch(this.id);
+          this.#parts.heartbeat?.unwatch(this.id);
           const stopped = await this.#hardStop?.();
           if (stopped) return; // the executor's outcome ("killed") settles the job
           if (this.#state === "timed-out") this.#finalize(this.#timeoutError());
-          this.#deps.onRunaway(this.id);
+          this.#parts.stopper.runaway(this.id);
         })().catch((err: unknown) => this.#log.error({ err }, "hard-stopping the handler failed"));
       }, definition.hardStopGraceMs),
     );
@@ -227,7 +215,7 @@ export class ActiveJob {
       kind: "error",
       message: this.#timeoutMessage(),
       code: "RUNLET_JOB_TIMEOUT",
-      stopPod: this.#deps.definition.refreshWorker,
+      stopPod: this.#parts.definition.refreshWorker,
     };
   }
 
@@ -260,12 +248,14 @@ export class ActiveJob {
       kind: "error",
       message,
       code: "RUNLET_JOB_SHUTDOWN",
-      stopPod: this.#deps.definition.refreshWorker,
+      stopPod: this.#parts.definition.refreshWorker,
     });
   }
 
   async #settle(outcome: ExecuteOutcome | "killed"): Promise<void> {
-    if (outcome !== "killed" && outcome.unfit !== undefined) this.#deps.onUnfit(outcome.unfit);
+    if (outcome !== "killed" && outcome.unfit !== undefined) {
+      void this.#parts.stopper.unfit(outcome.unfit.check, outcome.unfit.reason);
+    }
     const state = this.#state;
     if (state === "stopped" || state === "shutdown" || state === "finished") return;
     if (state === "timed-out" || outcome === "killed") return this.#finalize(this.#timeoutError());
@@ -278,57 +268,26 @@ export class ActiveJob {
         stopPod: result.stopPod,
       };
     }
-    this.#finalize(await this.#fitResult(result), outcome.metrics);
-  }
-
-  /** A final output over maxResultBytes goes to S3 when a store is configured; otherwise the job fails saying so. */
-  async #fitResult(result: JobResult): Promise<JobResult> {
-    if (result.kind !== "output") return result;
-    const bytes = Buffer.byteLength(result.json);
-    const limit = this.#deps.config.maxResultBytes;
-    if (bytes <= limit) return result;
-    let s3: JobS3 | undefined;
-    try {
-      s3 = await createOffloadStore(this.#job, this.#deps, this.#log);
-      if (s3?.configured) {
-        const ref = await s3.offloadOutput(result.json);
-        this.#log.info({ bytes, key: ref.key }, "the output was too large to post; offloaded it to S3");
-        return { ...result, json: JSON.stringify({ s3: ref }) };
-      }
-    } catch (err) {
-      return {
-        kind: "error",
-        message: `the output is ${bytes} bytes, over the ${limit}-byte limit, and offloading it to S3 failed: ${(err as Error).message}`,
-        code: "RUNLET_OUTPUT_TOO_LARGE",
-        stopPod: result.stopPod,
-      };
-    } finally {
-      await s3?.cleanup().catch((err: unknown) => this.#log.warn({ err }, "S3 cleanup failed"));
-    }
-    return {
-      kind: "error",
-      message: `the output is ${bytes} bytes, over the ${limit}-byte limit for a result, and no S3 store is configured to offload it (send s3Config with the job, or set BUCKET_ENDPOINT_URL, BUCKET_ACCESS_KEY_ID and BUCKET_SECRET_ACCESS_KEY on the endpoint)`,
-      code: "RUNLET_OUTPUT_TOO_LARGE",
-      stopPod: result.stopPod,
-    };
+    this.#finalize(await fitResult(result, this.#job, this.#parts, this.#log), outcome.metrics);
   }
 
   #finalize(result: JobResult, metrics: Record<string, number | string> = {}): void {
     if (this.#state === "finished" || this.#state === "stopped") return;
     this.#state = "finished";
     const isStream = this.#streaming || (result.kind === "output" && result.stream);
-    this.#outbox.final(doneUrl(this.#deps.config, this.id, isStream), finalBodyText(result), result.stopPod);
-    if (result.stopPod) this.#deps.onStopPod(this.id);
+    const url = this.#parts.config.urls.done(this.id, isStream);
+    this.#outbox.final(url, finalBodyText(result), result.stopPod);
+    if (result.stopPod) this.#parts.stopper.refresh(this.id);
     const executionTimeMs = Date.now() - this.#startedAt;
     if (result.kind === "output") {
       this.#log.info({ executionTimeMs, metrics }, "Finished.");
-      this.#deps.events?.emit("finished", { jobId: this.id, executionTimeMs });
+      this.#parts.events?.emit("finished", { jobId: this.id, executionTimeMs });
     } else {
       this.#log.warn(
         { executionTimeMs, metrics, code: result.code, error: result.message.slice(0, 500) },
         "Finished.",
       );
-      this.#deps.events?.emit("failed", {
+      this.#parts.events?.emit("failed", {
         jobId: this.id,
         executionTimeMs,
         code: result.code,
@@ -336,18 +295,4 @@ export class ActiveJob {
       });
     }
   }
-}
-
-async function createOffloadStore(job: DeliveredJob, deps: JobDeps, log: Logger): Promise<JobS3 | undefined> {
-  if (job.s3Config === undefined && deps.config.bucket === undefined) return undefined;
-  // Loaded here, lazily: the AWS SDK is paid for only when an output is too large.
-  const { createJobS3 } = await import("../s3/index.js");
-  return createJobS3({
-    jobId: job.id,
-    s3Config: job.s3Config as JobS3Options["s3Config"],
-    bucket: deps.config.bucket,
-    signal: deps.giveUp,
-    log,
-    ...deps.s3,
-  });
 }

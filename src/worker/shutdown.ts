@@ -1,4 +1,4 @@
-import type { ActiveJob } from "./run-job.js";
+import type { JobBoard } from "./job-board.js";
 
 /**
  * The jobs' part of a graceful shutdown (ARCHITECTURE decision 2: no result is lost): running
@@ -8,10 +8,8 @@ import type { ActiveJob } from "./run-job.js";
 
 /** What {@link finishJobs} works on. */
 export interface FinishJobsOptions {
-  /** The jobs held right now (read again after the grace: some have finished). */
-  readonly jobs: () => readonly ActiveJob[];
-  /** Reports of jobs the worker failed without running them. */
-  readonly orphans: () => ReadonlyArray<Promise<unknown>>;
+  /** The jobs held and the unrun jobs' reports (read again after the grace: some have finished). */
+  readonly board: JobBoard;
   /** How long running jobs may go on finishing, ms (the worker's shutdownGraceMs). */
   readonly shutdownGraceMs: number;
   /** How long outboxes may go on posting after the grace, ms (the worker's flushTimeoutMs). */
@@ -22,8 +20,8 @@ export interface FinishJobsOptions {
 
 /** Resolves once every job is reported, or given up on at the flush deadline. */
 export async function finishJobs(options: FinishJobsOptions): Promise<void> {
-  const { shutdownGraceMs, flushTimeoutMs, giveUp } = options;
-  const running = options.jobs();
+  const { board, shutdownGraceMs, flushTimeoutMs, giveUp } = options;
+  const running = board.jobs();
   const graceOver = new AbortController();
   const timer = setTimeout(() => graceOver.abort(), shutdownGraceMs);
   await Promise.race([
@@ -32,10 +30,10 @@ export async function finishJobs(options: FinishJobsOptions): Promise<void> {
     new Promise((resolve) => graceOver.signal.addEventListener("abort", resolve, { once: true })),
   ]);
   clearTimeout(timer);
-  for (const job of options.jobs()) {
+  for (const job of board.jobs()) {
     job.shutdown(`the job did not finish within the ${shutdownGraceMs} ms shutdown grace`);
   }
   const flushTimer = setTimeout(() => giveUp.abort(), flushTimeoutMs);
-  await Promise.all([...options.jobs().map((job) => job.reported), ...options.orphans()]);
+  await Promise.all([...board.jobs().map((job) => job.reported), ...board.unrunReports()]);
   clearTimeout(flushTimer);
 }

@@ -1,4 +1,5 @@
 import type { Logger } from "pino";
+import type { WorkerStopper } from "./worker-stopper.js";
 
 /**
  * SIGTERM and SIGINT for a worker that owns its process (`handleSignals`): the first signal starts
@@ -6,15 +7,12 @@ import type { Logger } from "pino";
  * one exits at once with code 1, for an operator who will not wait.
  */
 
-/** What the worker does on the first signal. */
-export interface SignalActions {
-  readonly log: Logger;
-  /** Starts the graceful shutdown; resolves with the exit code once it is done. */
-  readonly shutdown: (signal: NodeJS.Signals) => Promise<number>;
-}
-
-/** Installs the handlers; returns the function that removes them (call it once the worker has stopped). */
-export function installSignalHandlers({ log, shutdown }: SignalActions): () => void {
+/**
+ * Installs the handlers: the first signal goes to `stopper.signal()` (the graceful shutdown, which
+ * resolves with the exit code). Returns the function that removes them (call it once the worker
+ * has stopped).
+ */
+export function installSignalHandlers(log: Logger, stopper: WorkerStopper): () => void {
   let received = 0;
   const onSignal = (signal: NodeJS.Signals): void => {
     received += 1;
@@ -23,7 +21,7 @@ export function installSignalHandlers({ log, shutdown }: SignalActions): () => v
       process.exit(1);
     }
     log.info({ signal }, "shutting down: finishing running jobs");
-    void shutdown(signal).then((exitCode) => process.exit(exitCode));
+    void stopper.signal().then((exitCode) => process.exit(exitCode));
   };
   process.on("SIGTERM", onSignal);
   process.on("SIGINT", onSignal);

@@ -1,9 +1,8 @@
-import type { Logger } from "pino";
 import { withLinkedSignal } from "../linked-signal.js";
 import { backoffMs } from "../retry-policy.js";
 import { retryAfterMs, sleep } from "../wait.js";
-import type { WorkerConfig } from "./config.js";
-import type { PlatformHttp } from "./platform-http.js";
+import type { JobBoard } from "./job-board.js";
+import { type LoopParts, SLOW_DOWN_MS } from "./take-loop.js";
 
 /**
  * The job-stop long poll (worker-protocol §6): `GET` the job-take URL with `/job-take/` replaced
@@ -17,22 +16,11 @@ import type { PlatformHttp } from "./platform-http.js";
  */
 export const STOP_POLL_MIN_CYCLE_MS = 1_000;
 
-/** What the poll needs from the worker. */
-export interface StopPollDeps {
-  readonly config: WorkerConfig;
-  readonly http: PlatformHttp;
-  readonly log: Logger;
-  /** Ends the poll (shutdown). */
-  readonly closing: AbortSignal;
-  /** How many jobs run now. */
-  readonly running: () => number;
-  /** Resolves when the job list changes, `ms` passes, or the worker closes. */
-  readonly waitForChange: (ms: number) => Promise<void>;
-  /** The platform named this job. */
-  readonly stop: (jobId: string) => void;
-  /** Wait after a 429 without Retry-After, ms. */
-  readonly slowDownMs: number;
-}
+/**
+ * The part of the worker's {@link JobBoard} the poll uses: a `Pick` of the class so
+ * go-to-definition lands on its methods; only the signal-leak test passes another.
+ */
+export type StopPollBoard = Pick<JobBoard, "size" | "waitForChange" | "stop">;
 
 /**
  * The job ids of a 200 answer: the strings of `jobsToStop` (other items are ignored, so one bad
@@ -53,16 +41,22 @@ export function readJobsToStop(text: string): string[] {
   return list.filter((id): id is string => typeof id === "string" && id !== "");
 }
 
-/** Polls job-stop until `deps.closing` aborts; never throws. */
-export async function pollJobStops(deps: StopPollDeps): Promise<void> {
-  const { config, http, log, closing } = deps;
+/**
+ * Polls job-stop until `closing` aborts, handing each named id to `board.stop`; never throws.
+ * `slowDownMs` is the wait after a 429 without Retry-After.
+ */
+export async function pollJobStops(
+  { config, http, log, closing }: LoopParts,
+  board: StopPollBoard,
+  slowDownMs = SLOW_DOWN_MS,
+): Promise<void> {
   const url = config.urls.stop;
   // No stop channel: the worker logged why at start.
   if (url === undefined) return;
   let faults = 0;
   while (!closing.aborted) {
-    if (deps.running() === 0) {
-      await deps.waitForChange(60_000);
+    if (board.size === 0) {
+      await board.waitForChange(60_000);
       continue;
     }
     let waitMs = 0;
@@ -76,11 +70,11 @@ export async function pollJobStops(deps: StopPollDeps): Promise<void> {
       if (response.status === 429) {
         waitMs =
           retryAfterMs(response.headers["retry-after"], { capMs: config.pollRetry.maxRetryAfterMs }) ??
-          deps.slowDownMs;
+          slowDownMs;
       } else if (response.status === 200 || response.status === 204) {
         faults = 0;
         const ids = response.status === 200 ? readJobsToStop(response.text) : [];
-        for (const id of ids) deps.stop(id);
+        for (const id of ids) board.stop(id);
         if (ids.length === 0) waitMs = padCycle();
       } else {
         throw new Error(`job-stop answered HTTP ${response.status}`);

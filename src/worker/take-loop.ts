@@ -1,14 +1,12 @@
 import type { Logger } from "pino";
 import { withLinkedSignal } from "../linked-signal.js";
-import type { DeliveredJob } from "../protocol/index.js";
 import { backoffMs } from "../retry-policy.js";
 import { sleep } from "../wait.js";
 import { EMPTY_PAUSE } from "./backoff.js";
 import type { WorkerConfig } from "./config.js";
-import { type FinalDelivery, JobOutbox } from "./outbox.js";
+import type { JobBoard } from "./job-board.js";
 import type { PlatformHttp } from "./platform-http.js";
-import { doneUrl, failureBody } from "./run-job.js";
-import { type BadJob, take } from "./take.js";
+import { take } from "./take.js";
 
 /**
  * The take loop (worker-protocol §2): asks for as many jobs as there are free slots (job-take, or
@@ -26,37 +24,34 @@ export const INSTANT_EMPTY_MS = 1_000;
 /** While every slot is busy, a concurrency function is consulted at least this often. */
 const CONCURRENCY_RECHECK_MS = 1_000;
 
-/** The worker's side of the loop. */
-export interface TakeLoopDeps {
+/** What the worker's long-running loops (this one and the job-stop poll) work with. */
+export interface LoopParts {
   readonly config: WorkerConfig;
   readonly http: PlatformHttp;
   readonly log: Logger;
   /** Aborted when the worker stops taking (close, a signal, unfitness): ends the loop and its long poll. */
   readonly closing: AbortSignal;
-  /** The handler's health check, run once before the first take; false when the worker is unfit. */
-  readonly checkHealth: () => Promise<boolean>;
-  /** Consults the concurrency (between takes) and returns the current value. */
-  readonly concurrency: () => number;
-  /** Jobs this worker holds (running or still being reported). */
-  readonly running: () => number;
-  /** Waits until a slot or the job list changes, `ms` passes, or the worker closes. */
-  readonly waitForChange: (ms: number) => Promise<void>;
-  /** Admits the jobs of one answer; `free` is how many the take asked for. */
-  readonly accept: (jobs: DeliveredJob[], bad: readonly BadJob[], free: number) => void;
 }
 
-/** Runs until `closing` aborts (or the first health check fails). */
-export async function runTakeLoop(deps: TakeLoopDeps): Promise<void> {
-  const { config, http, log, closing } = deps;
-  // §7: a worker unfit from the start takes no job at all.
-  if (!(await deps.checkHealth())) return;
+/**
+ * The part of the worker's {@link JobBoard} the take loop uses. A `Pick` of the class, not an
+ * interface of its own, so go-to-definition lands on JobBoard's methods; only the signal-leak test
+ * (test/worker/signal-leak.test.ts) passes another: an empty board, to drive the loop alone.
+ */
+export type TakeLoopBoard = Pick<JobBoard, "size" | "consultConcurrency" | "waitForChange" | "admit">;
+
+/** Runs until `closing` aborts; the jobs of each answer go to `board.admit`. */
+export async function runTakeLoop(
+  { config, http, log, closing }: LoopParts,
+  board: TakeLoopBoard,
+): Promise<void> {
   let faults = 0;
   let instantEmpties = 0;
   while (!closing.aborted) {
-    const running = deps.running();
-    const free = deps.concurrency() - running;
+    const running = board.size;
+    const free = board.consultConcurrency() - running;
     if (free <= 0) {
-      await deps.waitForChange(CONCURRENCY_RECHECK_MS);
+      await board.waitForChange(CONCURRENCY_RECHECK_MS);
       continue;
     }
     const url = config.urls.take(free, running > 0);
@@ -86,70 +81,7 @@ export async function runTakeLoop(deps: TakeLoopDeps): Promise<void> {
     } else {
       faults = 0;
       instantEmpties = 0;
-      deps.accept(answer.jobs, answer.bad, free);
+      board.admit(answer.jobs, answer.bad, free);
     }
   }
-}
-
-/** What admitting jobs needs from the worker. */
-export interface AdmitDeps {
-  readonly log: Logger;
-  readonly isRunning: (jobId: string) => boolean;
-  readonly start: (job: DeliveredJob) => void;
-  /** Reports a job the worker will not run, so it is not left IN_PROGRESS. */
-  readonly failUnrun: (jobId: string, reason: string) => void;
-}
-
-/**
- * Starts the delivered jobs, at most `free` of them: bad ones are logged and failed, a copy of a
- * job already running is ignored, and jobs beyond what the take asked for are failed unrun.
- */
-export function admitJobs(jobs: DeliveredJob[], bad: readonly BadJob[], free: number, deps: AdmitDeps): void {
-  const { log } = deps;
-  for (const item of bad) {
-    log.error({ code: "RUNLET_PROTOCOL_BAD_JOB", jobId: item.id }, item.reason);
-    if (item.id !== undefined) deps.failUnrun(item.id, item.reason);
-  }
-  let room = free;
-  for (const job of jobs) {
-    if (deps.isRunning(job.id)) {
-      log.error(
-        { code: "RUNLET_PROTOCOL_BAD_JOB", jobId: job.id },
-        "the platform delivered a job this worker is already running; ignoring the copy",
-      );
-      continue;
-    }
-    if (room <= 0) {
-      const reason = `the platform delivered more jobs than the ${free} this worker asked for; this job was not run (retry it)`;
-      log.error({ code: "RUNLET_PROTOCOL_BAD_JOB", jobId: job.id }, reason);
-      deps.failUnrun(job.id, reason);
-      continue;
-    }
-    room -= 1;
-    deps.start(job);
-  }
-}
-
-/** What {@link reportUnrun} posts with. */
-export interface UnrunDeps {
-  readonly config: WorkerConfig;
-  readonly http: PlatformHttp;
-  readonly log: Logger;
-  /** Aborting it ends the report's retries (the shutdown flush deadline). */
-  readonly giveUp: AbortSignal;
-}
-
-/** Fails a job the worker will not run with `{error: reason}`, through its own outbox (retried like any result). */
-export function reportUnrun(jobId: string, reason: string, deps: UnrunDeps): Promise<FinalDelivery> {
-  const { config } = deps;
-  const outbox = new JobOutbox({
-    jobId,
-    http: deps.http,
-    log: deps.log.child({ requestId: jobId }),
-    giveUp: deps.giveUp,
-    clock: config.clock,
-    retry: config.postRetry,
-  });
-  outbox.final(doneUrl(config, jobId, false), failureBody(reason), false);
-  return outbox.done;
 }

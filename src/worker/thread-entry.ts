@@ -96,6 +96,8 @@ export function runExecutorThread(definition: HandlerDefinition): void {
         log: log.child({ requestId: msg.job.id }),
         identity,
         s3: s3Options(data.settings),
+        // This thread's ExecuteHooks: each call becomes a message; ThreadExecutor on the main thread
+        // hands it to the job's ActiveJob, and a "credit" answers a chunk once it may go on.
         hooks: {
           progress: (json) => port.postMessage({ type: "progress", json } satisfies FromThread),
           streaming: () => port.postMessage({ type: "streaming" } satisfies FromThread),

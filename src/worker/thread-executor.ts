@@ -8,6 +8,7 @@ import type { RunletErrorCode } from "../errors.js";
 import type { ExecuteHooks, ExecuteOutcome } from "../handler/execute.js";
 import type { ExecHandle, ExecRequest, Executor, ExecutorSettings } from "./executor.js";
 import type { ExecutorWorkerData, FromThread, ToThread } from "./thread-entry.js";
+import type { WorkerStopper } from "./worker-stopper.js";
 
 /**
  * `isolation: "thread"`: each running job owns a worker thread; a hard stop terminates it (even a
@@ -55,10 +56,11 @@ export interface ThreadExecutorOptions {
   /** The main thread's logger, for a thread's failure outside any job. */
   readonly logger: Logger;
   /**
-   * A thread failed before its handler loaded (the worker is unfit: worker-protocol §7). Called
-   * once, with a one-line reason; no thread is started again and every job fails with it.
+   * Told once, with a one-line reason, when a thread fails before its handler loaded: the handler
+   * loads here but not in a thread, so the worker is unfit (worker-protocol §7). No thread is
+   * started again and every job fails with that reason.
    */
-  readonly onLoadFailed: (reason: string) => void;
+  readonly stopper: WorkerStopper;
 }
 
 function toUrl(pathOrUrl: string): string {
@@ -80,7 +82,7 @@ export class ThreadExecutor implements Executor {
   /** Threads running a job (that job's listener reports the thread's failure). */
   readonly #busy = new WeakSet<Thread>();
   readonly #logger: Logger;
-  readonly #onLoadFailed: (reason: string) => void;
+  readonly #stopper: WorkerStopper;
   /** Why the handler could not load in a thread; once set, nothing runs. */
   #loadFailure: string | undefined;
   #closed = false;
@@ -89,7 +91,7 @@ export class ThreadExecutor implements Executor {
 
   constructor(options: ThreadExecutorOptions) {
     this.#logger = options.logger;
-    this.#onLoadFailed = options.onLoadFailed;
+    this.#stopper = options.stopper;
     const handlerUrl = options.handlerModule === undefined ? undefined : toUrl(options.handlerModule);
     const needsTsx =
       TS_FILE.test(new URL(options.entryUrl).pathname) ||
@@ -132,7 +134,7 @@ export class ThreadExecutor implements Executor {
     // One line, no stack: the user's module did not load, which runlet's frames do not explain.
     this.#loadFailure = `the handler failed to load in an isolation thread: ${err.name || "Error"}: ${err.message}`;
     this.#idle.length = 0;
-    this.#onLoadFailed(this.#loadFailure);
+    void this.#stopper.unfit("handler-load", this.#loadFailure);
   }
 
   /** The outcome of a job that cannot run because the handler does not load. */

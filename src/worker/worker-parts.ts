@@ -4,6 +4,7 @@ import type { WorkerConfig } from "./config.js";
 import { type Executor, type ExecutorSettings, InProcessExecutor, type S3Settings } from "./executor.js";
 import { Heartbeat } from "./heartbeat.js";
 import { defaultThreadEntryUrl, ThreadExecutor } from "./thread-executor.js";
+import type { WorkerStopper } from "./worker-stopper.js";
 
 /**
  * The long-lived parts a worker assembles from its config and handler once, at start: where jobs
@@ -23,13 +24,16 @@ export function s3Settings(config: WorkerConfig, definition: HandlerDefinition):
   });
 }
 
-/** The executor for `definition.isolation`, sharing who reports and ctx.s3's settings. */
+/**
+ * The executor for `definition.isolation`, sharing who reports and ctx.s3's settings; a handler
+ * that does not load in an isolation thread declares the worker unfit through `stopper`.
+ */
 export function createExecutor(
   definition: HandlerDefinition,
   config: WorkerConfig,
   settings: ExecutorSettings,
   log: Logger,
-  onLoadFailed: (reason: string) => void,
+  stopper: WorkerStopper,
 ): Executor {
   if (definition.isolation !== "thread") return new InProcessExecutor(definition, settings);
   return new ThreadExecutor({
@@ -42,7 +46,7 @@ export function createExecutor(
     },
     settings,
     logger: log,
-    onLoadFailed,
+    stopper,
   });
 }
 

@@ -1,39 +1,22 @@
 import type { Logger } from "pino";
 import { RunletError } from "../errors.js";
 import { type HandlerDefinition, isHandlerDefinition } from "../handler/define-handler.js";
-import type { Unfitness } from "../handler/unfit.js";
 import { createLogger } from "../log/index.js";
-import type { DeliveredJob } from "../protocol/index.js";
-import { ChangeNotifier } from "./change-notifier.js";
-import { initialConcurrency, nextConcurrency } from "./concurrency.js";
 import { resolveWorkerConfig, type WorkerConfig, type WorkerOptions } from "./config.js";
 import { WorkerEventHub, type WorkerEvents, type WorkerListener } from "./events.js";
-import type { Executor, ExecutorSettings, S3Settings } from "./executor.js";
-import { runHealthCheck, runHealthLoop } from "./health.js";
+import type { Executor, ExecutorSettings } from "./executor.js";
+import { checkHealth, runHealthLoop } from "./health.js";
 import type { Heartbeat } from "./heartbeat.js";
+import { JobBoard } from "./job-board.js";
 import { PlatformHttp } from "./platform-http.js";
-import { ActiveJob } from "./run-job.js";
 import { finishJobs } from "./shutdown.js";
 import { installSignalHandlers } from "./signals.js";
 import { pollJobStops } from "./stop-poll.js";
-import { admitJobs, reportUnrun, runTakeLoop, SLOW_DOWN_MS } from "./take-loop.js";
+import { type LoopParts, runTakeLoop } from "./take-loop.js";
 import { createExecutor, createHeartbeat, s3Settings } from "./worker-parts.js";
+import { type WorkerStopInfo, WorkerStopper } from "./worker-stopper.js";
 
-/** Why and how a worker stopped. */
-export interface WorkerStopInfo {
-  /**
-   * `closed`: close() was called; `signal`: SIGTERM/SIGINT; `runaway`: an in-process handler ignored
-   * its deadline; `unhealthy`: a health check failed or code reported the worker unfit (§7);
-   * `refresh`: a job's result asked the platform to replace the worker (`stopPod`, from
-   * `refreshWorker`), so the worker stopped taking jobs after it.
-   */
-  readonly reason: "closed" | "signal" | "runaway" | "unhealthy" | "refresh";
-  /**
-   * The exit code the process should end with: 0 (also after a requested refresh, which is no
-   * failure), or 1 after a runaway handler or unfitness.
-   */
-  readonly exitCode: number;
-}
+export type { WorkerStopInfo } from "./worker-stopper.js";
 
 /**
  * The worker loop: takes jobs (never more than free slots), runs them, reports every result, and
@@ -45,25 +28,17 @@ export class Worker {
   readonly #log: Logger;
   readonly #http: PlatformHttp;
   readonly #executor: Executor;
-  readonly #s3Settings: S3Settings;
   readonly #heartbeat: Heartbeat | undefined;
-  readonly #jobs = new Map<string, ActiveJob>();
-  readonly #orphans = new Set<Promise<unknown>>();
+  /** The jobs held and the slots: what the take loop, the job-stop poll and shutdown work on. */
+  readonly #board: JobBoard;
   readonly #closing = new AbortController();
   readonly #giveUp = new AbortController();
-  readonly #changes: ChangeNotifier;
-  #concurrency: number;
   #loops: Promise<void>;
+  /** Why the worker stops: signals, stopPod results, runaway handlers and unfitness end up there. */
+  readonly #stopper: WorkerStopper;
   #closed: Promise<void> | undefined;
-  #stopInfo: WorkerStopInfo = { reason: "closed", exitCode: 0 };
   #resolveStopped!: (info: WorkerStopInfo) => void;
   #removeSignalHandlers: (() => void) | undefined;
-  #unfit: Unfitness | undefined;
-  #unhealthyPing: Promise<void> | undefined;
-  /** The ping list changed and is sent to the heartbeat thread at the end of this turn. */
-  #pingListDue = false;
-  /** A take's jobs are being started: the ping list is sent once they all are. */
-  #admitting = false;
   /** Resolves once the worker has fully stopped (after close(), a signal, or a runaway handler). */
   readonly stopped: Promise<WorkerStopInfo>;
   readonly #events: WorkerEventHub;
@@ -73,33 +48,42 @@ export class Worker {
     this.#definition = definition;
     this.#config = config;
     this.#log = log;
-    this.#changes = new ChangeNotifier(this.#closing.signal, config.clock);
     this.#events = new WorkerEventHub(log);
     this.stopped = new Promise((resolve) => {
       this.#resolveStopped = resolve;
     });
-    this.#concurrency = initialConcurrency(definition.concurrency);
     this.#http = new PlatformHttp(config.apiKey);
     const settings: ExecutorSettings = {
       identity: { hostname: config.hostname, workerId: config.podId },
       bucket: config.bucket,
       s3: s3Settings(config, definition),
     };
-    this.#s3Settings = settings.s3;
-    // A handler that loads here but not in an isolation thread makes the worker unfit (§7).
-    this.#executor = createExecutor(definition, config, settings, log, (reason) => {
-      void this.reportUnfit("handler-load", reason);
-    });
     this.#heartbeat = createHeartbeat(definition, config, log);
-    if (config.handleSignals) {
-      this.#removeSignalHandlers = installSignalHandlers({
+    this.#stopper = new WorkerStopper({
+      log,
+      exitOnHardStop: config.exitOnHardStop,
+      heartbeat: this.#heartbeat,
+      closing: this.#closing,
+      close: () => this.close(),
+    });
+    this.#executor = createExecutor(definition, config, settings, log, this.#stopper);
+    this.#board = new JobBoard(
+      {
+        config,
+        definition,
+        http: this.#http,
+        executor: this.#executor,
+        heartbeat: this.#heartbeat,
         log,
-        shutdown: async () => {
-          if (this.#stopInfo.reason === "closed") this.#stopInfo = { reason: "signal", exitCode: 0 };
-          await this.close();
-          return this.#stopInfo.exitCode;
-        },
-      });
+        giveUp: this.#giveUp.signal,
+        s3: settings.s3,
+        events: this.#events,
+        stopper: this.#stopper,
+      },
+      this.#closing.signal,
+    );
+    if (config.handleSignals) {
+      this.#removeSignalHandlers = installSignalHandlers(log, this.#stopper);
     }
     log.info({ workerId: config.podId, isolation: definition.isolation }, "worker started");
     for (const warning of config.warnings) log.warn(warning);
@@ -108,10 +92,11 @@ export class Worker {
         "the job-take URL has no /job-take/ segment: job-stop is off (the platform cannot stop a running job), and batch takes add batch_size to the job-take URL",
       );
     }
+    const loopParts: LoopParts = { config, http: this.#http, log, closing: this.#closing.signal };
     this.#loops = Promise.all([
-      this.#takeLoop(),
-      this.#stopLoop(),
-      runHealthLoop(definition, this.#closing.signal, () => this.#checkHealth()),
+      this.#takeLoop(loopParts),
+      pollJobStops(loopParts, this.#board),
+      runHealthLoop(definition, log, this.#closing.signal, this.#stopper),
     ]).then(() => undefined);
   }
 
@@ -135,165 +120,18 @@ export class Worker {
 
   /** Ids of the jobs running or still being reported. */
   get jobIds(): string[] {
-    return [...this.#jobs.keys()];
+    return this.#board.ids();
   }
 
   /** The current concurrency. */
   get concurrency(): number {
-    return this.#concurrency;
+    return this.#board.concurrency;
   }
 
-  /** The handler's healthCheck, run once; a failure makes the worker unfit. False when it failed. */
-  async #checkHealth(): Promise<boolean> {
-    const unfit = await runHealthCheck(this.#definition, this.#log, this.#closing.signal);
-    if (unfit === undefined) return true;
-    void this.reportUnfit(unfit.check, unfit.reason);
-    return false;
-  }
-
-  #takeLoop(): Promise<void> {
-    return runTakeLoop({
-      config: this.#config,
-      http: this.#http,
-      log: this.#log,
-      closing: this.#closing.signal,
-      checkHealth: () => this.#checkHealth(),
-      concurrency: () => {
-        this.#concurrency = nextConcurrency(this.#definition.concurrency, this.#concurrency, this.#log);
-        return this.#concurrency;
-      },
-      running: () => this.#jobs.size,
-      waitForChange: (ms) => this.#changes.wait(ms),
-      accept: (jobs, bad, free) => {
-        // A batch's jobs are named to the heartbeat thread in one message once all are started.
-        this.#admitting = true;
-        try {
-          admitJobs(jobs, bad, free, {
-            log: this.#log,
-            isRunning: (jobId) => this.#jobs.has(jobId),
-            start: (job) => this.#startJob(job),
-            failUnrun: (jobId, reason) => this.#failUnrun(jobId, reason),
-          });
-        } finally {
-          this.#admitting = false;
-        }
-        if (jobs.length > 0 && this.#heartbeat !== undefined) this.#sendPingList();
-      },
-    });
-  }
-
-  /** Reports a job the worker will not run, so it is not left IN_PROGRESS; shutdown waits for the report. */
-  #failUnrun(jobId: string, reason: string): void {
-    const report = reportUnrun(jobId, reason, {
-      config: this.#config,
-      http: this.#http,
-      log: this.#log,
-      giveUp: this.#giveUp.signal,
-    });
-    const done = report
-      .catch((err: unknown) => this.#log.error({ err, jobId }, "reporting an unrun job failed"))
-      .finally(() => this.#orphans.delete(done));
-    this.#orphans.add(done);
-  }
-
-  #startJob(job: DeliveredJob): void {
-    this.#events.emit("taken", { jobId: job.id });
-    const active = new ActiveJob(job, {
-      config: this.#config,
-      definition: this.#definition,
-      http: this.#http,
-      executor: this.#executor,
-      heartbeat: this.#heartbeat,
-      log: this.#log,
-      giveUp: this.#giveUp.signal,
-      s3: this.#s3Settings,
-      events: this.#events,
-      onRunaway: (jobId) => this.#onRunaway(jobId),
-      onUnfit: (unfit) => void this.reportUnfit(unfit.check, unfit.reason),
-      onStopPod: (jobId) => this.#onStopPod(jobId),
-    });
-    this.#jobs.set(job.id, active);
-    this.#jobsChanged();
-    // `finished` never rejects (ActiveJob catches into the job's failure); the catch keeps it so.
-    void active.finished
-      .catch((err: unknown) => this.#log.error({ err, jobId: job.id }, "a job's promise rejected"))
-      .finally(() => {
-        this.#jobs.delete(job.id);
-        this.#jobsChanged();
-      });
-  }
-
-  #jobsChanged(): void {
-    this.#changes.notify();
-    if (this.#heartbeat === undefined || this.#admitting || this.#pingListDue) return;
-    // Jobs finish (or are stopped) many to a turn of the event loop at high concurrency: the ping
-    // list is sent once at the end of the turn instead of once per change (each send copies the
-    // whole list to the heartbeat thread, which cost more CPU than running a trivial job). A job
-    // that has just finished may be listed one turn longer, which the platform ignores.
-    this.#pingListDue = true;
-    setImmediate(() => {
-      if (this.#pingListDue) this.#sendPingList();
-    });
-  }
-
-  /**
-   * Sends the heartbeat thread the jobs the pings name. Called at once after a take's jobs are
-   * admitted, before any of their handlers can run: a handler that then blocks the main thread is
-   * still named by the pings the thread sends meanwhile.
-   */
-  #sendPingList(): void {
-    this.#pingListDue = false;
-    // The ping names only jobs the platform still counts as running: a job-stopped job leaves the
-    // list at once, although its handler may hold its slot (job_in_progress) until it returns.
-    const inProgress: string[] = [];
-    for (const job of this.#jobs.values()) if (!job.stopRequested) inProgress.push(job.id);
-    this.#heartbeat?.setJobs(inProgress);
-  }
-
-  #stopLoop(): Promise<void> {
-    return pollJobStops({
-      config: this.#config,
-      http: this.#http,
-      log: this.#log,
-      closing: this.#closing.signal,
-      running: () => this.#jobs.size,
-      waitForChange: (ms) => this.#changes.wait(ms),
-      stop: (jobId) => {
-        const job = this.#jobs.get(jobId);
-        if (job === undefined || job.stopRequested) return;
-        job.stop();
-        this.#jobsChanged();
-      },
-      slowDownMs: SLOW_DOWN_MS,
-    });
-  }
-
-  /**
-   * A result with `stopPod` is queued: the platform replaces this worker after it, so the worker
-   * takes nothing more; other running jobs finish (up to the grace) and report, then it stops.
-   * Unfitness or a runaway handler keep their own reason and exit code 1.
-   */
-  #onStopPod(jobId: string): void {
-    if (this.#closed !== undefined || this.#unfit !== undefined) return;
-    this.#log.info(
-      { jobId },
-      "a result asked the platform to replace this worker (stopPod); taking no more jobs, finishing the running ones, then stopping",
-    );
-    if (this.#stopInfo.reason === "closed") this.#stopInfo = { reason: "refresh", exitCode: 0 };
-    void this.close();
-  }
-
-  #onRunaway(jobId: string): void {
-    this.#log.error(
-      { jobId },
-      this.#config.exitOnHardStop
-        ? "an in-process handler ignored its aborted signal (deadline or job-stop); the worker reports it and exits so the platform replaces it"
-        : "an in-process handler ignored its aborted signal (deadline or job-stop); the worker reports it and stops taking jobs",
-    );
-    this.#stopInfo = { reason: "runaway", exitCode: 1 };
-    void this.close().then(() => {
-      if (this.#config.exitOnHardStop) process.exit(1);
-    });
+  async #takeLoop(parts: LoopParts): Promise<void> {
+    // §7: a worker unfit from the start takes no job at all.
+    if (!(await checkHealth(this.#definition, this.#log, this.#closing.signal, this.#stopper))) return;
+    await runTakeLoop(parts, this.#board);
   }
 
   /**
@@ -306,19 +144,7 @@ export class Worker {
    * gpu.on("lost", () => void worker.reportUnfit("gpu", "CUDA device lost"));
    */
   reportUnfit(check: string, reason: string): Promise<void> {
-    if (this.#unfit === undefined) {
-      this.#unfit = { check, reason };
-      this.#log.error(
-        { code: "RUNLET_WORKER_UNFIT", check, reason },
-        `the worker is unfit (${check}: ${reason}); pinging unhealthy, stopping, exit code 1`,
-      );
-      if (this.#stopInfo.reason !== "runaway") this.#stopInfo = { reason: "unhealthy", exitCode: 1 };
-      // Stop taking before the ping goes out, so no job arrives at a worker that declared itself unfit.
-      this.#closing.abort();
-      this.#changes.notify();
-      this.#unhealthyPing = this.#heartbeat?.unhealthy(check, reason);
-    }
-    return this.close();
+    return this.#stopper.unfit(check, reason);
   }
 
   /**
@@ -336,13 +162,12 @@ export class Worker {
   }
 
   async #shutdown(): Promise<void> {
+    // Also ends the loops' waits on the job board.
     this.#closing.abort();
-    this.#changes.notify();
     try {
       await this.#loops;
       await finishJobs({
-        jobs: () => [...this.#jobs.values()],
-        orphans: () => [...this.#orphans],
+        board: this.#board,
         shutdownGraceMs: this.#config.shutdownGraceMs,
         flushTimeoutMs: this.#config.flushTimeoutMs,
         giveUp: this.#giveUp,
@@ -351,14 +176,15 @@ export class Worker {
       this.#giveUp.abort();
       this.#removeSignalHandlers?.();
       // The heartbeat thread sends the unhealthy ping: let it finish before the thread ends.
-      await this.#unhealthyPing;
+      await this.#stopper.unhealthyPing;
       const steps = [this.#executor.close(), this.#heartbeat?.close(), this.#http.close()];
       for (const result of await Promise.allSettled(steps)) {
         if (result.status === "rejected") this.#log.warn({ err: result.reason }, "a clean-up step failed");
       }
-      this.#log.info({ reason: this.#stopInfo.reason }, "worker stopped");
-      this.#resolveStopped(this.#stopInfo);
-      this.#events.emit("stopped", this.#stopInfo);
+      const info = this.#stopper.info;
+      this.#log.info({ reason: info.reason }, "worker stopped");
+      this.#resolveStopped(info);
+      this.#events.emit("stopped", info);
     }
   }
 }

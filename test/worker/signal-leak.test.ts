@@ -34,17 +34,11 @@ describe("the worker's long-lived signal", () => {
     const closing = new AbortController();
     // Each take gets a 500 at once and is retried after 1 ms: many takes in little time.
     h.injectFault("job-take", { status: 500 }, ROUNDS);
-    const loop = runTakeLoop({
-      config,
-      http,
-      log: silent,
-      closing: closing.signal,
-      checkHealth: async () => true,
-      concurrency: () => 1,
-      running: () => 0,
-      waitForChange: async () => undefined,
-      accept: () => undefined,
-    });
+    // An empty board with one slot: the loop alone, no job ever admitted.
+    const loop = runTakeLoop(
+      { config, http, log: silent, closing: closing.signal },
+      { size: 0, consultConcurrency: () => 1, waitForChange: async () => undefined, admit: () => undefined },
+    );
     try {
       await waitFor("the takes", () => h.requests({ route: "job-take" }).length >= ROUNDS);
       expect(dependantsOf(closing.signal)).toBe(0);
@@ -64,16 +58,12 @@ describe("the worker's long-lived signal", () => {
     const http = new PlatformHttp(config.apiKey);
     const closing = new AbortController();
     h.injectFault("job-stop", { status: 500 }, ROUNDS);
-    const loop = pollJobStops({
-      config,
-      http,
-      log: silent,
-      closing: closing.signal,
-      running: () => 1,
-      waitForChange: async () => undefined,
-      stop: () => undefined,
-      slowDownMs: 1,
-    });
+    // A board that always holds one job, so the poll never pauses for want of one.
+    const loop = pollJobStops(
+      { config, http, log: silent, closing: closing.signal },
+      { size: 1, waitForChange: async () => undefined, stop: () => undefined },
+      1,
+    );
     try {
       await waitFor("the polls", () => h.requests({ route: "job-stop" }).length >= ROUNDS);
       expect(dependantsOf(closing.signal)).toBe(0);
