@@ -1,0 +1,105 @@
+/**
+ * The figures that the harness's HTTP layer decides: job throughput at concurrency 8 and 64 and the
+ * small-item stream, each with its same-run ceiling, in one short process that prints them as one
+ * JSON line. Run it several times, alternating the variants compared, and take medians over the
+ * runs (docs/benchmarks.md, "Comparing two versions of the harness").
+ *
+ *   node bin/run-ts.mjs bench/http-layer.ts [--label <name>] [--items <n>]
+ */
+import { resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { bracketed, ownCpuMs, startCeilingServer } from "./ceiling.js";
+import { measureThroughput } from "./figures/throughput.js";
+import { FULL_OPTIONS } from "./options.js";
+import { benchHarness, connectWorker } from "./session.js";
+import { median, repeat } from "./stats.js";
+
+/** The throughput figure ids printed (median of the run's repetitions each). */
+const KEPT = [
+  "throughput.c8",
+  "throughput.c8.ceiling",
+  "throughput.c8.ratio",
+  "throughput.c8.harnessCpu",
+  "throughput.c64",
+  "throughput.c64.ceiling",
+  "throughput.c64.ratio",
+  "throughput.c64.harnessCpu",
+];
+
+/**
+ * The small-item stream of `stream.small.runlet` and its ceiling, without the post-and-wait
+ * baseline, the coalesced variant and the large item that `npm run bench` measures beside it.
+ */
+async function measureSmallStream(items: number, repetitions: number) {
+  const harness = await benchHarness(["runlet"]);
+  const ceilingServer = await startCeilingServer();
+  const { worker } = await connectWorker(harness, "runlet", { handler: "bench/handlers/stream.ts" });
+  const streamJob = async (count: number): Promise<number> => {
+    const started = performance.now();
+    const id = harness.enqueue("runlet", { input: { items: count } });
+    const job = await harness.waitForJob(id, { timeoutMs: 600_000 });
+    const ms = performance.now() - started;
+    if (job.status !== "COMPLETED" || job.stream.length !== count) {
+      throw new Error(`stream job ended ${job.status} with ${job.stream.length} of ${count} chunks`);
+    }
+    return ms;
+  };
+  try {
+    await streamJob(Math.min(2_000, items));
+    const runs = await repeat(repetitions, async () => {
+      const { result, ceiling } = await bracketed(
+        {
+          url: `${ceilingServer.url}/v2/runlet/job-stream/pod-1/job-1?gpu=LOCAL&isStream=false`,
+          body: JSON.stringify({ output: "tok12345 " }),
+          count: Math.max(200, Math.floor(items / 5)),
+          inFlight: 1,
+        },
+        async () => {
+          const cpu0 = ownCpuMs();
+          const ms = await streamJob(items);
+          return { perSecond: items / (ms / 1000), harnessCpu: (ownCpuMs() - cpu0) / items };
+        },
+      );
+      return { ...result, ceiling, ratio: result.perSecond / ceiling };
+    });
+    return {
+      "stream.small.runlet": median(runs.map((r) => r.perSecond)),
+      "stream.small.ceiling": median(runs.map((r) => r.ceiling)),
+      "stream.small.ceilingRatio": median(runs.map((r) => r.ratio)),
+      "stream.small.harnessCpu": median(runs.map((r) => r.harnessCpu)),
+    };
+  } finally {
+    await worker.stop();
+    await harness.close();
+    await ceilingServer.close();
+  }
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: { label: { type: "string" }, items: { type: "string" } },
+  });
+  const items = Number(values.items ?? "20000");
+  if (!Number.isInteger(items) || items < 1)
+    throw new Error(`--items must be an integer ≥ 1, got ${values.items}`);
+  const throughput = await measureThroughput({
+    ...FULL_OPTIONS,
+    throughput: { ...FULL_OPTIONS.throughput, concurrency: [8, 64] },
+  });
+  const out: Record<string, number | string> = { label: values.label ?? "" };
+  for (const f of throughput.figures) {
+    if (KEPT.includes(f.id)) out[f.id] = f.median;
+  }
+  Object.assign(out, await measureSmallStream(items, FULL_OPTIONS.stream.repetitions));
+  process.stdout.write(`${JSON.stringify(out)}\n`);
+}
+
+if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  main().catch((err: unknown) => {
+    process.stderr.write(
+      `bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+    );
+    process.exitCode = 1;
+  });
+}
