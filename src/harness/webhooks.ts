@@ -1,4 +1,5 @@
 import type { Logger } from "pino";
+import { withLinkedSignal } from "../linked-signal.js";
 import { USER_AGENT } from "../version.js";
 import type { TimerSet } from "./clock.js";
 
@@ -66,15 +67,19 @@ export class WebhookSender {
     const run = (async () => {
       let outcome: number | string;
       try {
-        const res = await fetch(url, {
-          method: "POST",
-          headers: { "content-type": "application/json", "user-agent": USER_AGENT },
-          body,
-          signal: AbortSignal.any([this.#closing.signal, AbortSignal.timeout(this.#timeoutMs)]),
+        // Linked by one listener removed when the attempt ends: AbortSignal.any with the harness's
+        // long-lived closing signal leaves an entry per call in it on Node 20 (nodejs/node#55351).
+        outcome = await withLinkedSignal(this.#closing.signal, this.#timeoutMs, async (signal) => {
+          const res = await fetch(url, {
+            method: "POST",
+            headers: { "content-type": "application/json", "user-agent": USER_AGENT },
+            body,
+            signal,
+          });
+          // The body is not used; reading it frees the connection.
+          await res.arrayBuffer().catch(() => undefined);
+          return res.status;
         });
-        // The body is not used; reading it frees the connection.
-        await res.arrayBuffer().catch(() => undefined);
-        outcome = res.status;
       } catch (err) {
         outcome = err instanceof Error ? err.message : String(err);
       }

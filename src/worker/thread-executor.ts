@@ -180,7 +180,14 @@ export class ThreadExecutor implements Executor {
       else if (msg.type === "progress") hooks.progress(msg.json);
       else if (msg.type === "streaming") hooks.streaming?.();
       else if (msg.type === "chunks") {
-        void hooks.chunks(msg.bodies, msg.bytes).then(() => send({ type: "credit", seq: msg.seq }));
+        // One sink for this promise (STYLE 20a): the credit goes either way, so the thread never stalls.
+        hooks.chunks(msg.bodies, msg.bytes).then(
+          () => send({ type: "credit", seq: msg.seq }),
+          (err: unknown) => {
+            request.log.error({ err }, "queueing this job's stream chunks failed");
+            send({ type: "credit", seq: msg.seq });
+          },
+        );
       } else if (msg.type === "result") {
         ended = true;
         cleanup();
