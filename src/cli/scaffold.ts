@@ -1,5 +1,5 @@
 import { copyFile, mkdir, readdir, readFile, writeFile } from "node:fs/promises";
-import { basename, extname, join } from "node:path";
+import { extname, join } from "node:path";
 import { VERSION } from "../version.js";
 
 /** Files whose text gets `{{placeholder}}` substitution; everything else is copied byte for byte. */
@@ -60,7 +60,7 @@ export async function copyTemplate(
       if (entry.isDirectory()) {
         await mkdir(target, { recursive: true });
         await walk(source, target, relTarget);
-      } else if (TEXT_EXTENSIONS.has(extname(entry.name)) || basename(entry.name) === "Dockerfile") {
+      } else if (TEXT_EXTENSIONS.has(extname(entry.name))) {
         await writeFile(target, substitute(await readFile(source, "utf8"), substitutions));
         written.push(relTarget);
       } else {

@@ -2,6 +2,7 @@ import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promis
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { renderProjectDockerfile } from "../../src/cli/dockerfile.js";
 import { VERSION } from "../../src/version.js";
 import { REPO_ROOT, runCli } from "./run-cli.js";
 
@@ -158,6 +159,8 @@ describe("runlet init", () => {
       }
       const pkg = JSON.parse(await readFile(join(dir, "package.json"), "utf8")) as Record<string, unknown>;
       expect(pkg["name"]).toBe(`my-worker-${template}`);
+      // The same Dockerfile `runlet build` writes: one generator, no copy per starter.
+      expect(await readFile(join(dir, "Dockerfile"), "utf8")).toBe(renderProjectDockerfile());
       // Run from a checkout (not installed from a tarball), the project asks the registry for runlet.
       expect(pkg["dependencies"]).toMatchObject({ runlet: `^${VERSION}` });
       const hub = JSON.parse(await readFile(join(dir, ".runpod/hub.json"), "utf8")) as Record<

@@ -1,7 +1,8 @@
-import { mkdir, readdir, stat } from "node:fs/promises";
+import { mkdir, readdir, stat, writeFile } from "node:fs/promises";
 import { basename, join, relative, resolve } from "node:path";
 import { VERSION } from "../../version.js";
 import { type Command, EXIT, parseCommandArgs, reportCliError, usageError } from "../command.js";
+import { renderProjectDockerfile } from "../dockerfile.js";
 import { TEMPLATE_NAMES, TEMPLATES_DIR, type TemplateName } from "../paths.js";
 import { fileSpec, installedFrom, runletFrom } from "../runlet-source.js";
 import { copyTemplate, packageNameFor } from "../scaffold.js";
@@ -9,7 +10,7 @@ import { copyTemplate, packageNameFor } from "../scaffold.js";
 const HELP = `Usage: runlet init [dir] [--template basic|stream|s3|openai] [--runlet-from PATH]
 
 Creates a worker project from a starter: a TypeScript handler, package.json, tsconfig.json,
-test_input.json, a vitest test using runlet/testing, a Dockerfile on runlet's base image,
+test_input.json, a vitest test using runlet/testing, the multi-stage Dockerfile,
 .runpod/hub.json and .runpod/tests.json, and a README.
 
 Arguments:
@@ -81,6 +82,9 @@ export const command: Command = {
         name,
         ...(runletDependency === undefined ? {} : { runletDependency }),
       });
+      // The one Dockerfile `runlet build` also writes, rendered here rather than kept as a copy per starter.
+      await writeFile(join(dir, "Dockerfile"), renderProjectDockerfile());
+      files.push("Dockerfile");
       const shown = relative(process.cwd(), dir) || ".";
       const cd = shown === "." ? "" : `  cd ${shown}\n`;
       process.stdout.write(

@@ -100,6 +100,9 @@ function setConn(state, text) {
   el.textContent = text ?? state;
 }
 
+/** The live feed's last failure, shown beside "reconnecting…". */
+let lastFeedError;
+
 async function follow() {
   for (;;) {
     if (!token()) return;
@@ -127,9 +130,11 @@ async function follow() {
         }
       }
     } catch (err) {
-      console.warn("event feed:", err);
+      // Shown on the page, where the person watching looks; the page has no logger.
+      lastFeedError = err instanceof Error ? err.message : String(err);
     }
-    setConn("offline", "reconnecting…");
+    setConn("offline", lastFeedError === undefined ? "reconnecting…" : `reconnecting… (${lastFeedError})`);
+    lastFeedError = undefined;
     await new Promise((resolve) => setTimeout(resolve, 1000));
   }
 }
