@@ -72,6 +72,26 @@ export function usageError(message: string): RunletError {
   return new RunletError("RUNLET_CLI_USAGE", message);
 }
 
+/**
+ * An integer flag's value: `fallback` when absent, else the flag's text as an integer in
+ * [min, max]; anything else is a usage error naming the flag, the range and what came.
+ */
+export function integerFlag(
+  name: string,
+  value: unknown,
+  fallback: number,
+  min: number,
+  max = Infinity,
+): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (typeof value !== "string" || value.trim() === "" || !Number.isInteger(n) || n < min || n > max) {
+    const range = max === Infinity ? `≥ ${min}` : `from ${min} to ${max}`;
+    throw usageError(`--${name} must be an integer ${range}, got ${JSON.stringify(value)}`);
+  }
+  return n;
+}
+
 /** Resolves on the first SIGINT or SIGTERM (the long-running commands stop on it). */
 export function interrupted(): Promise<NodeJS.Signals> {
   return new Promise((resolve) => {

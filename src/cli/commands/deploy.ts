@@ -11,7 +11,7 @@ import {
   planDeploy,
   stepRequest,
 } from "../../management/index.js";
-import { type Command, EXIT, parseCommandArgs, reportCliError, usageError } from "../command.js";
+import { type Command, EXIT, integerFlag, parseCommandArgs, reportCliError, usageError } from "../command.js";
 import { allowTypeScript } from "../typescript.js";
 
 /** The platform's job API origin, for the printed curl (paths start with `/v2/<endpoint_id>`). */
@@ -54,12 +54,7 @@ Options:
 Exit codes: 0 deployed (or planned), 1 the API refused or failed, 2 bad usage.`;
 
 function int(name: string, raw: unknown, min: number): number | undefined {
-  if (raw === undefined) return undefined;
-  const value = Number(raw);
-  if (!Number.isSafeInteger(value) || value < min) {
-    throw usageError(`--${name} must be an integer ≥ ${min}, got ${JSON.stringify(raw)}`);
-  }
-  return value;
+  return raw === undefined ? undefined : integerFlag(name, raw, min, min);
 }
 
 function str(raw: unknown): string | undefined {

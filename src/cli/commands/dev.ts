@@ -1,7 +1,15 @@
 import { readFile } from "node:fs/promises";
 import { dirname, join, relative } from "node:path";
 import { RunletError } from "../../errors.js";
-import { type Command, EXIT, interrupted, parseCommandArgs, reportCliError, usageError } from "../command.js";
+import {
+  type Command,
+  EXIT,
+  integerFlag,
+  interrupted,
+  parseCommandArgs,
+  reportCliError,
+  usageError,
+} from "../command.js";
 import { DevSpawner } from "../dev-spawner.js";
 import { DEFAULT_HANDLER_PATHS, resolveHandlerPath } from "../handler-path.js";
 import { followJobs } from "../job-log.js";
@@ -32,15 +40,6 @@ Options:
 
 Exit codes: 0 stopped with Ctrl-C, 1 could not start (e.g. the port is taken), 2 bad usage.`;
 
-function intOption(name: string, value: unknown, fallback: number, min: number, max: number): number {
-  if (value === undefined) return fallback;
-  const n = Number(value);
-  if (typeof value !== "string" || value.trim() === "" || !Number.isInteger(n) || n < min || n > max) {
-    throw usageError(`--${name} must be an integer from ${min} to ${max}, got ${JSON.stringify(value)}`);
-  }
-  return n;
-}
-
 /** Quotes `text` for a POSIX shell. */
 function shellQuote(text: string): string {
   return `'${text.replaceAll("'", `'\\''`)}'`;
@@ -70,8 +69,8 @@ export const command: Command = {
     try {
       if (parsed.positionals.length > 1) throw usageError("expected at most one handler");
       const { port: portArg, workers: workersArg } = parsed.values;
-      const port = intOption("port", portArg, DEFAULT_PORT, 0, 65_535);
-      const workers = intOption("workers", workersArg, 1, 1, 64);
+      const port = integerFlag("port", portArg, DEFAULT_PORT, 0, 65_535);
+      const workers = integerFlag("workers", workersArg, 1, 1, 64);
       const cwd = process.cwd();
       const handlerPath = await resolveHandlerPath(parsed.positionals[0], cwd);
       const out = (line: string) => process.stdout.write(`${line}\n`);

@@ -1,5 +1,13 @@
 import { startHarness } from "../../harness/index.js";
-import { type Command, EXIT, interrupted, parseCommandArgs, reportCliError, usageError } from "../command.js";
+import {
+  type Command,
+  EXIT,
+  integerFlag,
+  interrupted,
+  parseCommandArgs,
+  reportCliError,
+  usageError,
+} from "../command.js";
 
 const HELP = `Usage: runlet harness [--endpoint ID]... [--port N] [--host H] [--api-key KEY]
 
@@ -41,13 +49,7 @@ export const command: Command = {
       if (parsed.positionals.length > 0) throw usageError(`unexpected argument "${parsed.positionals[0]}"`);
       const { endpoint, port: portArg, host, "api-key": apiKey } = parsed.values;
       const ids = (Array.isArray(endpoint) ? endpoint : []).map(String);
-      const port = portArg === undefined ? 0 : Number(portArg);
-      if (
-        typeof portArg === "string" &&
-        (portArg.trim() === "" || !Number.isInteger(port) || port < 0 || port > 65_535)
-      ) {
-        throw usageError(`--port must be an integer from 0 to 65535, got ${JSON.stringify(portArg)}`);
-      }
+      const port = integerFlag("port", portArg, 0, 0, 65_535);
       if (new Set(ids).size !== ids.length) throw usageError("an --endpoint is given twice");
       const harness = await startHarness({
         port,

@@ -1,6 +1,6 @@
 import { loadHandler } from "../../worker/load-handler.js";
 import { LOCAL_MODE_MESSAGE, serveHandler } from "../../worker/serve.js";
-import { type Command, EXIT, parseCommandArgs, reportCliError, usageError } from "../command.js";
+import { type Command, EXIT, integerFlag, parseCommandArgs, reportCliError, usageError } from "../command.js";
 import { DEFAULT_HANDLER_PATHS, resolveHandlerPath } from "../handler-path.js";
 import { allowTypeScript } from "../typescript.js";
 
@@ -37,13 +37,7 @@ export const command: Command = {
     try {
       if (parsed.positionals.length > 1) throw usageError("expected at most one handler file");
       const grace = parsed.values["shutdown-grace-ms"];
-      let shutdownGraceMs: number | undefined;
-      if (grace !== undefined) {
-        shutdownGraceMs = Number(grace);
-        if (typeof grace !== "string" || !Number.isInteger(shutdownGraceMs) || shutdownGraceMs < 0) {
-          throw usageError(`--shutdown-grace-ms must be an integer ≥ 0, got ${JSON.stringify(grace)}`);
-        }
-      }
+      const shutdownGraceMs = grace === undefined ? undefined : integerFlag("shutdown-grace-ms", grace, 0, 0);
       const path = await resolveHandlerPath(parsed.positionals[0]);
       // The CLI is the process entry: the one place that reads process.env.
       const env = process.env;
