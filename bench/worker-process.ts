@@ -34,6 +34,15 @@ function procStatusBytes(pid: number, field: "VmRSS" | "VmHWM"): number | undefi
 }
 
 /**
+ * Node flags for every process the bench starts, from `BENCH_NODE_ARGS` (space-separated), e.g.
+ * `--cpu-prof --cpu-prof-dir=prof`: Node refuses `--cpu-prof` in NODE_OPTIONS, and a profile of
+ * the worker under the bench's own load is how docs/benchmarks.md's "Where the time goes" is made.
+ */
+function workerNodeArgs(): string[] {
+  return (process.env["BENCH_NODE_ARGS"] ?? "").split(" ").filter((arg) => arg !== "");
+}
+
+/**
  * Starts `node <script> <args>` from the repository root with `env` added to this process's
  * environment; stdout is discarded (the worker's per-job log lines), stderr kept for errors.
  */
@@ -42,7 +51,7 @@ export function spawnNode(
   args: readonly string[],
   env: Record<string, string>,
 ): WorkerProcess {
-  const child: ChildProcess = spawn(process.execPath, [join(ROOT, script), ...args], {
+  const child: ChildProcess = spawn(process.execPath, [...workerNodeArgs(), join(ROOT, script), ...args], {
     cwd: ROOT,
     env: { ...process.env, ...env },
     stdio: ["ignore", "ignore", "pipe"],
