@@ -1,3 +1,5 @@
+import { Fifo } from "../fifo.js";
+
 /** The worker-facing routes (worker-protocol §2–§7). */
 export const WORKER_ROUTES = [
   "job-take",
@@ -52,7 +54,7 @@ export interface RequestFilter {
  * not grow without bound), and the queue of faults per route.
  */
 export class RequestLog {
-  readonly #records: RecordedRequest[] = [];
+  readonly #records = new Fifo<RecordedRequest>();
   readonly #faults = new Map<WorkerRoute, Fault[]>();
   readonly #maxRecords: number;
   #seq = 0;
@@ -65,13 +67,14 @@ export class RequestLog {
   add(record: Omit<RecordedRequest, "seq">): RecordedRequest {
     const full: RecordedRequest = { seq: this.#seq++, ...record };
     this.#records.push(full);
-    if (this.#records.length > this.#maxRecords) this.#records.shift();
+    if (this.#records.size > this.#maxRecords) this.#records.shift();
     return full;
   }
 
   /** Requests in arrival order, optionally filtered (copies, so later answers do not change them). */
   list(filter: RequestFilter = {}): RecordedRequest[] {
     return this.#records
+      .toArray()
       .filter(
         (r) =>
           (filter.route === undefined || r.route === filter.route) &&

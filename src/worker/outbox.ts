@@ -1,6 +1,7 @@
 import type { Logger } from "pino";
 import type { Clock } from "../clock.js";
 import { RunletError } from "../errors.js";
+import { Fifo } from "../fifo.js";
 import { onAbort } from "../linked-signal.js";
 import { nextRetry, type RetryPolicy } from "../retry-policy.js";
 import { sleep } from "../wait.js";
@@ -49,7 +50,8 @@ type PostOutcome = { ok: true } | { ok: false; status: number | "gave-up" | "dis
 
 export class JobOutbox {
   readonly #options: JobOutboxOptions;
-  readonly #queue: Entry[] = [];
+  /** A streaming job queues up to maxBufferedStreamBytes of chunks here: tens of thousands of tokens. */
+  readonly #queue = new Fifo<Entry>();
   #running = false;
   #unpostedStreamBytes = 0;
   #counts = { progress: 0, chunk: 0 };
@@ -135,7 +137,7 @@ export class JobOutbox {
     this.#discarded = true;
     // A post being retried (a 5xx, a dead connection) stops now, not at shutdown: the job's slot frees.
     this.#cut.abort(new RunletError("RUNLET_JOB_STOPPED", "the platform stopped this job"));
-    this.#queue.length = 0;
+    this.#queue.clear();
     this.#unpostedStreamBytes = 0;
     this.#wake();
     if (!this.#running) this.#resolveDone("discarded");
