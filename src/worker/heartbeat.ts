@@ -2,11 +2,13 @@ import { Worker as Thread } from "node:worker_threads";
 import type { Logger } from "pino";
 import { RESULT_POST_HEADERS, withQuery } from "../protocol/index.js";
 import { USER_AGENT, VERSION } from "../version.js";
+import { JobSlots, SLOT_FLAGS, SLOT_LAYOUT } from "./job-slots.js";
 
 /**
  * The heartbeat (worker-protocol §7) on its own thread, so a handler that blocks the main thread
- * does not stop the pings; the same thread is the in-process watchdog: told each job's hard-stop
- * time, it posts the timeout itself and kills the process when the main thread cannot.
+ * does not stop the pings; the same thread is the in-process watchdog: it reads each job's
+ * hard-stop time from the shared job table, and posts the timeout itself and kills the process
+ * when the main thread cannot.
  *
  * The thread is plain JavaScript evaluated from a string, so it starts the same way from
  * TypeScript sources, the CLI and a bundle (no file to find, no loader needed). It is kept tiny
@@ -15,7 +17,7 @@ import { USER_AGENT, VERSION } from "../version.js";
  */
 const THREAD_SOURCE = `
 const { parentPort, workerData } = require("node:worker_threads");
-const { pingUrl, intervalMs, headers, version, watchdog } = workerData;
+const { pingUrl, intervalMs, headers, version, watchdog, layout, flags, watch } = workerData;
 
 // One request, body drained; resolves { status } or rejects on a network fault or the timeout.
 function send(url, { method = "GET", headers, body, timeoutMs }) {
@@ -39,15 +41,66 @@ function send(url, { method = "GET", headers, body, timeoutMs }) {
     req.end(body);
   });
 }
-let jobIds = [];
 let stopped = false;
 let timer;
+let watchTimer;
 let beat = Promise.resolve();
-const watches = new Map();
+let firing = false;
 const report = (level, message, extra) => parentPort.postMessage({ type: "log", level, message, extra });
+
+// The job table the main thread writes (job-slots.ts): read slot by slot under each slot's seqlock.
+let table = views(workerData.slots);
+const longIds = new Map();
+const decoder = new TextDecoder();
+function views(buffer) {
+  return { i32: new Int32Array(buffer), f64: new Float64Array(buffer), u8: new Uint8Array(buffer), count: buffer.byteLength / layout.slotBytes };
+}
+function readSlot(t, slot) {
+  const base = slot * layout.slotBytes;
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const seq = Atomics.load(t.i32, (base + layout.seq) >> 2);
+    if (seq % 2 === 1) continue;
+    const f = t.i32[(base + layout.flags) >> 2];
+    if ((f & flags.used) === 0) {
+      if (Atomics.load(t.i32, (base + layout.seq) >> 2) === seq) return undefined;
+      continue;
+    }
+    const generation = t.i32[(base + layout.generation) >> 2];
+    const idBytes = t.i32[(base + layout.idBytes) >> 2];
+    // TextDecoder reads no shared memory: copy the bytes out first.
+    const raw = (f & flags.longId) === 0 ? t.u8.slice(base + layout.id, base + layout.id + Math.max(0, Math.min(idBytes, layout.slotBytes - layout.id))) : undefined;
+    const watchAt = t.f64[(base + layout.watchAt) >> 3];
+    const timeoutMs = t.f64[(base + layout.timeoutMs) >> 3];
+    if (Atomics.load(t.i32, (base + layout.seq) >> 2) !== seq) continue;
+    let id;
+    if (raw !== undefined) id = decoder.decode(raw);
+    else {
+      const long = longIds.get(slot);
+      // The long id's message has not arrived yet: leave the slot out until it has.
+      if (long === undefined || long.generation !== generation) return undefined;
+      id = long.id;
+    }
+    return { id, flags: f, watchAt, timeoutMs };
+  }
+  // The main thread kept rewriting this slot: it is not stuck, so the slot is read next time.
+  return undefined;
+}
+function jobs() {
+  const t = table;
+  const out = [];
+  for (let slot = 0; slot < t.count; slot++) {
+    const job = readSlot(t, slot);
+    if (job !== undefined) out.push(job);
+  }
+  return out;
+}
+function listedIds() {
+  return jobs().filter((j) => (j.flags & flags.listed) !== 0).map((j) => j.id);
+}
 
 async function ping() {
   const url = new URL(pingUrl);
+  const jobIds = listedIds();
   if (jobIds.length > 0) url.searchParams.set("job_id", jobIds.join(","));
   url.searchParams.set("runpod_version", version);
   try {
@@ -73,13 +126,27 @@ async function loop() {
   }
 }
 
-async function fire(id) {
-  const w = watches.get(id);
-  if (w === undefined) return;
+// Every watch.pollMs: a watched job past its time holds the main thread (which would have
+// unwatched it), so the thread posts that job's timeout failure itself and ends the process.
+function checkWatches() {
+  if (firing || stopped) return;
+  const now = Date.now();
+  const due = jobs().find((j) => (j.flags & flags.watched) !== 0 && j.watchAt <= now);
+  if (due !== undefined) {
+    firing = true;
+    fire(due);
+  }
+}
+
+async function fire(job) {
+  const id = job.id;
+  const url = ((job.flags & flags.streaming) !== 0 ? watch.streamDoneUrl : watch.doneUrl).split(watch.idMark).join(encodeURIComponent(id));
+  const body = watch.failureBody.split(watch.timeoutMark).join(String(job.timeoutMs));
+  const postHeaders = { ...headers, ...watch.postHeaders, "x-request-id": id };
   report("error", "job " + id + " ignored its deadline and holds the main thread; reporting it from the watchdog and exiting");
   for (let attempt = 0; attempt < 5; attempt++) {
     try {
-      const res = await send(w.url, { method: "POST", headers: w.headers, body: w.body, timeoutMs: 5000 });
+      const res = await send(url, { method: "POST", headers: postHeaders, body, timeoutMs: 5000 });
       if (res.status < 500 && res.status !== 429) break;
     } catch {
       // Network fault: try again shortly; the process is exiting either way.
@@ -101,6 +168,7 @@ async function unhealthy(check, reason) {
   url.searchParams.set("status", "unhealthy");
   url.searchParams.set("check", check);
   url.searchParams.set("reason", reason);
+  const jobIds = listedIds();
   if (jobIds.length > 0) url.searchParams.set("job_id", jobIds.join(","));
   url.searchParams.set("runpod_version", version);
   let problem;
@@ -118,28 +186,37 @@ async function unhealthy(check, reason) {
 }
 
 parentPort.on("message", (msg) => {
-  if (msg.type === "jobs") jobIds = msg.ids;
+  if (msg.type === "slots") table = views(msg.buffer);
+  else if (msg.type === "long-id") longIds.set(msg.slot, { generation: msg.generation, id: msg.id });
   else if (msg.type === "unhealthy") {
     unhealthy(msg.check, msg.reason).then((problem) => parentPort.postMessage({ type: "unhealthy-sent", problem }));
-  }
-  else if (msg.type === "watch" && watchdog) {
-    const delay = Math.max(0, msg.at - Date.now());
-    const previous = watches.get(msg.id);
-    if (previous !== undefined) clearTimeout(previous.timer);
-    watches.set(msg.id, { url: msg.url, body: msg.body, headers: msg.headers, timer: setTimeout(() => fire(msg.id), delay) });
-  } else if (msg.type === "unwatch") {
-    const w = watches.get(msg.id);
-    if (w !== undefined) clearTimeout(w.timer);
-    watches.delete(msg.id);
   } else if (msg.type === "stop") {
     stopped = true;
     clearTimeout(timer);
-    for (const w of watches.values()) clearTimeout(w.timer);
+    clearInterval(watchTimer);
     parentPort.close();
   }
 });
+if (watchdog) watchTimer = setInterval(checkWatches, watch.pollMs);
 if (pingUrl) loop();
 `;
+
+/** What the watchdog posts for a job it finds holding the main thread past its time. */
+export interface WatchdogReport {
+  /** The job-done URL with {@link WATCH_ID_MARK} where the (URL-encoded) job id goes, `isStream=false`. */
+  readonly doneUrl: string;
+  /** The same with `isStream=true`, for a job that streams. */
+  readonly streamDoneUrl: string;
+  /** The failure body with {@link WATCH_TIMEOUT_MARK} where the job's time limit in ms goes. */
+  readonly failureBody: string;
+}
+
+/** Stands for the job id in {@link WatchdogReport}'s URLs (encodeURIComponent leaves it as it is). */
+export const WATCH_ID_MARK = "__runlet_job_id__";
+/** Stands for the job's time limit in {@link WatchdogReport}'s body (JSON leaves it as it is). */
+export const WATCH_TIMEOUT_MARK = "__runlet_timeout_ms__";
+/** How often the watchdog looks at the job table, ms: it acts at most this late after a job's watch time. */
+const WATCH_POLL_MS = 100;
 
 /** Options of {@link Heartbeat}. */
 export interface HeartbeatOptions {
@@ -147,16 +224,22 @@ export interface HeartbeatOptions {
   readonly pingUrl: string | undefined;
   readonly intervalMs: number;
   readonly apiKey: string | undefined;
-  /** Arm the watchdog (only when the worker may end the process). */
-  readonly watchdog: boolean;
+  /** Arm the watchdog (only when the worker may end the process), with what it posts. */
+  readonly watchdog: WatchdogReport | undefined;
   readonly log: Logger;
 }
 
-/** The heartbeat and watchdog thread, driven from the main thread. */
+/**
+ * The heartbeat and watchdog thread, driven from the main thread. The jobs the pings name and the
+ * watchdog's watches go through shared memory ({@link JobSlots}), so telling the thread about a
+ * job wakes nothing; only the rare table growth, a very long id, the unhealthy ping and the stop
+ * are messages.
+ */
 export class Heartbeat {
   readonly #thread: Thread;
   readonly #headers: Record<string, string>;
   readonly #intervalMs: number;
+  readonly #slots: JobSlots;
   #closed: Promise<void> | undefined;
   #unhealthy: Promise<void> | undefined;
   #unhealthySent: (() => void) | undefined;
@@ -165,6 +248,8 @@ export class Heartbeat {
     this.#headers = { "user-agent": USER_AGENT };
     this.#intervalMs = options.intervalMs;
     if (options.apiKey !== undefined) this.#headers["authorization"] = options.apiKey;
+    this.#slots = new JobSlots((message) => this.#thread.postMessage(message));
+    const { watchdog } = options;
     this.#thread = new Thread(THREAD_SOURCE, {
       eval: true,
       workerData: {
@@ -172,7 +257,20 @@ export class Heartbeat {
         intervalMs: options.intervalMs,
         headers: this.#headers,
         version: `runlet/${VERSION}`,
-        watchdog: options.watchdog,
+        watchdog: watchdog !== undefined,
+        slots: this.#slots.buffer,
+        layout: SLOT_LAYOUT,
+        flags: SLOT_FLAGS,
+        watch:
+          watchdog === undefined
+            ? undefined
+            : {
+                ...watchdog,
+                idMark: WATCH_ID_MARK,
+                timeoutMark: WATCH_TIMEOUT_MARK,
+                postHeaders: RESULT_POST_HEADERS,
+                pollMs: WATCH_POLL_MS,
+              },
       },
     });
     this.#thread.on(
@@ -190,20 +288,33 @@ export class Heartbeat {
     this.#thread.unref();
   }
 
-  /** Tells the thread which jobs are in progress (sent with every ping). */
-  setJobs(ids: readonly string[]): void {
-    this.#thread.postMessage({ type: "jobs", ids: [...ids] });
+  /** A job is held: the pings name it from now on (set before its handler can run). */
+  addJob(jobId: string): void {
+    this.#slots.add(jobId);
   }
 
-  /** Arms the watchdog for a job: unless unwatched before `atMs`, the thread posts `body` to `url` and kills the process. */
-  watch(jobId: string, atMs: number, url: string, body: string): void {
-    const headers = { ...this.#headers, ...RESULT_POST_HEADERS, "x-request-id": jobId };
-    this.#thread.postMessage({ type: "watch", id: jobId, at: atMs, url, body, headers });
+  /** job-stop named the job: the pings leave it out, though it still holds its slot. */
+  unlistJob(jobId: string): void {
+    this.#slots.unlist(jobId);
+  }
+
+  /** The job is held no more. */
+  removeJob(jobId: string): void {
+    this.#slots.remove(jobId);
+  }
+
+  /**
+   * Arms the watchdog for a held job: unless unwatched before `atMs`, the thread posts the job's
+   * timeout failure (`timeoutMs` in its message; to the stream's job-done URL when `streaming`)
+   * and kills the process.
+   */
+  watch(jobId: string, atMs: number, timeoutMs: number, streaming: boolean): void {
+    this.#slots.watch(jobId, atMs, timeoutMs, streaming);
   }
 
   /** Disarms the watchdog for a job. */
   unwatch(jobId: string): void {
-    this.#thread.postMessage({ type: "unwatch", id: jobId });
+    this.#slots.unwatch(jobId);
   }
 
   /**

@@ -8,7 +8,7 @@ import type { BadJob } from "./take.js";
 /**
  * The jobs a worker holds (running, or still being reported) and its slots: the take loop asks it
  * how many slots are free and hands it each answer's jobs, the job-stop poll hands it the ids to
- * stop, shutdown reads what is left. It also keeps the heartbeat thread's ping list current.
+ * stop, shutdown reads what is left. It also keeps the heartbeat thread's job table current.
  */
 
 /** The jobs a worker holds, and its slots. */
@@ -19,10 +19,6 @@ export class JobBoard {
   readonly #unrunReports = new Set<Promise<unknown>>();
   readonly #changes: ChangeNotifier;
   #concurrency: number;
-  /** The ping list changed and is sent to the heartbeat thread at the end of this turn. */
-  #pingListDue = false;
-  /** A take's jobs are being started: the ping list is sent once they all are. */
-  #admitting = false;
 
   /**
    * @param parts what every job uses (the worker's config, handler, executor, outbox settings…).
@@ -74,38 +70,32 @@ export class JobBoard {
   /**
    * Starts the delivered jobs, at most `free` of them (what the take asked for): bad ones are
    * logged and failed, a copy of a job already held is ignored, and jobs beyond `free` are failed
-   * unrun. The heartbeat thread learns the batch's jobs in one message, before any handler runs.
+   * unrun. The heartbeat thread's job table lists each job before its handler can run.
    */
   admit(jobs: readonly DeliveredJob[], bad: readonly BadJob[], free: number): void {
     const { log } = this.#parts;
-    this.#admitting = true;
-    try {
-      for (const item of bad) {
-        log.error({ code: "RUNLET_PROTOCOL_BAD_JOB", jobId: item.id }, item.reason);
-        if (item.id !== undefined) this.#failUnrun(item.id, item.reason);
-      }
-      let room = free;
-      for (const job of jobs) {
-        if (this.#jobs.has(job.id)) {
-          log.error(
-            { code: "RUNLET_PROTOCOL_BAD_JOB", jobId: job.id },
-            "the platform delivered a job this worker is already running; ignoring the copy",
-          );
-          continue;
-        }
-        if (room <= 0) {
-          const reason = `the platform delivered more jobs than the ${free} this worker asked for; this job was not run (retry it)`;
-          log.error({ code: "RUNLET_PROTOCOL_BAD_JOB", jobId: job.id }, reason);
-          this.#failUnrun(job.id, reason);
-          continue;
-        }
-        room -= 1;
-        this.#start(job);
-      }
-    } finally {
-      this.#admitting = false;
+    for (const item of bad) {
+      log.error({ code: "RUNLET_PROTOCOL_BAD_JOB", jobId: item.id }, item.reason);
+      if (item.id !== undefined) this.#failUnrun(item.id, item.reason);
     }
-    if (jobs.length > 0 && this.#parts.heartbeat !== undefined) this.#sendPingList();
+    let room = free;
+    for (const job of jobs) {
+      if (this.#jobs.has(job.id)) {
+        log.error(
+          { code: "RUNLET_PROTOCOL_BAD_JOB", jobId: job.id },
+          "the platform delivered a job this worker is already running; ignoring the copy",
+        );
+        continue;
+      }
+      if (room <= 0) {
+        const reason = `the platform delivered more jobs than the ${free} this worker asked for; this job was not run (retry it)`;
+        log.error({ code: "RUNLET_PROTOCOL_BAD_JOB", jobId: job.id }, reason);
+        this.#failUnrun(job.id, reason);
+        continue;
+      }
+      room -= 1;
+      this.#start(job);
+    }
   }
 
   /** job-stop named `jobId`: the job is aborted and posts nothing more; unknown or already stopped ids are ignored. */
@@ -113,20 +103,26 @@ export class JobBoard {
     const job = this.#jobs.get(jobId);
     if (job === undefined || job.stopRequested) return;
     job.stop();
-    this.#jobsChanged();
+    // The ping names only jobs the platform still counts as running: a job-stopped job leaves the
+    // list at once, although its handler may hold its slot (job_in_progress) until it returns.
+    this.#parts.heartbeat?.unlistJob(jobId);
+    this.#changes.notify();
   }
 
   #start(job: DeliveredJob): void {
     this.#parts.events?.emit("taken", { jobId: job.id });
+    // Listed before the job's handler can run: one that then blocks the main thread is still named by the pings.
+    this.#parts.heartbeat?.addJob(job.id);
     const active = new ActiveJob(job, this.#parts);
     this.#jobs.set(job.id, active);
-    this.#jobsChanged();
+    this.#changes.notify();
     // `finished` never rejects (ActiveJob catches into the job's failure); the catch keeps it so.
     void active.finished
       .catch((err: unknown) => this.#parts.log.error({ err, jobId: job.id }, "a job's promise rejected"))
       .finally(() => {
         this.#jobs.delete(job.id);
-        this.#jobsChanged();
+        this.#parts.heartbeat?.removeJob(job.id);
+        this.#changes.notify();
       });
   }
 
@@ -149,32 +145,5 @@ export class JobBoard {
       .catch((err: unknown) => log.error({ err, jobId }, "reporting an unrun job failed"))
       .finally(() => this.#unrunReports.delete(done));
     this.#unrunReports.add(done);
-  }
-
-  #jobsChanged(): void {
-    this.#changes.notify();
-    if (this.#parts.heartbeat === undefined || this.#admitting || this.#pingListDue) return;
-    // Jobs finish (or are stopped) many to a turn of the event loop at high concurrency: the ping
-    // list is sent once at the end of the turn instead of once per change (each send copies the
-    // whole list to the heartbeat thread, which cost more CPU than running a trivial job). A job
-    // that has just finished may be listed one turn longer, which the platform ignores.
-    this.#pingListDue = true;
-    setImmediate(() => {
-      if (this.#pingListDue) this.#sendPingList();
-    });
-  }
-
-  /**
-   * Sends the heartbeat thread the jobs the pings name. Called at once after a take's jobs are
-   * admitted, before any of their handlers can run: a handler that then blocks the main thread is
-   * still named by the pings the thread sends meanwhile.
-   */
-  #sendPingList(): void {
-    this.#pingListDue = false;
-    // The ping names only jobs the platform still counts as running: a job-stopped job leaves the
-    // list at once, although its handler may hold its slot (job_in_progress) until it returns.
-    const inProgress: string[] = [];
-    for (const job of this.#jobs.values()) if (!job.stopRequested) inProgress.push(job.id);
-    this.#parts.heartbeat?.setJobs(inProgress);
   }
 }

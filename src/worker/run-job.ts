@@ -48,6 +48,14 @@ export function jobTimeoutMs(job: DeliveredJob, fallbackMs: number): number {
   return fallbackMs;
 }
 
+/**
+ * The error of a job that ran out of time. A string for the watchdog's template (heartbeat.ts's
+ * WATCH_TIMEOUT_MARK), which puts the number in on the heartbeat thread.
+ */
+export function timeoutMessage(timeoutMs: number | string): string {
+  return `job timed out after ${timeoutMs} ms (executionTimeout)`;
+}
+
 /** The final job-done body for a job the worker fails itself (bad job, extra batch item, watchdog). */
 export function failureBody(message: string, stopPod = false): string {
   return finalBodyText({ kind: "error", message, code: "RUNLET_JOB_FAILED", stopPod });
@@ -159,8 +167,8 @@ export class ActiveJob {
       watchdog?.watch(
         this.id,
         deadline + definition.hardStopGraceMs + WATCHDOG_SLACK_MS,
-        config.urls.done(this.id, this.#streaming),
-        failureBody(this.#timeoutMessage(), definition.refreshWorker),
+        this.#timeoutMs,
+        this.#streaming,
       );
     arm();
     rearmWatchdog = watchdog === undefined ? undefined : arm;
@@ -178,7 +186,7 @@ export class ActiveJob {
   }
 
   #timeoutMessage(): string {
-    return `job timed out after ${this.#timeoutMs} ms (executionTimeout)`;
+    return timeoutMessage(this.#timeoutMs);
   }
 
   #onDeadline(): void {

@@ -2,7 +2,8 @@ import type { Logger } from "pino";
 import { HANDLER_DEFAULTS, type HandlerDefinition } from "../handler/define-handler.js";
 import type { WorkerConfig } from "./config.js";
 import { type Executor, type ExecutorSettings, InProcessExecutor, type S3Settings } from "./executor.js";
-import { Heartbeat } from "./heartbeat.js";
+import { Heartbeat, WATCH_ID_MARK, WATCH_TIMEOUT_MARK, type WatchdogReport } from "./heartbeat.js";
+import { failureBody, timeoutMessage } from "./run-job.js";
 import { defaultThreadEntryUrl, ThreadExecutor } from "./thread-executor.js";
 import type { WorkerStopper } from "./worker-stopper.js";
 
@@ -67,7 +68,14 @@ export function createHeartbeat(
     );
   }
   const pingUrl = config.apiKey === undefined || !config.onPlatformPod ? undefined : config.urls.ping;
-  const watchdog = config.exitOnHardStop && definition.isolation === "in-process";
-  if (pingUrl === undefined && !watchdog) return undefined;
+  const watchdog: WatchdogReport | undefined =
+    config.exitOnHardStop && definition.isolation === "in-process"
+      ? {
+          doneUrl: config.urls.done(WATCH_ID_MARK, false),
+          streamDoneUrl: config.urls.done(WATCH_ID_MARK, true),
+          failureBody: failureBody(timeoutMessage(WATCH_TIMEOUT_MARK), definition.refreshWorker),
+        }
+      : undefined;
+  if (pingUrl === undefined && watchdog === undefined) return undefined;
   return new Heartbeat({ pingUrl, intervalMs: config.pingIntervalMs, apiKey: config.apiKey, watchdog, log });
 }

@@ -69,6 +69,26 @@ describe("the worker as a real process (runlet start)", () => {
     }
   }, 30_000);
 
+  it("names a job whose id is longer than a job-table slot in its pings, and the watchdog reports it", async () => {
+    await using h = await testHarness();
+    const c = startChild(h, "spin-in-process.ts", { RUNPOD_PING_INTERVAL: "100" }, "pod-long");
+    try {
+      // 300 UTF-8 bytes and more, with characters the job-done URL must encode: a slot holds 224.
+      const id = `long-ü/${"x".repeat(300)} #1`;
+      h.enqueue("local", { input: {}, id });
+      const exit = await c.exited;
+      expect(exit).toEqual({ code: null, signal: "SIGKILL" });
+      const job = await h.waitForJob(id, { timeoutMs: 10_000 });
+      expect(job.status).toBe("FAILED");
+      expect(job.error).toBe("job timed out after 300 ms (executionTimeout)");
+      // The main thread spun for the deadline, the grace and the watchdog's slack: pings meanwhile named the job.
+      const pings = h.requests({ route: "ping" }).filter((r) => r.path.endsWith("/pod-long"));
+      expect(pings.some((r) => r.query["job_id"] === id)).toBe(true);
+    } finally {
+      await stopRunletChild(c);
+    }
+  }, 30_000);
+
   it("keeps pinging while a handler blocks the main thread", async () => {
     await using h = await testHarness();
     const c = startChild(h, "block-main.ts", { RUNPOD_PING_INTERVAL: "100" }, "pod-block");

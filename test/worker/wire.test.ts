@@ -113,4 +113,43 @@ describe("the worker's requests on the wire", () => {
     release();
     await h.waitForJob(id);
   });
+  it("names every held job in its pings past the job table's first 64 slots, and drops each as it ends", async () => {
+    await using h = await testHarness();
+    const gates = new Map<number, () => void>();
+    await using _w = await workerFor(
+      h,
+      defineHandler({
+        concurrency: 100,
+        handler: ({ input }) =>
+          new Promise<void>((resolve) => {
+            gates.set((input as { n: number }).n, resolve);
+          }),
+      }),
+      { podId: "pod-many", pingIntervalMs: 50 },
+    );
+    // More jobs than the table's first size (64 slots), so it grows while jobs hold their slots.
+    const ids = Array.from({ length: 100 }, (_, n) => h.enqueue("local", { input: { n } }));
+    const named = (r: { query: Readonly<Record<string, string>> }) => (r.query["job_id"] ?? "").split(",");
+    const sinceNow = () => h.requests({ route: "ping" }).length;
+    await waitFor("all 100 jobs running", () => gates.size === 100);
+    let from = sinceNow();
+    await waitFor("a ping naming all 100 jobs", () =>
+      h
+        .requests({ route: "ping" })
+        .slice(from)
+        .some((r) => named(r).length === 100 && ids.every((id) => named(r).includes(id))),
+    );
+    // The first 50 end: later pings name exactly the other 50.
+    for (let n = 0; n < 50; n++) gates.get(n)!();
+    await Promise.all(ids.slice(0, 50).map((id) => h.waitForJob(id)));
+    from = sinceNow();
+    await waitFor("a ping naming the 50 jobs left", () =>
+      h
+        .requests({ route: "ping" })
+        .slice(from)
+        .some((r) => [...named(r)].sort().join() === [...ids.slice(50)].sort().join()),
+    );
+    for (let n = 50; n < 100; n++) gates.get(n)!();
+    await Promise.all(ids.map((id) => h.waitForJob(id)));
+  });
 });
