@@ -37,43 +37,40 @@ export async function withLinkedSignal<T>(
   }
 }
 
-/** The one real listener on a signal and the callbacks it fans out to. */
-interface Subscription {
-  readonly callbacks: Set<() => void>;
-  readonly listener: () => void;
-}
-
-const subscriptions = new WeakMap<AbortSignal, Subscription>();
+/** The callbacks the one real listener on a signal fans out to. */
+const subscriptions = new WeakMap<AbortSignal, Set<() => void>>();
 
 /**
  * Calls `fn` once when `signal` aborts; returns the unsubscribe, to call in `finally`. However many
  * callers wait on one long-lived signal at once (a worker's every in-flight post waits on its one
- * give-up signal), the signal holds a single listener: one each would pass Node's limit of 10
- * and print MaxListenersExceededWarning under a burst, though none leaks. A signal already aborted
- * is the caller's to check first; `fn` is not called for it.
+ * give-up signal), the signal holds a single listener, from the first call until it aborts: one
+ * each would pass Node's limit of 10 and print MaxListenersExceededWarning under a burst, though
+ * none leaks. The listener stays while no callback is left: a worker links one request at a time
+ * to its give-up signal, and adding and removing the listener each time cost more than the
+ * request's own bookkeeping; it holds only the empty set and goes with the signal. A signal
+ * already aborted is the caller's to check first; `fn` is not called for it.
  */
 export function onAbort(signal: AbortSignal, fn: () => void): () => void {
-  let subscription = subscriptions.get(signal);
-  if (subscription === undefined) {
-    const callbacks = new Set<() => void>();
-    const listener = (): void => {
-      subscriptions.delete(signal);
-      for (const callback of callbacks) callback();
-      callbacks.clear();
-    };
-    subscription = { callbacks, listener };
-    subscriptions.set(signal, subscription);
-    signal.addEventListener("abort", listener, { once: true });
+  let callbacks = subscriptions.get(signal);
+  if (callbacks === undefined) {
+    const fanOut = new Set<() => void>();
+    callbacks = fanOut;
+    subscriptions.set(signal, fanOut);
+    signal.addEventListener(
+      "abort",
+      () => {
+        subscriptions.delete(signal);
+        for (const callback of fanOut) callback();
+        fanOut.clear();
+      },
+      { once: true },
+    );
   }
   // A wrapper per call: the same function subscribed twice is unsubscribed one call at a time.
   const entry = (): void => fn();
-  const { callbacks, listener } = subscription;
   callbacks.add(entry);
+  const subscribed = callbacks;
   return () => {
-    callbacks.delete(entry);
-    if (callbacks.size === 0 && subscriptions.get(signal)?.listener === listener) {
-      subscriptions.delete(signal);
-      signal.removeEventListener("abort", listener);
-    }
+    subscribed.delete(entry);
   };
 }

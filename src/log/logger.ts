@@ -1,5 +1,4 @@
 import { createRequire } from "node:module";
-import { Writable } from "node:stream";
 import pino, { type Logger } from "pino";
 import type { PrettyOptions, PrettyStream } from "pino-pretty";
 
@@ -40,6 +39,19 @@ const SECRET_KEYS = new Set([
 ]);
 const REDACTED = "[redacted]";
 
+/**
+ * True when a log object needs no redaction: no key is secret-named and no value is an object to
+ * look into (a job's "Started." and most lines are like this: copying them cost more than writing).
+ */
+function plainAndSafe(obj: Record<string, unknown>): boolean {
+  for (const key in obj) {
+    if (!Object.hasOwn(obj, key)) continue;
+    const value = obj[key];
+    if ((typeof value === "object" && value !== null) || SECRET_KEYS.has(key.toLowerCase())) return false;
+  }
+  return true;
+}
+
 /** Returns a copy of `value` with every secret-named key replaced by `[redacted]` (cycles and depth bounded). */
 export function redactSecrets(value: unknown, depth = 0, seen = new WeakSet<object>()): unknown {
   if (typeof value !== "object" || value === null) return value;
@@ -69,18 +81,29 @@ export interface LoggerOptions {
   secrets?: readonly string[];
 }
 
-/** A writable that replaces each literal secret in the text passing through before forwarding it. */
-function scrubbing(destination: NodeJS.WritableStream, secrets: readonly string[]): NodeJS.WritableStream {
+/**
+ * pino's last step before a line is written (`hooks.streamWrite`): replaces each literal secret.
+ * Undefined when there is none to look for.
+ */
+function scrubbing(secrets: readonly string[]): ((line: string) => string) | undefined {
   const needles = secrets.filter((s) => s.length >= 4);
-  if (needles.length === 0) return destination;
-  return new Writable({
-    write(chunk: Buffer | string, _enc, callback) {
-      let text = typeof chunk === "string" ? chunk : chunk.toString("utf8");
-      for (const n of needles) text = text.replaceAll(n, REDACTED);
-      destination.write(text);
-      callback();
-    },
-  });
+  if (needles.length === 0) return undefined;
+  return (line) => {
+    let text = line;
+    for (const n of needles) if (text.includes(n)) text = text.replaceAll(n, REDACTED);
+    return text;
+  };
+}
+
+/**
+ * The platform expects `requestId` on every line: null outside a job. Read from the logger's
+ * serialised bindings (a job's logger and its children carry `"requestId":`), not from
+ * `bindings()`, which parses them anew for every line.
+ */
+function requestIdMixin(_obj: object, _level: number, logger: Logger): object {
+  const chindings = (logger as unknown as Record<symbol, unknown>)[pino.symbols.chindingsSym];
+  // A new object each time: pino merges the line's own fields into it.
+  return typeof chindings === "string" && chindings.includes('"requestId":') ? {} : { requestId: null };
 }
 
 /**
@@ -89,9 +112,12 @@ function scrubbing(destination: NodeJS.WritableStream, secrets: readonly string[
  */
 export function createLogger(options: LoggerOptions): Logger {
   const level = options.level ?? "info";
-  const out = scrubbing(options.destination ?? process.stdout, options.secrets ?? []);
+  const out = options.destination ?? process.stdout;
+  const streamWrite = scrubbing(options.secrets ?? []);
+  const hooks = streamWrite === undefined ? {} : { hooks: { streamWrite } };
   const formatters = {
-    log: (obj: Record<string, unknown>) => redactSecrets(obj) as Record<string, unknown>,
+    log: (obj: Record<string, unknown>) =>
+      plainAndSafe(obj) ? obj : (redactSecrets(obj) as Record<string, unknown>),
   };
   const pretty = options.platform ? null : loadPretty();
   if (pretty === null) {
@@ -102,9 +128,8 @@ export function createLogger(options: LoggerOptions): Logger {
         timestamp: false,
         messageKey: "message",
         formatters: { ...formatters, level: (label: string) => ({ level: label.toUpperCase() }) },
-        // The platform expects requestId on every line: null outside a job.
-        mixin: (_obj, _level, logger) =>
-          Object.hasOwn(logger.bindings(), "requestId") ? {} : { requestId: null },
+        mixin: requestIdMixin,
+        ...hooks,
       },
       out,
     );
@@ -116,7 +141,7 @@ export function createLogger(options: LoggerOptions): Logger {
     ignore: "pid,hostname",
     destination: out,
   });
-  return pino({ level, base: null, formatters }, prettyStream);
+  return pino({ level, base: null, formatters, ...hooks }, prettyStream);
 }
 
 export type { Logger };

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { withQuery } from "../../src/protocol/index.js";
 import { platformUrls } from "../../src/worker/platform-urls.js";
 
 const base = "http://h/v2/ep";
@@ -34,5 +35,42 @@ describe("platformUrls", () => {
     expect(bare.ping).toBeUndefined();
     expect(bare.stream("j")).toBeUndefined();
     expect(bare.take(2, false)).toBe("http://h/take/p?batch_size=2&job_in_progress=0");
+  });
+
+  it("gives each job the URL that building it anew would, wherever the template puts the id", () => {
+    const ids = ["j1", "job/$ID", "a b", "ü%?#&=+", "RUNLETJOBIDMARK", ""];
+    const templates = [
+      "http://h/v2/ep/job-done/$RUNPOD_POD_ID/$ID?gpu=$RUNPOD_GPU_TYPE_ID",
+      "http://h/v2/ep/job-done/$RUNPOD_POD_ID/$ID",
+      // The id in the query: setting isStream re-serialises the query, so these are built per job.
+      "http://h/done?job=$ID&pod=$RUNPOD_POD_ID",
+      "http://h/done/x?a=b c&job=$ID",
+      // A template that already holds the text that marks the id while building.
+      "http://h/RUNLETJOBIDMARK/$ID",
+    ];
+    for (const template of templates) {
+      const made = platformUrls({
+        jobTakeUrl: "http://h/v2/ep/job-take/$ID",
+        jobDoneUrl: template,
+        jobStreamUrl: template,
+        pingUrl: undefined,
+        podId: "pod 1",
+        gpuTypeId: "A100",
+      });
+      const fixed = template
+        .replaceAll("$RUNPOD_POD_ID", "pod%201")
+        .replaceAll("$RUNPOD_GPU_TYPE_ID", "A100");
+      for (const id of ids) {
+        const anew = (isStream: string) =>
+          withQuery(fixed.replaceAll("$ID", encodeURIComponent(id)), { isStream });
+        expect(made.done(id, false)).toBe(anew("false"));
+        expect(made.done(id, true)).toBe(anew("true"));
+        expect(made.stream(id)).toBe(anew("false"));
+      }
+    }
+  });
+
+  it("keeps a dot-segment id in the path, where parsing the URL anew would drop a segment", () => {
+    expect(urls.done("..", false)).toBe(`${base}/job-done/pod%201/..?gpu=A100&isStream=false`);
   });
 });

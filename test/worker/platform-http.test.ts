@@ -41,7 +41,7 @@ async function holdingServer() {
 }
 
 describe("PlatformHttp and its callers' signals", () => {
-  it("aborts every request in flight on a shared signal with its reason, and keeps no listener once they settle", async () => {
+  it("aborts every request in flight on a shared signal with its reason, with one listener on it however many requests it served", async () => {
     await using server = await holdingServer();
     const http = new PlatformHttp("key");
     try {
@@ -60,16 +60,56 @@ describe("PlatformHttp and its callers' signals", () => {
         reason,
       ]);
 
-      // A signal that outlives its requests (a take poll's) holds nothing of them once they are answered.
+      // A signal that outlives its requests (the worker's give-up signal) keeps one listener however
+      // many requests it served, and aborting it later touches none of the answered ones.
       const poll = new AbortController();
-      const answered = http.get(server.url, { signal: poll.signal });
-      await server.arrivals(4);
+      for (let n = 0; n < 5; n++) {
+        const answered = http.get(server.url, { signal: poll.signal });
+        await server.arrivals(4 + n);
+        expect(getEventListeners(poll.signal, "abort")).toHaveLength(1);
+        server.release();
+        expect((await answered).status).toBe(200);
+      }
       expect(getEventListeners(poll.signal, "abort")).toHaveLength(1);
-      server.release();
-      expect((await answered).status).toBe(200);
+      poll.abort(new Error("late"));
       expect(getEventListeners(poll.signal, "abort")).toHaveLength(0);
     } finally {
       await http.close();
+    }
+  });
+
+  it("sends each URL's path and query as the URL parser reads them, however many share an origin", async () => {
+    const seen: string[] = [];
+    const server = createServer((req, res) => {
+      seen.push(req.url ?? "");
+      req.resume();
+      req.once("end", () => res.writeHead(200).end("{}"));
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const http = new PlatformHttp("key");
+    try {
+      // The first URL teaches the origin; the rest either are sent as written or must be parsed.
+      const urls = [
+        `${origin}/v2/ep/job-done/pod/j1?isStream=false`,
+        `${origin}/v2/ep/job-done/pod/j%2F2?gpu=A100&isStream=true`,
+        `${origin}/v2/ep/job-done/pod/../j3?isStream=false`,
+        `${origin}/v2/ep/job-done/pod/./j4`,
+        `${origin}/v2/ep/a b/ü?q=x y`,
+        `${origin}/v2/ep/job-done/pod/j5#fragment`,
+        `${origin}/v2/ep/job-done/pod/..`,
+        `${origin}/v2/ep/job-done/pod/.well-known/j6`,
+      ];
+      for (const url of urls) await http.postJson(url, "{}");
+      const parsed = urls.map((url) => {
+        const u = new URL(url);
+        return `${u.pathname}${u.search}`;
+      });
+      expect(seen).toEqual(parsed);
+    } finally {
+      await http.close();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
     }
   });
 });
