@@ -1,5 +1,6 @@
 import { bracketed, ownCpuMs, processCpuMs, startCeilingServer } from "../ceiling.js";
 import type { BenchOptions } from "../options.js";
+import { measureRelayFloor, overheadClient, timedRoundTrip } from "../relay.js";
 import { benchHarness, connectWorker, runJobs } from "../session.js";
 import { type Figure, figure, percentile, repeat } from "../stats.js";
 
@@ -121,41 +122,42 @@ async function measureLevel(
   return figures;
 }
 
-/** Posts a `/run` and reads `/status-sync` (answers once the job is terminal); returns ms and the record. */
-async function roundTrip(
-  base: string,
-  apiKey: string,
-  n: number,
-): Promise<{ ms: number; handlerMs: number; status: string }> {
-  const headers = { authorization: `Bearer ${apiKey}`, "content-type": "application/json" };
-  const started = performance.now();
-  const run = await fetch(`${base}/run`, { method: "POST", headers, body: JSON.stringify({ input: { n } }) });
-  const { id } = (await run.json()) as { id: string };
-  const res = await fetch(`${base}/status-sync/${encodeURIComponent(id)}?wait=60000`, { headers });
-  const record = (await res.json()) as { status: string; output?: { handlerMs?: number } };
-  const ms = performance.now() - started;
-  return { ms, handlerMs: record.output?.handlerMs ?? 0, status: record.status };
-}
-
 /**
  * Per-job overhead at low load: ms from `POST /run` to the result readable through the status API
  * (`/status-sync` answers the moment the job is terminal), minus the handler's own time; one job
- * at a time, p50 and p99 per run.
+ * at a time, p50 and p99 per run. Beside it, right after each run, its floor: the same round trips
+ * through a bare relay and a bare worker (bench/relay.ts), with the same undici client.
  */
 export async function measureOverhead(options: BenchOptions): Promise<Figure[]> {
   const harness = await benchHarness(["local"]);
   const { worker } = await connectWorker(harness, "local", { handler: TRIVIAL }, { BENCH_CONCURRENCY: "1" });
   const base = `${harness.url}/v2/local`;
+  const headers = { authorization: `Bearer ${harness.apiKey}` };
+  const dispatcher = overheadClient();
+  const trip = async (n: number) => {
+    const { ms, record } = await timedRoundTrip(
+      dispatcher,
+      base,
+      headers,
+      n,
+      (id) => `/status-sync/${encodeURIComponent(id)}?wait=60000`,
+    );
+    if (record["status"] !== "COMPLETED") throw new Error(`overhead job ended ${String(record["status"])}`);
+    const handlerMs = (record["output"] as { handlerMs?: number } | undefined)?.handlerMs ?? 0;
+    return ms - handlerMs;
+  };
   try {
-    for (let i = 0; i < 20; i++) await roundTrip(base, harness.apiKey, i); // warm-up
+    for (let i = 0; i < 20; i++) await trip(i); // warm-up
     const runs = await repeat(options.repetitions, async () => {
       const overheads: number[] = [];
-      for (let i = 0; i < options.overhead.jobs; i++) {
-        const trip = await roundTrip(base, harness.apiKey, i);
-        if (trip.status !== "COMPLETED") throw new Error(`overhead job ended ${trip.status}`);
-        overheads.push(trip.ms - trip.handlerMs);
-      }
-      return { p50: percentile(overheads, 50), p99: percentile(overheads, 99) };
+      for (let i = 0; i < options.overhead.jobs; i++) overheads.push(await trip(i));
+      const floor = await measureRelayFloor(options.overhead.jobs);
+      return {
+        p50: percentile(overheads, 50),
+        p99: percentile(overheads, 99),
+        floorP50: percentile(floor, 50),
+        floorP99: percentile(floor, 99),
+      };
     });
     return [
       figure(
@@ -165,13 +167,38 @@ export async function measureOverhead(options: BenchOptions): Promise<Figure[]> 
         runs.map((r) => r.p50),
       ),
       figure(
+        "overhead.p50.floor",
+        "  floor: bare relay and bare worker, same client",
+        "ms",
+        runs.map((r) => r.floorP50),
+      ),
+      figure(
+        "overhead.p50.ratio",
+        "  runlet ÷ floor (paired runs)",
+        "x",
+        runs.map((r) => r.p50 / r.floorP50),
+      ),
+      figure(
         "overhead.p99",
         "per-job overhead p99 (/run → result in /status)",
         "ms",
         runs.map((r) => r.p99),
       ),
+      figure(
+        "overhead.p99.floor",
+        "  floor: bare relay and bare worker, same client",
+        "ms",
+        runs.map((r) => r.floorP99),
+      ),
+      figure(
+        "overhead.p99.ratio",
+        "  runlet ÷ floor (paired runs)",
+        "x",
+        runs.map((r) => r.p99 / r.floorP99),
+      ),
     ];
   } finally {
+    await dispatcher.close();
     await worker.stop();
     await harness.close();
   }
