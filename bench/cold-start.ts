@@ -7,7 +7,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { bundleHandler } from "../src/cli/bundle.js";
 import { WARM_COMPILE_CACHE_FLAG } from "../src/cli/dockerfile.js";
-import { type Harness, startHarness } from "../src/harness/index.js";
+import { type Harness, startHarness } from "../dist/harness/index.js";
 
 /** Options of {@link measureColdStart}. */
 export interface ColdStartOptions {

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import { type Harness, startHarness } from "../src/harness/index.js";
+import { type Harness, startHarness } from "../dist/harness/index.js";
 import { spawnNode, spawnRunletWorker, type WorkerProcess } from "./worker-process.js";
 
 /** One worker process connected to a fresh harness endpoint. */

@@ -1,4 +1,4 @@
-import type { Harness } from "../../src/harness/index.js";
+import type { Harness } from "../../dist/harness/index.js";
 import type { BenchOptions } from "../options.js";
 import { benchHarness, connectWorker, runJobs, settle } from "../session.js";
 import { type Figure, figure, repeat } from "../stats.js";

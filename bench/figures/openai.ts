@@ -1,5 +1,5 @@
 import OpenAI from "openai";
-import type { Harness } from "../../src/harness/index.js";
+import type { Harness } from "../../dist/harness/index.js";
 import type { BenchOptions } from "../options.js";
 import { benchHarness, type Connected, connectWorker } from "../session.js";
 import { type Figure, figure, repeat } from "../stats.js";

@@ -1,4 +1,4 @@
-import type { Harness } from "../../src/harness/index.js";
+import type { Harness } from "../../dist/harness/index.js";
 import { bracketed, ownCpuMs, processCpuMs, startCeilingServer } from "../ceiling.js";
 import type { BenchOptions } from "../options.js";
 import { benchHarness, type Connected, connectWorker } from "../session.js";
