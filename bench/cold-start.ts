@@ -6,7 +6,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { bundleHandler } from "../src/cli/bundle.js";
-import { WARM_COMPILE_CACHE_FLAG } from "../src/cli/dockerfile.js";
+import { WARM_COMPILE_CACHE_FLAG, WORKER_NODE_FLAGS } from "../src/cli/dockerfile.js";
 import { type Harness, startHarness } from "../dist/harness/index.js";
 
 /** Options of {@link measureColdStart}. */
@@ -24,6 +24,8 @@ export interface ColdStartOptions {
    * `--warm-compile-cache`, as the image build does (Node ≥ 22.1; older Nodes ignore it). @default true
    */
   readonly compileCache?: boolean;
+  /** Node flags before the bundle's path, as in the image's CMD. @default WORKER_NODE_FLAGS */
+  readonly nodeFlags?: readonly string[];
   /**
    * Measure this bundle, already built, instead of building the echo example (to compare with
    * a bundle an older runlet built); its size is the file's. @default the echo example, built now
@@ -137,7 +139,7 @@ async function startOnce(
     RUNPOD_ENDPOINT_ID: ENDPOINT,
   };
   const started = performance.now();
-  const child = spawn(options.node, [bundle], { cwd, env, stdio: "ignore" });
+  const child = spawn(options.node, [...options.nodeFlags, bundle], { cwd, env, stdio: "ignore" });
   const exited = new Promise<void>((resolve) => child.once("close", () => resolve()));
   try {
     await firstTake(harness, podId, options.timeoutMs);
@@ -161,7 +163,8 @@ async function startOnce(
  * Builds the echo example with `runlet build`'s bundler and measures: cold start (ms from
  * spawning `node dist/worker.mjs` to its first job-take reaching a harness, median of `runs`),
  * the CPU time that start used, the bundle's size, and the idle worker's RSS, in the image's
- * environment (`NODE_ENV=production`, `--enable-source-maps`, a warmed compile cache). Prints
+ * environment (its CMD's Node flags, `NODE_ENV=production`, `--enable-source-maps`, a warmed
+ * compile cache). Prints
  * nothing; returns the figures.
  */
 export async function measureColdStart(options: ColdStartOptions = {}): Promise<ColdStartFigures> {
@@ -171,6 +174,7 @@ export async function measureColdStart(options: ColdStartOptions = {}): Promise<
     idleMs: options.idleMs ?? 1_000,
     timeoutMs: options.timeoutMs ?? 30_000,
     compileCache: options.compileCache ?? true,
+    nodeFlags: options.nodeFlags ?? WORKER_NODE_FLAGS,
   };
   const dir = await mkdtemp(join(tmpdir(), "runlet-bench-cold-"));
   try {
@@ -185,10 +189,14 @@ export async function measureColdStart(options: ColdStartOptions = {}): Promise<
           };
     const nodeVersion = (await promisify(execFile)(resolved.node, ["--version"])).stdout.trim();
     if (resolved.compileCache) {
-      await promisify(execFile)(resolved.node, [built.bundlePath, WARM_COMPILE_CACHE_FLAG], {
-        cwd: dir,
-        env: baseEnv(dir, resolved),
-      });
+      await promisify(execFile)(
+        resolved.node,
+        [...resolved.nodeFlags, built.bundlePath, WARM_COMPILE_CACHE_FLAG],
+        {
+          cwd: dir,
+          env: baseEnv(dir, resolved),
+        },
+      );
     }
     await using harness = await startHarness({ takeTimeoutMs: 5_000, endpoints: [{ id: ENDPOINT }] });
     const runs: number[] = [];

@@ -64,7 +64,7 @@ export const FULL_OPTIONS: BenchOptions = Object.freeze({
     jobs: 10_000,
     concurrency: 8,
     settleMs: 1_000,
-    growthBoundBytes: 128 * MiB,
+    growthBoundBytes: 20 * MiB,
     heapGrowthBoundBytes: 2 * MiB,
   },
   coldStart: true,

@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { WORKER_NODE_FLAGS } from "../src/cli/dockerfile.js";
 
 /** The repository root (bench/ sits right under it). */
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -50,8 +51,10 @@ export function spawnNode(
   script: string,
   args: readonly string[],
   env: Record<string, string>,
+  nodeFlags: readonly string[] = [],
 ): WorkerProcess {
-  const child: ChildProcess = spawn(process.execPath, [...workerNodeArgs(), join(ROOT, script), ...args], {
+  const argv = [...nodeFlags, ...workerNodeArgs(), join(ROOT, script), ...args];
+  const child: ChildProcess = spawn(process.execPath, argv, {
     cwd: ROOT,
     env: { ...process.env, ...env },
     stdio: ["ignore", "ignore", "pipe"],
@@ -93,9 +96,13 @@ export function spawnNode(
   };
 }
 
-/** `runlet start <handler>` as a child process, connected through `env` (the harness's workerEnv). */
+/**
+ * `runlet start <handler>` as a child process, connected through `env` (the harness's workerEnv),
+ * under the Node flags the image starts its worker with (WORKER_NODE_FLAGS), so its memory and
+ * CPU figures are those of a deployed worker.
+ */
 export function spawnRunletWorker(handler: string, env: Record<string, string>): WorkerProcess {
-  return spawnNode("bin/runlet.mjs", ["start", handler], env);
+  return spawnNode("bin/runlet.mjs", ["start", handler], env, WORKER_NODE_FLAGS);
 }
 
 /** Resets a process's peak RSS (Linux `clear_refs` 5) so the next peak is this phase's; false where unsupported. */

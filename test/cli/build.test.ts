@@ -4,7 +4,7 @@ import { cp, mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { renderProjectDockerfile } from "../../src/cli/dockerfile.js";
+import { renderProjectDockerfile, WORKER_NODE_FLAGS } from "../../src/cli/dockerfile.js";
 import { startHarness } from "../../src/harness/index.js";
 import { node22 } from "./node22.js";
 import { childEnv, REPO_ROOT, runCli, runNode } from "./run-cli.js";
@@ -48,7 +48,7 @@ async function mapSources(file: string): Promise<string[]> {
 
 /**
  * Runs the bundle alone (dist/ copied into an empty folder, as the image's final stage does: no
- * node_modules, no sources) with Node 22 against a harness, sends it `jobs`, and returns their
+ * node_modules, no sources) with Node 22 and the image command's Node flags against a harness, sends it `jobs`, and returns their
  * snapshots; stops the worker with SIGTERM.
  */
 async function runBundle(bundleDir: string, jobs: unknown[]) {
@@ -56,7 +56,7 @@ async function runBundle(bundleDir: string, jobs: unknown[]) {
   await cp(join(bundleDir, "dist"), lonely, { recursive: true });
   expect((await readdir(lonely)).sort()).toEqual(["chunks", "worker.mjs", "worker.mjs.map"]);
   await using harness = await startHarness({ takeTimeoutMs: 500, endpoints: [{ id: "bundle" }] });
-  const child = spawn(node.bin, [join(lonely, "worker.mjs")], {
+  const child = spawn(node.bin, [...WORKER_NODE_FLAGS, join(lonely, "worker.mjs")], {
     cwd: lonely,
     env: { ...childEnv(), ...harness.workerEnv("bundle"), RUNPOD_ENDPOINT_ID: "bundle", NODE_PATH: "" },
     stdio: ["ignore", "pipe", "pipe"],

@@ -5,7 +5,12 @@ import { tmpdir } from "node:os";
 import { dirname, join, posix } from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
-import { IMAGE_LAYOUT, renderProjectDockerfile, WARM_COMPILE_CACHE_FLAG } from "../../src/cli/dockerfile.js";
+import {
+  IMAGE_LAYOUT,
+  renderProjectDockerfile,
+  WARM_COMPILE_CACHE_FLAG,
+  WORKER_NODE_FLAGS,
+} from "../../src/cli/dockerfile.js";
 import { RUNLET_ROOT, TEMPLATE_NAMES } from "../../src/cli/paths.js";
 
 interface Instruction {
@@ -74,7 +79,7 @@ describe("Dockerfile.base", () => {
     expect(only(base, "RUN").join(" ")).toMatch(new RegExp(`useradd .* ${IMAGE_LAYOUT.user};`));
     expect(JSON.parse(only(base, "ENTRYPOINT")[0] ?? "null")).toEqual(IMAGE_LAYOUT.entrypoint);
     expect(JSON.parse(only(base, "CMD")[0] ?? "null")).toEqual(IMAGE_LAYOUT.cmd);
-    expect(IMAGE_LAYOUT.cmd[1]).toBe(IMAGE_LAYOUT.bundlePath);
+    expect(IMAGE_LAYOUT.cmd).toEqual(["node", ...WORKER_NODE_FLAGS, IMAGE_LAYOUT.bundlePath]);
   });
 
   it("sets production mode and source-mapped stack traces", () => {
@@ -96,6 +101,38 @@ function stages(instructions: Instruction[]): { from: string; body: Instruction[
 
 const FROM_BUILD = "$" + "{RUNLET_BUILD_IMAGE}";
 const SHARP = [{ name: "sharp", version: "0.33.5" }] as const;
+
+/**
+ * Allocates objects that live a little while (as a job's do) and prints the largest young
+ * generation V8 gave itself meanwhile, MiB.
+ */
+const YOUNG_GENERATION_PROBE = `
+const v8 = require("node:v8");
+const keep = new Array(4096);
+let max = 0;
+for (let i = 0; i < 300000; i++) {
+  keep[i % 4096] = { i, s: "x".repeat(64) + i };
+  if (i % 1000 === 0) {
+    const young = v8.getHeapSpaceStatistics().find((s) => s.space_name === "new_space");
+    max = Math.max(max, young.space_size);
+  }
+}
+process.stdout.write(String(max / 1048576));
+`;
+
+describe("the Node flags the image runs the worker with", () => {
+  const youngMiB = async (flags: readonly string[]) =>
+    Number((await promisify(execFile)(process.execPath, [...flags, "-e", YOUNG_GENERATION_PROBE])).stdout);
+
+  it("are accepted by this Node and keep the young generation within 2 × 2 MiB, where it grows larger without", async () => {
+    // Node refuses an unknown flag (exit 9), so a flag V8 dropped fails here, not in a container.
+    const capped = await youngMiB(WORKER_NODE_FLAGS);
+    expect(capped).toBeGreaterThan(0);
+    expect(capped).toBeLessThanOrEqual(4);
+    // V8's own limit depends on the machine's memory (2 × 16 MiB on 16 GiB and more).
+    expect(await youngMiB([])).toBeGreaterThan(capped);
+  });
+});
 
 describe("the project Dockerfile runlet init and runlet build write", () => {
   const plain = parseDockerfile(renderProjectDockerfile());
