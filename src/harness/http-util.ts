@@ -1,3 +1,4 @@
+import { isAscii, isUtf8 } from "node:buffer";
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { ApiError } from "../protocol/api.js";
@@ -14,8 +15,16 @@ export type BodyResult =
   /** The bytes are not UTF-8 (decoding would silently turn them into U+FFFD). */
   | { readonly ok: false; readonly tooLarge: false; readonly bytes: Buffer };
 
-/** Throws on bytes that are not UTF-8; keeps a leading BOM as U+FEFF (JSON.parse then refuses it). */
-const STRICT_UTF8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+/**
+ * The text of `bytes`, or undefined when they are not UTF-8 (a decoder would silently turn them
+ * into U+FFFD). A leading BOM stays U+FEFF, so JSON.parse then refuses it. Plain ASCII, which every
+ * slice of a large string item is, decodes as Latin-1: the same text, copied byte for byte, about
+ * ten times faster than the UTF-8 decoder (and a strict TextDecoder is slower still).
+ */
+export function decodeUtf8(bytes: Buffer): string | undefined {
+  if (isAscii(bytes)) return bytes.toString("latin1");
+  return isUtf8(bytes) ? bytes.toString("utf8") : undefined;
+}
 
 /** Beyond the limit, this much more is read and thrown away (so the client can read our answer), then the socket is cut. */
 const DISCARD_ALLOWANCE_BYTES = 64 * 1_048_576; // 64 MiB
@@ -46,13 +55,10 @@ export function readBody(req: IncomingMessage, limitBytes: number): Promise<Body
     };
     const onEnd = () => {
       cleanup();
-      const bytes = Buffer.concat(chunks);
-      try {
-        resolve({ ok: true, text: STRICT_UTF8.decode(bytes) });
-      } catch {
-        // Not UTF-8: the caller refuses it (400) rather than working on replacement characters.
-        resolve({ ok: false, tooLarge: false, bytes });
-      }
+      const bytes = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, received);
+      const text = decodeUtf8(bytes);
+      // Not UTF-8: the caller refuses it (400) rather than working on replacement characters.
+      resolve(text === undefined ? { ok: false, tooLarge: false, bytes } : { ok: true, text });
     };
     const onError = (err: Error) => {
       cleanup();
