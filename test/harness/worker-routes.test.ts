@@ -180,7 +180,11 @@ describe("harness worker routes", () => {
     expect(bom.status).toBe(400);
     expect(((await bom.json()) as { error: string }).error).toMatch(/^job-stream body is not JSON: /);
     // A raw control character inside a large slice.
-    const control = await post(h, url, `{"output":"${plain.slice(0, 400_000)}\u0007${plain.slice(0, 400_000)}"}`);
+    const control = await post(
+      h,
+      url,
+      `{"output":"${plain.slice(0, 400_000)}\u0007${plain.slice(0, 400_000)}"}`,
+    );
     expect(control.status).toBe(400);
     expect(((await control.json()) as { error: string }).error).toMatch(/^job-stream body is not JSON: /);
     for (const output of [plain, mixed]) {
