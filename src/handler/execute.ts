@@ -3,7 +3,7 @@ import { RunletError } from "../errors.js";
 import type { DeliveredJob } from "../protocol/index.js";
 import { unconfiguredJobS3 } from "../s3/no-store.js";
 import type { JobS3, JobS3Options } from "../s3/types.js";
-import { chunkJson, StreamCoalescer, splitItemIter } from "../stream/index.js";
+import { chunkBody, StreamCoalescer, splitItemIter } from "../stream/index.js";
 import type { HandlerContext, HandlerDefinition } from "./define-handler.js";
 import { createJobMetrics, type JobMetrics } from "./metrics.js";
 import {
@@ -33,12 +33,12 @@ export interface ExecuteHooks {
   /** A progress update's output, as JSON text. */
   progress(outputJson: string): void;
   /**
-   * Chunk bodies (JSON text) to post, in order: one item's single chunk, or one chunk of a split
+   * Chunk bodies (JSON text, or its UTF-8 bytes for a large item's slices) to post, in order: one item's single chunk, or one chunk of a split
    * item (a large item's chunks come one call at a time). Resolves when the next chunk may be made:
    * once the unposted bytes are back within the stream budget, so memory stays bounded within an
    * item as well as between items.
    */
-  chunks(bodies: readonly string[], bytes: number): Promise<void>;
+  chunks(bodies: readonly (string | Uint8Array)[], bytes: number): Promise<void>;
   /**
    * The handler returned a generator: the job streams, so its final post uses `isStream=true`
    * whatever it ends with (an error, a timeout, a shutdown), as the reference worker's does.
@@ -230,7 +230,7 @@ async function drain(
           for (const chunk of chunks) {
             // A stopped or timed-out job posts nothing more: stop making the rest of a large item.
             signal.throwIfAborted();
-            const body = chunkJson(chunk);
+            const body = chunkBody(chunk);
             await hooks.chunks([body], Buffer.byteLength(body));
           }
         } catch (err) {

@@ -16,6 +16,7 @@ import {
 import { deliveredOf } from "./job-entry.js";
 import type { JobStore } from "./job-store.js";
 import type { RequestLog, WorkerRoute } from "./request-log.js";
+import { parseStreamBody } from "./stream-body.js";
 import type { WorkerRegistry, WorkerState } from "./worker-registry.js";
 
 /** What the worker routes need from the harness. */
@@ -217,7 +218,7 @@ function result(
       message: `${route} takes a JSON body as application/json or application/x-www-form-urlencoded, got "${type}"`,
     };
   }
-  const parsed = parseJson(text);
+  const parsed = route === "job-stream" ? parseStreamBody(text) : parseJson(text);
   if (!parsed.ok) return { status: 400, message: `${route} body is not JSON: ${parsed.message}` };
   const raw = parsed.value;
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {

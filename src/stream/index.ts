@@ -2,6 +2,7 @@
 export { StreamCoalescer, type StreamCoalescerOptions } from "./coalesce.js";
 export { createReassembler, type Reassembler, reassemble } from "./reassemble.js";
 export {
+  chunkBody,
   chunkJson,
   type ExtraMetrics,
   RUNLET_METRIC_KEYS,

@@ -74,22 +74,58 @@ export function splitItemIter(
 }
 
 /**
- * The JSON text of chunks this module made whose text it already knows: a small item's (serialised
- * once to measure it) and each slice of plain ASCII text (joined around the slice, never escaped
- * or copied again). Weak, so a chunk that was never posted is simply collected.
+ * The JSON text of small chunks this module made (serialised once to measure the item), so a
+ * token is not turned into JSON twice. Weak, so a chunk that was never posted is simply collected.
  */
 const knownJson = new WeakMap<StreamChunk, string>();
 
 /**
+ * Slices of a large string that are plain ASCII (nothing JSON escapes, every code unit one byte),
+ * as {@link splitText} found when it planned them: their JSON is the slice in quotes, so it is
+ * written straight into the bytes posted, never escaped or scanned again.
+ */
+const plainSlices = new WeakSet<StreamChunk>();
+
+/** `{"output":"` and `","metrics":`, the fixed text around a plain slice. */
+const PLAIN_HEAD = '{"output":"';
+const PLAIN_MIDDLE = '","metrics":';
+
+/**
  * The JSON text of a chunk, exactly `JSON.stringify(chunk)`, without serialising the output again
- * when {@link splitItemIter} made the chunk: a token is not turned into JSON twice, and a 1 MiB
- * slice of a large string is not scanned and copied once more before it is posted.
+ * when {@link splitItemIter} made the chunk.
  *
  * @example
  * for (const chunk of splitItemIter(token, index)) await post(chunkJson(chunk));
  */
 export function chunkJson(chunk: StreamChunk): string {
-  return knownJson.get(chunk) ?? JSON.stringify(chunk);
+  const known = knownJson.get(chunk);
+  if (known !== undefined) return known;
+  if (plainSlices.has(chunk)) {
+    return `${PLAIN_HEAD}${chunk.output as string}${PLAIN_MIDDLE}${JSON.stringify(chunk.metrics)}}`;
+  }
+  return JSON.stringify(chunk);
+}
+
+/**
+ * A chunk's body as posted: the UTF-8 bytes of {@link chunkJson}. A slice of a large plain string
+ * is written once, straight from the string into one Buffer (no joined string to flatten, and no
+ * second copy when the HTTP client turns a string body into bytes); any other chunk is its JSON
+ * text, which is short or needs escaping anyway.
+ *
+ * @example
+ * for (const chunk of splitItemIter(text, index)) await post(chunkBody(chunk));
+ */
+export function chunkBody(chunk: StreamChunk): string | Buffer {
+  if (!plainSlices.has(chunk)) return chunkJson(chunk);
+  const slice = chunk.output as string;
+  // The metrics may hold a handler's non-ASCII strings: only the slice is known to be one byte a unit.
+  const tail = `${PLAIN_MIDDLE}${JSON.stringify(chunk.metrics)}}`;
+  const tailBytes = Buffer.byteLength(tail);
+  const body = Buffer.allocUnsafe(PLAIN_HEAD.length + slice.length + tailBytes);
+  let at = body.write(PLAIN_HEAD, 0, "latin1");
+  at += body.write(slice, at, "latin1");
+  body.write(tail, at, tailBytes, "utf8");
+  return body;
 }
 
 /**
@@ -226,10 +262,9 @@ function* textSlices(
 ): Generator<StreamChunk, void, undefined> {
   let start = 0;
   for (const [part, end] of ends.entries()) {
+    // A slice of a flat string shares its memory: nothing is copied until the chunk is posted.
     const chunk = { output: text.slice(start, end), metrics: metricsOf(part) };
-    if (plain) {
-      knownJson.set(chunk, `{"output":"${chunk.output}","metrics":${JSON.stringify(chunk.metrics)}}`);
-    }
+    if (plain) plainSlices.add(chunk);
     yield chunk;
     start = end;
   }

@@ -18,7 +18,8 @@ import type { PlatformHttp } from "./platform-http.js";
 interface Entry {
   readonly kind: "progress" | "chunk" | "final";
   readonly url: string;
-  readonly body: string;
+  /** JSON text, or its UTF-8 bytes (a large item's chunk, built once: chunkBody in stream/split.ts). */
+  readonly body: string | Uint8Array;
   readonly bytes: number;
   /** Names the entry in messages: "progress update 2", "stream chunk 5". */
   readonly label: string;
@@ -97,7 +98,7 @@ export class JobOutbox {
   }
 
   /** Queues stream chunk bodies. */
-  chunks(url: string, bodies: readonly string[]): void {
+  chunks(url: string, bodies: readonly (string | Uint8Array)[]): void {
     for (const body of bodies) {
       this.#counts.chunk += 1;
       const bytes = Buffer.byteLength(body);

@@ -91,8 +91,12 @@ export class PlatformHttp {
     return this.#send("GET", url, this.#headers(options.jobId, false), undefined, options);
   }
 
-  /** POST JSON text to `url`. Throws on network errors and aborts; any status is an answer. */
-  postJson(url: string, body: string, options: PlatformRequestOptions = {}): Promise<PlatformResponse> {
+  /** POST JSON (text, or its UTF-8 bytes) to `url`. Throws on network errors and aborts; any status is an answer. */
+  postJson(
+    url: string,
+    body: string | Uint8Array,
+    options: PlatformRequestOptions = {},
+  ): Promise<PlatformResponse> {
     return this.#send("POST", url, this.#headers(options.jobId, true), body, options);
   }
 
@@ -106,7 +110,7 @@ export class PlatformHttp {
     method: "GET" | "POST",
     url: string,
     headers: Record<string, string>,
-    body: string | undefined,
+    body: string | Uint8Array | undefined,
     options: PlatformRequestOptions,
   ): Promise<PlatformResponse> {
     const { signal, answerTimeoutMs } = options;
@@ -159,7 +163,7 @@ export class PlatformHttp {
     method: "GET" | "POST",
     url: string,
     headers: Record<string, string>,
-    body: string | undefined,
+    body: string | Uint8Array | undefined,
     answerTimeoutMs: number | undefined,
     handler: Dispatcher.DispatchHandler,
   ): void {

@@ -51,7 +51,7 @@ export type FromThread =
   | {
       readonly type: "chunks";
       readonly seq: number;
-      readonly bodies: readonly string[];
+      readonly bodies: readonly (string | Uint8Array)[];
       readonly bytes: number;
     }
   | { readonly type: "result"; readonly outcome: Awaited<ReturnType<typeof executeJob>> };
@@ -106,7 +106,10 @@ export function runExecutorThread(definition: HandlerDefinition): void {
             const mine = seq;
             return new Promise<void>((resolve) => {
               credits.set(mine, resolve);
-              port.postMessage({ type: "chunks", seq: mine, bodies, bytes } satisfies FromThread);
+              port.postMessage(
+                { type: "chunks", seq: mine, bodies, bytes } satisfies FromThread,
+                ownBuffers(bodies),
+              );
             });
           },
         },
@@ -122,4 +125,20 @@ export function runExecutorThread(definition: HandlerDefinition): void {
     }
   });
   port.postMessage({ type: "ready" } satisfies FromThread);
+}
+
+/**
+ * The memory of byte bodies that own all of theirs (a large item's chunks), moved to the main
+ * thread rather than copied. A body sharing memory (a slice of Node's small-Buffer pool) is copied.
+ */
+function ownBuffers(bodies: readonly (string | Uint8Array)[]): ArrayBuffer[] {
+  const moved: ArrayBuffer[] = [];
+  for (const body of bodies) {
+    if (typeof body === "string") continue;
+    const { buffer } = body;
+    if (buffer instanceof ArrayBuffer && body.byteOffset === 0 && buffer.byteLength === body.byteLength) {
+      moved.push(buffer);
+    }
+  }
+  return moved;
 }

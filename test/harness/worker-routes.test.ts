@@ -6,7 +6,12 @@ function get(h: Harness, path: string, headers: Record<string, string> = { autho
   return fetch(`${h.url}${path}`, { headers });
 }
 
-function post(h: Harness, path: string, body: string, contentType = "application/json"): Promise<Response> {
+function post(
+  h: Harness,
+  path: string,
+  body: string | Uint8Array,
+  contentType = "application/json",
+): Promise<Response> {
   return fetch(`${h.url}${path}`, {
     method: "POST",
     headers: { authorization: h.apiKey, "content-type": contentType },
@@ -151,6 +156,50 @@ describe("harness worker routes", () => {
     expect(h.job(id)?.status).toBe("IN_PROGRESS");
     const unknown = await post(h, "/v2/local/job-done/w1/nope", "{}");
     expect(unknown.status).toBe(404);
+  });
+
+  it("refuses job-stream bodies of any size that are not UTF-8 or not JSON, and stores large ones exactly", async () => {
+    await using h = await startHarness({ takeTimeoutMs: 200 });
+    const id = h.enqueue("local", { input: {} });
+    await get(h, "/v2/local/job-take/w1");
+    const url = `/v2/local/job-stream/w1/${id}`;
+    const plain = "plain text ".repeat(80_000); // 880 kB: arrives in many pieces
+    const mixed = 'é😀 "quoted" '.repeat(30_000);
+    // One stray byte in the middle of a large body.
+    const broken = Buffer.from(JSON.stringify({ output: plain }));
+    broken[400_000] = 0xff;
+    const bad = await post(h, url, broken);
+    expect(bad.status).toBe(400);
+    expect(await bad.json()).toEqual({ error: "job-stream body is not valid UTF-8", status: 400 });
+    // A leading BOM is kept, so JSON.parse refuses it.
+    const bom = await post(
+      h,
+      url,
+      Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(JSON.stringify({ output: plain }))]),
+    );
+    expect(bom.status).toBe(400);
+    expect(((await bom.json()) as { error: string }).error).toMatch(/^job-stream body is not JSON: /);
+    // A raw control character inside a large slice.
+    const control = await post(
+      h,
+      url,
+      `{"output":"${plain.slice(0, 400_000)}\u0007${plain.slice(0, 400_000)}"}`,
+    );
+    expect(control.status).toBe(400);
+    expect(((await control.json()) as { error: string }).error).toMatch(/^job-stream body is not JSON: /);
+    for (const output of [plain, mixed]) {
+      const ok = await post(h, url, JSON.stringify({ output, metrics: { part: 0 } }));
+      expect(ok.status).toBe(200);
+    }
+    expect(h.job(id)?.stream).toEqual([
+      { output: plain, metrics: { part: 0 } },
+      { output: mixed, metrics: { part: 0 } },
+    ]);
+    // The request log keeps each body as it came, the broken one decoded with U+FFFD.
+    const bodies = h.requests({ route: "job-stream" }).map((r) => r.body);
+    expect(bodies[0]).toBe(broken.toString("utf8"));
+    expect(bodies[0]).toContain("\ufffd");
+    expect(bodies[3]).toBe(JSON.stringify({ output: plain, metrics: { part: 0 } }));
   });
 
   it("records progress updates and stream chunks in order, then the final result", async () => {

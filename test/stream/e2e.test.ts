@@ -1,4 +1,5 @@
 import { Writable } from "node:stream";
+import { fileURLToPath } from "node:url";
 import runpodSdk from "runpod-sdk";
 import { describe, expect, it } from "vitest";
 import { createClient, type EndpointClient } from "../../src/client/index.js";
@@ -7,6 +8,9 @@ import type { HandlerDefinition } from "../../src/index.js";
 import { defineHandler, startWorker, type Worker } from "../../src/index.js";
 import { createReassembler } from "../../src/stream/index.js";
 import { createHarness } from "../../src/testing/index.js";
+import { plainText } from "./thread-text-handler.js";
+
+const threadTextHandler = fileURLToPath(new URL("./thread-text-handler.ts", import.meta.url));
 
 // Streaming end to end: a real runlet worker against runlet's harness over loopback, read by
 // runlet's client (and once by the official JS client).
@@ -18,7 +22,10 @@ const quiet = () =>
     },
   });
 
-async function setUp(definition: HandlerDefinition): Promise<{
+async function setUp(
+  definition: HandlerDefinition,
+  options: { handlerModule?: string } = {},
+): Promise<{
   h: Harness;
   worker: Worker;
   ep: EndpointClient;
@@ -30,6 +37,7 @@ async function setUp(definition: HandlerDefinition): Promise<{
     logDestination: quiet(),
     shutdownGraceMs: 2_000,
     flushTimeoutMs: 2_000,
+    ...options,
   });
   const ep = createClient({ apiKey: h.apiKey, baseUrl: h.url }).endpoint("local");
   return {
@@ -109,6 +117,35 @@ describe("streaming end to end", () => {
     for (const chunk of posted)
       expect(Buffer.byteLength(JSON.stringify(chunk))).toBeLessThanOrEqual(1_048_576);
   }, 120_000);
+
+  it("delivers a 5 MB plain ASCII string intact, posted as bytes, in-process and from an isolation thread", async () => {
+    // Plain text takes the byte path (each slice written once into the body posted; from a thread
+    // the body's memory is moved to the main thread, not copied).
+    const size = 5_000_000;
+    const text = plainText(size);
+    for (const handlerModule of [undefined, threadTextHandler]) {
+      const definition =
+        handlerModule === undefined
+          ? defineHandler({
+              async *handler() {
+                yield text;
+              },
+            })
+          : ((await import(handlerModule)).default as HandlerDefinition);
+      await using s = await setUp(definition, handlerModule === undefined ? {} : { handlerModule });
+      const { id } = await s.ep.run({ input: { bytes: size } });
+      const { values, error } = await readAll(s.ep, id);
+      expect(error).toBeUndefined();
+      expect(values).toHaveLength(1);
+      expect(values[0] === text).toBe(true);
+      const posted = s.h.job(id)?.stream ?? [];
+      expect(posted.length).toBe(5);
+      for (const chunk of posted) {
+        expect(Buffer.byteLength(JSON.stringify(chunk))).toBeLessThanOrEqual(1_048_576);
+        expect(chunk.metrics).toMatchObject({ encoding: "string", parts: 5, bytes: size + 2 });
+      }
+    }
+  }, 60_000);
 
   it("delivers the 100 items yielded before an error, then the failure", async () => {
     await using s = await setUp(

@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { ChunkMetrics, StreamChunk } from "../../src/protocol/index.js";
 import { chunkMetricsSchema, MAX_STREAM_CHUNK_BYTES } from "../../src/protocol/index.js";
-import { chunkJson, RUNLET_METRIC_KEYS, reassemble, splitItem } from "../../src/stream/index.js";
+import { chunkBody, chunkJson, RUNLET_METRIC_KEYS, reassemble, splitItem } from "../../src/stream/index.js";
 import { jsonStringBytes } from "../../src/stream/slice-text.js";
 import { extraMetrics, trickyString } from "./arbitraries.js";
 
@@ -23,6 +23,8 @@ function checkChunks(
   for (const [part, chunk] of chunks.entries()) {
     expect(Buffer.byteLength(JSON.stringify(chunk))).toBeLessThanOrEqual(maxChunkBytes);
     expect(chunkJson(chunk)).toBe(JSON.stringify(chunk));
+    const body = chunkBody(chunk);
+    expect(typeof body === "string" ? body : body.toString("utf8")).toBe(JSON.stringify(chunk));
     const metrics = meta(chunk);
     expect(metrics.streamIndex).toBe(streamIndex);
     expect(metrics.part).toBe(part);
@@ -100,6 +102,22 @@ describe("splitItem on strings", () => {
       }),
       { numRuns: 6 },
     );
+  });
+
+  it("writes each slice of long plain text straight into bytes, with the handler's metrics in UTF-8", () => {
+    const text = "plain ascii text ".repeat(200_000); // 3.4 MB, nothing to escape
+    const extra = { model: "llamá 😀", tokens: 7 };
+    const chunks = splitItem(text, 2, extra);
+    expect(chunks.length).toBe(4);
+    for (const chunk of chunks) {
+      const body = chunkBody(chunk);
+      // Bytes, not text: the HTTP client posts them as they are, with no second copy.
+      expect(Buffer.isBuffer(body)).toBe(true);
+      expect((body as Buffer).equals(Buffer.from(JSON.stringify(chunk)))).toBe(true);
+    }
+    expect(reassemble(chunks)).toEqual([text]);
+    // Text that needs escaping is posted as its JSON text.
+    expect(typeof chunkBody(splitItem(`${text}"`, 0)[0]!)).toBe("string");
   });
 
   it("fills each slice close to the limit instead of emitting many small chunks", () => {
