@@ -5,9 +5,9 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
+import { type Harness, startHarness } from "../dist/harness/index.js";
 import { bundleHandler } from "../src/cli/bundle.js";
 import { WARM_COMPILE_CACHE_FLAG, WORKER_NODE_FLAGS } from "../src/cli/dockerfile.js";
-import { type Harness, startHarness } from "../dist/harness/index.js";
 
 /** Options of {@link measureColdStart}. */
 export interface ColdStartOptions {
