@@ -37,6 +37,38 @@ export async function withLinkedSignal<T>(
   }
 }
 
+/**
+ * `AbortSignal.any(signals)` without its Node 20 leak: a signal that aborts when any of `signals`
+ * does (with that one's reason), linked by one fan-out callback each, which `unlink()` removes.
+ * Call `unlink()` in `finally` once the signal is no longer needed. Undefined entries are skipped.
+ *
+ * @example
+ * const deadline = AbortSignal.timeout(timeoutMs);
+ * const linked = anySignal([options.signal, deadline]);
+ * try { await poll(linked.signal); } finally { linked.unlink(); }
+ */
+export function anySignal(signals: readonly (AbortSignal | undefined)[]): {
+  readonly signal: AbortSignal;
+  unlink(): void;
+} {
+  const controller = new AbortController();
+  const unlinks: Array<() => void> = [];
+  for (const signal of signals) {
+    if (signal === undefined) continue;
+    if (signal.aborted) {
+      controller.abort(signal.reason);
+      break;
+    }
+    unlinks.push(onAbort(signal, () => controller.abort(signal.reason)));
+  }
+  return {
+    signal: controller.signal,
+    unlink: () => {
+      for (const unlink of unlinks) unlink();
+    },
+  };
+}
+
 /** The callbacks the one real listener on a signal fans out to. */
 const subscriptions = new WeakMap<AbortSignal, Set<() => void>>();
 

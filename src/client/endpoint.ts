@@ -1,4 +1,5 @@
 import { RunletError } from "../errors.js";
+import { anySignal } from "../linked-signal.js";
 import {
   healthSchema,
   jobRecordSchema,
@@ -72,7 +73,9 @@ export function createEndpointClient<TInput, TOutput, TStreamItem>(
       const timeoutMs = options.timeoutMs ?? DEFAULT_WAIT_TIMEOUT_MS;
       const pollMs = options.pollIntervalMs ?? DEFAULT_WAIT_POLL_MS;
       const deadline = AbortSignal.timeout(timeoutMs);
-      const signal = options.signal === undefined ? deadline : AbortSignal.any([options.signal, deadline]);
+      // Not AbortSignal.any: on Node 20 it leaves an entry in a long-lived caller signal for ever.
+      const linked = anySignal([options.signal, deadline]);
+      const signal = linked.signal;
       let last: TypedJobRecord<TOutput> | undefined;
       try {
         for (;;) {
@@ -87,6 +90,8 @@ export function createEndpointClient<TInput, TOutput, TStreamItem>(
           `job ${jobId} was still ${last?.status ?? "unknown"} after ${timeoutMs} ms; wait longer or poll status`,
           { cause: error, details: { id: jobId, status: last?.status, timeoutMs } },
         );
+      } finally {
+        linked.unlink();
       }
     },
     stream: (jobId, options = {}) => readValues<TStreamItem>(transport, base, checkedId(jobId), options),

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { type Dispatcher, request } from "undici";
 import { RunletError } from "../errors.js";
+import { anySignal } from "../linked-signal.js";
 import type { Logger } from "../log/index.js";
 import { nextRetry, type RetryPolicy, retryPolicy } from "../retry-policy.js";
 import { USER_AGENT } from "../version.js";
@@ -122,7 +123,9 @@ export async function send(settings: TransportSettings, spec: CallSpec): Promise
   for (let attempt = 0; ; attempt++) {
     spec.signal?.throwIfAborted();
     const timeout = AbortSignal.timeout(settings.timeoutMs);
-    const signal = spec.signal === undefined ? timeout : AbortSignal.any([spec.signal, timeout]);
+    // Not AbortSignal.any: on Node 20 it leaves an entry in a long-lived caller signal for ever.
+    const linked = anySignal([spec.signal, timeout]);
+    const signal = linked.signal;
     let status: number;
     let text: string;
     let headers: Record<string, string | string[] | undefined>;
@@ -147,6 +150,8 @@ export async function send(settings: TransportSettings, spec: CallSpec): Promise
           : `${spec.method} ${prepared.path} failed before an answer: ${err instanceof Error ? err.message : String(err)}`,
         { cause: err, details: { method: spec.method, path: prepared.path, timedOut } },
       );
+    } finally {
+      linked.unlink();
     }
     settings.logger?.debug({ method: spec.method, path: prepared.path, status, attempt }, "management call");
     if (status >= 200 && status < 300) return parseAnswer(text, header(headers, "content-type"));

@@ -5,6 +5,7 @@ import { resolveWorkerConfig } from "../../src/worker/config.js";
 import { PlatformHttp } from "../../src/worker/platform-http.js";
 import { pollJobStops } from "../../src/worker/stop-poll.js";
 import { runTakeLoop } from "../../src/worker/take-loop.js";
+import { dependantsOf } from "../signal-dependants.js";
 import { testHarness, waitFor } from "./helpers.js";
 
 /**
@@ -13,15 +14,6 @@ import { testHarness, waitFor } from "./helpers.js";
  * the request ends: on Node 20, `AbortSignal.any([closing, ...])` leaves one entry per call in
  * `closing`'s dependants for ever (nodejs/node#55351), so a worker grows by one per take and poll.
  */
-
-/** Entries the runtime keeps in `signal`'s set of dependant signals (Node's internal kDependantSignals). */
-function dependantsOf(signal: AbortSignal): number {
-  const symbol = Object.getOwnPropertySymbols(signal).find((s) => s.description === "kDependantSignals");
-  const set = symbol === undefined ? undefined : (signal as unknown as Record<symbol, unknown>)[symbol];
-  // Node's internal SafeSet: read its size rather than test `instanceof Set`.
-  const size = (set as { size?: unknown } | undefined)?.size;
-  return typeof size === "number" ? size : 0;
-}
 
 const ROUNDS = 40;
 const silent = pino({ level: "silent" });
