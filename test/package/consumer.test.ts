@@ -138,6 +138,8 @@ describe("runlet installed from its tarball", () => {
     expect(files).toContain("package/templates/basic/package.json");
     expect(files).toContain("package/Dockerfile.base");
     expect(files).toContain("package/README.md");
+    // package.json says MIT: the licence text ships with it.
+    expect(files).toContain("package/LICENSE");
     const clutter = files.filter((f) =>
       /^package\/(src|test|bench|examples|scripts)\/|\.tsbuildinfo$|^package\/dist\/\.built$/.test(f),
     );
