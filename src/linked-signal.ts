@@ -18,22 +18,19 @@ export async function withLinkedSignal<T>(
   timeoutMs: number | undefined,
   fn: (signal: AbortSignal) => Promise<T>,
 ): Promise<T> {
-  const controller = new AbortController();
-  const unsubscribe = parent.aborted ? undefined : onAbort(parent, () => controller.abort(parent.reason));
-  if (parent.aborted) controller.abort(parent.reason);
+  const linked = anySignal([parent]);
   const timer =
     timeoutMs === undefined
       ? undefined
       : setTimeout(
-          () =>
-            controller.abort(new DOMException("The operation was aborted due to timeout", "TimeoutError")),
+          () => linked.abort(new DOMException("The operation was aborted due to timeout", "TimeoutError")),
           timeoutMs,
         );
   try {
-    return await fn(controller.signal);
+    return await fn(linked.signal);
   } finally {
     clearTimeout(timer);
-    unsubscribe?.();
+    linked.unlink();
   }
 }
 
@@ -49,6 +46,8 @@ export async function withLinkedSignal<T>(
  */
 export function anySignal(signals: readonly (AbortSignal | undefined)[]): {
   readonly signal: AbortSignal;
+  /** Aborts the linked signal itself (a caller's own timer). */
+  abort(reason: unknown): void;
   unlink(): void;
 } {
   const controller = new AbortController();
@@ -63,6 +62,7 @@ export function anySignal(signals: readonly (AbortSignal | undefined)[]): {
   }
   return {
     signal: controller.signal,
+    abort: (reason) => controller.abort(reason),
     unlink: () => {
       for (const unlink of unlinks) unlink();
     },

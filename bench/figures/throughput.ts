@@ -122,6 +122,13 @@ async function measureLevel(
   return figures;
 }
 
+/** `count` results of `trip(i)`, one after another. */
+async function timesOf(count: number, trip: (i: number) => Promise<number>): Promise<number[]> {
+  const times: number[] = [];
+  for (let i = 0; i < count; i++) times.push(await trip(i));
+  return times;
+}
+
 /**
  * Per-job overhead at low load: ms from `POST /run` to the result readable through the status API
  * (`/status-sync` answers the moment the job is terminal), minus the handler's own time; one job
@@ -148,55 +155,34 @@ export async function measureOverhead(options: BenchOptions): Promise<Figure[]> 
   };
   try {
     for (let i = 0; i < 20; i++) await trip(i); // warm-up
-    const runs = await repeat(options.repetitions, async () => {
-      const overheads: number[] = [];
-      for (let i = 0; i < options.overhead.jobs; i++) overheads.push(await trip(i));
-      const floor = await measureRelayFloor(options.overhead.jobs);
-      return {
-        p50: percentile(overheads, 50),
-        p99: percentile(overheads, 99),
-        floorP50: percentile(floor, 50),
-        floorP99: percentile(floor, 99),
-      };
+    const runs = await repeat(options.repetitions, async () => ({
+      runlet: await timesOf(options.overhead.jobs, trip),
+      floor: await measureRelayFloor(options.overhead.jobs),
+    }));
+    // p50 and p99, each beside its floor and the ratio of the two (paired runs).
+    return ([50, 99] as const).flatMap((p) => {
+      const at = (times: readonly number[]) => percentile(times, p);
+      return [
+        figure(
+          `overhead.p${p}`,
+          `per-job overhead p${p} (/run → result in /status)`,
+          "ms",
+          runs.map((r) => at(r.runlet)),
+        ),
+        figure(
+          `overhead.p${p}.floor`,
+          "  floor: bare relay and bare worker, same client",
+          "ms",
+          runs.map((r) => at(r.floor)),
+        ),
+        figure(
+          `overhead.p${p}.ratio`,
+          "  runlet ÷ floor (paired runs)",
+          "x",
+          runs.map((r) => at(r.runlet) / at(r.floor)),
+        ),
+      ];
     });
-    return [
-      figure(
-        "overhead.p50",
-        "per-job overhead p50 (/run → result in /status)",
-        "ms",
-        runs.map((r) => r.p50),
-      ),
-      figure(
-        "overhead.p50.floor",
-        "  floor: bare relay and bare worker, same client",
-        "ms",
-        runs.map((r) => r.floorP50),
-      ),
-      figure(
-        "overhead.p50.ratio",
-        "  runlet ÷ floor (paired runs)",
-        "x",
-        runs.map((r) => r.p50 / r.floorP50),
-      ),
-      figure(
-        "overhead.p99",
-        "per-job overhead p99 (/run → result in /status)",
-        "ms",
-        runs.map((r) => r.p99),
-      ),
-      figure(
-        "overhead.p99.floor",
-        "  floor: bare relay and bare worker, same client",
-        "ms",
-        runs.map((r) => r.floorP99),
-      ),
-      figure(
-        "overhead.p99.ratio",
-        "  runlet ÷ floor (paired runs)",
-        "x",
-        runs.map((r) => r.p99 / r.floorP99),
-      ),
-    ];
   } finally {
     await dispatcher.close();
     await worker.stop();

@@ -94,8 +94,8 @@ export class JobSlots {
     if (this.#free.length === 0) this.#grow();
     const slot = this.#free.pop()!;
     this.#slotOf.set(id, slot);
-    const base = slot * SLOT_LAYOUT.slotBytes;
-    this.#write(slot, () => {
+    const base = this.#open(slot);
+    try {
       const generation = this.#i32[(base + SLOT_LAYOUT.generation) >> 2]! + 1;
       this.#i32[(base + SLOT_LAYOUT.generation) >> 2] = generation;
       const room = this.#u8.subarray(base + SLOT_LAYOUT.id, base + SLOT_LAYOUT.slotBytes);
@@ -107,31 +107,32 @@ export class JobSlots {
         this.#send({ type: "long-id", slot, generation, id });
       }
       this.#i32[(base + SLOT_LAYOUT.flags) >> 2] = flags;
-    });
+    } finally {
+      this.#close(base);
+    }
   }
 
   /** The pings stop naming the job (job-stop named it), though it still holds its slot. */
   unlist(id: string): void {
-    this.#setFlags(id, 0, SLOT_FLAGS.listed);
+    this.#clearFlag(id, SLOT_FLAGS.listed);
   }
 
   /** Arms the watchdog for a job: at `atMs` the thread posts its timeout failure and ends the process. */
   watch(id: string, atMs: number, timeoutMs: number, streaming: boolean): void {
     const slot = this.#slotOf.get(id);
     if (slot === undefined) return;
-    const base = slot * SLOT_LAYOUT.slotBytes;
-    this.#write(slot, () => {
-      this.#f64[(base + SLOT_LAYOUT.watchAt) >> 3] = atMs;
-      this.#f64[(base + SLOT_LAYOUT.timeoutMs) >> 3] = timeoutMs;
-      const flags = this.#i32[(base + SLOT_LAYOUT.flags) >> 2]! & ~SLOT_FLAGS.streaming;
-      this.#i32[(base + SLOT_LAYOUT.flags) >> 2] =
-        flags | SLOT_FLAGS.watched | (streaming ? SLOT_FLAGS.streaming : 0);
-    });
+    const base = this.#open(slot);
+    this.#f64[(base + SLOT_LAYOUT.watchAt) >> 3] = atMs;
+    this.#f64[(base + SLOT_LAYOUT.timeoutMs) >> 3] = timeoutMs;
+    const flags = this.#i32[(base + SLOT_LAYOUT.flags) >> 2]! & ~SLOT_FLAGS.streaming;
+    this.#i32[(base + SLOT_LAYOUT.flags) >> 2] =
+      flags | SLOT_FLAGS.watched | (streaming ? SLOT_FLAGS.streaming : 0);
+    this.#close(base);
   }
 
   /** Disarms the watchdog for a job. */
   unwatch(id: string): void {
-    this.#setFlags(id, 0, SLOT_FLAGS.watched);
+    this.#clearFlag(id, SLOT_FLAGS.watched);
   }
 
   /** The job is held no more: its slot is free. */
@@ -139,31 +140,34 @@ export class JobSlots {
     const slot = this.#slotOf.get(id);
     if (slot === undefined) return;
     this.#slotOf.delete(id);
-    const base = slot * SLOT_LAYOUT.slotBytes;
-    this.#write(slot, () => {
-      this.#i32[(base + SLOT_LAYOUT.flags) >> 2] = 0;
-    });
+    const base = this.#open(slot);
+    this.#i32[(base + SLOT_LAYOUT.flags) >> 2] = 0;
+    this.#close(base);
     this.#free.push(slot);
   }
 
-  #setFlags(id: string, set: number, clear: number): void {
+  #clearFlag(id: string, flag: number): void {
     const slot = this.#slotOf.get(id);
     if (slot === undefined) return;
-    const at = (slot * SLOT_LAYOUT.slotBytes + SLOT_LAYOUT.flags) >> 2;
-    this.#write(slot, () => {
-      this.#i32[at] = (this.#i32[at]! & ~clear) | set;
-    });
+    const base = this.#open(slot);
+    const at = (base + SLOT_LAYOUT.flags) >> 2;
+    this.#i32[at] = this.#i32[at]! & ~flag;
+    this.#close(base);
   }
 
-  /** Runs `write` inside the slot's seqlock. */
-  #write(slot: number, write: () => void): void {
-    const seq = (slot * SLOT_LAYOUT.slotBytes + SLOT_LAYOUT.seq) >> 2;
-    Atomics.add(this.#i32, seq, 1);
-    try {
-      write();
-    } finally {
-      Atomics.add(this.#i32, seq, 1);
-    }
+  /**
+   * Starts a write to a slot (its sequence number turns odd, so the thread does not keep what it
+   * reads meanwhile) and returns the slot's byte offset; {@link #close} ends it. A few plain
+   * stores go between the two, with no call that could leave the number odd.
+   */
+  #open(slot: number): number {
+    const base = slot * SLOT_LAYOUT.slotBytes;
+    Atomics.add(this.#i32, (base + SLOT_LAYOUT.seq) >> 2, 1);
+    return base;
+  }
+
+  #close(base: number): void {
+    Atomics.add(this.#i32, (base + SLOT_LAYOUT.seq) >> 2, 1);
   }
 
   /** Doubles the table: the thread reads the old one, unchanged from here on, until the new one reaches it. */

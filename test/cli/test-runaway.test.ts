@@ -22,43 +22,41 @@ afterAll(async () => {
   await rm(tmp, { recursive: true, force: true });
 });
 
+/**
+ * Writes a handler (`definition`: the object given to defineHandler) and runs `runlet test` on it:
+ * the job must be reported as timed out, with the isolation hint, exit 1, well before the kill.
+ */
+async function expectTimedOut(file: string, definition: string): Promise<void> {
+  const handler = join(tmp, file);
+  await writeFile(
+    handler,
+    `import { defineHandler } from ${RUNLET};\nexport default defineHandler(${definition});\n`,
+  );
+  const started = Date.now();
+  const r = await runCli(["test", handler, "--input", '{"input": {}}'], { timeoutMs: 90_000 });
+  const tookMs = Date.now() - started;
+  expect(r.code, r.stderr).toBe(1);
+  expect(r.stdout).toBe("");
+  expect(r.stderr).toMatch(
+    /\nrunlet test: the job FAILED in \d+ ms: job timed out after 1000 ms \(executionTimeout\) \(RUNLET_JOB_TIMEOUT\)\n/,
+  );
+  expect(r.stderr.endsWith(HINT)).toBe(true);
+  expect(tookMs).toBeLessThan(60_000);
+}
+
 describe("runlet test with a handler that ignores its deadline", () => {
   it("reports a synchronous endless loop as failed, hints at isolation: thread, and exits 1", async () => {
-    const handler = join(tmp, "spin.ts");
-    await writeFile(
-      handler,
-      `import { defineHandler } from ${RUNLET};\n` +
-        "export default defineHandler({ executionTimeoutMs: 1000, hardStopGraceMs: 1000, handler: () => { for (;;) {} } });\n",
+    await expectTimedOut(
+      "spin.ts",
+      "{ executionTimeoutMs: 1000, hardStopGraceMs: 1000, handler: () => { for (;;) {} } }",
     );
-    const started = Date.now();
-    const r = await runCli(["test", handler, "--input", '{"input": {}}'], { timeoutMs: 90_000 });
-    const tookMs = Date.now() - started;
-    expect(r.code, r.stderr).toBe(1);
-    expect(r.stdout).toBe("");
-    expect(r.stderr).toMatch(
-      /\nrunlet test: the job FAILED in \d+ ms: job timed out after 1000 ms \(executionTimeout\) \(RUNLET_JOB_TIMEOUT\)\n/,
-    );
-    expect(r.stderr.endsWith(HINT)).toBe(true);
-    expect(tookMs).toBeLessThan(60_000);
   }, 100_000);
 
   it("does not stay alive for an async handler that ignores its aborted signal", async () => {
-    const handler = join(tmp, "deaf.ts");
     // The handler's own timer would keep a process alive for 10 minutes.
-    await writeFile(
-      handler,
-      `import { defineHandler } from ${RUNLET};\n` +
-        "export default defineHandler({ executionTimeoutMs: 1000, hardStopGraceMs: 1000, handler: () => new Promise((r) => setTimeout(() => r({ late: true }), 600_000)) });\n",
+    await expectTimedOut(
+      "deaf.ts",
+      "{ executionTimeoutMs: 1000, hardStopGraceMs: 1000, handler: () => new Promise((r) => setTimeout(() => r({ late: true }), 600_000)) }",
     );
-    const started = Date.now();
-    const r = await runCli(["test", handler, "--input", '{"input": {}}'], { timeoutMs: 90_000 });
-    const tookMs = Date.now() - started;
-    expect(r.code, r.stderr).toBe(1);
-    expect(r.stdout).toBe("");
-    expect(r.stderr).toMatch(
-      /\nrunlet test: the job FAILED in \d+ ms: job timed out after 1000 ms \(executionTimeout\) \(RUNLET_JOB_TIMEOUT\)\n/,
-    );
-    expect(r.stderr.endsWith(HINT)).toBe(true);
-    expect(tookMs).toBeLessThan(60_000);
   }, 100_000);
 });
