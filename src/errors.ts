@@ -18,6 +18,7 @@ export const ERROR_CODES = {
   RUNLET_JOB_SHUTDOWN: "The worker shut down before the job finished.",
   RUNLET_JOB_HANDLER_THREW: "The handler threw (or rejected with) a value.",
   RUNLET_JOB_THREAD_DIED: "The isolation thread running the job exited unexpectedly.",
+  RUNLET_BATCH_OUTPUTS: "A batch handler returned something other than one output per job.",
   RUNLET_OUTPUT_UNSERIALIZABLE: "The handler's output cannot be turned into JSON.",
   RUNLET_OUTPUT_TOO_LARGE: "An output is over the size the platform accepts and no store is configured.",
   RUNLET_WORKER_UNFIT:

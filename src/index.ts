@@ -12,7 +12,15 @@ export {
   type RunletErrorOptions,
 } from "./errors.js";
 export {
+  type BatchContext,
+  type BatchHandlerDefinition,
+  type BatchHandlerFunction,
+  type BatchHandlerOptions,
+  type BatchJob,
+  type BatchOptions,
+  type BatchOutputs,
   type Concurrency,
+  defineBatchHandler,
   defineHandler,
   type HandlerContext,
   type HandlerDefinition,

@@ -11,6 +11,7 @@ import {
 } from "../option-schema.js";
 import type { DeliveredJob } from "../protocol/index.js";
 import type { JobS3 } from "../s3/types.js";
+import type { BatchSettings } from "./batch-types.js";
 import type { JobMetrics } from "./metrics.js";
 
 /**
@@ -134,6 +135,11 @@ export interface HandlerDefinition<Schema extends z.ZodType = z.ZodType, Result 
   readonly presignExpiresSec: number | undefined;
   /** Undefined: the default (or the worker's option). */
   readonly allowPrivateAddresses: boolean | undefined;
+  /**
+   * Set by `defineBatchHandler`: the worker gathers jobs into batches and calls `batch.handler`
+   * once per batch (`handler` then runs a batch of one). Undefined for `defineHandler`.
+   */
+  readonly batch: BatchSettings | undefined;
 }
 
 /** Defaults of the options, in one place. */
@@ -152,8 +158,8 @@ export const HANDLER_DEFAULTS = Object.freeze({
   allowPrivateAddresses: false,
 });
 
-function invalid(message: string): RunletError {
-  return new RunletError("RUNLET_HANDLER_INVALID", `defineHandler: ${message}`);
+function invalid(message: string, name = "defineHandler"): RunletError {
+  return new RunletError("RUNLET_HANDLER_INVALID", `${name}: ${message}`);
 }
 
 const D = HANDLER_DEFAULTS;
@@ -197,8 +203,23 @@ export function defineHandler<Schema extends z.ZodType = z.ZodUnknown, Result = 
   if (typeof options.handler !== "function") {
     throw invalid(`handler must be a function, got ${describeValue(options.handler)}`);
   }
+  return Object.freeze(checkedDefinition(options, options.handler, undefined, "defineHandler"));
+}
+
+/**
+ * The definition of `options` with every option but the handler checked (`name` starts each
+ * message): shared by defineHandler and defineBatchHandler, which checks its handler itself.
+ */
+export function checkedDefinition<Schema extends z.ZodType, Result>(
+  options: Omit<HandlerOptions<Schema, Result>, "handler">,
+  handler: HandlerFunction<z.output<Schema>, Result>,
+  batch: BatchSettings | undefined,
+  name: string,
+): HandlerDefinition<Schema, Result> {
   const input = options.input ?? (z.unknown() as unknown as Schema);
-  if (!isZodSchema(input)) throw invalid(`input must be a zod schema, got ${describeValue(options.input)}`);
+  if (!isZodSchema(input))
+    throw invalid(`input must be a zod schema, got ${describeValue(options.input)}`, name);
+  const prefix = `${name}: `;
   const concurrency =
     typeof options.concurrency === "function"
       ? options.concurrency
@@ -206,14 +227,14 @@ export function defineHandler<Schema extends z.ZodType = z.ZodUnknown, Result = 
           z.object({ concurrency: integerOption(1, D.concurrency, undefined, "or a function") }),
           { concurrency: options.concurrency },
           "RUNLET_HANDLER_INVALID",
-          "defineHandler: ",
+          prefix,
         ).concurrency;
   const isolation = options.isolation ?? HANDLER_DEFAULTS.isolation;
   if (isolation !== "in-process" && isolation !== "thread") {
-    throw invalid(`isolation must be "in-process" or "thread", got ${describeValue(isolation)}`);
+    throw invalid(`isolation must be "in-process" or "thread", got ${describeValue(isolation)}`, name);
   }
   if (options.healthCheck !== undefined && typeof options.healthCheck !== "function") {
-    throw invalid(`healthCheck must be a function, got ${describeValue(options.healthCheck)}`);
+    throw invalid(`healthCheck must be a function, got ${describeValue(options.healthCheck)}`, name);
   }
   const plain = parseOptions(
     plainOptionsSchema,
@@ -230,20 +251,20 @@ export function defineHandler<Schema extends z.ZodType = z.ZodUnknown, Result = 
       allowPrivateAddresses: options.allowPrivateAddresses,
     },
     "RUNLET_HANDLER_INVALID",
-    "defineHandler: ",
+    prefix,
   );
-  const definition: HandlerDefinition<Schema, Result> = {
+  return {
     [HANDLER_BRAND]: true,
     input,
-    handler: options.handler,
+    handler,
     concurrency,
     isolation,
     healthCheck: options.healthCheck,
     ...plain,
     presignExpiresSec: plain.presignExpiresSec,
     allowPrivateAddresses: plain.allowPrivateAddresses,
+    batch,
   };
-  return Object.freeze(definition);
 }
 
 /** True when `value` is a `defineHandler()` result (checked by brand, so it works across package copies). */

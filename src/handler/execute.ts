@@ -6,15 +6,8 @@ import type { JobS3, JobS3Options } from "../s3/types.js";
 import { chunkBody, StreamCoalescer, splitItemIter } from "../stream/index.js";
 import type { HandlerContext, HandlerDefinition } from "./define-handler.js";
 import { createJobMetrics, type JobMetrics } from "./metrics.js";
-import {
-  failedResult,
-  inputErrorMessage,
-  type JobResult,
-  type ReportIdentity,
-  returnedResult,
-  toJsonText,
-} from "./outcome.js";
-import { locateSchemaThrow, schemaThrewMessage } from "./schema-throw.js";
+import { failedResult, type JobResult, type ReportIdentity, returnedResult, toJsonText } from "./outcome.js";
+import { parseInput } from "./parse-input.js";
 import { type Unfitness, unfitnessOf } from "./unfit.js";
 
 /**
@@ -65,6 +58,16 @@ export interface ExecuteOutcome {
   readonly metrics: Record<string, number | string>;
   /** Set when the handler threw a WorkerUnfitError: the worker must ping unhealthy and exit 1. */
   readonly unfit?: Unfitness | undefined;
+  /** Set for a job that ran in a batch: which one, its size, and how long the job waited in it. */
+  readonly batch?: BatchInfo | undefined;
+}
+
+/** Where a batched job ran (shown on the harness's dashboard). */
+export interface BatchInfo {
+  readonly id: string;
+  readonly size: number;
+  /** From the job joining the batch to the batch's start, ms. */
+  readonly waitMs: number;
 }
 
 type CreateJobS3 = (options: JobS3Options) => JobS3;
@@ -79,7 +82,7 @@ function loadS3(): Promise<CreateJobS3 | Error> {
   return s3Module;
 }
 
-function isIterator(value: unknown): value is AsyncIterator<unknown> | Iterator<unknown> {
+export function isIterator(value: unknown): value is AsyncIterator<unknown> | Iterator<unknown> {
   return (
     typeof value === "object" &&
     value !== null &&
@@ -109,17 +112,12 @@ async function runJob(options: ExecuteOptions): Promise<ExecuteOutcome> {
   const stopPod = definition.refreshWorker;
   // ctx.refreshWorker(): this job's result, whatever it is, asks for the worker to be replaced.
   let refreshAsked = false;
-  let parsed: Awaited<ReturnType<typeof definition.input.safeParseAsync>>;
-  try {
-    parsed = await definition.input.safeParseAsync(job.input);
-  } catch (err) {
-    // zod 4 lets a throw inside .transform()/.refine() escape safeParseAsync: still a bad input.
-    const message = schemaThrewMessage(await locateSchemaThrow(definition.input, job.input), err);
-    return { result: { kind: "error", message, code: "RUNLET_INPUT_INVALID", stopPod }, metrics: {} };
-  }
-  if (!parsed.success) {
-    const message = inputErrorMessage(parsed.error);
-    return { result: { kind: "error", message, code: "RUNLET_INPUT_INVALID", stopPod }, metrics: {} };
+  const parsed = await parseInput(definition.input, job.input);
+  if (!parsed.ok) {
+    return {
+      result: { kind: "error", message: parsed.message, code: "RUNLET_INPUT_INVALID", stopPod },
+      metrics: {},
+    };
   }
   const hasStore = (job as { s3Config?: unknown }).s3Config !== undefined || options.s3.bucket !== undefined;
   // A job without a store never loads the S3 module (and the AWS SDK behind it).

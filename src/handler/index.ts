@@ -1,5 +1,21 @@
+export type {
+  BatchContext,
+  BatchHandlerFunction,
+  BatchJob,
+  BatchOptions,
+  BatchOutputs,
+  BatchSettings,
+} from "./batch-types.js";
+export {
+  BATCH_DEFAULTS,
+  type BatchHandlerDefinition,
+  type BatchHandlerOptions,
+  defineBatchHandler,
+  isBatchDefinition,
+} from "./define-batch-handler.js";
 export {
   type Concurrency,
+  checkedDefinition,
   defineHandler,
   HANDLER_BRAND,
   HANDLER_DEFAULTS,
@@ -11,7 +27,19 @@ export {
   type HealthCheckContext,
   isHandlerDefinition,
 } from "./define-handler.js";
-export { type ExecuteHooks, type ExecuteOptions, type ExecuteOutcome, executeJob } from "./execute.js";
+export {
+  type BatchInfo,
+  type ExecuteHooks,
+  type ExecuteOptions,
+  type ExecuteOutcome,
+  executeJob,
+} from "./execute.js";
+export {
+  type BatchMember,
+  type ExecuteBatchOptions,
+  executeBatch,
+  STREAMING_REFUSED,
+} from "./execute-batch.js";
 export { createJobMetrics, type JobMetrics } from "./metrics.js";
 export {
   errorReport,
@@ -24,6 +52,7 @@ export {
   returnedResult,
   toJsonText,
 } from "./outcome.js";
+export { type ParsedInput, parseInput } from "./parse-input.js";
 export {
   DEFAULT_CHECK_NAME,
   healthCheckFailure,

@@ -121,6 +121,7 @@ const PLAIN_MESSAGE_CODES: ReadonlySet<RunletErrorCode> = new Set<RunletErrorCod
   "RUNLET_JOB_TIMEOUT",
   "RUNLET_JOB_SHUTDOWN",
   "RUNLET_WORKER_UNFIT",
+  "RUNLET_BATCH_OUTPUTS",
 ]);
 
 /**

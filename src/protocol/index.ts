@@ -18,6 +18,7 @@ export {
   streamResponseSchema,
   TERMINAL_STATUSES,
 } from "./api.js";
+export { type BatchQuery, readBatchQuery, withBatchQuery } from "./batch-query.js";
 export { PLATFORM_ENV } from "./env.js";
 export {
   type DeliveredJob,

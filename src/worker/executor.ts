@@ -38,6 +38,14 @@ export interface ExecHandle {
 export interface Executor {
   run(request: ExecRequest, hooks: ExecuteHooks): ExecHandle;
   close(): Promise<void>;
+  /**
+   * How many more jobs the worker may take now, when the executor decides it (a batch handler's
+   * BatchExecutor, batch-executor.ts); `concurrency` is the value the job board holds. Absent: one
+   * job a slot.
+   */
+  room?(concurrency: number): number;
+  /** Called when {@link room} may have grown without a job ending (a batch started). */
+  onRoomChange?(listener: () => void): void;
 }
 
 /** How ctx.s3 behaves, resolved once from the worker's options and the handler's. */

@@ -28,6 +28,7 @@ export class JobBoard {
     this.#parts = parts;
     this.#changes = new ChangeNotifier(closing, parts.config.clock);
     this.#concurrency = initialConcurrency(parts.definition.concurrency);
+    parts.executor.onRoomChange?.(() => this.#changes.notify());
   }
 
   /** The current concurrency (how many jobs the worker may hold). */
@@ -35,11 +36,16 @@ export class JobBoard {
     return this.#concurrency;
   }
 
-  /** Consults a concurrency function (the take loop does, between takes) and returns the value now in force. */
+  /**
+   * Consults a concurrency function (the take loop does, between takes) and returns how many jobs
+   * the worker may hold now: the concurrency, or, for a batch handler (whose concurrency counts
+   * batches), the jobs held plus the room the executor has left.
+   */
   consultConcurrency(): number {
-    const { definition, log } = this.#parts;
+    const { definition, log, executor } = this.#parts;
     this.#concurrency = nextConcurrency(definition.concurrency, this.#concurrency, log);
-    return this.#concurrency;
+    const room = executor.room?.(this.#concurrency);
+    return room === undefined ? this.#concurrency : this.#jobs.size + room;
   }
 
   /** How many jobs the worker holds (running or still being reported): the take's `job_in_progress`. */

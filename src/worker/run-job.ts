@@ -2,9 +2,9 @@ import type { Logger } from "pino";
 import type { ClockTimer } from "../clock.js";
 import { RunletError } from "../errors.js";
 import type { HandlerDefinition } from "../handler/define-handler.js";
-import type { ExecuteOutcome } from "../handler/execute.js";
+import type { BatchInfo, ExecuteOutcome } from "../handler/execute.js";
 import { finalBodyText, type JobResult } from "../handler/outcome.js";
-import type { DeliveredJob } from "../protocol/index.js";
+import { type DeliveredJob, withBatchQuery } from "../protocol/index.js";
 import type { WorkerEventHub } from "./events.js";
 import type { Executor } from "./executor.js";
 import type { Heartbeat } from "./heartbeat.js";
@@ -276,14 +276,18 @@ export class ActiveJob {
         stopPod: result.stopPod,
       };
     }
-    this.#finalize(await fitResult(result, this.#job, this.#parts, this.#log), outcome.metrics);
+    this.#finalize(
+      await fitResult(result, this.#job, this.#parts, this.#log),
+      outcome.metrics,
+      outcome.batch,
+    );
   }
 
-  #finalize(result: JobResult, metrics: Record<string, number | string> = {}): void {
+  #finalize(result: JobResult, metrics: Record<string, number | string> = {}, batch?: BatchInfo): void {
     if (this.#state === "finished" || this.#state === "stopped") return;
     this.#state = "finished";
     const isStream = this.#streaming || (result.kind === "output" && result.stream);
-    const url = this.#parts.config.urls.done(this.id, isStream);
+    const url = withBatchQuery(this.#parts.config.urls.done(this.id, isStream), batch);
     this.#outbox.final(url, finalBodyText(result), result.stopPod);
     if (result.stopPod) this.#parts.stopper.refresh(this.id);
     const executionTimeMs = Date.now() - this.#startedAt;

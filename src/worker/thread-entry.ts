@@ -2,6 +2,7 @@ import { isMainThread, parentPort, workerData } from "node:worker_threads";
 import { RunletError, type RunletErrorCode } from "../errors.js";
 import type { HandlerDefinition } from "../handler/define-handler.js";
 import { executeJob } from "../handler/execute.js";
+import { executeBatch } from "../handler/execute-batch.js";
 import { failedResult, type ReportIdentity } from "../handler/outcome.js";
 import { createLogger } from "../log/index.js";
 import type { DeliveredJob } from "../protocol/index.js";
@@ -26,16 +27,30 @@ export interface ExecutorWorkerData {
   readonly settings: ExecutorSettings;
 }
 
+/** Main → thread: run one job, or one batch (batch-executor.ts). */
+export type RunMessage =
+  | { readonly type: "run"; readonly runId: number; readonly job: DeliveredJob; readonly timeoutMs: number }
+  | {
+      readonly type: "run-batch";
+      readonly runId: number;
+      readonly batchId: string;
+      readonly jobs: readonly DeliveredJob[];
+      /** Each job's time limit, in the order of `jobs`. */
+      readonly timeoutsMs: readonly number[];
+    };
+
 /** Main → thread messages. */
 export type ToThread =
-  | { readonly type: "run"; readonly runId: number; readonly job: DeliveredJob; readonly timeoutMs: number }
+  | RunMessage
   /**
    * Aborts run `runId` only (STYLE 20b): a stop or deadline that reaches the thread after that run
-   * ended must not touch the next job the thread runs.
+   * ended must not touch the next job the thread runs. In a batch, `index` names one job; without
+   * it, the batch's own signal fires.
    */
   | {
       readonly type: "abort";
       readonly runId: number;
+      readonly index?: number;
       readonly code: RunletErrorCode;
       readonly message: string;
     }
@@ -46,7 +61,8 @@ export type FromThread =
   /** The handler loaded and the thread serves jobs: an error before this is a load failure. */
   | { readonly type: "ready" }
   | { readonly type: "started"; readonly at: number }
-  | { readonly type: "progress"; readonly json: string }
+  /** A progress update; `index` names the job within a batch. */
+  | { readonly type: "progress"; readonly json: string; readonly index?: number }
   | { readonly type: "streaming" }
   | {
       readonly type: "chunks";
@@ -54,7 +70,8 @@ export type FromThread =
       readonly bodies: readonly (string | Uint8Array)[];
       readonly bytes: number;
     }
-  | { readonly type: "result"; readonly outcome: Awaited<ReturnType<typeof executeJob>> };
+  | { readonly type: "result"; readonly outcome: Awaited<ReturnType<typeof executeJob>> }
+  | { readonly type: "batch-result"; readonly outcomes: Awaited<ReturnType<typeof executeBatch>> };
 
 /** True inside a thread started by runlet to run jobs (a bundle's entry checks this first). */
 export function isExecutorThread(): boolean {
@@ -74,12 +91,37 @@ export function runExecutorThread(definition: HandlerDefinition): void {
   const log = createLogger({ platform: data.log.platform, level: data.log.level, secrets: data.log.secrets });
   const identity: ReportIdentity = data.settings.identity;
   let controller: AbortController | undefined;
+  /** In a batch, each job's own controller. */
+  let jobControllers: AbortController[] = [];
   let runId: number | undefined;
   let seq = 0;
   const credits = new Map<number, () => void>();
   port.on("message", (msg: ToThread) => {
     if (msg.type === "abort") {
-      if (msg.runId === runId) controller?.abort(new RunletError(msg.code, msg.message));
+      if (msg.runId !== runId) return;
+      const target = msg.index === undefined ? controller : jobControllers[msg.index];
+      target?.abort(new RunletError(msg.code, msg.message));
+    } else if (msg.type === "run-batch") {
+      controller = new AbortController();
+      jobControllers = msg.jobs.map(() => new AbortController());
+      runId = msg.runId;
+      const startedAt = Date.now();
+      port.postMessage({ type: "started", at: startedAt } satisfies FromThread);
+      void executeBatch({
+        definition,
+        batchId: msg.batchId,
+        signal: controller.signal,
+        log: log.child({ batchId: msg.batchId }),
+        identity,
+        members: msg.jobs.map((job, index) => ({
+          job,
+          signal: jobControllers[index]!.signal,
+          deadline: startedAt + (msg.timeoutsMs[index] ?? 0),
+          log: log.child({ requestId: job.id }),
+          progress: (json: string) =>
+            port.postMessage({ type: "progress", json, index } satisfies FromThread),
+        })),
+      }).then((outcomes) => port.postMessage({ type: "batch-result", outcomes } satisfies FromThread));
     } else if (msg.type === "credit") {
       credits.get(msg.seq)?.();
       credits.delete(msg.seq);

@@ -6,8 +6,9 @@ import { Worker as Thread } from "node:worker_threads";
 import type { Logger } from "pino";
 import type { RunletErrorCode } from "../errors.js";
 import type { ExecuteHooks, ExecuteOutcome } from "../handler/execute.js";
+import type { BatchRun, BatchRunner, BatchRunRequest } from "./batch-runner.js";
 import type { ExecHandle, ExecRequest, Executor, ExecutorSettings } from "./executor.js";
-import type { ExecutorWorkerData, FromThread, ToThread } from "./thread-entry.js";
+import type { ExecutorWorkerData, FromThread, RunMessage, ToThread } from "./thread-entry.js";
 import type { WorkerStopper } from "./worker-stopper.js";
 
 /**
@@ -73,7 +74,29 @@ export function defaultThreadEntryUrl(): string {
     .href;
 }
 
-export class ThreadExecutor implements Executor {
+/** How one run on a thread ended: the thread's answer, a hard stop, or a failure (load, exit). */
+type ThreadEnd =
+  | { readonly kind: "result"; readonly result: ExecuteOutcome | readonly ExecuteOutcome[] }
+  | { readonly kind: "killed" }
+  | { readonly kind: "failed"; readonly outcome: ExecuteOutcome };
+
+/** Where a run's intermediate messages go. */
+interface Relay {
+  progress(msg: Extract<FromThread, { type: "progress" }>): void;
+  streaming?(): void;
+  chunks?(msg: Extract<FromThread, { type: "chunks" }>): Promise<void>;
+}
+
+/** One run (a job or a batch) on a thread. */
+interface ThreadRun {
+  readonly started: Promise<number>;
+  readonly end: Promise<ThreadEnd>;
+  /** Aborts the run (`index`: one job of a batch) by a message naming the run. */
+  abort(reason: Error, index?: number): void;
+  hardStop(): Promise<boolean>;
+}
+
+export class ThreadExecutor implements Executor, BatchRunner {
   readonly #data: ExecutorWorkerData;
   readonly #idle: Thread[] = [];
   readonly #all = new Set<Thread>();
@@ -159,14 +182,105 @@ export class ThreadExecutor implements Executor {
         hardStop: async () => true,
       };
     }
+    const runId = this.#nextRunId();
+    const onThread = this.#launch(
+      { type: "run", runId, job: request.job, timeoutMs: request.timeoutMs },
+      request.log,
+      {
+        progress: (msg) => hooks.progress(msg.json),
+        streaming: () => hooks.streaming?.(),
+        chunks: (msg) => hooks.chunks(msg.bodies, msg.bytes),
+      },
+    );
+    return {
+      started: onThread.started,
+      outcome: onThread.end.then((end) =>
+        end.kind === "result"
+          ? (end.result as ExecuteOutcome)
+          : end.kind === "killed"
+            ? "killed"
+            : end.outcome,
+      ),
+      abort: (reason) => onThread.abort(reason),
+      hardStop: onThread.hardStop,
+    };
+  }
+
+  /**
+   * Runs a batch (batch-executor.ts) on one thread: a hard stop terminates the thread, and each
+   * job of the batch then ends as the batch executor decides (each was already let go).
+   */
+  runBatch(request: BatchRunRequest): BatchRun {
+    const count = request.members.length;
+    const each = (outcome: ExecuteOutcome): ExecuteOutcome[] => request.members.map(() => outcome);
+    if (this.#loadFailure !== undefined) {
+      return {
+        started: Promise.resolve(Date.now()),
+        outcomes: Promise.resolve(each(this.#loadFailureOutcome(this.#loadFailure))),
+        abortJob: () => undefined,
+        abortBatch: () => undefined,
+        hardStop: async () => true,
+      };
+    }
+    const runId = this.#nextRunId();
+    const onThread = this.#launch(
+      {
+        type: "run-batch",
+        runId,
+        batchId: request.batchId,
+        jobs: request.members.map((member) => member.job),
+        timeoutsMs: request.members.map((member) => member.timeoutMs),
+      },
+      request.log,
+      {
+        progress: (msg) => {
+          if (msg.index !== undefined) request.members[msg.index]?.progress(msg.json);
+        },
+      },
+    );
+    return {
+      started: onThread.started,
+      outcomes: onThread.end.then((end) => {
+        if (end.kind === "killed") return "killed";
+        if (end.kind !== "result") return each(end.outcome);
+        const outcomes = end.result as readonly ExecuteOutcome[];
+        return outcomes.length === count ? outcomes : each(this.#diedOutcome(0, undefined));
+      }),
+      abortJob: (index, reason) => onThread.abort(reason, index),
+      abortBatch: (reason) => onThread.abort(reason),
+      hardStop: onThread.hardStop,
+    };
+  }
+
+  #nextRunId(): number {
+    this.#runs += 1;
+    return this.#runs;
+  }
+
+  #diedOutcome(code: number, failure: Error | undefined): ExecuteOutcome {
+    return {
+      result: {
+        kind: "error",
+        message: `the isolation thread running this job exited unexpectedly (exit code ${code})${failure === undefined ? "" : `: ${failure.message}`}`,
+        code: "RUNLET_JOB_THREAD_DIED",
+        stopPod: false,
+      },
+      metrics: {},
+    };
+  }
+
+  /**
+   * Sends `message` (a job or a batch) to an idle thread (or a new one) and relays what the thread
+   * answers until its result, a hard stop or the thread's exit; the thread then goes back to the pool.
+   */
+  #launch(message: RunMessage, log: Logger, relay: Relay): ThreadRun {
     const thread = this.#idle.pop() ?? this.#spawn();
     this.#busy.add(thread);
-    this.#runs += 1;
-    const runId = this.#runs;
-    /** Set once the outcome exists: the handle is inert from then on, the thread may run another job. */
+    const { runId } = message;
+    /** Set once the end exists: the run is inert from then on, the thread may run another job. */
     let ended = false;
-    let settle!: (outcome: ExecuteOutcome | "killed") => void;
-    const outcome = new Promise<ExecuteOutcome | "killed">((resolve) => {
+    let settle!: (end: ThreadEnd) => void;
+    const end = new Promise<ThreadEnd>((resolve) => {
       settle = resolve;
     });
     let killed = false;
@@ -177,29 +291,29 @@ export class ThreadExecutor implements Executor {
     const send = (msg: ToThread): void => thread.postMessage(msg);
     const onMessage = (msg: FromThread): void => {
       if (msg.type === "started") markStarted(msg.at);
-      else if (msg.type === "progress") hooks.progress(msg.json);
-      else if (msg.type === "streaming") hooks.streaming?.();
+      else if (msg.type === "progress") relay.progress(msg);
+      else if (msg.type === "streaming") relay.streaming?.();
       else if (msg.type === "chunks") {
         // One sink for this promise (STYLE 20a): the credit goes either way, so the thread never stalls.
-        hooks.chunks(msg.bodies, msg.bytes).then(
+        (relay.chunks?.(msg) ?? Promise.resolve()).then(
           () => send({ type: "credit", seq: msg.seq }),
           (err: unknown) => {
-            request.log.error({ err }, "queueing this job's stream chunks failed");
+            log.error({ err }, "queueing this job's stream chunks failed");
             send({ type: "credit", seq: msg.seq });
           },
         );
-      } else if (msg.type === "result") {
+      } else if (msg.type === "result" || msg.type === "batch-result") {
         ended = true;
         cleanup();
         if (!this.#closed) this.#idle.push(thread);
-        settle(msg.outcome);
+        settle({ kind: "result", result: msg.type === "result" ? msg.outcome : msg.outcomes });
       }
     };
     let failure: Error | undefined;
     const onError = (err: Error): void => {
       failure = err;
       // A failure to load is the executor's to report (once, without a stack), not this job's.
-      if (this.#ready.has(thread)) request.log.error({ err }, "the isolation thread failed");
+      if (this.#ready.has(thread)) log.error({ err }, "the isolation thread failed");
     };
     const onExit = (code: number): void => {
       ended = true;
@@ -209,23 +323,10 @@ export class ThreadExecutor implements Executor {
       if (!this.#closed && this.#loadFailure === undefined && this.#idle.length === 0) {
         this.#idle.push(this.#spawn());
       }
-      if (killed) {
-        settle("killed");
-        return;
-      }
-      if (this.#loadFailure !== undefined && !this.#ready.has(thread)) {
-        settle(this.#loadFailureOutcome(this.#loadFailure));
-        return;
-      }
-      settle({
-        result: {
-          kind: "error",
-          message: `the isolation thread running this job exited unexpectedly (exit code ${code})${failure === undefined ? "" : `: ${failure.message}`}`,
-          code: "RUNLET_JOB_THREAD_DIED",
-          stopPod: false,
-        },
-        metrics: {},
-      });
+      if (killed) settle({ kind: "killed" });
+      else if (this.#loadFailure !== undefined && !this.#ready.has(thread)) {
+        settle({ kind: "failed", outcome: this.#loadFailureOutcome(this.#loadFailure) });
+      } else settle({ kind: "failed", outcome: this.#diedOutcome(code, failure) });
     };
     const cleanup = (): void => {
       this.#busy.delete(thread);
@@ -236,16 +337,17 @@ export class ThreadExecutor implements Executor {
     thread.on("message", onMessage);
     thread.on("error", onError);
     thread.on("exit", onExit);
-    send({ type: "run", runId, job: request.job, timeoutMs: request.timeoutMs });
+    send(message);
     return {
       started,
-      outcome,
-      abort: (reason) => {
+      end,
+      abort: (reason, index) => {
         if (ended) return;
         const code = (reason as { code?: unknown }).code;
         send({
           type: "abort",
           runId,
+          ...(index === undefined ? {} : { index }),
           code: (typeof code === "string" ? code : "RUNLET_JOB_STOPPED") as RunletErrorCode,
           message: reason.message,
         });

@@ -1,5 +1,7 @@
 import type { Logger } from "pino";
 import { HANDLER_DEFAULTS, type HandlerDefinition } from "../handler/define-handler.js";
+import { BatchExecutor } from "./batch-executor.js";
+import { InProcessBatchRunner } from "./batch-runner.js";
 import type { WorkerConfig } from "./config.js";
 import { type Executor, type ExecutorSettings, InProcessExecutor, type S3Settings } from "./executor.js";
 import { Heartbeat, WATCH_ID_MARK, WATCH_TIMEOUT_MARK, type WatchdogReport } from "./heartbeat.js";
@@ -36,7 +38,29 @@ export function createExecutor(
   log: Logger,
   stopper: WorkerStopper,
 ): Executor {
+  if (definition.batch !== undefined) {
+    // Batches: the BatchExecutor fills them and runs each on the main thread or in a thread.
+    const threads =
+      definition.isolation === "thread" ? threadExecutor(config, settings, log, stopper) : undefined;
+    return new BatchExecutor({
+      definition,
+      runner: threads ?? new InProcessBatchRunner(definition, settings),
+      closeRunner: async () => threads?.close(),
+      clock: config.clock,
+      log,
+      stopper,
+    });
+  }
   if (definition.isolation !== "thread") return new InProcessExecutor(definition, settings);
+  return threadExecutor(config, settings, log, stopper);
+}
+
+function threadExecutor(
+  config: WorkerConfig,
+  settings: ExecutorSettings,
+  log: Logger,
+  stopper: WorkerStopper,
+): ThreadExecutor {
   return new ThreadExecutor({
     entryUrl: config.threadEntry ?? defaultThreadEntryUrl(),
     handlerModule: config.threadEntry === undefined ? config.handlerModule : undefined,

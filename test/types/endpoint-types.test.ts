@@ -1,7 +1,7 @@
 import { describe, expectTypeOf, it } from "vitest";
 import { z } from "zod";
 import { createClient, type JobRecord } from "../../src/client/index.js";
-import { defineHandler } from "../../src/index.js";
+import { defineBatchHandler, defineHandler, JobError } from "../../src/index.js";
 import { createHarness } from "../../src/testing/index.js";
 
 /**
@@ -23,6 +23,13 @@ const tokens = defineHandler({
 
 const asyncResult = defineHandler({
   handler: async () => 42,
+});
+
+const embed = defineBatchHandler({
+  input: z.object({ text: z.string(), dims: z.number().int().default(4) }),
+  batch: { maxSize: 32, maxWaitMs: 10 },
+  handler: async ({ inputs }) =>
+    inputs.map((input) => (input.text === "" ? new JobError("empty text") : { vector: [input.dims] })),
 });
 
 const client = createClient({ apiKey: "k", baseUrl: "http://127.0.0.1:1" });
@@ -50,6 +57,25 @@ describe("types flow from the handler to the client", () => {
       .returns.resolves.toHaveProperty("output")
       .toEqualTypeOf<{ token: string }[] | undefined>();
     expectTypeOf(ep.run).parameter(0).toHaveProperty("input").toEqualTypeOf<{ prompt: string }>();
+  });
+
+  it("types a batch handler's inputs from the schema and each job's output from its places (JobError left out)", () => {
+    const ep = client.endpoint<typeof embed>("embed");
+    expectTypeOf(ep.run)
+      .parameter(0)
+      .toHaveProperty("input")
+      .toEqualTypeOf<{ text: string; dims?: number | undefined }>();
+    expectTypeOf(ep.runsync)
+      .returns.resolves.toHaveProperty("output")
+      .toEqualTypeOf<{ vector: number[] } | undefined>();
+    expectTypeOf(ep.stream).returns.toEqualTypeOf<AsyncGenerator<never, void, undefined>>();
+    defineBatchHandler({
+      input: z.object({ text: z.string() }),
+      handler: ({ inputs }) => {
+        expectTypeOf(inputs).toEqualTypeOf<readonly { text: string }[]>();
+        return inputs;
+      },
+    });
   });
 
   it("awaits an async handler's result, and takes unknown input without a schema", () => {

@@ -1,0 +1,319 @@
+import { randomUUID } from "node:crypto";
+import type { Logger } from "pino";
+import type { Clock, ClockTimer } from "../clock.js";
+import { isRunletError, RunletError } from "../errors.js";
+import type { HandlerDefinition } from "../handler/define-handler.js";
+import type { ExecuteHooks, ExecuteOutcome } from "../handler/execute.js";
+import { type ParsedInput, parseInput } from "../handler/parse-input.js";
+import type { BatchRun, BatchRunner } from "./batch-runner.js";
+import type { ExecHandle, ExecRequest, Executor } from "./executor.js";
+import type { WorkerStopper } from "./worker-stopper.js";
+
+/**
+ * Dynamic batching (docs/handler.md, "Batching"): an Executor that gathers the jobs it is given into
+ * batches and runs each batch with one call of the batch handler. Each job keeps its own ActiveJob
+ * (run-job.ts), so its deadline, job-stop, progress, result and offload work as for a single job:
+ * the job's handle starts when its batch starts and settles with its place in the batch's outputs,
+ * or at once when the job is let go (stopped, timed out, shut down) while its batch runs on.
+ *
+ * The first job of an empty batch opens a window of `maxWaitMs`; the batch runs when it is full or
+ * the window has closed, and a batch slot (of `concurrency`) is free; until then it keeps filling.
+ * Only one batch fills at a time, so the worker's room for new jobs is what that batch lacks.
+ */
+
+/** What {@link BatchExecutor} needs from the worker. */
+export interface BatchExecutorOptions {
+  /** A definition with `batch` set. */
+  readonly definition: HandlerDefinition;
+  readonly runner: BatchRunner;
+  /** The executor whose close() ends the runner's resources (the thread pool), if any. */
+  readonly closeRunner: () => Promise<void>;
+  /** The worker's clock: the window and the hard stop's grace run on it. */
+  readonly clock: Clock;
+  readonly log: Logger;
+  /** Told when an in-process batch ignores its aborted signal past the grace (the worker must be replaced). */
+  readonly stopper: WorkerStopper;
+}
+
+type Phase = "validating" | "waiting" | "running" | "ended";
+
+/** One job given to the executor, through its phases. */
+interface Member {
+  readonly request: ExecRequest;
+  readonly hooks: ExecuteHooks;
+  phase: Phase;
+  parsed: ParsedInput | undefined;
+  /** On the clock: when the job joined the filling batch. */
+  joinedAt: number;
+  batch: Batch | undefined;
+  index: number;
+  resolveStarted(at: number): void;
+  resolveOutcome(outcome: ExecuteOutcome | "killed"): void;
+}
+
+/** A launched batch. */
+interface Batch {
+  readonly id: string;
+  readonly members: readonly Member[];
+  readonly startedAt: number;
+  run: BatchRun | undefined;
+  /** Members not yet let go: when none is left, the batch's signal fires. */
+  wanted: number;
+  hardStopTimer: ClockTimer | undefined;
+}
+
+/** An Executor that runs its jobs in batches through a {@link BatchRunner}. */
+export class BatchExecutor implements Executor {
+  readonly #options: BatchExecutorOptions;
+  readonly #maxSize: number;
+  readonly #maxWaitMs: number;
+  /** The filling batch. */
+  #pending: Member[] = [];
+  #window: ClockTimer | undefined;
+  #windowClosed = false;
+  /** Jobs being validated: each holds a seat until it joins or fails. */
+  #validating = 0;
+  readonly #running = new Set<Batch>();
+  #concurrency = 1;
+  #batches = 0;
+  readonly #idPrefix = randomUUID().slice(0, 8);
+  #onRoom: (() => void) | undefined;
+  #closed = false;
+
+  constructor(options: BatchExecutorOptions) {
+    const batch = options.definition.batch;
+    if (batch === undefined)
+      throw new RunletError("RUNLET_HANDLER_INVALID", "BatchExecutor needs a batch handler");
+    this.#options = options;
+    this.#maxSize = batch.maxSize;
+    this.#maxWaitMs = batch.maxWaitMs;
+  }
+
+  /** Calls `listener` whenever the room for new jobs may have grown (the take loop waits on it). */
+  onRoomChange(listener: () => void): void {
+    this.#onRoom = listener;
+  }
+
+  /**
+   * How many more jobs the worker may take now: what the filling batch lacks. `concurrency` is the
+   * number of batches that may run at once (the handler's `concurrency`, as the job board holds it).
+   */
+  room(concurrency: number): number {
+    this.#concurrency = concurrency;
+    this.#maybeLaunch();
+    if (this.#closed) return 0;
+    return Math.max(0, this.#maxSize - this.#pending.length - this.#validating);
+  }
+
+  run(request: ExecRequest, hooks: ExecuteHooks): ExecHandle {
+    let resolveStarted!: (at: number) => void;
+    let resolveOutcome!: (outcome: ExecuteOutcome | "killed") => void;
+    const started = new Promise<number>((resolve) => {
+      resolveStarted = resolve;
+    });
+    const outcome = new Promise<ExecuteOutcome | "killed">((resolve) => {
+      resolveOutcome = resolve;
+    });
+    const member: Member = {
+      request,
+      hooks,
+      phase: "validating",
+      parsed: undefined,
+      joinedAt: 0,
+      batch: undefined,
+      index: -1,
+      resolveStarted,
+      resolveOutcome,
+    };
+    this.#validating += 1;
+    this.#validate(member).catch((err: unknown) => {
+      request.log.error({ err }, "admitting this job to a batch failed");
+      this.#end(member, this.#failure(err instanceof Error ? err : new Error(String(err))));
+    });
+    return {
+      started,
+      outcome,
+      abort: (reason) => this.#abort(member, reason),
+      // A job is let go at once when aborted; only a whole batch is hard-stopped (see #abort).
+      hardStop: async () => true,
+    };
+  }
+
+  /** Validates a job's input alone: a bad one fails at once and takes no seat in a batch. */
+  async #validate(member: Member): Promise<void> {
+    const parsed = await parseInput(this.#options.definition.input, member.request.job.input);
+    this.#validating -= 1;
+    if (member.phase !== "validating") return this.#roomChanged();
+    if (!parsed.ok) {
+      const { refreshWorker } = this.#options.definition;
+      this.#end(member, {
+        result: {
+          kind: "error",
+          message: parsed.message,
+          code: "RUNLET_INPUT_INVALID",
+          stopPod: refreshWorker,
+        },
+        metrics: {},
+      });
+      return this.#roomChanged();
+    }
+    member.parsed = parsed;
+    member.phase = "waiting";
+    member.joinedAt = this.#options.clock.now();
+    this.#pending.push(member);
+    if (this.#pending.length === 1) this.#openWindow();
+    this.#maybeLaunch();
+  }
+
+  #openWindow(): void {
+    this.#windowClosed = false;
+    this.#window = this.#options.clock.setTimeout(() => {
+      this.#window = undefined;
+      this.#windowClosed = true;
+      this.#maybeLaunch();
+    }, this.#maxWaitMs);
+  }
+
+  #closeWindow(): void {
+    if (this.#window !== undefined) this.#options.clock.clearTimeout(this.#window);
+    this.#window = undefined;
+    this.#windowClosed = false;
+  }
+
+  #maybeLaunch(): void {
+    while (
+      this.#pending.length > 0 &&
+      (this.#pending.length >= this.#maxSize || this.#windowClosed) &&
+      this.#running.size < this.#concurrency
+    ) {
+      const members = this.#pending.splice(0, this.#maxSize);
+      if (this.#pending.length === 0) this.#closeWindow();
+      this.#launch(members);
+    }
+  }
+
+  #launch(members: Member[]): void {
+    this.#batches += 1;
+    const id = `${this.#idPrefix}-${this.#batches}`;
+    const log = this.#options.log.child({ batchId: id });
+    const batch: Batch = {
+      id,
+      members,
+      startedAt: this.#options.clock.now(),
+      run: undefined,
+      wanted: members.length,
+      hardStopTimer: undefined,
+    };
+    for (const [index, member] of members.entries()) {
+      member.phase = "running";
+      member.batch = batch;
+      member.index = index;
+    }
+    this.#running.add(batch);
+    log.debug({ size: members.length, jobIds: members.map((m) => m.request.job.id) }, "running a batch");
+    const run = this.#options.runner.runBatch({
+      batchId: id,
+      log,
+      members: members.map((member) => ({
+        job: member.request.job,
+        parsed: member.parsed as ParsedInput,
+        timeoutMs: member.request.timeoutMs,
+        log: member.request.log,
+        progress: (json: string) => member.hooks.progress(json),
+      })),
+    });
+    batch.run = run;
+    void run.started.then((at) => {
+      for (const member of members) member.resolveStarted(at);
+    });
+    run.outcomes
+      .then((outcomes) => {
+        for (const [index, member] of members.entries()) {
+          const outcome = outcomes === "killed" ? "killed" : outcomes[index];
+          if (member.phase === "running" && outcome !== undefined)
+            this.#end(member, this.#withBatch(member, outcome));
+        }
+      })
+      .catch((err: unknown) => log.error({ err }, "settling a batch's jobs failed"))
+      .finally(() => {
+        this.#running.delete(batch);
+        if (batch.hardStopTimer !== undefined) this.#options.clock.clearTimeout(batch.hardStopTimer);
+        this.#maybeLaunch();
+        this.#roomChanged();
+      });
+    // The filling batch is empty again: the take loop may ask for a whole batch.
+    this.#roomChanged();
+  }
+
+  #withBatch(member: Member, outcome: ExecuteOutcome | "killed"): ExecuteOutcome | "killed" {
+    const batch = member.batch;
+    if (outcome === "killed" || batch === undefined) return outcome;
+    return {
+      ...outcome,
+      batch: { id: batch.id, size: batch.members.length, waitMs: batch.startedAt - member.joinedAt },
+    };
+  }
+
+  /** A job is let go (job-stop, its deadline, shutdown): it leaves its batch, which runs on for the others. */
+  #abort(member: Member, reason: Error): void {
+    const phase = member.phase;
+    if (phase === "ended") return;
+    if (phase === "waiting") {
+      const at = this.#pending.indexOf(member);
+      if (at >= 0) this.#pending.splice(at, 1);
+      if (this.#pending.length === 0) this.#closeWindow();
+    }
+    const batch = member.batch;
+    if (phase === "running" && batch !== undefined) {
+      batch.run?.abortJob(member.index, reason);
+      batch.wanted -= 1;
+      if (batch.wanted === 0) this.#letGo(batch, reason);
+    }
+    this.#end(member, this.#withBatch(member, this.#failure(reason)));
+    this.#roomChanged();
+  }
+
+  /** No job of `batch` is still wanted: fire its signal, and hard-stop it if it runs on past the grace. */
+  #letGo(batch: Batch, reason: Error): void {
+    const { definition, clock, log, stopper } = this.#options;
+    batch.run?.abortBatch(reason);
+    batch.hardStopTimer = clock.setTimeout(() => {
+      batch.hardStopTimer = undefined;
+      if (!this.#running.has(batch)) return;
+      log.error(
+        { batchId: batch.id, graceMs: definition.hardStopGraceMs },
+        "the batch handler ignored its aborted signal; hard-stopping the batch",
+      );
+      void (batch.run?.hardStop() ?? Promise.resolve(false))
+        .then((stopped) => {
+          // In-process nothing can end the call: the worker stops so the platform replaces it.
+          if (!stopped) stopper.runaway(batch.members[0]?.request.job.id ?? batch.id);
+        })
+        .catch((err: unknown) => log.error({ err }, "hard-stopping the batch failed"));
+    }, definition.hardStopGraceMs);
+  }
+
+  #failure(reason: Error): ExecuteOutcome {
+    const code = isRunletError(reason) ? reason.code : "RUNLET_JOB_STOPPED";
+    const stopPod = this.#options.definition.refreshWorker;
+    return { result: { kind: "error", message: reason.message, code, stopPod }, metrics: {} };
+  }
+
+  #end(member: Member, outcome: ExecuteOutcome | "killed"): void {
+    if (member.phase === "ended") return;
+    member.phase = "ended";
+    // Epoch ms, as a runner's start: a job's deadline is computed from it (run-job.ts).
+    member.resolveStarted(Date.now());
+    member.resolveOutcome(outcome);
+  }
+
+  #roomChanged(): void {
+    this.#onRoom?.();
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    this.#closeWindow();
+    await this.#options.closeRunner();
+  }
+}

@@ -1,0 +1,100 @@
+import type { Logger } from "pino";
+import type { HandlerDefinition } from "../handler/define-handler.js";
+import type { ExecuteOutcome } from "../handler/execute.js";
+import { executeBatch } from "../handler/execute-batch.js";
+import type { ParsedInput } from "../handler/parse-input.js";
+import type { DeliveredJob } from "../protocol/index.js";
+import type { ExecutorSettings } from "./executor.js";
+
+/**
+ * Where a batch runs, once it is launched: on the main thread ({@link InProcessBatchRunner}) or in
+ * an isolation thread (ThreadExecutor.runBatch, thread-executor.ts). The batch executor
+ * (batch-executor.ts) fills the batches and keeps each job's fate; a runner only runs them.
+ */
+
+/** One job of a launched batch. */
+export interface BatchRunMember {
+  readonly job: DeliveredJob;
+  /** Its validated input (a thread validates again from `job.input`: a parsed value may not clone). */
+  readonly parsed: ParsedInput;
+  /** The job's time limit; its deadline is the batch's start plus this. */
+  readonly timeoutMs: number;
+  readonly log: Logger;
+  /** Where this job's progress goes, as JSON text. */
+  progress(json: string): void;
+}
+
+/** A batch to run. */
+export interface BatchRunRequest {
+  readonly batchId: string;
+  readonly members: readonly BatchRunMember[];
+  /** The batch's logger (`batchId` bound). */
+  readonly log: Logger;
+}
+
+/** A running batch, made by the runner that runs it. */
+export interface BatchRun {
+  /** Resolves with the epoch ms at which the batch handler started. */
+  readonly started: Promise<number>;
+  /** One outcome per member, in order; `"killed"` after a hard stop. Never rejects. */
+  readonly outcomes: Promise<readonly ExecuteOutcome[] | "killed">;
+  /** Fires member `index`'s own signal; does nothing once the outcomes exist. */
+  abortJob(index: number, reason: Error): void;
+  /** Fires the batch's signal (no job of it is still wanted); does nothing once the outcomes exist. */
+  abortBatch(reason: Error): void;
+  /** Ends the batch by force; false when this runner cannot (in-process). */
+  hardStop(): Promise<boolean>;
+}
+
+/** Runs batches. */
+export interface BatchRunner {
+  runBatch(request: BatchRunRequest): BatchRun;
+}
+
+/** Runs batches on the main thread: a batch that ignores its signal cannot be stopped (the worker then stops). */
+export class InProcessBatchRunner implements BatchRunner {
+  readonly #definition: HandlerDefinition;
+  readonly #settings: ExecutorSettings;
+
+  constructor(definition: HandlerDefinition, settings: ExecutorSettings) {
+    this.#definition = definition;
+    this.#settings = settings;
+  }
+
+  runBatch(request: BatchRunRequest): BatchRun {
+    const startedAt = Date.now();
+    const jobControllers = request.members.map(() => new AbortController());
+    const batchController = new AbortController();
+    const outcomes = executeBatch({
+      definition: this.#definition,
+      batchId: request.batchId,
+      members: request.members.map((member, index) => ({
+        job: member.job,
+        parsed: member.parsed,
+        signal: jobControllers[index]!.signal,
+        deadline: startedAt + member.timeoutMs,
+        log: member.log,
+        progress: (json) => member.progress(json),
+      })),
+      signal: batchController.signal,
+      log: request.log,
+      identity: this.#settings.identity,
+    });
+    let ended = false;
+    void outcomes.finally(() => {
+      ended = true;
+    });
+    return {
+      started: Promise.resolve(startedAt),
+      outcomes,
+      // Inert once the outcomes exist: a late stop must not fire a signal the handler left behind.
+      abortJob: (index, reason) => {
+        if (!ended) jobControllers[index]?.abort(reason);
+      },
+      abortBatch: (reason) => {
+        if (!ended) batchController.abort(reason);
+      },
+      hardStop: async () => false,
+    };
+  }
+}
