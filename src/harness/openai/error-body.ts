@@ -81,7 +81,7 @@ export function jobEndError(
   return { status: 500, body: openAIError(reportMessage(error), "server_error", "job_failed") };
 }
 
-/** The message of a worker's JSON error report (worker-protocol §4), or the error text itself. */
+/** The message of a worker's JSON error report (docs/protocol.md, "Results"), or the error text itself. */
 function reportMessage(error: string | undefined): string {
   if (error === undefined) return "the job failed";
   try {
