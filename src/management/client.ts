@@ -46,7 +46,7 @@ export const DEFAULT_MANAGEMENT_V1_BASE_URL = "https://rest.runpod.io";
 
 /** The one-time warning of a client's first v1 call (docs/protocol.md, "Management API"). */
 export const V1_RETIRED_WARNING =
-  "the v1 management API was retired on 2026-11-15 (platform-api §9); use the v2 client: templates.get(id) instead of getTemplate(id)";
+  "the v1 management API was retired on 2026-11-15; use the v2 client: templates.get(id) instead of getTemplate(id)";
 /** The warning's code (pino field, or Node's DeprecationWarning code without a logger). */
 const V1_RETIRED_CODE = "RUNLET_MANAGEMENT_V1_RETIRED";
 
