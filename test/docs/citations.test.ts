@@ -26,9 +26,12 @@ const FOREIGN: readonly { readonly name: string; readonly pattern: RegExp }[] = 
   { name: "a section number", pattern: /(?<!RFC \d{3,5} )\u00a7\s*\d/ },
 ];
 
-/** `docs/x.md` or the root `README.md`, then optionally a quoted heading and more joined by `,`, `and`, `or`, `to`. */
+/**
+ * `docs/x.md` or the root `README.md` (not in a string literal or a Markdown link, which the link
+ * check covers), then optionally a quoted heading and more joined by `,`, `and`, `or`, `to`.
+ */
 const CITATION =
-  /(?<![\w./-])((?:docs\/[\w-]+|README)\.md)(?:,?[ \t]*(?:\r?\n[ \t]*(?:\*|\/\/|#)?[ \t]*)?"([^"\n]+)"((?:[ \t]*(?:,|and|or|to)[ \t]*"[^"\n]+")*))?/g;
+  /(?<![\w./"'([-])((?:docs\/[\w-]+|README)\.md)(?![\w"'#])(?:,?[ \t]*(?:\r?\n[ \t]*(?:\*|\/\/|#)?[ \t]*)?"([^"\n]+)"((?:[ \t]*(?:,|and|or|to)[ \t]*"[^"\n]+")*))?/g;
 
 interface Problem {
   readonly line: number;
@@ -78,8 +81,16 @@ function namesHeading(list: readonly string[], cited: string): boolean {
   );
 }
 
-/** Every problem of one file's text; `docHeadings` looks up a cited doc (undefined: it does not exist). */
-function problemsOf(text: string, docHeadings: (doc: string) => readonly string[] | undefined): Problem[] {
+/**
+ * Every problem of one file's text; `docHeadings` looks up a cited doc (undefined: it does not
+ * exist). Spec citations are looked for in all of `text`, messages included; doc citations in
+ * `citing` (a source file's comments).
+ */
+function problemsOf(
+  text: string,
+  docHeadings: (doc: string) => readonly string[] | undefined,
+  citing: string = text,
+): Problem[] {
   const problems: Problem[] = [];
   for (const { name, pattern } of FOREIGN) {
     const global = new RegExp(pattern.source, `${pattern.flags}g`);
@@ -90,7 +101,7 @@ function problemsOf(text: string, docHeadings: (doc: string) => readonly string[
       });
     }
   }
-  for (const m of text.matchAll(CITATION)) {
+  for (const m of citing.matchAll(CITATION)) {
     const [, doc, first, more] = m as unknown as [string, string, string | undefined, string | undefined];
     const list = docHeadings(doc);
     if (list === undefined) {
@@ -113,6 +124,22 @@ function problemsOf(text: string, docHeadings: (doc: string) => readonly string[
   return problems;
 }
 
+/**
+ * The comments of a source file, line for line (other lines blank): a doc named in a string is a
+ * path the code uses, not a citation. Lines that start a comment or continue a block comment count
+ * whole, and a line's trailing `// ...` counts from there.
+ */
+function commentsOf(source: string): string {
+  return source
+    .split("\n")
+    .map((line) => {
+      if (/^\s*(\/\/|\/\*|\*)/.test(line)) return line;
+      const at = line.indexOf(" // ");
+      return at === -1 ? "" : line.slice(at);
+    })
+    .join("\n");
+}
+
 function walk(dir: string, out: string[]): void {
   for (const entry of readdirSync(join(ROOT, dir), { withFileTypes: true })) {
     const path = `${dir}/${entry.name}`;
@@ -123,7 +150,7 @@ function walk(dir: string, out: string[]): void {
 }
 
 function sources(): string[] {
-  const out = ["README.md"];
+  const out = ["README.md", "package-readme.md"];
   for (const folder of FOLDERS) if (existsSync(join(ROOT, folder))) walk(folder, out);
   return out.filter((f) => f !== SELF);
 }
@@ -134,7 +161,9 @@ describe("citations in comments and docs", () => {
     expect(files).toContain("src/worker/take.ts");
     const found: string[] = [];
     for (const file of files) {
-      for (const p of problemsOf(readFileSync(join(ROOT, file), "utf8"), headings)) {
+      const text = readFileSync(join(ROOT, file), "utf8");
+      const citing = file.endsWith(".md") ? text : commentsOf(text);
+      for (const p of problemsOf(text, headings, citing)) {
         found.push(`${file}:${p.line}: ${p.text}`);
       }
     }
