@@ -4,3 +4,5 @@ export declare const MARK: string;
 export declare function swap(root: string): void;
 /** Puts the repository's README.md back under `root`; true when there was one to put back. */
 export declare function restore(root: string): boolean;
+/** The README.md the package ships: MARK, then package-readme.md under `root`. */
+export declare function packageReadme(root: string): string;

@@ -32,6 +32,11 @@ function isSwapped(file) {
   return existsSync(file) && readFileSync(file, "utf8").startsWith(MARK);
 }
 
+/** The README.md the package ships: MARK, then package-readme.md under `root`. */
+export function packageReadme(root) {
+  return `${MARK}\n\n${readFileSync(paths(root).source, "utf8")}`;
+}
+
 /** Puts the repository's README.md back from the backup; true when there was one to put back. */
 export function restore(root) {
   const { readme, backup } = paths(root);
@@ -49,19 +54,19 @@ export function restore(root) {
 
 /** Puts package-readme.md in README.md's place, keeping the repository's README.md in the backup. */
 export function swap(root) {
-  const { readme, source, backup } = paths(root);
+  const { readme, backup } = paths(root);
   if (restore(root)) {
     process.stderr.write(
       "package-readme: an earlier pack stopped before postpack; README.md restored first\n",
     );
   }
-  const text = readFileSync(source, "utf8");
+  const text = packageReadme(root);
   mkdirSync(dirname(backup), { recursive: true });
   copyFileSync(readme, `${backup}.part`);
   renameSync(`${backup}.part`, backup);
   // Written beside the backup, not beside README.md, where npm would pack a stray README.md.part.
   const next = join(dirname(backup), "package-README.md");
-  writeFileSync(next, `${MARK}\n\n${text}`);
+  writeFileSync(next, text);
   renameSync(next, readme);
 }
 

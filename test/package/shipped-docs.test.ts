@@ -4,14 +4,16 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join, posix } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { MARK } from "../../scripts/package-readme.mjs";
+import { packStaged } from "../../scripts/pack-staged.mjs";
+import { MARK, packageReadme } from "../../scripts/package-readme.mjs";
 import { REPO_ROOT } from "../cli/run-cli.js";
 
 /**
  * The docs as the people who install runlet get them: the package's README (package-readme.md,
  * which npm pack puts in README.md's place) and every shipped docs/ page link only to files the
- * package holds, and to headings those files have. The file list is npm's own (`npm pack
- * --dry-run`), so a page that links to something "files" leaves out fails here. The swap itself is
+ * package holds, and to headings those files have. The tarball is the one `npm pack` makes, packed
+ * from a copy (scripts/pack-staged.mjs), so a page that links to something "files" leaves out
+ * fails here. The swap that plain `npm pack` relies on is
  * run through npm's prepack and postpack on a small package, to show that the tarball gets the
  * package's README and the checkout keeps its own, also after a pack that stopped half-way.
  */
@@ -27,18 +29,15 @@ const NPM_CLI = process.env["npm_execpath"]?.endsWith("npm-cli.js")
   ? process.env["npm_execpath"]
   : join(dirname(process.execPath), "..", "lib", "node_modules", "npm", "bin", "npm-cli.js");
 
-function npm(args: readonly string[], cwd: string): Promise<Run> {
+/** Runs `file args...` in `cwd` to completion, without the variables of the `npm test` running this file. */
+function run(file: string, args: readonly string[], cwd: string): Promise<Run> {
   return new Promise((resolve, reject) => {
     const env = { ...process.env };
     // These describe the `npm test` that runs this file, not the package npm is asked to pack.
     for (const key of Object.keys(env)) {
       if (/^(npm_package_|npm_lifecycle_|npm_config_local_prefix$|INIT_CWD$)/.test(key)) delete env[key];
     }
-    const child = spawn(process.execPath, [NPM_CLI, ...args], {
-      cwd,
-      env,
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    const child = spawn(file, [...args], { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";
     child.stdout.setEncoding("utf8").on("data", (d: string) => {
@@ -50,6 +49,10 @@ function npm(args: readonly string[], cwd: string): Promise<Run> {
     child.on("error", reject);
     child.on("close", (code) => resolve({ code, stdout, stderr }));
   });
+}
+
+function npm(args: readonly string[], cwd: string): Promise<Run> {
+  return run(process.execPath, [NPM_CLI, ...args], cwd);
 }
 
 /** GitHub's anchor of a heading: lower case, punctuation dropped, spaces to hyphens; repeats get `-1`, `-2`. */
@@ -134,18 +137,18 @@ let tmp: string;
 
 beforeAll(async () => {
   tmp = await mkdtemp(join(tmpdir(), "runlet-shipped-docs-"));
-  // What `npm pack` puts in the tarball, by npm's own rules ("files", the README it always adds);
-  // --ignore-scripts: the suite's setup built dist/, and prepack's clean build would remove it.
-  const run = await npm(["pack", "--dry-run", "--json", "--ignore-scripts"], REPO_ROOT);
-  expect(run.code, run.stderr).toBe(0);
-  const [{ files }] = JSON.parse(run.stdout) as [{ files: { path: string }[] }];
+  // The tarball `npm pack` makes (npm's own file list, the package's README), packed from a copy so
+  // the checkout's README.md never changes under the tests that read it.
+  const { tarball, packed: description } = packStaged(tmp);
+  const unpacked = join(tmp, "unpacked");
+  await mkdir(unpacked);
+  const untar = await run("tar", ["-xzf", tarball, "-C", unpacked], tmp);
+  expect(untar.code, untar.stderr).toBe(0);
   packed = new Map();
-  for (const { path } of files) {
-    const text = path.endsWith(".md") ? await readFile(join(REPO_ROOT, path), "utf8") : undefined;
+  for (const { path } of description.files) {
+    const text = path.endsWith(".md") ? await readFile(join(unpacked, "package", path), "utf8") : undefined;
     packed.set(path, text);
   }
-  // The tarball's README.md is package-readme.md (prepack swaps it in; the test below shows it).
-  packed.set("README.md", await readFile(join(REPO_ROOT, "package-readme.md"), "utf8"));
 }, 120_000);
 
 afterAll(async () => {
@@ -181,6 +184,7 @@ describe("the docs that ship in the package", () => {
 
   it("the package's README is for users: no repository-only commands, paths or links", () => {
     const readme = packed.get("README.md") ?? "";
+    expect(readme).toBe(packageReadme(REPO_ROOT));
     for (const command of ["npm install && npm run dev", "npm run test:image", "npm run bench"]) {
       expect(readme).not.toContain(command);
     }
@@ -216,7 +220,7 @@ describe("the docs that ship in the package", () => {
 describe("npm pack's README swap (scripts/package-readme.mjs)", () => {
   const script = join(REPO_ROOT, "scripts", "package-readme.mjs");
   const repoReadme = "# the repository's README\n\nnpm install && npm run dev\n";
-  const packageReadme = "# the package's README\n";
+  const packageText = "# the package's README\n";
 
   /** A package whose prepack and postpack run the swap, as runlet's package.json does. */
   async function makePackage(dir: string): Promise<void> {
@@ -234,28 +238,22 @@ describe("npm pack's README swap (scripts/package-readme.mjs)", () => {
       }),
     );
     await writeFile(join(dir, "README.md"), repoReadme);
-    await writeFile(join(dir, "package-readme.md"), packageReadme);
+    await writeFile(join(dir, "package-readme.md"), packageText);
     await writeFile(join(dir, "docs", "a.md"), "# A\n");
   }
 
   it("packs package-readme.md as README.md and leaves the checkout's README.md as it was", async () => {
     const dir = join(tmp, "swap");
     await makePackage(dir);
-    const run = await npm(["pack", "--json"], dir);
-    expect(run.code, run.stderr).toBe(0);
-    const [{ filename, files }] = JSON.parse(run.stdout) as [{ filename: string; files: { path: string }[] }];
+    const pack = await npm(["pack", "--json"], dir);
+    expect(pack.code, pack.stderr).toBe(0);
+    const [{ filename, files }] = JSON.parse(pack.stdout) as [
+      { filename: string; files: { path: string }[] },
+    ];
     expect(files.map((f) => f.path).sort()).toEqual(["README.md", "docs/a.md", "package.json"]);
-    const listed = await new Promise<Run>((resolve, reject) => {
-      const child = spawn("tar", ["-xzOf", filename, "package/README.md"], { cwd: dir });
-      let stdout = "";
-      child.stdout.setEncoding("utf8").on("data", (d: string) => {
-        stdout += d;
-      });
-      child.on("error", reject);
-      child.on("close", (code) => resolve({ code, stdout, stderr: "" }));
-    });
+    const listed = await run("tar", ["-xzOf", filename, "package/README.md"], dir);
     expect(listed.code).toBe(0);
-    expect(listed.stdout).toBe(`${MARK}\n\n${packageReadme}`);
+    expect(listed.stdout).toBe(`${MARK}\n\n${packageText}`);
     expect(await readFile(join(dir, "README.md"), "utf8")).toBe(repoReadme);
     expect(existsSync(join(dir, ".tmp", "pack", "README.md"))).toBe(false);
   }, 120_000);
@@ -268,8 +266,8 @@ describe("npm pack's README swap (scripts/package-readme.mjs)", () => {
     expect(swapOnly.code, swapOnly.stderr).toBe(0);
     expect((await readFile(join(dir, "README.md"), "utf8")).startsWith(MARK)).toBe(true);
     // The next full pack still ships the package's README and restores the repository's.
-    const run = await npm(["pack", "--json"], dir);
-    expect(run.code, run.stderr).toBe(0);
+    const pack = await npm(["pack", "--json"], dir);
+    expect(pack.code, pack.stderr).toBe(0);
     expect(await readFile(join(dir, "README.md"), "utf8")).toBe(repoReadme);
     // A lost backup is refused, not taken for the repository's README.
     await npm(["run", "prepack"], dir);
