@@ -13,9 +13,9 @@ import { REPO_ROOT } from "../cli/run-cli.js";
  * which npm pack puts in README.md's place) and every shipped docs/ page link only to files the
  * package holds, and to headings those files have. The tarball is the one `npm pack` makes, packed
  * from a copy (scripts/pack-staged.mjs), so a page that links to something "files" leaves out
- * fails here. The swap that plain `npm pack` relies on is
- * run through npm's prepack and postpack on a small package, to show that the tarball gets the
- * package's README and the checkout keeps its own, also after a pack that stopped half-way.
+ * fails here. The swap that a plain `npm pack` relies on runs through npm's prepack and postpack
+ * on a small package, to show that the tarball gets the package's README and the checkout keeps
+ * its own, also after a pack that stopped half-way.
  */
 
 interface Run {
