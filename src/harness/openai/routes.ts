@@ -146,7 +146,8 @@ async function readRequestBody(
 /** One stream item as server-sent events: text as it is, an object as one event, a list item by item. */
 function frame(output: unknown): string {
   if (typeof output === "string") return output;
-  // A batch of chunk objects (the reference vLLM worker's default) is one event per chunk.
+  // A list is one event per element: the platform's vLLM worker yields lists of chunk objects when
+  // RAW_OPENAI_OUTPUT=0 (its default, 1, yields joined raw SSE strings, written as they are above).
   if (Array.isArray(output)) return output.map(frame).join("");
   return `data: ${JSON.stringify(output)}\n\n`;
 }
