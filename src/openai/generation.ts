@@ -174,7 +174,7 @@ export async function aggregateResponse(
 ): Promise<Record<string, unknown>> {
   const run = new Run(request, generation);
   let text = "";
-  const toolCalls: ToolCallParts[] = [];
+  const merger = new ToolCallMerger();
   for await (const item of run.items()) {
     if (typeof item === "string") {
       text += item;
@@ -187,9 +187,10 @@ export async function aggregateResponse(
       }
       const delta = (choice["delta"] ?? {}) as { content?: unknown; tool_calls?: unknown };
       if (typeof delta.content === "string") text += delta.content;
-      if (Array.isArray(delta.tool_calls)) mergeToolCalls(toolCalls, delta.tool_calls);
+      if (Array.isArray(delta.tool_calls)) merger.add(delta.tool_calls);
     }
   }
+  const toolCalls = merger.calls();
   const finish = run.finishReason;
   const head = { id: request.id, object: "", created: request.created, model: request.model };
   if (request.kind === "completion") {
@@ -214,22 +215,41 @@ export async function aggregateResponse(
   };
 }
 
-/** Streamed tool-call deltas into whole calls: parts with the same `index` are one call, arguments joined. */
-function mergeToolCalls(calls: ToolCallParts[], deltas: readonly unknown[]): void {
-  for (const raw of deltas) {
-    if (typeof raw !== "object" || raw === null) continue;
-    const d = raw as {
-      index?: unknown;
-      id?: unknown;
-      type?: unknown;
-      function?: { name?: unknown; arguments?: unknown };
-    };
-    const index = typeof d.index === "number" ? d.index : calls.length;
-    const call = calls[index] ?? { id: "", type: "function", function: { name: "", arguments: "" } };
-    calls[index] = call;
-    if (typeof d.id === "string") call.id = d.id;
-    if (typeof d.type === "string") call.type = d.type;
-    if (typeof d.function?.name === "string") call.function.name += d.function.name;
-    if (typeof d.function?.arguments === "string") call.function.arguments += d.function.arguments;
+/**
+ * Streamed tool-call deltas into whole calls: parts with the same `index` are one call, arguments
+ * joined. The index is a key, not a position, so a sparse or huge one (a model's stray value)
+ * cannot leave holes or grow an array; a delta without an integer index starts a call of its own.
+ */
+class ToolCallMerger {
+  readonly #calls = new Map<number | object, ToolCallParts & { readonly order: number }>();
+
+  add(deltas: readonly unknown[]): void {
+    for (const raw of deltas) {
+      if (typeof raw !== "object" || raw === null) continue;
+      const d = raw as {
+        index?: unknown;
+        id?: unknown;
+        type?: unknown;
+        function?: { name?: unknown; arguments?: unknown };
+      };
+      const key = Number.isSafeInteger(d.index) ? (d.index as number) : {};
+      let call = this.#calls.get(key);
+      if (call === undefined) {
+        const order = typeof key === "number" ? key : Number.MAX_SAFE_INTEGER;
+        call = { id: "", type: "function", function: { name: "", arguments: "" }, order };
+        this.#calls.set(key, call);
+      }
+      if (typeof d.id === "string") call.id = d.id;
+      if (typeof d.type === "string") call.type = d.type;
+      if (typeof d.function?.name === "string") call.function.name += d.function.name;
+      if (typeof d.function?.arguments === "string") call.function.arguments += d.function.arguments;
+    }
+  }
+
+  /** The calls by index (those without one after, as they came). */
+  calls(): ToolCallParts[] {
+    return [...this.#calls.values()]
+      .sort((a, b) => a.order - b.order)
+      .map(({ id, type, function: fn }) => ({ id, type, function: fn }));
   }
 }

@@ -100,4 +100,24 @@ describe("defineOpenAIHandler", () => {
       finish_reason: "tool_calls",
     });
   });
+
+  it("merges tool calls by index as a key: a sparse or huge index gives no null entries and no huge array", async () => {
+    const handler = defineOpenAIHandler({
+      models: ["m"],
+      *chat() {
+        const calls = (...parts: object[]) => ({ choices: [{ index: 0, delta: { tool_calls: parts } }] });
+        yield calls({ index: 100_000, id: "call_b", function: { name: "b", arguments: "{" } });
+        yield calls({ index: 3, id: "call_a", function: { name: "a", arguments: "{}" } });
+        yield calls({ index: 100_000, function: { arguments: "}" } });
+        yield calls({ index: "x", id: "call_c", function: { name: "c", arguments: "[]" } });
+      },
+    });
+    await using h = await createHarness({ handler });
+    const r = await openai(h).chat.completions.create(ask);
+    expect(r.choices[0]?.message.tool_calls).toEqual([
+      { id: "call_a", type: "function", function: { name: "a", arguments: "{}" } },
+      { id: "call_b", type: "function", function: { name: "b", arguments: "{}" } },
+      { id: "call_c", type: "function", function: { name: "c", arguments: "[]" } },
+    ]);
+  });
 });
