@@ -125,7 +125,7 @@ export const DONE_EVENT = "data: [DONE]\n\n";
 
 /**
  * The frames of a streamed response, as server-sent-event text, one string per frame: (chat) a
- * first chunk with the assistant role, one chunk per yielded item, a last chunk with the
+ * first chunk with the assistant role (with the first item), one chunk per yielded item, a last chunk with the
  * finish_reason, the usage chunk when `stream_options.include_usage` is set, and `[DONE]`.
  */
 export async function* streamFrames(
@@ -137,10 +137,14 @@ export async function* streamFrames(
   const base = { id: request.id, object, created: request.created, model: request.model };
   const usageNull = request.includeUsage ? { usage: null } : {};
   const chunk = (choice: Record<string, unknown>) => event({ ...base, choices: [choice], ...usageNull });
-  if (request.kind === "chat") {
-    yield chunk({ index: 0, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null });
-  }
+  const role = () =>
+    chunk({ index: 0, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null });
+  // The role chunk waits for the function's first item: a function that fails before it then fails
+  // the job before anything is streamed, and the client gets the error's HTTP status.
+  let started = false;
   for await (const item of run.items()) {
+    if (!started && request.kind === "chat") yield role();
+    started = true;
     if (typeof item === "string") {
       yield chunk(
         request.kind === "chat"
@@ -151,6 +155,7 @@ export async function* streamFrames(
       yield event({ ...(request.includeUsage ? { usage: null } : {}), ...item, ...base });
     }
   }
+  if (!started && request.kind === "chat") yield role();
   const finish = run.finishReason;
   yield chunk(
     request.kind === "chat"

@@ -1,6 +1,6 @@
 import OpenAI from "openai";
 import { describe, expect, it } from "vitest";
-import { defineOpenAIHandler } from "../../src/openai/index.js";
+import { defineOpenAIHandler, openAIJobError } from "../../src/openai/index.js";
 import { createHarness } from "../../src/testing/index.js";
 
 const ask = { model: "m", messages: [{ role: "user" as const, content: "x" }] };
@@ -119,5 +119,36 @@ describe("defineOpenAIHandler", () => {
       { id: "call_b", type: "function", function: { name: "b", arguments: "{}" } },
       { id: "call_c", type: "function", function: { name: "c", arguments: "[]" } },
     ]);
+  });
+
+  it("answers the HTTP error when chat fails before its first item, streamed or not, in one job", async () => {
+    const handler = defineOpenAIHandler({
+      models: ["m"],
+      // biome-ignore lint/correctness/useYield: fails before its first item
+      async *chat() {
+        throw openAIJobError("the prompt is too long", "invalid_request_error", { param: "messages" });
+      },
+    });
+    await using h = await createHarness({ handler });
+    let jobs = 0;
+    const stop = h.harness.onJobEvent((event) => {
+      if (event.type === "end") jobs++;
+    });
+    const client = new OpenAI({ apiKey: h.apiKey, baseURL: `${h.url}/v2/local/openai/v1` }); // retries on
+    for (const stream of [false, true]) {
+      const err = await client.chat.completions.create({ ...ask, stream }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err, `stream: ${stream}`).toBeInstanceOf(OpenAI.BadRequestError);
+      expect((err as InstanceType<typeof OpenAI.BadRequestError>).error).toEqual({
+        message: "the prompt is too long",
+        type: "invalid_request_error",
+        param: "messages",
+        code: null,
+      });
+    }
+    stop();
+    expect(jobs).toBe(2);
   });
 });
