@@ -126,6 +126,10 @@ export function markQueued(job: JobEntry): void {
   job.hasOutput = false;
   job.error = undefined;
   job.workerId = undefined;
+  // The next attempt streams from its first item again: keeping this attempt's chunks would hand
+  // readers (an open OpenAI stream, /stream) its early items twice.
+  job.stream = [];
+  job.readers.clear();
 }
 
 /** Also forgets what a retried job's earlier run produced: progress, chunks, readers, flags. */
