@@ -43,9 +43,9 @@ export type RunMessage =
 export type ToThread =
   | RunMessage
   /**
-   * Aborts run `runId` only (STYLE 20b): a stop or deadline that reaches the thread after that run
-   * ended must not touch the next job the thread runs. In a batch, `index` names one job; without
-   * it, the batch's own signal fires.
+   * Aborts run `runId` only (cancellation is keyed by run): a stop or deadline that reaches the
+   * thread after that run ended must not touch the next job the thread runs. In a batch, `index`
+   * names one job; without it, the batch's own signal fires.
    */
   | {
       readonly type: "abort";
