@@ -1,34 +1,14 @@
 import { describe, expect, it } from "vitest";
-import { z } from "zod";
 import type { RunletError } from "../../src/errors.js";
 import { ManualClock } from "../../src/harness/index.js";
 import { defineBatchHandler, JobError } from "../../src/index.js";
+import { batchOf, gate, numbers, turn } from "./batch-helpers.js";
 import { testHarness, waitFor, workerFor } from "./helpers.js";
 
 /**
  * Dynamic batching against the harness over real HTTP (docs/handler.md, "Batching"). The window and
  * every deadline run on a ManualClock, so nothing here depends on how fast the machine is.
  */
-
-/** Lets pending promise callbacks and I/O callbacks run. */
-const turn = () => new Promise((resolve) => setImmediate(resolve));
-
-/** A promise with its resolver, for a handler the test lets go. */
-function gate<T = void>(): { promise: Promise<T>; open(value: T): void } {
-  let open!: (value: T) => void;
-  const promise = new Promise<T>((resolve) => {
-    open = resolve;
-  });
-  return { promise, open };
-}
-
-/** The batch query of a job's final job-done post. */
-function batchOf(h: Awaited<ReturnType<typeof testHarness>>, id: string) {
-  const { query } = h.requests({ route: "job-done" }).find((r) => r.path.endsWith(`/${id}`))!;
-  return { id: query["batch_id"], size: query["batch_size"], waitMs: query["batch_wait_ms"] };
-}
-
-const numbers = z.object({ n: z.number() });
 
 describe("batch handlers", () => {
   it("runs queued jobs as one call, one output each in order, and names the batch on each job-done", async () => {
