@@ -46,6 +46,16 @@ export interface BenchOptions {
      */
     readonly heapGrowthBoundBytes: number;
   };
+  readonly batching: {
+    /** Each `maxSize` measured (examples/batched-embeddings' cost model). */
+    readonly sizes: readonly number[];
+    /** Jobs queued at once per run. */
+    readonly jobs: number;
+    /** `maxWaitMs` of every level, ms. */
+    readonly maxWaitMs: number;
+    /** Lone jobs per run of the window figure, sent one at a time. */
+    readonly loneJobs: number;
+  };
   /** Call `bench/cold-start.ts` when it exists. */
   readonly coldStart: boolean;
 }
@@ -67,6 +77,7 @@ export const FULL_OPTIONS: BenchOptions = Object.freeze({
     growthBoundBytes: 20 * MiB,
     heapGrowthBoundBytes: 2 * MiB,
   },
+  batching: { sizes: [1, 8, 32], jobs: 512, maxWaitMs: 10, loneJobs: 20 },
   coldStart: true,
 });
 
@@ -86,5 +97,6 @@ export const QUICK_OPTIONS: BenchOptions = Object.freeze({
     growthBoundBytes: 256 * MiB,
     heapGrowthBoundBytes: 32 * MiB,
   },
+  batching: { sizes: [1, 8, 32], jobs: 16, maxWaitMs: 10, loneJobs: 2 },
   coldStart: false,
 });

@@ -2,6 +2,7 @@ import { writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { measureBatching } from "./figures/batching.js";
 import { numericLeaves, runColdStart } from "./figures/cold-start-glue.js";
 import { measureMemory } from "./figures/memory.js";
 import { measureOpenAI } from "./figures/openai.js";
@@ -47,6 +48,7 @@ export async function runBench(
   figures.push(...(await step("streaming", () => measureStreaming(options))));
   figures.push(...(await step("OpenAI streaming", () => measureOpenAI(options))));
   figures.push(...(await step("S3", () => measureS3(options))));
+  figures.push(...(await step("batching", () => measureBatching(options))));
   const memory = await step("memory", () => measureMemory(options));
   figures.push(...memory.figures);
   let coldStart: BenchResults["coldStart"] = { available: false, reason: "skipped (--quick)" };
@@ -68,22 +70,29 @@ export async function runBench(
 
 const HELP = `Usage: npm run bench [-- --quick] [-- --out <file>]
 
-Measures job throughput, per-job overhead, streaming, S3, worker memory and cold start,
-prints a table and writes the results as JSON (docs/benchmarks.md says what each figure is).
+Measures job throughput, per-job overhead, streaming, S3, batching, worker memory and cold
+start, prints a table and writes the results as JSON (docs/benchmarks.md says what each figure is).
 
-  --quick        tiny sizes: checks the bench runs, measures nothing meaningful
-  --out <file>   where to write the JSON   default: bench/results.json
+  --quick            tiny sizes: checks the bench runs, measures nothing meaningful
+  --only batching    only the batching figures (the table is printed; JSON only with --out)
+  --out <file>       where to write the JSON   default: bench/results.json
 `;
 
 async function main(): Promise<number> {
   const { values } = parseArgs({
-    options: { quick: { type: "boolean" }, out: { type: "string" }, help: { type: "boolean", short: "h" } },
+    options: {
+      quick: { type: "boolean" },
+      out: { type: "string" },
+      only: { type: "string" },
+      help: { type: "boolean", short: "h" },
+    },
   });
   if (values.help === true) {
     process.stdout.write(HELP);
     return 0;
   }
   const quick = values.quick === true;
+  if (values.only !== undefined) return runOnly(values.only, quick, values.out);
   const out = resolve(values.out ?? join(ROOT, "bench", "results.json"));
   const results = await runBench(quick ? QUICK_OPTIONS : FULL_OPTIONS, quick ? "quick" : "full", (line) =>
     process.stderr.write(`${line}\n`),
@@ -91,6 +100,31 @@ async function main(): Promise<number> {
   await writeFile(out, `${JSON.stringify(results, null, 2)}\n`);
   process.stdout.write(`${formatTable(results)}\n\nwritten to ${out}\n`);
   return results.memoryWithinBound ? 0 : 1;
+}
+
+/** `--only batching`: that section alone, with the same table (and JSON when `--out` names a file). */
+async function runOnly(section: string, quick: boolean, out: string | undefined): Promise<number> {
+  if (section !== "batching") {
+    process.stderr.write(`--only takes "batching", got ${JSON.stringify(section)}\n${HELP}`);
+    return 2;
+  }
+  const options = quick ? QUICK_OPTIONS : FULL_OPTIONS;
+  const startedAt = new Date();
+  const t0 = performance.now();
+  const results: BenchResults = {
+    schema: 1,
+    mode: quick ? "quick" : "full",
+    machine: describeMachine(startedAt),
+    options,
+    figures: await measureBatching(options),
+    memoryWithinBound: true,
+    coldStart: { available: false, reason: "skipped (--only batching)" },
+    durationMs: 0,
+  };
+  const done = { ...results, durationMs: Math.round(performance.now() - t0) };
+  if (out !== undefined) await writeFile(resolve(out), `${JSON.stringify(done, null, 2)}\n`);
+  process.stdout.write(`${formatTable(done)}\n`);
+  return 0;
 }
 
 if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {

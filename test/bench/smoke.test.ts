@@ -57,6 +57,12 @@ const FIGURE_IDS = [
   "stream.openai.ttftBatched",
   "s3.upload",
   "s3.download",
+  ...[1, 8, 32].flatMap((size) =>
+    ["", ".ideal", ".ratio", ".p50", ".p50.ideal", ".p99", ".p99.ideal", ".wait"].map(
+      (suffix) => `batch.s${size}${suffix}`,
+    ),
+  ),
+  "batch.window.p50",
   "memory.idle",
   "memory.after",
   "memory.growth",

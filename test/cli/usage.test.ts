@@ -105,7 +105,7 @@ describe("runlet init", () => {
     const r = await runCli(["init", join(tmp, "x"), "--template", "gpu"]);
     expect(r.code).toBe(2);
     expect(r.stderr).toBe(
-      'runlet init: unknown template "gpu"; choose one of basic, stream, s3, openai (RUNLET_CLI_USAGE)\n',
+      'runlet init: unknown template "gpu"; choose one of basic, stream, s3, openai, batch (RUNLET_CLI_USAGE)\n',
     );
   });
 
@@ -136,7 +136,7 @@ describe("runlet init", () => {
     await expect(readdir(join(tmp, "never"))).rejects.toThrow("ENOENT");
   });
 
-  for (const template of ["basic", "stream", "s3", "openai"] as const) {
+  for (const template of ["basic", "stream", "s3", "openai", "batch"] as const) {
     it(`copies the ${template} starter with the project name filled in`, async () => {
       const dir = join(tmp, `My Worker ${template}`);
       const r = await runCli(["init", dir, "--template", template]);

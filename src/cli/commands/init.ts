@@ -7,7 +7,7 @@ import { TEMPLATE_NAMES, TEMPLATES_DIR, type TemplateName } from "../paths.js";
 import { fileSpec, installedFrom, runletFrom } from "../runlet-source.js";
 import { copyTemplate, packageNameFor } from "../scaffold.js";
 
-const HELP = `Usage: runlet init [dir] [--template basic|stream|s3|openai] [--runlet-from PATH]
+const HELP = `Usage: runlet init [dir] [--template basic|stream|s3|openai|batch] [--runlet-from PATH]
 
 Creates a worker project from a starter: a TypeScript handler, package.json, tsconfig.json,
 test_input.json, a vitest test using runlet/testing, the multi-stage Dockerfile,
@@ -20,7 +20,8 @@ Arguments:
 Options:
   -t, --template NAME  the starter: basic (a JSON in, JSON out handler), stream (a generator
                        that streams tokens with metrics), s3 (a file through S3), openai
-                       (an OpenAI-compatible chat/completions handler)
+                       (an OpenAI-compatible chat/completions handler), batch (many
+                       jobs, one call: a batch handler)
                        default: basic
   --runlet-from PATH   the project depends on this runlet tarball (npm pack) or folder
                        through a file: path, instead of the registry's runlet
@@ -57,7 +58,7 @@ function isTemplateName(value: string): value is TemplateName {
 /** `runlet init`: copies a starter from templates/ into a new project folder. */
 export const command: Command = {
   name: "init",
-  summary: "create a worker project from a starter (basic, stream, s3, openai)",
+  summary: "create a worker project from a starter (basic, stream, s3, openai, batch)",
   help: HELP,
   async run(argv) {
     const parsed = parseCommandArgs(command, argv, {
