@@ -6,6 +6,7 @@ import { REPO_ROOT, runCli } from "./run-cli.js";
 
 const TOKEN_STREAM = join(REPO_ROOT, "examples/token-stream/handler.ts");
 const PROGRESS = join(REPO_ROOT, "examples/progress/handler.ts");
+const EMBEDDINGS = join(REPO_ROOT, "examples/batched-embeddings/handler.ts");
 
 let tmp: string;
 beforeAll(async () => {
@@ -37,6 +38,29 @@ describe("runlet test", () => {
       'progress {"step":1,"of":2,"percent":50}\nprogress {"step":2,"of":2,"percent":100}\n' +
         '{\n  "steps": 2,\n  "done": true\n}\n',
     );
+  });
+
+  it("sends a list of jobs as one batch: outputs as a list, each job's end and batch on stderr, exit 1 if any failed", async () => {
+    const jobs = [
+      { input: { text: "a cat", dims: 2 } },
+      { input: { text: "w ".repeat(513) } },
+      { input: { text: "a cat", dims: 2 } },
+    ];
+    const r = await runCli(["test", EMBEDDINGS, "--input", JSON.stringify(jobs)]);
+    expect(r.code, r.stderr).toBe(1);
+    const outputs = JSON.parse(r.stdout) as Array<{ vector: number[]; words: number } | null>;
+    expect(outputs).toHaveLength(3);
+    expect(outputs[0]).toEqual(outputs[2]);
+    expect(outputs[0]?.vector).toHaveLength(2);
+    expect(outputs[1]).toBeNull();
+    const ends = r.stderr.split("\n").filter((line) => line.startsWith("runlet test: job "));
+    expect(ends).toHaveLength(3);
+    const batch = /\(batch (\S+), 3 jobs, waited \d+ ms\)/;
+    expect(ends[0]).toMatch(/^runlet test: job 0 COMPLETED in \d+ ms \(batch \S+, 3 jobs, waited \d+ ms\)$/);
+    expect(ends[1]).toMatch(
+      /^runlet test: job 1 FAILED in \d+ ms \(batch \S+, 3 jobs, waited \d+ ms\): text has 513 words, over the 512-word limit \(RUNLET_JOB_FAILED\)$/,
+    );
+    expect(new Set(ends.map((line) => batch.exec(line)?.[1])).size).toBe(1);
   });
 
   it("reads test_input.json from the current folder when --input is not given", async () => {
@@ -84,7 +108,12 @@ describe("runlet test", () => {
   for (const [label, input, message] of [
     ["JSON that does not parse", "{input:", "--input is not valid JSON: "],
     ["JSON without an input key", '{"prompt": "hi"}', '--input must be a JSON object with an "input" key'],
-    ["a JSON array", "[1]", '--input must be a JSON object with an "input" key'],
+    [
+      "a JSON array of non-jobs",
+      "[1]",
+      '--input: a list of jobs must hold 1 to 1024 objects with an "input" key',
+    ],
+    ["an empty list of jobs", "[]", "--input: a list of jobs must hold 1 to 1024 objects"],
   ] as const) {
     it(`exits 2 for ${label}`, async () => {
       const r = await runCli(["test", TOKEN_STREAM, "--input", input]);

@@ -1,9 +1,9 @@
-import { readFile } from "node:fs/promises";
-import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { RunletError } from "../../errors.js";
+import type { Harness } from "../../harness/index.js";
 import { type Command, EXIT, parseCommandArgs, reportCliError, usageError } from "../command.js";
 import { DEFAULT_HANDLER_PATHS, resolveHandlerPath } from "../handler-path.js";
+import { describeFailure, type JobRequest, MAX_JOBS, readJobs } from "../test-jobs.js";
 import { allowTypeScript } from "../typescript.js";
 import { inheritedEnv } from "../worker-pool.js";
 
@@ -27,6 +27,10 @@ to stderr. A handler that ignores its deadline is reported once the hard-stop gr
 
 The job comes from --input, else from test_input.json in the current folder; both take the
 reference SDK's shape: {"input": {...}} (a "policy" or "s3Config" beside "input" is passed on).
+A list of jobs, [{"input": {...}}, ...] (up to ${MAX_JOBS}), is queued before the worker starts, so
+a batch handler (defineBatchHandler) takes them as one batch (or several of maxSize): each job's
+progress is prefixed with its place, [0], [1], ...; the outputs print as one JSON list, and each
+job's end and batch go to stderr.
 
 Arguments:
   handler            the handler module
@@ -36,63 +40,33 @@ Options:
   -i, --input JSON   the job, e.g. '{"input": {"name": "Ada"}}'
   -h, --help         show this help
 
-Exit codes: 0 the job completed, 1 it failed (or the handler could not be loaded),
+Exit codes: 0 the job (every job) completed, 1 it (any) failed (or the handler could not be loaded),
 2 bad usage (unknown flag, missing handler file, no or malformed job JSON).`;
 
-/** The job request: `input` plus whatever else the SDK convention allows beside it. */
-type JobRequest = { readonly input: unknown } & Readonly<Record<string, unknown>>;
-
-async function readJob(given: string | undefined, cwd: string): Promise<JobRequest> {
-  let text: string;
-  let source: string;
-  if (given === undefined) {
-    source = "test_input.json";
-    try {
-      text = await readFile(join(cwd, source), "utf8");
-    } catch {
-      throw usageError(`no --input given and no test_input.json in ${cwd}; pass --input '{"input": {...}}'`);
-    }
-  } else {
-    source = "--input";
-    text = given;
+/** Submits `job` through the client API, so it is checked as the platform checks a /run body. */
+async function submit(harness: Harness, job: JobRequest): Promise<string> {
+  const response = await fetch(`${harness.url}/v2/${ENDPOINT_ID}/run`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${harness.apiKey}`, "content-type": "application/json" },
+    body: JSON.stringify(job),
+  });
+  const answer = (await response.json()) as { id?: string; error?: string };
+  if (!response.ok || answer.id === undefined) {
+    throw usageError(
+      `the platform refused the job (${response.status}): ${answer.error ?? "no reason given"}`,
+    );
   }
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch (err) {
-    throw usageError(`${source} is not valid JSON: ${(err as Error).message}`);
-  }
-  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed) || !("input" in parsed)) {
-    throw usageError(`${source} must be a JSON object with an "input" key, like {"input": {"name": "Ada"}}`);
-  }
-  return parsed as JobRequest;
+  return answer.id;
 }
 
-/** A failed job's error for a human, with the code it goes by (docs/errors.md). */
-function describeFailure(
-  status: string,
-  error: string | undefined,
-): { text: string; code: string; trace: string } {
-  if (error === undefined) return { text: "(no error message)", code: "RUNLET_JOB_FAILED", trace: "" };
-  try {
-    // The platform's error report of a handler that threw is JSON text: show its parts.
-    const report = JSON.parse(error) as Record<string, unknown>;
-    if (typeof report["error_message"] === "string") {
-      const type = typeof report["error_type"] === "string" ? `${report["error_type"]}: ` : "";
-      const trace = typeof report["error_traceback"] === "string" ? `${report["error_traceback"]}\n` : "";
-      return { text: `${type}${report["error_message"]}`, code: "RUNLET_JOB_HANDLER_THREW", trace };
-    }
-  } catch {
-    // A plain string error (JobError, invalid input, a timeout): shown as it is.
-  }
-  // The wire carries no code; the worker's own messages start in a fixed way (handler/execute.ts, worker/run-job.ts).
-  const code =
-    status === "TIMED_OUT" || error.startsWith("job timed out after ")
-      ? "RUNLET_JOB_TIMEOUT"
-      : error.startsWith("input is invalid:")
-        ? "RUNLET_INPUT_INVALID"
-        : "RUNLET_JOB_FAILED";
-  return { text: error, code, trace: "" };
+/** ` (batch <id>, <size> jobs, waited <n> ms)` when the job's final job-done named its batch. */
+function batchNote(harness: Harness, jobId: string): string {
+  const post = harness
+    .requests({ route: "job-done" })
+    .find((r) => r.path.endsWith(`/${jobId}`) && r.query["batch_id"]);
+  if (post === undefined) return "";
+  const q = post.query;
+  return ` (batch ${q["batch_id"]}, ${q["batch_size"]} jobs, waited ${q["batch_wait_ms"]} ms)`;
 }
 
 /** `runlet test`: one job through an in-process harness and worker. */
@@ -108,7 +82,8 @@ export const command: Command = {
       const cwd = process.cwd();
       const handlerPath = await resolveHandlerPath(parsed.positionals[0], cwd);
       const { input: inputArg } = parsed.values;
-      const job = await readJob(typeof inputArg === "string" ? inputArg : undefined, cwd);
+      const read = await readJobs(typeof inputArg === "string" ? inputArg : undefined, cwd);
+      const jobs: readonly JobRequest[] = Array.isArray(read) ? read : [read];
       // Loaded only now, so --help and usage errors answer without loading the worker and harness.
       const [{ loadHandler }, { processSpawner, startHarness }] = await Promise.all([
         import("../../worker/load-handler.js"),
@@ -128,6 +103,9 @@ export const command: Command = {
         output: process.stderr,
         killAfterMs: WORKER_KILL_AFTER_MS,
       });
+      // Queued before the worker starts, so its first take finds them all (one batch for a batch handler).
+      const ids: string[] = [];
+      for (const job of jobs) ids.push(await submit(harness, job));
       const worker = await spawn(harness.workerEnv(ENDPOINT_ID));
       let workerExited = false;
       // processSpawner's workers always have `exited`; a settled promise stands in for the type's sake.
@@ -137,48 +115,45 @@ export const command: Command = {
       // The last lines are printed after the worker has stopped, so its shutdown log comes before them.
       let ending: { readonly code: number; readonly text: string };
       try {
-        // Through the client API, so the job is checked as the platform checks a /run body.
-        const response = await fetch(`${harness.url}/v2/${ENDPOINT_ID}/run`, {
-          method: "POST",
-          headers: { authorization: `Bearer ${harness.apiKey}`, "content-type": "application/json" },
-          body: JSON.stringify(job),
-        });
-        const answer = (await response.json()) as { id?: string; error?: string };
-        if (!response.ok || answer.id === undefined) {
-          throw usageError(
-            `the platform refused the job (${response.status}): ${answer.error ?? "no reason given"}`,
-          );
-        }
-        const id = answer.id;
-        let progressSeen = 0;
-        let streamSeen = 0;
-        let exitSeenAt: number | undefined;
         const print = (line: string) => process.stdout.write(`${line}\n`);
+        const many = Array.isArray(read);
+        const seen = ids.map(() => ({ progress: 0, stream: 0 }));
+        let exitSeenAt: number | undefined;
         for (;;) {
-          const snap = harness.job(id);
-          if (snap === undefined) throw new Error(`job ${id} disappeared from the harness`);
-          for (; progressSeen < snap.progress.length; progressSeen++) {
-            print(`progress ${JSON.stringify(snap.progress[progressSeen])}`);
-          }
-          for (; streamSeen < snap.stream.length; streamSeen++) {
-            print(`stream ${JSON.stringify(snap.stream[streamSeen]?.output)}`);
-          }
-          if (snap.status !== "IN_QUEUE" && snap.status !== "IN_PROGRESS") {
-            const timing = `in ${snap.executionTime ?? "?"} ms`;
-            if (snap.status === "COMPLETED") {
-              print(JSON.stringify(snap.output, null, 2) ?? "null");
-              ending = { code: EXIT.ok, text: `runlet test: COMPLETED ${timing}\n` };
-              break;
+          const snaps = ids.map((id) => {
+            const snap = harness.job(id);
+            if (snap === undefined) throw new Error(`job ${id} disappeared from the harness`);
+            return snap;
+          });
+          for (const [at, snap] of snaps.entries()) {
+            const mark = many ? `[${at}] ` : "";
+            const counts = seen[at]!;
+            for (; counts.progress < snap.progress.length; counts.progress++) {
+              print(`progress ${mark}${JSON.stringify(snap.progress[counts.progress])}`);
             }
-            const failure = describeFailure(snap.status, snap.error);
-            const hint =
-              failure.code === "RUNLET_JOB_TIMEOUT" && definition.isolation === "in-process"
-                ? `${SYNC_HINT}\n`
-                : "";
-            ending = {
-              code: EXIT.failure,
-              text: `runlet test: the job ${snap.status} ${timing}: ${failure.text} (${failure.code})\n${failure.trace}${hint}`,
-            };
+            for (; counts.stream < snap.stream.length; counts.stream++) {
+              print(`stream ${mark}${JSON.stringify(snap.stream[counts.stream]?.output)}`);
+            }
+          }
+          if (snaps.every((snap) => snap.status !== "IN_QUEUE" && snap.status !== "IN_PROGRESS")) {
+            const outputs = snaps.map((snap) => (snap.status === "COMPLETED" ? (snap.output ?? null) : null));
+            if (many || snaps[0]!.status === "COMPLETED") {
+              print(JSON.stringify(many ? outputs : outputs[0], null, 2) ?? "null");
+            }
+            const lines = snaps.map((snap, at) => {
+              const timing = `in ${snap.executionTime ?? "?"} ms`;
+              const what = many ? `job ${at} ` : "";
+              const batch = many ? batchNote(harness, snap.id) : "";
+              if (snap.status === "COMPLETED") return `runlet test: ${what}COMPLETED ${timing}${batch}\n`;
+              const failure = describeFailure(snap.status, snap.error);
+              const hint =
+                failure.code === "RUNLET_JOB_TIMEOUT" && definition.isolation === "in-process"
+                  ? `${SYNC_HINT}\n`
+                  : "";
+              return `runlet test: ${many ? `job ${at} ` : "the job "}${snap.status} ${timing}${batch}: ${failure.text} (${failure.code})\n${failure.trace}${hint}`;
+            });
+            const failed = snaps.some((snap) => snap.status !== "COMPLETED");
+            ending = { code: failed ? EXIT.failure : EXIT.ok, text: lines.join("") };
             break;
           }
           if (workerExited) {
@@ -188,7 +163,7 @@ export const command: Command = {
             if (Date.now() - exitSeenAt > EXIT_SETTLE_MS) {
               throw new RunletError(
                 "RUNLET_CLI_WORKER_EXITED",
-                `the worker process exited before job ${id} ended; its log above says why`,
+                `the worker process exited before ${many ? "every job" : `job ${ids[0]}`} ended; its log above says why`,
               );
             }
           }
