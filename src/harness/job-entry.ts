@@ -1,4 +1,5 @@
 import type { JobRecord, JobStatus, RunRequest } from "../protocol/api.js";
+import type { BatchQuery } from "../protocol/batch-query.js";
 import type { Policy } from "../protocol/job.js";
 import type { StreamChunk } from "../protocol/worker-bodies.js";
 import type { ClockTimer } from "./clock.js";
@@ -55,6 +56,8 @@ export interface JobEntry {
   progress: unknown[];
   stream: StreamChunk[];
   isStream: boolean | undefined;
+  /** The batch the final job-done named in its query (a batch handler's job), for the dashboard. */
+  batch: BatchQuery | undefined;
   /** Final results posted after the job was already terminal or deleted (ignored). */
   duplicateResults: number;
   /** Progress and stream posts that arrived after the job ended (ignored). */
@@ -104,6 +107,7 @@ export function newJobEntry(
     progress: [],
     stream: [],
     isStream: undefined,
+    batch: undefined,
     duplicateResults: 0,
     latePosts: 0,
     strayPosts: 0,
@@ -137,6 +141,7 @@ export function clearForRetry(job: JobEntry): void {
   job.lapses = 0;
   job.stopPod = false;
   job.isStream = undefined;
+  job.batch = undefined;
   job.progress = [];
   job.stream = [];
   job.readers.clear();

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { type JobStatus, TERMINAL_STATUSES } from "../protocol/api.js";
+import type { BatchQuery } from "../protocol/batch-query.js";
 import type { StreamChunk } from "../protocol/worker-bodies.js";
 import type { Clock, TimerSet } from "./clock.js";
 import { EndpointQueue, type StoreEndpoint } from "./endpoint-queue.js";
@@ -162,7 +163,13 @@ export class JobStore {
   /** The worker's final result. A result for a job that has already ended is counted and ignored. */
   complete(
     job: JobEntry,
-    result: { output?: unknown; error?: string; stopPod: boolean; isStream: boolean | undefined },
+    result: {
+      output?: unknown;
+      error?: string;
+      stopPod: boolean;
+      isStream: boolean | undefined;
+      batch?: BatchQuery | undefined;
+    },
   ): boolean {
     if (this.#ended(job)) {
       job.duplicateResults++;
@@ -170,6 +177,7 @@ export class JobStore {
     }
     job.stopPod = result.stopPod;
     job.isStream = result.isStream;
+    job.batch = result.batch;
     if (result.error !== undefined) {
       this.#finish(job, "FAILED", { error: result.error });
     } else {

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
+import { readBatchQuery } from "../protocol/batch-query.js";
 import { streamChunkSchema } from "../protocol/worker-bodies.js";
 import type { KeyRing } from "./auth.js";
 import {
@@ -264,6 +265,7 @@ function result(
     ...(Object.hasOwn(fields, "output") && typeof fields.error !== "string" ? { output: fields.output } : {}),
     stopPod,
     isStream: isStream === "true" ? true : isStream === "false" ? false : undefined,
+    batch: readBatchQuery(url.searchParams),
   });
   if (applied && stopPod) ctx.onStopPod(endpointId, workerId);
   return { status: 200 };

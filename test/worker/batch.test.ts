@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { RunletError } from "../../src/errors.js";
-import { ManualClock } from "../../src/harness/index.js";
+import { ManualClock, startHarness } from "../../src/harness/index.js";
 import { defineBatchHandler, JobError } from "../../src/index.js";
 import { batchOf, gate, numbers, turn } from "./batch-helpers.js";
 import { testHarness, waitFor, workerFor } from "./helpers.js";
@@ -41,6 +41,22 @@ describe("batch handlers", () => {
       ["3", "0"],
       ["3", "0"],
     ]);
+  });
+
+  it("shows on the dashboard's job view which batch a job ran in: id, size and wait", async () => {
+    await using h = await startHarness({ takeTimeoutMs: 300, dashboard: true });
+    const ids = [1, 2].map((n) => h.enqueue("local", { input: { n } }));
+    await using _w = await workerFor(
+      h,
+      defineBatchHandler({ input: numbers, batch: { maxSize: 2 }, handler: ({ inputs }) => inputs }),
+      { clock: new ManualClock() },
+    );
+    await Promise.all(ids.map((id) => h.waitForJob(id)));
+    const auth = { authorization: `Bearer ${h.apiKey}` };
+    const detail = (await (await fetch(`${h.dashboardUrl}api/jobs/${ids[1]}`, { headers: auth })).json()) as {
+      batch?: unknown;
+    };
+    expect(detail.batch).toEqual({ id: batchOf(h, ids[1]!).id, size: 2, waitMs: 0 });
   });
 
   it("holds a lone job for maxWaitMs, then runs it as a batch of one", async () => {

@@ -1,4 +1,5 @@
 import type { JobListItem, JobStatus } from "../../protocol/api.js";
+import type { BatchQuery } from "../../protocol/batch-query.js";
 import type { StreamChunk } from "../../protocol/worker-bodies.js";
 import { deliveredOf, type JobEntry } from "../job-entry.js";
 import { listItemOf } from "../job-list.js";
@@ -61,6 +62,8 @@ export interface JobDetail extends JobRow {
   readonly webhookAttempts: readonly WebhookAttempt[];
   /** Times a worker lost the job while running it. */
   readonly lapses: number;
+  /** The batch it ran in (a batch handler's job): id, size, and how long it waited in it, ms. */
+  readonly batch?: BatchQuery;
 }
 
 function iso(ms: number | undefined): string | undefined {
@@ -102,6 +105,7 @@ export function jobDetailOf(job: JobEntry, webhookAttempts: readonly WebhookAtte
     stream: [...job.stream],
     webhookAttempts: webhookAttempts.filter((a) => a.jobId === job.id),
     lapses: job.lapses,
+    ...(job.batch === undefined ? {} : { batch: job.batch }),
   };
 }
 

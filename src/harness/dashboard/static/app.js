@@ -373,6 +373,9 @@ function renderJob() {
     ["delay", ms(job.delayTime)],
     ["execution", ms(job.executionTime)],
     ...(job.lapses > 0 ? [["lost by a worker", `${job.lapses}×`]] : []),
+    ...(job.batch
+      ? [["batch", `${job.batch.id} · ${job.batch.size} jobs · waited ${ms(job.batch.waitMs)}`]]
+      : []),
   ];
   $("job-facts").replaceChildren(...facts.flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]));
   $("job-request").textContent = json(job.request);
