@@ -1,8 +1,9 @@
 import type { DeliveredJob } from "../protocol/index.js";
 import { WaiterSet } from "../wait.js";
+import { ActiveJob } from "./active-job.js";
 import { initialConcurrency, nextConcurrency } from "./concurrency.js";
 import { JobOutbox } from "./outbox.js";
-import { ActiveJob, failureBody, type JobParts } from "./run-job.js";
+import { failureBody, type JobParts } from "./run-job.js";
 import type { BadJob } from "./take.js";
 
 /**
