@@ -19,4 +19,24 @@ describe("the in-process watchdog", () => {
       await stopRunletChild(c);
     }
   }, 30_000);
+
+  it("reports every job it ends, not only the first one due (fails on the old code: the blocking job had no report)", async () => {
+    await using h = await testHarness();
+    const c = startRunletChild(h, "test/fixtures/block-after-other.ts", { podId: "pod-two-jobs" });
+    try {
+      const waiting = h.enqueue("local", { input: { kind: "wait" } });
+      const spinning = h.enqueue("local", { input: { kind: "spin" } });
+      expect(await c.exited).toEqual({ code: null, signal: "SIGKILL" });
+      const jobs = await Promise.all(
+        [waiting, spinning].map((id) => h.waitForJob(id, { timeoutMs: 10_000 })),
+      );
+      // Both ran past their deadlines while the main thread was held: both are reported.
+      expect(jobs.map((j) => [j.status, j.error])).toEqual([
+        ["FAILED", "job timed out after 300 ms (executionTimeout)"],
+        ["FAILED", "job timed out after 300 ms (executionTimeout)"],
+      ]);
+    } finally {
+      await stopRunletChild(c);
+    }
+  }, 30_000);
 });
