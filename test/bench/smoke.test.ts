@@ -58,9 +58,18 @@ const FIGURE_IDS = [
   "s3.upload",
   "s3.download",
   ...[1, 8, 32].flatMap((size) =>
-    ["", ".ideal", ".ratio", ".p50", ".p50.ideal", ".p99", ".p99.ideal", ".wait"].map(
-      (suffix) => `batch.s${size}${suffix}`,
-    ),
+    [
+      "",
+      ".ideal",
+      ".ratio",
+      ".p50",
+      ".p50.ideal",
+      ".p99",
+      ".p99.ideal",
+      ".wait",
+      ".workerCpu",
+      ".harnessCpu",
+    ].map((suffix) => `batch.s${size}${suffix}`),
   ),
   "batch.window.p50",
   "memory.idle",
