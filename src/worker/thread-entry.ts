@@ -121,7 +121,16 @@ export function runExecutorThread(definition: HandlerDefinition): void {
           progress: (json: string) =>
             port.postMessage({ type: "progress", json, index } satisfies FromThread),
         })),
-      }).then((outcomes) => port.postMessage({ type: "batch-result", outcomes } satisfies FromThread));
+      })
+        .catch(
+          // executeBatch never rejects; this keeps the batch's promise total should that ever change.
+          (err: unknown): Awaited<ReturnType<typeof executeBatch>> =>
+            msg.jobs.map(() => ({
+              result: failedResult(err, identity, definition.refreshWorker),
+              metrics: {},
+            })),
+        )
+        .then((outcomes) => port.postMessage({ type: "batch-result", outcomes } satisfies FromThread));
     } else if (msg.type === "credit") {
       credits.get(msg.seq)?.();
       credits.delete(msg.seq);
