@@ -3,7 +3,7 @@ import { RunletError } from "../errors.js";
 import type { Health } from "../protocol/api.js";
 import { KeyRing } from "./auth.js";
 import { TimerSet } from "./clock.js";
-import { Dashboard } from "./dashboard/index.js";
+import { Dashboard, type HandlerInfo } from "./dashboard/index.js";
 import { closeServer, listen, sendError } from "./http-util.js";
 import { type JobSnapshot, type NewJob, recordOf, snapshotOf } from "./job-entry.js";
 import { JobEventHub, type JobEventListener } from "./job-events.js";
@@ -156,6 +156,23 @@ export class Harness {
    */
   workerRestarted(endpointId: string): void {
     this.#dashboard?.workerRestarted(endpointId);
+  }
+
+  /**
+   * Tells the dashboard what the handler of `endpointId` takes (its input schema) and does
+   * (streams, serves OpenAI), so its form starts from a valid example (`runlet dev` and
+   * `createHarness` call this; see `describeHandler`). A no-op without the dashboard.
+   */
+  describeEndpoint(endpointId: string, info: HandlerInfo): void {
+    this.#dashboard?.describeEndpoint(endpointId, info);
+  }
+
+  /**
+   * Gives the dashboard a job's handler metrics (`ctx.metrics`), which reach runlet only in its
+   * worker's `Finished.` log line (`runlet dev` reads them there). A no-op without the dashboard.
+   */
+  reportJobMetrics(jobId: string, metrics: Readonly<Record<string, number | string>>): void {
+    this.#dashboard?.jobMetrics(jobId, metrics);
   }
 
   /** The main API key (opens every endpoint). */

@@ -73,7 +73,11 @@ export type ExtraRoutes = (req: IncomingMessage, res: ServerResponse, url: URL) 
 export interface DashboardOptions {
   /** Port of the page's own listener, on the harness's host; 0 picks a free one. @default 0 */
   readonly port?: number;
-  /** The request body the page's "run a request" form starts with (`runlet dev` passes test_input.json). @default {"input": {}} */
+  /**
+   * The request body the page's "run a request" form starts with (`runlet dev` passes
+   * test_input.json). @default none: an example of the endpoint's input schema when its handler
+   * was described (`Harness.describeEndpoint`), else `{"input": {}}`
+   */
   readonly sampleRequest?: unknown;
 }
 
@@ -274,6 +278,6 @@ function dashboardOf(option: HarnessOptions["dashboard"], port: number): Resolve
   const o = option === true ? {} : option;
   return Object.freeze({
     port,
-    sampleRequest: o.sampleRequest ?? { input: {} },
+    sampleRequest: o.sampleRequest,
   });
 }

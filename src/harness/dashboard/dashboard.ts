@@ -10,6 +10,7 @@ import type { RateLimiter } from "../rate-limits.js";
 import { parseRunBody } from "../run-body.js";
 import type { WebhookAttempt } from "../webhooks.js";
 import type { WorkerChange, WorkerState } from "../worker-registry.js";
+import type { HandlerInfo } from "./handler-info.js";
 import { SseFeed } from "./sse-feed.js";
 import { isStaticFile, SECURITY_HEADERS, sendStatic } from "./static-files.js";
 import {
@@ -29,6 +30,10 @@ export const DASHBOARD_PATH = "/_runlet/";
 const SNAPSHOT_JOBS = 200;
 /** Lapsed workers remembered for the page, per harness (the oldest are forgotten). */
 const MAX_LAPSED_WORKERS = 50;
+/** Jobs whose handler metrics are remembered for the job view (the oldest are forgotten). */
+const MAX_METRICS_JOBS = 1_000;
+/** Largest handler metrics record kept for one job, in bytes of JSON. */
+const MAX_METRICS_BYTES = 16_384;
 /** Largest request the page may post: a `/runsync` body plus its wrapper. */
 const SUBMIT_ENVELOPE_BYTES = 4_096;
 
@@ -64,6 +69,8 @@ export class Dashboard {
   readonly #restarts = new Map<string, number>();
   readonly #lapsed = new Map<string, WorkerView>();
   readonly #dirty = new Set<string>();
+  readonly #handlers = new Map<string, HandlerInfo>();
+  readonly #metrics = new Map<string, Readonly<Record<string, number | string>>>();
   readonly #unsubscribe: () => void;
   #flushing = false;
   #url = "";
@@ -115,6 +122,32 @@ export class Dashboard {
   workerRestarted(endpointId: string): void {
     this.#restarts.set(endpointId, (this.#restarts.get(endpointId) ?? 0) + 1);
     this.#touch(endpointId);
+  }
+
+  /**
+   * What the handler of `endpointId` takes and does (its input as JSON Schema, streaming, OpenAI):
+   * the form starts from it. Told again after a reload, it replaces the old one.
+   */
+  describeEndpoint(endpointId: string, info: HandlerInfo): void {
+    this.#handlers.set(endpointId, info);
+    this.#feed.send("handler", { endpointId, info });
+  }
+
+  /**
+   * A job's handler metrics (`ctx.metrics`) as its worker reported them when it finished; the job
+   * view shows them. The latest {@link MAX_METRICS_JOBS} jobs' are kept; a record over
+   * {@link MAX_METRICS_BYTES} is replaced by a note.
+   */
+  jobMetrics(jobId: string, metrics: Readonly<Record<string, number | string>>): void {
+    const bytes = Buffer.byteLength(JSON.stringify(metrics));
+    const kept =
+      bytes > MAX_METRICS_BYTES
+        ? { dropped: `metrics were ${bytes} bytes, over ${MAX_METRICS_BYTES}` }
+        : metrics;
+    this.#metrics.delete(jobId);
+    this.#metrics.set(jobId, kept);
+    if (this.#metrics.size > MAX_METRICS_JOBS) this.#metrics.delete(this.#metrics.keys().next().value!);
+    this.#feed.send("metrics", { jobId, metrics: kept });
   }
 
   /** Ends the event feed and closes the listener. Idempotent. */
@@ -201,6 +234,7 @@ export class Dashboard {
         .slice(0, SNAPSHOT_JOBS)
         .map(jobRowOf),
       sampleRequest: this.#source.sampleRequest,
+      handlers: Object.fromEntries(this.#handlers),
     };
   }
 
@@ -284,7 +318,12 @@ export class Dashboard {
       }
       store.retry(job);
     }
-    sendJson(res, 200, jobDetailOf(job, this.#source.webhookAttempts()), SECURITY_HEADERS);
+    sendJson(
+      res,
+      200,
+      jobDetailOf(job, this.#source.webhookAttempts(), this.#metrics.get(job.id)),
+      SECURITY_HEADERS,
+    );
   }
 
   /** `POST api/jobs {endpointId, route: "run" | "runsync", body}`: a job created as that route would. */
