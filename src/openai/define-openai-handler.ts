@@ -128,7 +128,7 @@ export function defineOpenAIHandler(options: OpenAIHandlerOptions): HandlerDefin
   return defineHandler({
     ...rest,
     // Accepts anything (plain jobs go to `handler`); the mark tells the dashboard and `runlet dev` what this is.
-    input: z.unknown().meta({ [OPENAI_SCHEMA_MARK]: true }),
+    input: z.unknown().meta({ [OPENAI_SCHEMA_MARK]: models.map((m) => m.id) }),
     handler: (context) => {
       const parsed = openAIJobInputSchema.safeParse(context.input);
       if (!parsed.success) {

@@ -140,8 +140,8 @@ describe.skipIf(!HAS_CHROMIUM)("the dashboard in Chromium", { timeout: 90_000 },
 
   it("starts the form from a schema's defaults, marks required fields, and shows its errors before sending", async () => {
     await page.selectOption("#run-endpoint", "form");
-    // A valid example but for the required prompt, which has no default: the page says so at once.
-    expect(JSON.parse(await page.inputValue("#request"))).toEqual({ input: { prompt: "", steps: 4 } });
+    // A valid example: the default filled in, the required prompt given a placeholder that passes its check.
+    expect(JSON.parse(await page.inputValue("#request"))).toEqual({ input: { prompt: "x", steps: 4 } });
     expect(await page.locator("#schema-fields code").allTextContents()).toEqual([
       "prompt*: string",
       "steps: integer = 4",
@@ -150,13 +150,15 @@ describe.skipIf(!HAS_CHROMIUM)("the dashboard in Chromium", { timeout: 90_000 },
     expect(await page.getAttribute('#schema-fields [data-field="prompt"]', "class")).toContain(
       "required-field",
     );
+    expect(await page.locator("#schema-errors li").count()).toBe(0);
+    // Edits are checked as they are typed, before anything is sent.
+    await page.fill("#request", JSON.stringify({ input: { prompt: "", steps: 0 } }));
     expect(await page.locator("#schema-errors li").allTextContents()).toEqual([
       "input.prompt must be at least 1 character",
-    ]);
-    await page.fill("#request", JSON.stringify({ input: { prompt: "a fox", steps: 0 } }));
-    expect(await page.locator("#schema-errors li").allTextContents()).toEqual([
       "input.steps must be at least 1",
     ]);
+    await page.fill("#request", JSON.stringify({ input: { steps: 2 } }));
+    expect(await page.locator("#schema-errors li").allTextContents()).toEqual(["input.prompt is required"]);
     // Sent anyway, the handler's own check fails it: its three-line message stays on three lines.
     await page.fill("#request", JSON.stringify({ input: { prompt: "" } }));
     const bad = await submit("form", { input: { prompt: "" } });

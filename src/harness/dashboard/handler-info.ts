@@ -19,6 +19,8 @@ export interface HandlerInfo {
   readonly streaming: boolean;
   /** The handler was made with `defineOpenAIHandler`: it serves `/openai/v1/*`. */
   readonly openai: boolean;
+  /** The models an OpenAI handler serves (the first goes in examples). */
+  readonly models?: readonly string[];
 }
 
 /** The zod check of a {@link HandlerInfo} that arrives from a worker process (one line of its output). */
@@ -27,6 +29,7 @@ export const handlerInfoSchema = z.object({
   schemaNote: z.string().max(1_000).optional(),
   streaming: z.boolean(),
   openai: z.boolean(),
+  models: z.array(z.string().max(200)).max(100).optional(),
 });
 
 function message(err: unknown): string {
@@ -70,10 +73,9 @@ export function describeHandler(definition: HandlerDefinition): HandlerInfo {
   const fn = definition.handler as { constructor?: { name?: string } };
   const kind = fn.constructor?.name;
   const meta = (definition.input as { meta?: () => Record<string, unknown> | undefined }).meta?.();
-  const openai = meta?.[OPENAI_SCHEMA_MARK] === true;
-  return {
-    ...(openai ? { inputSchema: {} } : inputJsonSchema(definition.input)),
-    streaming: kind === "AsyncGeneratorFunction" || kind === "GeneratorFunction",
-    openai,
-  };
+  const mark = meta?.[OPENAI_SCHEMA_MARK];
+  const streaming = kind === "AsyncGeneratorFunction" || kind === "GeneratorFunction";
+  if (!Array.isArray(mark)) return { ...inputJsonSchema(definition.input), streaming, openai: false };
+  const models = mark.filter((m): m is string => typeof m === "string" && m.length <= 200).slice(0, 100);
+  return { inputSchema: {}, streaming, openai: true, models };
 }

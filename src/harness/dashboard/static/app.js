@@ -591,7 +591,7 @@ function startingBody() {
     return {
       input: {
         openai_route: "/v1/chat/completions",
-        openai_input: { model: "…", messages: [{ role: "user", content: "Hello" }] },
+        openai_input: { model: info.models?.[0] ?? "…", messages: [{ role: "user", content: "Hello" }] },
       },
     };
   }

@@ -57,7 +57,8 @@ export function exampleOf(schema, root = schema, depth = 0) {
       );
     }
     case "string":
-      return "";
+      // Long enough to pass a minimum length (a pattern or format the person fills in).
+      return "x".repeat(Math.min(s.minLength ?? 0, 64));
     case "integer":
     case "number":
       return typeof s.minimum === "number" && s.minimum > 0 ? s.minimum : 0;
