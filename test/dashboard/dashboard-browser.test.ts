@@ -173,7 +173,11 @@ describe.skipIf(!HAS_CHROMIUM)("the dashboard in Chromium", { timeout: 90_000 },
       .locator('#job-metrics [data-metric="steps"]', { hasText: /^4$/ })
       .waitFor({ timeout: WAIT_MS });
     expect(await page.textContent('#job-metrics [data-metric="model"]')).toBe("tiny-v1");
-    if (SCREENSHOTS) await page.screenshot({ path: `${DOCS}dashboard-form.png`, fullPage: true });
+    if (SCREENSHOTS) {
+      // The form with an edit that breaks the schema, beside the job's metrics.
+      await page.fill("#request", JSON.stringify({ input: { prompt: "", steps: 0 } }, null, 2));
+      await page.screenshot({ path: `${DOCS}dashboard-form.png`, fullPage: true });
+    }
   });
 
   it("shows an OpenAI job's reply as text, with its finish reason and usage, the raw stream folded beneath", async () => {
@@ -193,12 +197,12 @@ describe.skipIf(!HAS_CHROMIUM)("the dashboard in Chromium", { timeout: 90_000 },
     await page.locator("#openai-text", { hasText: /^Hello there$/ }).waitFor({ timeout: WAIT_MS });
     expect(await page.textContent("#openai-facts .openai-finish-reason")).toBe("stop");
     expect(await page.textContent("#openai-facts .openai-usage")).toBe("3 prompt + 2 completion = 5 tokens");
+    if (SCREENSHOTS) await page.screenshot({ path: `${DOCS}dashboard-openai.png`, fullPage: true });
     // The raw data: lines are one click away.
     expect(await page.isVisible("#stream-text")).toBe(false);
     expect(await page.textContent("#stream-text")).toContain('data: {"id":"chatcmpl-');
     await page.click("#stream-box summary");
     expect(await page.isVisible("#stream-text")).toBe(true);
-    if (SCREENSHOTS) await page.screenshot({ path: `${DOCS}dashboard-openai.png`, fullPage: true });
   });
 
   it("runs a job submitted from the form and shows its output", async () => {
