@@ -1,7 +1,7 @@
 /** Longest rendering of one extra field's value, in characters. */
 const FIELD_CHARS = 200;
 
-/** One line a worker printed in the platform's JSON-lines mode (docs/worker.md): `{requestId, message, level, ...}`. */
+/** One line a worker printed in the platform's JSON-lines mode (docs/protocol.md, "Logs"): `{requestId, message, level, ...}`. */
 export type LogRecord = Readonly<Record<string, unknown>>;
 
 function renderValue(value: unknown): string {
