@@ -285,6 +285,8 @@ describe.skipIf(!HAS_CHROMIUM)("the dashboard in Chromium", { timeout: 90_000 },
     await page
       .locator(`#endpoints tr[data-endpoint="parked"] td.queue`, { hasText: /^2 \/ 1$/ })
       .waitFor({ timeout: WAIT_MS });
+    // The column says which number is which.
+    expect(await page.innerText("#endpoints thead th:nth-child(2)")).toBe("queue\nnormal / low");
     await page.selectOption("#status-filter", "IN_QUEUE");
     await page.locator("#jobs tbody tr").nth(2).waitFor({ timeout: WAIT_MS });
     expect(await page.locator("#jobs tbody tr td .status").allTextContents()).toEqual([
