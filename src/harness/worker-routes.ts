@@ -120,7 +120,7 @@ export function workerRoutes(ctx: WorkerRoutesContext): ReadonlyMap<string, Rout
   return routes;
 }
 
-/** Serves one authenticated worker-route request whose body has been read (worker-protocol §2–§7). */
+/** Serves one authenticated worker-route request whose body has been read (docs/protocol.md, "Taking jobs" to "Heartbeat"). */
 async function serveWorkerRoute(
   ctx: WorkerRoutesContext,
   call: RouteCall,

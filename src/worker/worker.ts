@@ -58,7 +58,11 @@ export class Worker {
       bucket: config.bucket,
       s3: s3Settings(config, definition),
     };
-    this.#heartbeat = createHeartbeat(definition, config, log);
+    // A heartbeat thread that dies leaves the worker unable to be seen holding jobs: the platform
+    // would lapse them and run them twice. Stop taking, finish what can be finished, report, exit 1.
+    this.#heartbeat = createHeartbeat(definition, config, log, (reason) => {
+      void this.#stopper.unfit("heartbeat", reason);
+    });
     this.#stopper = new WorkerStopper({
       log,
       exitOnHardStop: config.exitOnHardStop,
@@ -129,13 +133,13 @@ export class Worker {
   }
 
   async #takeLoop(parts: LoopParts): Promise<void> {
-    // §7: a worker unfit from the start takes no job at all.
+    // docs/protocol.md, "Unfit workers": a worker unfit from the start takes no job at all.
     if (!(await checkHealth(this.#definition, this.#log, this.#closing.signal, this.#stopper))) return;
     await runTakeLoop(parts, this.#board);
   }
 
   /**
-   * Declares this worker unfit (worker-protocol §7): stops taking jobs, pings once with
+   * Declares this worker unfit (docs/protocol.md, "Unfit workers"): stops taking jobs, pings once with
    * `status=unhealthy&check=<check>&reason=<reason>`, then closes as close() does; `stopped`
    * resolves with `{reason: "unhealthy", exitCode: 1}`. A failed `healthCheck` or a handler's
    * `WorkerUnfitError` calls it. Idempotent: later calls return the same promise as close().
