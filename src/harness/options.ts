@@ -14,6 +14,7 @@ import {
 import type { ScopedKey } from "./auth.js";
 import type { Clock } from "./clock.js";
 import { realClock } from "./clock.js";
+import { MAX_JSON_DEPTH } from "./json-depth.js";
 import type { RateLimitOptions } from "./rate-limits.js";
 import { STREAM_GATHER_MS } from "./stream-reader.js";
 import type { WebhookOptions } from "./webhooks.js";
@@ -64,6 +65,12 @@ export interface HarnessLimits {
   readonly runsyncRetentionMs?: number;
   /** Longest `/runsync` retention reachable through `wait`, ms. @default 300000 (5 min) */
   readonly runsyncMaxRetentionMs?: number;
+  /**
+   * Most levels of objects and arrays a JSON body may nest (`/run`, `/runsync`, job-done,
+   * job-stream, the OpenAI and dashboard routes); deeper answers 400 naming the limit.
+   * @default 512 (docs/harness.md, "Limits and rate limits")
+   */
+  readonly maxJsonDepth?: number;
 }
 
 /** A handler for requests outside the job routes (e.g. management emulation); returns true when it answered. */
@@ -114,6 +121,13 @@ export interface HarnessOptions {
   readonly webhooks?: WebhookOptions;
   /** How many worker-route requests `requests()` keeps (the oldest are dropped). @default 50000 */
   readonly maxRecordedRequests?: number;
+  /** How many bytes of worker-route requests (bodies, headers) `requests()` keeps (the oldest are dropped). @default 64 MiB */
+  readonly maxRecordedRequestBytes?: number;
+  /**
+   * How many bytes ended jobs still within their result retention may hold (request, progress,
+   * stream and result bodies); past it the oldest ended jobs are deleted early. @default 256 MiB
+   */
+  readonly maxFinishedJobBytes?: number;
   /** Consulted for every path that is not a `/v2/<endpoint>/<job route>`; unanswered paths get 404. */
   readonly extraRoutes?: ExtraRoutes;
   /**
@@ -159,6 +173,8 @@ export interface ResolvedOptions {
   readonly rateLimits: RateLimitOptions;
   readonly webhooks: WebhookOptions;
   readonly maxRecordedRequests: number;
+  readonly maxRecordedRequestBytes: number;
+  readonly maxFinishedJobBytes: number;
   readonly extraRoutes: ExtraRoutes | undefined;
   readonly managementSpawn: WorkerSpawner | undefined;
   readonly managementV1: boolean;
@@ -184,6 +200,8 @@ const numbersSchema = z.object({
   streamGatherMs: integerOption(0, STREAM_GATHER_MS),
   heartbeatTimeoutMs: integerOption(1, 45_000),
   maxRecordedRequests: integerOption(1, 50_000),
+  maxRecordedRequestBytes: integerOption(1, 64 * 1_048_576),
+  maxFinishedJobBytes: integerOption(1, 256 * 1_048_576),
   dashboard: z.object({ port: integerOption(0, 0) }).prefault({}),
   limits: z
     .object({
@@ -194,6 +212,7 @@ const numbersSchema = z.object({
       runRetentionMs: integerOption(1, RETENTION_MS.run),
       runsyncRetentionMs: integerOption(1, RETENTION_MS.runsync),
       runsyncMaxRetentionMs: integerOption(1, RETENTION_MS.runsyncMax),
+      maxJsonDepth: integerOption(1, MAX_JSON_DEPTH),
     })
     .prefault({}),
 });
@@ -244,6 +263,8 @@ export function resolveOptions(options: HarnessOptions): ResolvedOptions {
       streamGatherMs: options.streamGatherMs,
       heartbeatTimeoutMs: options.heartbeatTimeoutMs,
       maxRecordedRequests: options.maxRecordedRequests,
+      maxRecordedRequestBytes: options.maxRecordedRequestBytes,
+      maxFinishedJobBytes: options.maxFinishedJobBytes,
       dashboard: typeof options.dashboard === "object" ? { port: options.dashboard.port } : undefined,
       limits: options.limits,
     },
@@ -264,6 +285,8 @@ export function resolveOptions(options: HarnessOptions): ResolvedOptions {
     rateLimits: options.rateLimits ?? {},
     webhooks: options.webhooks ?? {},
     maxRecordedRequests: numbers.maxRecordedRequests,
+    maxRecordedRequestBytes: numbers.maxRecordedRequestBytes,
+    maxFinishedJobBytes: numbers.maxFinishedJobBytes,
     extraRoutes: options.extraRoutes,
     managementSpawn: options.managementSpawn ?? endpoints[0]?.spawn,
     managementV1: options.managementV1 ?? false,
