@@ -2,7 +2,7 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { usageError } from "./command.js";
 
-/** What `runlet test` reads (its jobs) and how it describes a failed job for a human. */
+/** What `runlet test` reads: its job, or a list of jobs. */
 
 /** Most jobs one `runlet test` submits. */
 export const MAX_JOBS = 1_024;
@@ -50,31 +50,4 @@ export async function readJobs(given: string | undefined, cwd: string): Promise<
     );
   }
   return parsed as JobRequest;
-}
-
-/** A failed job's error for a human, with the code it goes by (docs/errors.md). */
-export function describeFailure(
-  status: string,
-  error: string | undefined,
-): { text: string; code: string; trace: string } {
-  if (error === undefined) return { text: "(no error message)", code: "RUNLET_JOB_FAILED", trace: "" };
-  try {
-    // The platform's error report of a handler that threw is JSON text: show its parts.
-    const report = JSON.parse(error) as Record<string, unknown>;
-    if (typeof report["error_message"] === "string") {
-      const type = typeof report["error_type"] === "string" ? `${report["error_type"]}: ` : "";
-      const trace = typeof report["error_traceback"] === "string" ? `${report["error_traceback"]}\n` : "";
-      return { text: `${type}${report["error_message"]}`, code: "RUNLET_JOB_HANDLER_THREW", trace };
-    }
-  } catch {
-    // A plain string error (JobError, invalid input, a timeout): shown as it is.
-  }
-  // The wire carries no code; the worker's own messages start in a fixed way (handler/execute.ts, worker/run-job.ts).
-  const code =
-    status === "TIMED_OUT" || error.startsWith("job timed out after ")
-      ? "RUNLET_JOB_TIMEOUT"
-      : error.startsWith("input is invalid:")
-        ? "RUNLET_INPUT_INVALID"
-        : "RUNLET_JOB_FAILED";
-  return { text: error, code, trace: "" };
 }

@@ -3,7 +3,8 @@ import { RunletError } from "../../errors.js";
 import type { Harness } from "../../harness/index.js";
 import { type Command, EXIT, parseCommandArgs, reportCliError, usageError } from "../command.js";
 import { DEFAULT_HANDLER_PATHS, resolveHandlerPath } from "../handler-path.js";
-import { describeFailure, type JobRequest, MAX_JOBS, readJobs } from "../test-jobs.js";
+import { describeFailure } from "../job-failure.js";
+import { type JobRequest, MAX_JOBS, readJobs } from "../test-jobs.js";
 import { allowTypeScript } from "../typescript.js";
 import { inheritedEnv } from "../worker-pool.js";
 

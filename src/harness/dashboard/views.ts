@@ -64,6 +64,8 @@ export interface JobDetail extends JobRow {
   readonly lapses: number;
   /** The batch it ran in (a batch handler's job): id, size, and how long it waited in it, ms. */
   readonly batch?: BatchQuery;
+  /** The handler's own metrics (`ctx.metrics`), when its worker reported them (`runlet dev` does). */
+  readonly metrics?: Readonly<Record<string, number | string>>;
 }
 
 function iso(ms: number | undefined): string | undefined {
@@ -95,7 +97,11 @@ export function maskedRequest(job: JobEntry): Record<string, unknown> {
 }
 
 /** The job view's data. */
-export function jobDetailOf(job: JobEntry, webhookAttempts: readonly WebhookAttempt[]): JobDetail {
+export function jobDetailOf(
+  job: JobEntry,
+  webhookAttempts: readonly WebhookAttempt[],
+  metrics?: Readonly<Record<string, number | string>>,
+): JobDetail {
   return {
     ...jobRowOf(job),
     request: maskedRequest(job),
@@ -106,6 +112,7 @@ export function jobDetailOf(job: JobEntry, webhookAttempts: readonly WebhookAtte
     webhookAttempts: webhookAttempts.filter((a) => a.jobId === job.id),
     lapses: job.lapses,
     ...(job.batch === undefined ? {} : { batch: job.batch }),
+    ...(metrics === undefined ? {} : { metrics }),
   };
 }
 
