@@ -29,7 +29,9 @@ export const AWS_SDK_PEERS = [
 export function isMissingPackage(err: unknown, names: readonly string[]): boolean {
   const code = (err as { code?: unknown } | null)?.code;
   if (code !== "ERR_MODULE_NOT_FOUND" && code !== "MODULE_NOT_FOUND") return false;
-  const message = err instanceof Error ? err.message : "";
+  // Read as a field, not through instanceof: the error may come from another realm (a vm context).
+  const message = (err as { message?: unknown }).message;
+  if (typeof message !== "string") return false;
   return names.some((name) => message.includes(`'${name}'`) || message.includes(`'${name}/`));
 }
 

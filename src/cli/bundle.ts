@@ -199,10 +199,10 @@ export async function bundleHandler(options: BundleOptions): Promise<BundleResul
   const outDir = resolve(options.outDir);
   const bundlePath = join(outDir, BUNDLE_FILE);
   const mapPath = `${bundlePath}.map`;
-  await mkdir(outDir, { recursive: true });
   // Loaded here, not at the top: only `runlet build` needs esbuild (an optional peer), and
-  // `runlet --help` loads this module.
+  // `runlet --help` loads this module. Before any folder is made: a missing esbuild leaves none.
   const { build } = await importPeer<typeof Esbuild>("esbuild", "esbuild", "runlet build");
+  await mkdir(outDir, { recursive: true });
   // Chunk names carry content hashes: drop an earlier build's, or they pile up in the image.
   await rm(join(outDir, CHUNK_DIR), { recursive: true, force: true });
   let warnings: Message[];
