@@ -9,7 +9,7 @@ function renderValue(value: unknown): string {
 
 /**
  * Renders one line a worker printed in the platform's JSON-lines mode (`{requestId, message,
- * level, ...}`, worker-protocol §8) as one readable line: `INFO  Started. job=<id> key=value`.
+ * level, ...}`, docs/protocol.md, "Logs") as one readable line: `INFO  Started. job=<id> key=value`.
  * Lines that are not such JSON come back unchanged.
  */
 export function formatLogLine(line: string): string {

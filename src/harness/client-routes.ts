@@ -11,7 +11,7 @@ import type { RateLimiter } from "./rate-limits.js";
 import { parseRunBody } from "./run-body.js";
 import { readStream } from "./stream-reader.js";
 
-/** The client-facing job routes under `/v2/<endpoint>` (platform-api §4.1, plus `/status-sync`). */
+/** The client-facing job routes under `/v2/<endpoint>` (docs/protocol.md, "Job API", with `/status-sync`). */
 export const CLIENT_ROUTES = [
   "run",
   "runsync",
@@ -53,7 +53,7 @@ const METHODS: Readonly<Record<ClientRoute, "GET" | "POST">> = {
   requests: "GET",
 };
 const WITH_JOB_ID: ReadonlySet<ClientRoute> = new Set(["status", "status-sync", "stream", "cancel", "retry"]);
-/** The rate-limit operation of a route (platform-api §8); routes not listed there are not limited. */
+/** The rate-limit operation of a route (docs/protocol.md, "Rate limits"); routes not listed there are not limited. */
 const RATE_OPERATION: Partial<Record<ClientRoute, string>> = {
   run: "run",
   runsync: "runsync",
@@ -164,7 +164,7 @@ async function submit(
     const wait = intParam(url, "wait", RUNSYNC_WAIT_MS.min, RUNSYNC_WAIT_MS.max);
     if (typeof wait === "string") return sendError(res, 400, wait);
     waitMs = wait ?? RUNSYNC_WAIT_MS.default;
-    // platform-api §8: sync results are kept 1 min, extendable up to 5 min through `wait`.
+    // docs/protocol.md, "Limits": sync results are kept 1 min, extendable up to 5 min through `wait`.
     retentionMs =
       wait === undefined
         ? limits.runsyncRetentionMs

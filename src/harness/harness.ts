@@ -207,7 +207,7 @@ export class Harness {
     return this.#events.subscribe(listener);
   }
 
-  /** The platform environment (worker-protocol §1) with which a worker connects to `endpointId`. */
+  /** The platform environment (docs/protocol.md, "Environment") with which a worker connects to `endpointId`. */
   workerEnv(endpointId: string, options: WorkerEnvOptions = {}): Record<string, string> {
     this.#endpoint(endpointId);
     return workerEnvFor(this.#url, endpointId, this.#options.apiKey, {

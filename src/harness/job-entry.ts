@@ -8,7 +8,7 @@ export type JobKind = "run" | "runsync";
 
 /**
  * `s3Config` as a job carries it: whatever object the client sent, unknown keys and missing fields
- * included (platform-api §2.2: the service only passes it through; the worker's S3 module says what
+ * included (docs/protocol.md, "Job bodies": the service only passes it through; the worker's S3 module says what
  * is missing when a handler uses it).
  */
 export type JobS3Config = NonNullable<RunRequest["s3Config"]>;
@@ -126,6 +126,10 @@ export function markQueued(job: JobEntry): void {
   job.hasOutput = false;
   job.error = undefined;
   job.workerId = undefined;
+  // The next attempt streams from its first item again: keeping this attempt's chunks would hand
+  // readers (an open OpenAI stream, /stream) its early items twice.
+  job.stream = [];
+  job.readers.clear();
 }
 
 /** Also forgets what a retried job's earlier run produced: progress, chunks, readers, flags. */
@@ -221,7 +225,7 @@ export function snapshotOf(job: JobEntry): JobSnapshot {
 }
 
 /**
- * The job record clients see (platform-api §2.2): `id`, `status`, `delayTime` once started,
+ * The job record clients see (docs/protocol.md, "Job bodies"): `id`, `status`, `delayTime` once started,
  * `executionTime` once finished, `output` when there is one, `error` when it failed or timed out,
  * and `workerId` while a worker holds it. Never `input`, `s3Config` or `webhook`.
  *
@@ -245,8 +249,8 @@ export function recordOf(job: JobEntry): JobRecord {
 }
 
 /**
- * The job as job-take delivers it (worker-protocol §2): `id`, `input`, and everything else the
- * request body held, untouched (worker-protocol §2: "pass through what you don't know").
+ * The job as job-take delivers it (docs/protocol.md, "Taking jobs"): `id`, `input`, and everything else the
+ * request body held, untouched (docs/protocol.md, "Taking jobs": what the worker does not know passes through).
  */
 export function deliveredOf(job: JobEntry): Record<string, unknown> {
   return {

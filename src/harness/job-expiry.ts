@@ -21,7 +21,7 @@ export interface JobExpiryDeps {
 }
 
 /**
- * When a job's time runs out (platform-api §3 and §8): the execution timeout of a running job, the
+ * When a job's time runs out (docs/protocol.md, "Job states" and "Limits"): the execution timeout of a running job, the
  * ttl from submission, result retention after the end, `/status?ttl=`, and the deletion itself — gone for clients (404), remembered for an hour so
  * late results are still recognised and counted, then forgotten.
  */

@@ -40,7 +40,7 @@ export interface StoreEvents {
 }
 
 /**
- * The job state machine of platform-api §3, for every endpoint of one harness: queue, hand-out to
+ * The job state machine (docs/protocol.md, "Job states"), for every endpoint of one harness: queue, hand-out to
  * workers, results, cancel, retry, purge, ttl, execution timeout, result retention and heartbeat
  * lapses, and jobs a worker's pings stopped listing. Timers run on the harness clock.
  */
@@ -252,7 +252,7 @@ export class JobStore {
     const wasRunning = job.status === "IN_PROGRESS";
     if (job.status === "IN_QUEUE") ep.remove(job.id);
     if (wasRunning && job.workerId !== undefined && status !== "COMPLETED" && status !== "FAILED") {
-      // Cancel and timeout reach the worker as a job-stop (worker-protocol §6).
+      // Cancel and timeout reach the worker as a job-stop (docs/protocol.md, "Stopping one job").
       this.workers.requestStop(job.endpointId, job.workerId, job.id);
     } else if (job.workerId !== undefined) {
       this.workers.get(job.endpointId, job.workerId)?.jobs.delete(job.id);

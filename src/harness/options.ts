@@ -28,7 +28,7 @@ export interface SpawnedWorker {
 
 /**
  * Starts one worker connected to the harness. `env` holds the platform variables of
- * worker-protocol §1 (`RUNPOD_WEBHOOK_*`, `RUNPOD_AI_API_KEY`, `RUNPOD_POD_ID`, ...).
+ * docs/protocol.md, "Environment" (`RUNPOD_WEBHOOK_*`, `RUNPOD_AI_API_KEY`, `RUNPOD_POD_ID`, ...).
  * `runlet/testing` passes one that runs the handler in-process; {@link processSpawner} starts
  * `runlet start <handler>` as a child process.
  */
@@ -121,7 +121,7 @@ export interface HarnessOptions {
   /**
    * Keep serving the retired v1 management API (`GET /v1/templates/{id}`) for old clients' tests.
    * Off, every `/v1/...` path answers 410 with a v1 `{message}` saying it was retired on
-   * 2026-11-15 (platform-api §9), as the platform's retired API does. @default false
+   * 2026-11-15 (docs/protocol.md, "Management API"), as the platform's retired API does. @default false
    */
   readonly managementV1?: boolean;
   /**

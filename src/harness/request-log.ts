@@ -1,6 +1,6 @@
 import { Fifo } from "../fifo.js";
 
-/** The worker-facing routes (worker-protocol §2–§7). */
+/** The worker-facing routes (docs/protocol.md, "Taking jobs" to "Heartbeat"). */
 export const WORKER_ROUTES = [
   "job-take",
   "job-take-batch",

@@ -16,8 +16,8 @@ function describe(issue: z.core.$ZodIssue): string {
 }
 
 /**
- * Parses and validates a job request body (platform-api §2.2): a JSON object with an `input`
- * object and optional `webhook` and `policy` (bounds of §8). Everything else is passed through to
+ * Parses and validates a job request body (docs/protocol.md, "Job bodies"): a JSON object with an `input`
+ * object and optional `webhook` and `policy` (bounds: docs/protocol.md, "Limits"). Everything else is passed through to
  * the worker as sent, because the platform does so: unknown keys at the top level (e.g.
  * `webhookV2`) and in `policy`, and `s3Config` whole — unknown keys (`objectPath`) and a partial
  * object (no `endpointUrl`) included; the worker's S3 module reports what is missing when a handler

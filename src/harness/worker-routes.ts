@@ -41,7 +41,7 @@ const GET_ROUTES: ReadonlySet<WorkerRoute> = new Set(["job-take", "job-take-batc
 const SMALL_BODY_BYTES = 65_536;
 const JSON_TYPES = new Set(["application/json", "application/x-www-form-urlencoded"]);
 
-/** Serves one request to `/v2/<endpointId>/<route>/<workerId>[/<jobId>]` (worker-protocol §2–§7). */
+/** Serves one request to `/v2/<endpointId>/<route>/<workerId>[/<jobId>]` (docs/protocol.md, "Taking jobs" to "Heartbeat"). */
 export async function handleWorkerRoute(
   ctx: WorkerRoutesContext,
   req: IncomingMessage,

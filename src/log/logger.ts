@@ -69,7 +69,7 @@ export function redactSecrets(value: unknown, depth = 0, seen = new WeakSet<obje
 /** Options of {@link createLogger}. */
 export interface LoggerOptions {
   /**
-   * Platform mode: one JSON object a line `{requestId, message, level}` (worker-protocol §8).
+   * Platform mode: one JSON object a line `{requestId, message, level}` (docs/protocol.md, "Logs").
    * Else pretty, human lines (through pino-pretty, loaded now; JSON lines when it is not installed).
    */
   platform: boolean;

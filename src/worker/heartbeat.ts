@@ -5,7 +5,7 @@ import { USER_AGENT, VERSION } from "../version.js";
 import { JobSlots, SLOT_FLAGS, SLOT_LAYOUT } from "./job-slots.js";
 
 /**
- * The heartbeat (worker-protocol §7) on its own thread, so a handler that blocks the main thread
+ * The heartbeat (docs/protocol.md, "Heartbeat") on its own thread, so a handler that blocks the main thread
  * does not stop the pings; the same thread is the in-process watchdog: it reads each job's
  * hard-stop time from the shared job table, and posts the timeout itself and kills the process
  * when the main thread cannot.
@@ -157,7 +157,7 @@ async function fire(job) {
   process.kill(process.pid, "SIGKILL");
 }
 
-// Worker-protocol §7: one unhealthy ping (a retry only if it did not arrive), after any ping in
+// docs/protocol.md, "Unfit workers": one unhealthy ping (a retry only if it did not arrive), after any ping in
 // flight so nothing follows it; the regular beat stops for good.
 async function unhealthy(check, reason) {
   stopped = true;
@@ -318,7 +318,7 @@ export class Heartbeat {
   }
 
   /**
-   * Pings once with `status=unhealthy&check=<check>&reason=<reason>` (worker-protocol §7) and stops
+   * Pings once with `status=unhealthy&check=<check>&reason=<reason>` (docs/protocol.md, "Unfit workers") and stops
    * the regular beat. Resolves when the ping was answered or failed (bounded by a few intervals);
    * later calls return the first call's promise.
    */

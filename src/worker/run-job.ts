@@ -15,7 +15,7 @@ import type { WorkerStopper } from "./worker-stopper.js";
 
 /**
  * One job on the main thread: its deadline and hard stop, its outbox, and the final result
- * (ARCHITECTURE decisions 2, 3 and 7). The handler itself runs in an executor.
+ * (docs/architecture.md, "Decisions", items 2, 3 and 7). The handler itself runs in an executor.
  */
 
 /** The worker's parts a job uses, built once by the worker (its `config`, `giveUp` and `s3` also offload outputs). */
@@ -29,7 +29,7 @@ export interface JobParts extends OffloadParts {
   readonly events?: WorkerEventHub;
   /**
    * Told when a job makes the worker stop: its handler ran away (ignored its signal past the
-   * grace), threw a WorkerUnfitError (§7), or its result asks for a new worker (`stopPod`: the
+   * grace), threw a WorkerUnfitError (docs/protocol.md, "Unfit workers"), or its result asks for a new worker (`stopPod`: the
    * platform replaces this worker, so it takes no further job, as the reference worker does).
    */
   readonly stopper: WorkerStopper;
@@ -81,7 +81,7 @@ export class ActiveJob {
   #stopRequested = false;
   /** The executor's outcome exists: the handler no longer runs, so nothing may abort or hard-stop it. */
   #handlerEnded = false;
-  /** The handler returned a generator: every final post of this job uses `isStream=true` (§4). */
+  /** The handler returned a generator: every final post of this job uses `isStream=true` (docs/protocol.md, "Results"). */
   #streaming = false;
   /** Resolves when the job holds its slot no more: reported (or discarded) and its handler settled or killed. */
   readonly finished: Promise<void>;
@@ -105,7 +105,7 @@ export class ActiveJob {
     });
     this.reported = this.#outbox.done;
     this.finished = this.#start().catch(async (err: unknown) => {
-      // The one sink of this job's promise (STYLE 20a): a throw in the worker's own steps still
+      // The one sink of this job's promise (every floating promise ends in one sink): a throw in the worker's own steps still
       // ends as the job's failure, never as an unhandled rejection that takes the process down.
       this.#clearTimers();
       this.#log.error({ err }, "running this job failed inside the worker; reporting it as failed");

@@ -54,7 +54,7 @@ export interface JobDetail extends JobRow {
   /** The job as its worker receives it (`input`, `policy`, `s3Config`, `webhook`, …), s3Config secrets masked. */
   readonly request: Record<string, unknown>;
   readonly output?: unknown;
-  /** The error text; a handler's error report is JSON text (worker-protocol §4), which the page lays out. */
+  /** The error text; a handler's error report is JSON text (docs/protocol.md, "Results"), which the page lays out. */
   readonly error?: string;
   readonly progress: readonly unknown[];
   readonly stream: readonly StreamChunk[];

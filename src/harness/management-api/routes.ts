@@ -26,7 +26,7 @@ export interface ManagementRoutesOptions {
   readonly clock?: () => number;
   /**
    * Serve the v1 template lookup (`GET /v1/templates/{id}`), for tests of old clients. v1 was
-   * retired on 2026-11-15 (platform-api §9): off, every `/v1/...` path answers 410 with the v1
+   * retired on 2026-11-15 (docs/protocol.md, "Management API"): off, every `/v1/...` path answers 410 with the v1
    * error body `{message}`, whatever the key. @default false
    */
   readonly v1?: boolean;

@@ -1,12 +1,12 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { KeyRing } from "../auth.js";
 import { parseJson, readBody } from "../http-util.js";
-import type { JobEntry } from "../job-entry.js";
 import type { JobStore } from "../job-store.js";
 import type { ResolvedOptions } from "../options.js";
 import type { RateLimiter } from "../rate-limits.js";
-import { asOpenAIError, jobEndError, openAIError, sendOpenAIError, statusOf } from "./error-body.js";
+import { openAIError, sendOpenAIError } from "./error-body.js";
 import type { JobFeed } from "./job-feed.js";
+import { relay } from "./relay.js";
 
 /** What the OpenAI routes need from the harness. */
 export interface OpenAIRoutesContext {
@@ -19,9 +19,6 @@ export interface OpenAIRoutesContext {
 
 /** The path segment after the endpoint id that leads here: `/v2/<endpoint>/openai/...`. */
 export const OPENAI_ROUTE = "openai";
-
-/** The last event of an OpenAI stream. */
-const DONE_EVENT = "data: [DONE]\n\n";
 
 /**
  * Serves `/v2/<endpoint>/openai/v1/<path>` as the platform does: the request becomes an ordinary
@@ -141,126 +138,4 @@ async function readRequestBody(
     return undefined;
   }
   return value as Record<string, unknown>;
-}
-
-/** One stream item as server-sent events: text as it is, an object as one event, a list item by item. */
-function frame(output: unknown): string {
-  if (typeof output === "string") return output;
-  // A batch of chunk objects (the reference vLLM worker's default) is one event per chunk.
-  if (Array.isArray(output)) return output.map(frame).join("");
-  return `data: ${JSON.stringify(output)}\n\n`;
-}
-
-/**
- * Answers from the job as it goes, driven by the harness's job events: stream items are written
- * as they arrive (the response starts with the first one, so a job that fails before streaming
- * still gets its error status), the end answers or closes the stream. A client that hangs up
- * cancels the job.
- */
-function relay(ctx: OpenAIRoutesContext, res: ServerResponse, job: JobEntry, streaming: boolean) {
-  return new Promise<void>((resolve) => {
-    const idHeader = { "x-request-id": job.id };
-    let written = 0;
-    let tail = "";
-    let finished = false;
-    const stopWaiting = new AbortController();
-
-    const start = (): void => {
-      if (res.headersSent) return;
-      res.writeHead(200, {
-        "content-type": "text/event-stream; charset=utf-8",
-        "cache-control": "no-cache",
-        ...idHeader,
-      });
-    };
-    const write = (text: string): void => {
-      if (text === "" || res.destroyed) return;
-      start();
-      res.write(text);
-      tail = (tail + text).slice(-DONE_EVENT.length);
-    };
-    const writePending = (): void => {
-      for (; written < job.stream.length; written++) write(frame(job.stream[written]!.output));
-    };
-    const finish = (): void => {
-      if (finished) return;
-      finished = true;
-      unwatch();
-      stopWaiting.abort();
-      resolve();
-    };
-    const fail = (status: number, body: ReturnType<typeof openAIError>): void => {
-      if (res.headersSent) {
-        // Mid-stream there is no status to set: the error is the last event (clients raise it).
-        if (!res.destroyed) res.end(`data: ${JSON.stringify(body)}\n\n`);
-      } else {
-        sendOpenAIError(res, status, body, idHeader);
-      }
-      finish();
-    };
-    const end = (): void => {
-      if (job.status !== "COMPLETED") {
-        const { status, body } = jobEndError(job.status, job.error);
-        fail(status, body);
-        return;
-      }
-      if (streaming) {
-        writePending();
-        // A handler that answered a stream request with one value: its output is the stream.
-        if (written === 0 && job.hasOutput && !(Array.isArray(job.output) && job.output.length === 0)) {
-          write(frame(job.output));
-        }
-        start();
-        if (tail !== DONE_EVENT) write(DONE_EVENT);
-        res.end();
-        finish();
-        return;
-      }
-      // `return_aggregate_stream`: a generator that yielded its answer once gives a one-item list.
-      const output = Array.isArray(job.output) && job.output.length === 1 ? job.output[0] : job.output;
-      const error = asOpenAIError(output);
-      if (error !== undefined) {
-        fail(statusOf(error), error);
-        return;
-      }
-      res.writeHead(200, { "content-type": "application/json", ...idHeader });
-      res.end(JSON.stringify(output ?? null));
-      finish();
-    };
-
-    const unwatch = ctx.feed.watch(job.id, (event) => {
-      if (finished) return;
-      if (event.type === "stream" && streaming) writePending();
-      else if (event.type === "end") end();
-    });
-    res.once("close", () => {
-      if (finished) return;
-      // The client went away before its answer was complete: nobody will read the job's result.
-      ctx.store.cancel(job);
-      finish();
-    });
-    void untilGone(ctx, job, stopWaiting.signal).then((gone) => {
-      if (finished || !gone) return;
-      if (ctx.store.waits.closed) {
-        fail(503, openAIError("the harness is shutting down", "server_error", "shutting_down"));
-      } else {
-        fail(
-          404,
-          openAIError(`job "${job.id}" was deleted before it ended`, "not_found_error", "job_deleted"),
-        );
-      }
-    });
-  });
-}
-
-/**
- * Resolves true when the job is deleted (its endpoint removed, its ttl) or the harness closes —
- * ends the job events do not report — and false once `signal` aborts.
- */
-async function untilGone(ctx: OpenAIRoutesContext, job: JobEntry, signal: AbortSignal): Promise<boolean> {
-  for (;;) {
-    if (signal.aborted) return false;
-    if (job.deleted || ctx.store.waits.closed) return true;
-    await ctx.store.waits.next(job.id, 60_000, signal);
-  }
 }
