@@ -291,7 +291,18 @@ async function main(): Promise<void> {
     if (worker !== undefined) await stop(worker, 5_000);
     if (harness !== undefined) await stop(harness, 5_000);
     for (const c of containers) await buildah(["rm", c], { echo: false }).catch(() => undefined);
+    await dropNpxCopies(dir);
     await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** npx keeps each package it ran in its cache's _npx/ folder: drop the ones made from `dir`'s tarball. */
+async function dropNpxCopies(dir: string): Promise<void> {
+  const cache = (await run("npm", ["config", "get", "cache"], { env: process.env, echo: false })).trim();
+  const entries = await readdir(join(cache, "_npx")).catch(() => [] as string[]);
+  for (const entry of entries) {
+    const manifest = await readFile(join(cache, "_npx", entry, "package.json"), "utf8").catch(() => "");
+    if (manifest.includes(dir)) await rm(join(cache, "_npx", entry), { recursive: true, force: true });
   }
 }
 
