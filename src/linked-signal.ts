@@ -5,27 +5,35 @@
  * link is one listener, removed in `finally`.
  */
 
+/** The reason a {@link withLinkedSignal} signal aborts with when its own time runs out. */
+export function timeoutReason(): DOMException {
+  return new DOMException("The operation was aborted due to timeout", "TimeoutError");
+}
+
+/** True when `signal` aborted because its own time ran out ({@link timeoutReason}). */
+export function timedOut(signal: AbortSignal): boolean {
+  return signal.aborted && (signal.reason as { name?: unknown } | undefined)?.name === "TimeoutError";
+}
+
 /**
- * Runs `fn` with a signal that aborts when `parent` aborts (with its reason) or, when `timeoutMs`
- * is given, after that many ms (with a `TimeoutError`, as `AbortSignal.timeout` does). The listener
- * on `parent` and the timer are removed when `fn` settles.
+ * The one way runlet ties a short-lived signal to a long-lived one and a deadline. Runs `fn` with
+ * a signal that aborts when `parent` aborts (with its reason) or, when `timeoutMs` is given, after
+ * that many ms (with a `TimeoutError`, as `AbortSignal.timeout` does). The listener on `parent`
+ * and the timer are removed when `fn` settles, so a finished call holds nothing until its
+ * deadline: not `AbortSignal.timeout`, which Node keeps alive with every listener on it until it
+ * fires (a job client's 10-minute wait() default held ~3 KiB per finished call).
  *
  * @example
  * const answer = await withLinkedSignal(closing, takeTimeoutMs, (signal) => http.get(url, { signal }));
  */
 export async function withLinkedSignal<T>(
-  parent: AbortSignal,
+  parent: AbortSignal | undefined,
   timeoutMs: number | undefined,
   fn: (signal: AbortSignal) => Promise<T>,
 ): Promise<T> {
   const linked = anySignal([parent]);
   const timer =
-    timeoutMs === undefined
-      ? undefined
-      : setTimeout(
-          () => linked.abort(new DOMException("The operation was aborted due to timeout", "TimeoutError")),
-          timeoutMs,
-        );
+    timeoutMs === undefined ? undefined : setTimeout(() => linked.abort(timeoutReason()), timeoutMs);
   try {
     return await fn(linked.signal);
   } finally {
@@ -69,40 +77,43 @@ export function anySignal(signals: readonly (AbortSignal | undefined)[]): {
   };
 }
 
-/** The callbacks the one real listener on a signal fans out to. */
-const subscriptions = new WeakMap<AbortSignal, Set<() => void>>();
+/** The one real listener on a signal and the callbacks it fans out to. */
+interface FanOut {
+  readonly callbacks: Set<() => void>;
+  readonly listener: () => void;
+}
+const subscriptions = new WeakMap<AbortSignal, FanOut>();
 
 /**
  * Calls `fn` once when `signal` aborts; returns the unsubscribe, to call in `finally`. However many
  * callers wait on one long-lived signal at once (a worker's every in-flight post waits on its one
- * give-up signal), the signal holds a single listener, from the first call until it aborts: one
- * each would pass Node's limit of 10 and print MaxListenersExceededWarning under a burst, though
- * none leaks. The listener stays while no callback is left: a worker links one request at a time
- * to its give-up signal, and adding and removing the listener each time cost more than the
- * request's own bookkeeping; it holds only the empty set and goes with the signal. A signal
- * already aborted is the caller's to check first; `fn` is not called for it.
+ * give-up signal), the signal holds a single listener: one each would pass Node's limit of 10 and
+ * print MaxListenersExceededWarning under a burst. The listener is removed with the last
+ * callback, so a signal keeps nothing for callers that are done: a listener left on an
+ * `AbortSignal.timeout` keeps that signal and its timer alive until it fires (Node holds a timeout
+ * signal that has abort listeners). A signal already aborted is the caller's to check first; `fn`
+ * is not called for it.
  */
 export function onAbort(signal: AbortSignal, fn: () => void): () => void {
-  let callbacks = subscriptions.get(signal);
-  if (callbacks === undefined) {
-    const fanOut = new Set<() => void>();
-    callbacks = fanOut;
+  let fanOut = subscriptions.get(signal);
+  if (fanOut === undefined) {
+    const callbacks = new Set<() => void>();
+    const listener = (): void => {
+      subscriptions.delete(signal);
+      for (const callback of callbacks) callback();
+      callbacks.clear();
+    };
+    fanOut = { callbacks, listener };
     subscriptions.set(signal, fanOut);
-    signal.addEventListener(
-      "abort",
-      () => {
-        subscriptions.delete(signal);
-        for (const callback of fanOut) callback();
-        fanOut.clear();
-      },
-      { once: true },
-    );
+    signal.addEventListener("abort", listener, { once: true });
   }
   // A wrapper per call: the same function subscribed twice is unsubscribed one call at a time.
   const entry = (): void => fn();
-  callbacks.add(entry);
-  const subscribed = callbacks;
+  fanOut.callbacks.add(entry);
+  const subscribed = fanOut;
   return () => {
-    subscribed.delete(entry);
+    if (!subscribed.callbacks.delete(entry) || subscribed.callbacks.size > 0) return;
+    if (subscriptions.get(signal) === subscribed) subscriptions.delete(signal);
+    signal.removeEventListener("abort", subscribed.listener);
   };
 }

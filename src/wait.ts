@@ -12,36 +12,89 @@ function setTimer(clock: Clock | undefined, fn: () => void, ms: number): { clear
 }
 
 /**
- * Waiting, shared by the worker, the job-API client and the management client: a sleep that an
- * AbortSignal cuts short (so shutdown never sits out an interval) and the `Retry-After` header.
- * Each caller keeps its own back-off policy; these two pieces are the same everywhere.
+ * Waiting, shared by the worker, the job-API client and the management client: one wait/wake
+ * primitive ({@link WaiterSet}), a sleep built on it, and the `Retry-After` header. Each caller
+ * keeps its own back-off policy; these pieces are the same everywhere.
  */
+
+/** How a wait ended. */
+export type WaitEnd = "woken" | "timeout" | "aborted";
+
+/**
+ * Waits on `ms`, `signal` and (when `waiters` is given) a wake, whichever comes first. Every end
+ * goes through one function that removes all three (the timer, the signal's callback and the
+ * entry in `waiters`), so a wait that times out or is aborted leaves nothing behind to be woken,
+ * and a wake never walks a chain of old waits.
+ */
+function waitOn(
+  waiters: Set<(end: WaitEnd) => void> | undefined,
+  clock: Clock | undefined,
+  ms: number | undefined,
+  signal: AbortSignal | undefined,
+): Promise<WaitEnd> {
+  if (signal?.aborted) return Promise.resolve("aborted");
+  return new Promise((resolve) => {
+    let settled = false;
+    let timer: { clear(): void } | undefined;
+    let unsubscribe: (() => void) | undefined;
+    const end = (how: WaitEnd): void => {
+      if (settled) return;
+      settled = true;
+      waiters?.delete(end);
+      timer?.clear();
+      unsubscribe?.();
+      resolve(how);
+    };
+    waiters?.add(end);
+    if (ms !== undefined) timer = setTimer(clock, () => end("timeout"), ms);
+    // One listener on the signal however many waits share it (a worker's jobs back off on one
+    // give-up signal): a listener each would trip MaxListenersExceededWarning under load.
+    if (signal !== undefined) unsubscribe = onAbort(signal, () => end("aborted"));
+  });
+}
+
+/**
+ * The one wait/wake primitive of the worker's loops: a set of waiters, each ended by
+ * {@link wakeAll}, its own timeout or its signal, with one clean-up for all three. The take loop
+ * (every slot busy), the job-stop poll (no job held) and a streaming job's outbox (over its buffer
+ * budget) wait on one. However many waits time out, the set holds only the waits still pending.
+ *
+ * @example
+ * const changes = new WaiterSet(clock);
+ * await changes.wait(1_000, closing); // "woken" | "timeout" | "aborted"
+ * changes.wakeAll();
+ */
+export class WaiterSet {
+  readonly #waiters = new Set<(end: WaitEnd) => void>();
+  readonly #clock: Clock | undefined;
+
+  /** @param clock times the waits' `ms` (the worker's clock). @default real timers */
+  constructor(clock?: Clock) {
+    this.#clock = clock;
+  }
+
+  /** How many waits are pending. */
+  get size(): number {
+    return this.#waiters.size;
+  }
+
+  /** Waits until {@link wakeAll}, `ms` (undefined: no timeout), or `signal` aborts. */
+  wait(ms: number | undefined, signal?: AbortSignal): Promise<WaitEnd> {
+    return waitOn(this.#waiters, this.#clock, ms, signal);
+  }
+
+  /** Ends every pending wait with "woken"; waits begun by their callers after this are not. */
+  wakeAll(): void {
+    for (const end of [...this.#waiters]) end("woken");
+  }
+}
 
 /**
  * Resolves after `ms`, or early (with false) when `signal` aborts; true when the full time passed.
  * `clock` (the worker's, replaceable in tests) times it; @default real timers.
  */
-export function sleep(ms: number, signal?: AbortSignal, clock?: Clock): Promise<boolean> {
-  if (signal?.aborted) return Promise.resolve(false);
-  return new Promise((resolve) => {
-    const timer = setTimer(
-      clock,
-      () => {
-        unsubscribe?.();
-        resolve(true);
-      },
-      ms,
-    );
-    // One listener on the signal however many sleeps share it (a worker's jobs back off on one
-    // give-up signal): a listener each would trip MaxListenersExceededWarning under load.
-    const unsubscribe =
-      signal === undefined
-        ? undefined
-        : onAbort(signal, () => {
-            timer.clear();
-            resolve(false);
-          });
-  });
+export async function sleep(ms: number, signal?: AbortSignal, clock?: Clock): Promise<boolean> {
+  return (await waitOn(undefined, clock, ms, signal)) === "timeout";
 }
 
 /** Options of {@link retryAfterMs}. */

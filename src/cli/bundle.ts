@@ -45,6 +45,9 @@ export interface BundleResult {
 /** The file name of the bundle; the image's CMD runs it as /app/worker.mjs. */
 export const BUNDLE_FILE = "worker.mjs";
 
+/** The heartbeat thread's own file, beside the bundle (the entry passes it as `heartbeatEntry`). */
+export const HEARTBEAT_BUNDLE_FILE = "heartbeat-thread.mjs";
+
 /** The name esbuild gives the generated entry module (in maps and messages). */
 const ENTRY_SOURCE = "runlet-worker-entry.ts";
 
@@ -99,7 +102,7 @@ export function renderEntry(handlerPath: string): string {
     `  if (process.argv[2] === ${JSON.stringify(WARM_COMPILE_CACHE_FLAG)}) {`,
     "    process.exitCode = 0;",
     "  } else {",
-    "    process.exitCode = await serveHandler(definition, { env: process.env, threadEntry: import.meta.url });",
+    `    process.exitCode = await serveHandler(definition, { env: process.env, threadEntry: import.meta.url, heartbeatEntry: new URL(${JSON.stringify(`./${HEARTBEAT_BUNDLE_FILE}`)}, import.meta.url).href });`,
     "  }",
     "} catch (err) {",
     "  process.stderr.write(",
@@ -188,6 +191,39 @@ async function dropLibraryMaps(
 }
 
 /**
+ * The heartbeat thread's module as its own small file beside the bundle (the entry names it as
+ * `heartbeatEntry`): the thread loads only it, not the handler and its dependencies, because
+ * every thread has its own heap.
+ */
+async function bundleHeartbeatThread(outDir: string, minify: boolean, sourceMap: boolean): Promise<void> {
+  const { build } = await import("esbuild");
+  try {
+    await build({
+      entryPoints: [join(dirname(serveModulePath()), "heartbeat-thread.js")],
+      outfile: join(outDir, HEARTBEAT_BUNDLE_FILE),
+      bundle: true,
+      format: "esm",
+      platform: "node",
+      target: "node22",
+      minify,
+      // It holds none of the project's code: a map only when every file's is asked for.
+      sourcemap: sourceMap ? "linked" : false,
+      sourcesContent: false,
+      legalComments: "none",
+      logLevel: "silent",
+    });
+  } catch (err) {
+    throw new RunletError(
+      "RUNLET_BUILD_FAILED",
+      `esbuild could not bundle the heartbeat thread: ${String(err)}`,
+      {
+        cause: err,
+      },
+    );
+  }
+}
+
+/**
  * Bundles a handler and runlet into `<outDir>/worker.mjs` with source maps: platform node,
  * target node22, minified, every npm dependency inlined except `externals`. Code reached only
  * through a dynamic `import()` (the S3 SDK, loaded on a job's first `ctx.s3` use or offload)
@@ -249,6 +285,7 @@ export async function bundleHandler(options: BundleOptions): Promise<BundleResul
       cause: err,
     });
   }
+  await bundleHeartbeatThread(outDir, options.minify ?? true, options.allSourceMaps === true);
   if (options.allSourceMaps !== true) await dropLibraryMaps(outputs, bundlePath);
   // The metafile names outputs relative to the working directory; sizes by absolute path.
   const sizes = new Map<string, { bytes: number; imports: { path: string; kind: string }[] }>();

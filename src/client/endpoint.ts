@@ -1,5 +1,5 @@
 import { RunletError } from "../errors.js";
-import { anySignal } from "../linked-signal.js";
+import { timedOut, withLinkedSignal } from "../linked-signal.js";
 import {
   healthSchema,
   jobRecordSchema,
@@ -72,26 +72,26 @@ export function createEndpointClient<TInput, TOutput, TStreamItem>(
     async wait(jobId, options = {}) {
       const timeoutMs = options.timeoutMs ?? DEFAULT_WAIT_TIMEOUT_MS;
       const pollMs = options.pollIntervalMs ?? DEFAULT_WAIT_POLL_MS;
-      const deadline = AbortSignal.timeout(timeoutMs);
-      // Not AbortSignal.any: on Node 20 it leaves an entry in a long-lived caller signal for ever.
-      const linked = anySignal([options.signal, deadline]);
-      const signal = linked.signal;
       let last: TypedJobRecord<TOutput> | undefined;
+      let linked: AbortSignal | undefined;
+      // Linked to the caller's signal and the deadline without AbortSignal.any (a Node 20 leak) or
+      // AbortSignal.timeout (held until it fires): nothing outlives the call.
       try {
-        for (;;) {
-          last = await client.status(jobId, { signal });
-          if (TERMINAL_STATUSES.has(last.status)) return last;
-          await delay(pollMs, signal);
-        }
+        return await withLinkedSignal(options.signal, timeoutMs, async (signal) => {
+          linked = signal;
+          for (;;) {
+            last = await client.status(jobId, { signal });
+            if (TERMINAL_STATUSES.has(last.status)) return last;
+            await delay(pollMs, signal);
+          }
+        });
       } catch (error) {
-        if (options.signal?.aborted || !deadline.aborted) throw error;
+        if (options.signal?.aborted || linked === undefined || !timedOut(linked)) throw error;
         throw new RunletError(
           "RUNLET_CLIENT_TIMEOUT",
           `job ${jobId} was still ${last?.status ?? "unknown"} after ${timeoutMs} ms; wait longer or poll status`,
           { cause: error, details: { id: jobId, status: last?.status, timeoutMs } },
         );
-      } finally {
-        linked.unlink();
       }
     },
     stream: (jobId, options = {}) => readValues<TStreamItem>(transport, base, checkedId(jobId), options),

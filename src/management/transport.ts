@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { type Dispatcher, request } from "undici";
 import { RunletError } from "../errors.js";
-import { anySignal } from "../linked-signal.js";
+import { timedOut, withLinkedSignal } from "../linked-signal.js";
 import type { Logger } from "../log/index.js";
 import { nextRetry, type RetryPolicy, retryPolicy } from "../retry-policy.js";
 import { USER_AGENT } from "../version.js";
@@ -122,36 +122,34 @@ export async function send(settings: TransportSettings, spec: CallSpec): Promise
   const retryable = settings.retryMethods.has(spec.method);
   for (let attempt = 0; ; attempt++) {
     spec.signal?.throwIfAborted();
-    const timeout = AbortSignal.timeout(settings.timeoutMs);
-    // Not AbortSignal.any: on Node 20 it leaves an entry in a long-lived caller signal for ever.
-    const linked = anySignal([spec.signal, timeout]);
-    const signal = linked.signal;
     let status: number;
     let text: string;
     let headers: Record<string, string | string[] | undefined>;
+    let linked: AbortSignal | undefined;
     try {
-      const res = await request(prepared.url, {
-        method: spec.method,
-        headers: prepared.headers,
-        body: prepared.body ?? null,
-        signal,
-        ...(settings.dispatcher === undefined ? {} : { dispatcher: settings.dispatcher }),
-      });
-      status = res.statusCode;
-      headers = res.headers;
-      text = await res.body.text();
+      // Linked without AbortSignal.any (a Node 20 leak) or AbortSignal.timeout (held until it
+      // fires): nothing outlives the call.
+      ({ status, headers, text } = await withLinkedSignal(spec.signal, settings.timeoutMs, async (signal) => {
+        linked = signal;
+        const res = await request(prepared.url, {
+          method: spec.method,
+          headers: prepared.headers,
+          body: prepared.body ?? null,
+          signal,
+          ...(settings.dispatcher === undefined ? {} : { dispatcher: settings.dispatcher }),
+        });
+        return { status: res.statusCode, headers: res.headers, text: await res.body.text() };
+      }));
     } catch (err) {
       if (spec.signal?.aborted === true) throw spec.signal.reason;
-      const timedOut = timeout.aborted;
+      const late = linked !== undefined && timedOut(linked);
       throw new RunletError(
         "RUNLET_MANAGEMENT_NETWORK",
-        timedOut
+        late
           ? `${spec.method} ${prepared.path} got no answer within ${settings.timeoutMs} ms (timeoutMs)`
           : `${spec.method} ${prepared.path} failed before an answer: ${err instanceof Error ? err.message : String(err)}`,
-        { cause: err, details: { method: spec.method, path: prepared.path, timedOut } },
+        { cause: err, details: { method: spec.method, path: prepared.path, timedOut: late } },
       );
-    } finally {
-      linked.unlink();
     }
     settings.logger?.debug({ method: spec.method, path: prepared.path, status, attempt }, "management call");
     if (status >= 200 && status < 300) return parseAnswer(text, header(headers, "content-type"));

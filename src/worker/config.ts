@@ -47,6 +47,11 @@ export interface WorkerOptions {
   handlerModule?: string;
   /** A file that serves jobs when started as a thread with `workerData.runletRole === "executor"` (a bundle passes its own `import.meta.url`). */
   threadEntry?: string;
+  /**
+   * The heartbeat thread's module (file URL): a bundle names its own heartbeat-thread.mjs.
+   * @default runlet's worker/heartbeat-thread module
+   */
+  heartbeatEntry?: string;
   /** Smallest retry delay bound, in ms. @default 250 */
   retryBaseMs?: number;
   /** Largest retry delay, in ms. @default 15_000 */
@@ -85,6 +90,7 @@ export interface WorkerConfig extends PlatformEnv {
   readonly exitOnHardStop: boolean;
   readonly handlerModule: string | undefined;
   readonly threadEntry: string | undefined;
+  readonly heartbeatEntry: string | undefined;
   readonly retryBaseMs: number;
   readonly retryCapMs: number;
   /** Posting results, progress and chunks: built once from retryBaseMs/retryCapMs. */
@@ -109,6 +115,7 @@ const optionsSchema = z.object({
   exitOnHardStop: booleanOption(false),
   handlerModule: nonEmptyString().optional(),
   threadEntry: nonEmptyString().optional(),
+  heartbeatEntry: nonEmptyString().optional(),
   retryBaseMs: ms(250, 1),
   retryCapMs: ms(15_000, 1),
   allowPrivateAddresses: boolean().optional(),
@@ -139,6 +146,7 @@ export function resolveWorkerConfig(options: WorkerOptions): WorkerConfig {
     jobDoneUrl: env.jobDoneUrl,
     handlerModule: checked.handlerModule,
     threadEntry: checked.threadEntry,
+    heartbeatEntry: checked.heartbeatEntry,
     allowPrivateAddresses: checked.allowPrivateAddresses,
     presignExpiresSec: checked.presignExpiresSec,
     tmpRoot: checked.tmpRoot,

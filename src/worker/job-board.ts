@@ -1,8 +1,9 @@
 import type { DeliveredJob } from "../protocol/index.js";
-import { ChangeNotifier } from "./change-notifier.js";
+import { WaiterSet } from "../wait.js";
+import { ActiveJob } from "./active-job.js";
 import { initialConcurrency, nextConcurrency } from "./concurrency.js";
 import { JobOutbox } from "./outbox.js";
-import { ActiveJob, failureBody, type JobParts } from "./run-job.js";
+import { failureBody, type JobParts } from "./run-job.js";
 import type { BadJob } from "./take.js";
 
 /**
@@ -17,7 +18,9 @@ export class JobBoard {
   readonly #jobs = new Map<string, ActiveJob>();
   /** Reports of jobs failed without being run (bad, or more than the take asked for); shutdown waits for them. */
   readonly #unrunReports = new Set<Promise<unknown>>();
-  readonly #changes: ChangeNotifier;
+  /** Woken when a slot or the job list changes: the take loop and the job-stop poll wait on it. */
+  readonly #changes: WaiterSet;
+  readonly #closing: AbortSignal;
   #concurrency: number;
 
   /**
@@ -26,7 +29,8 @@ export class JobBoard {
    */
   constructor(parts: JobParts, closing: AbortSignal) {
     this.#parts = parts;
-    this.#changes = new ChangeNotifier(closing, parts.config.clock);
+    this.#changes = new WaiterSet(parts.config.clock);
+    this.#closing = closing;
     this.#concurrency = initialConcurrency(parts.definition.concurrency);
   }
 
@@ -62,9 +66,12 @@ export class JobBoard {
     return [...this.#unrunReports];
   }
 
-  /** Waits until a slot or the job list changes, `ms` passes, or the worker closes. */
-  waitForChange(ms: number): Promise<void> {
-    return this.#changes.wait(ms);
+  /**
+   * Waits until a slot or the job list changes, `ms` passes, or `signal` aborts (@default the
+   * worker's closing signal; the job-stop poll, which outlives it, passes its own).
+   */
+  async waitForChange(ms: number, signal: AbortSignal = this.#closing): Promise<void> {
+    await this.#changes.wait(ms, signal);
   }
 
   /**
@@ -106,7 +113,7 @@ export class JobBoard {
     // The ping names only jobs the platform still counts as running: a job-stopped job leaves the
     // list at once, although its handler may hold its slot (job_in_progress) until it returns.
     this.#parts.heartbeat?.unlistJob(jobId);
-    this.#changes.notify();
+    this.#changes.wakeAll();
   }
 
   #start(job: DeliveredJob): void {
@@ -115,14 +122,14 @@ export class JobBoard {
     this.#parts.heartbeat?.addJob(job.id);
     const active = new ActiveJob(job, this.#parts);
     this.#jobs.set(job.id, active);
-    this.#changes.notify();
+    this.#changes.wakeAll();
     // `finished` never rejects (ActiveJob catches into the job's failure); the catch keeps it so.
     void active.finished
       .catch((err: unknown) => this.#parts.log.error({ err, jobId: job.id }, "a job's promise rejected"))
       .finally(() => {
         this.#jobs.delete(job.id);
         this.#parts.heartbeat?.removeJob(job.id);
-        this.#changes.notify();
+        this.#changes.wakeAll();
       });
   }
 

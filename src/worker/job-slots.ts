@@ -11,12 +11,12 @@
  * Layout: a SharedArrayBuffer of fixed-size slots, one per job held. Each slot is guarded by a
  * sequence number (a seqlock): the writer makes it odd before it writes and even after, and the
  * reader keeps a slot's fields only when the number was even and unchanged across its read. The
- * main thread is the only writer; a write is a few synchronous stores, so a handler cannot block
- * the main thread in the middle of one. The thread's side of the layout is plain JavaScript in
- * heartbeat.ts's thread source, which receives {@link SLOT_LAYOUT} rather than repeating it.
+ * main thread is the only writer ({@link JobSlots}); a write is a few synchronous stores, so a
+ * handler cannot block the main thread in the middle of one. The heartbeat thread is the only
+ * reader ({@link JobSlotReader}, below); every number field is read and written with `Atomics`.
  */
 
-/** Byte offsets within a slot (Int32 fields at multiples of 4, Float64 fields at multiples of 8). */
+/** Byte offsets within a slot (Int32 fields at multiples of 4, BigInt64 fields at multiples of 8). */
 export const SLOT_LAYOUT = Object.freeze({
   /** Bytes per slot. */
   slotBytes: 256,
@@ -28,9 +28,9 @@ export const SLOT_LAYOUT = Object.freeze({
   idBytes: 8,
   /** Int32: bumped each time the slot is given to a job (matches a long id's message to its slot). */
   generation: 12,
-  /** Float64: epoch ms at which the watchdog acts. */
+  /** BigInt64: epoch ms at which the watchdog acts. */
   watchAt: 16,
-  /** Float64: the job's time limit, ms (for the failure the watchdog posts). */
+  /** BigInt64: the job's time limit, ms (for the failure the watchdog posts). */
   timeoutMs: 24,
   /** The id's UTF-8 bytes, up to the end of the slot. */
   id: 32,
@@ -64,7 +64,7 @@ const encoder = new TextEncoder();
 export class JobSlots {
   #buffer: SharedArrayBuffer;
   #i32: Int32Array;
-  #f64: Float64Array;
+  #i64: BigInt64Array;
   #u8: Uint8Array;
   readonly #slotOf = new Map<string, number>();
   #free: number[];
@@ -78,7 +78,7 @@ export class JobSlots {
     this.#send = send;
     this.#buffer = new SharedArrayBuffer(capacity * SLOT_LAYOUT.slotBytes);
     this.#i32 = new Int32Array(this.#buffer);
-    this.#f64 = new Float64Array(this.#buffer);
+    this.#i64 = new BigInt64Array(this.#buffer);
     this.#u8 = new Uint8Array(this.#buffer);
     this.#free = Array.from({ length: capacity }, (_, i) => capacity - 1 - i);
   }
@@ -96,17 +96,16 @@ export class JobSlots {
     this.#slotOf.set(id, slot);
     const base = this.#open(slot);
     try {
-      const generation = this.#i32[(base + SLOT_LAYOUT.generation) >> 2]! + 1;
-      this.#i32[(base + SLOT_LAYOUT.generation) >> 2] = generation;
+      const generation = Atomics.add(this.#i32, (base + SLOT_LAYOUT.generation) >> 2, 1) + 1;
       const room = this.#u8.subarray(base + SLOT_LAYOUT.id, base + SLOT_LAYOUT.slotBytes);
       const { read, written } = encoder.encodeInto(id, room);
       let flags = SLOT_FLAGS.used | SLOT_FLAGS.listed;
-      if (read === id.length) this.#i32[(base + SLOT_LAYOUT.idBytes) >> 2] = written;
+      if (read === id.length) Atomics.store(this.#i32, (base + SLOT_LAYOUT.idBytes) >> 2, written);
       else {
         flags |= SLOT_FLAGS.longId;
         this.#send({ type: "long-id", slot, generation, id });
       }
-      this.#i32[(base + SLOT_LAYOUT.flags) >> 2] = flags;
+      Atomics.store(this.#i32, (base + SLOT_LAYOUT.flags) >> 2, flags);
     } finally {
       this.#close(base);
     }
@@ -122,11 +121,11 @@ export class JobSlots {
     const slot = this.#slotOf.get(id);
     if (slot === undefined) return;
     const base = this.#open(slot);
-    this.#f64[(base + SLOT_LAYOUT.watchAt) >> 3] = atMs;
-    this.#f64[(base + SLOT_LAYOUT.timeoutMs) >> 3] = timeoutMs;
-    const flags = this.#i32[(base + SLOT_LAYOUT.flags) >> 2]! & ~SLOT_FLAGS.streaming;
-    this.#i32[(base + SLOT_LAYOUT.flags) >> 2] =
-      flags | SLOT_FLAGS.watched | (streaming ? SLOT_FLAGS.streaming : 0);
+    Atomics.store(this.#i64, (base + SLOT_LAYOUT.watchAt) >> 3, BigInt(Math.ceil(atMs)));
+    Atomics.store(this.#i64, (base + SLOT_LAYOUT.timeoutMs) >> 3, BigInt(Math.ceil(timeoutMs)));
+    const at = (base + SLOT_LAYOUT.flags) >> 2;
+    const flags = Atomics.load(this.#i32, at) & ~SLOT_FLAGS.streaming;
+    Atomics.store(this.#i32, at, flags | SLOT_FLAGS.watched | (streaming ? SLOT_FLAGS.streaming : 0));
     this.#close(base);
   }
 
@@ -141,7 +140,7 @@ export class JobSlots {
     if (slot === undefined) return;
     this.#slotOf.delete(id);
     const base = this.#open(slot);
-    this.#i32[(base + SLOT_LAYOUT.flags) >> 2] = 0;
+    Atomics.store(this.#i32, (base + SLOT_LAYOUT.flags) >> 2, 0);
     this.#close(base);
     this.#free.push(slot);
   }
@@ -151,7 +150,7 @@ export class JobSlots {
     if (slot === undefined) return;
     const base = this.#open(slot);
     const at = (base + SLOT_LAYOUT.flags) >> 2;
-    this.#i32[at] = this.#i32[at]! & ~flag;
+    Atomics.and(this.#i32, at, ~flag);
     this.#close(base);
   }
 
@@ -177,9 +176,101 @@ export class JobSlots {
     new Uint8Array(buffer).set(this.#u8);
     this.#buffer = buffer;
     this.#i32 = new Int32Array(buffer);
-    this.#f64 = new Float64Array(buffer);
+    this.#i64 = new BigInt64Array(buffer);
     this.#u8 = new Uint8Array(buffer);
     for (let slot = 2 * capacity - 1; slot >= capacity; slot--) this.#free.push(slot);
     this.#send({ type: "slots", buffer });
+  }
+}
+
+/** A job as the heartbeat thread reads it from the table. */
+export interface SlotJob {
+  readonly id: string;
+  /** {@link SLOT_FLAGS} bits. */
+  readonly flags: number;
+  /** Epoch ms at which the watchdog acts (when {@link SLOT_FLAGS.watched}). */
+  readonly watchAt: number;
+  readonly timeoutMs: number;
+}
+
+/** How often a reader retries a slot the writer keeps rewriting before leaving it for the next read. */
+const READ_ATTEMPTS = 100;
+const decoder = new TextDecoder();
+
+/** The heartbeat thread's side of the table: the only reader. */
+export class JobSlotReader {
+  #i32: Int32Array;
+  #i64: BigInt64Array;
+  #u8: Uint8Array;
+  #count: number;
+  /** Ids longer than a slot holds, by slot, with the generation they belong to. */
+  readonly #longIds = new Map<number, { readonly generation: number; readonly id: string }>();
+
+  constructor(buffer: SharedArrayBuffer) {
+    this.#i32 = new Int32Array(buffer);
+    this.#i64 = new BigInt64Array(buffer);
+    this.#u8 = new Uint8Array(buffer);
+    this.#count = buffer.byteLength / SLOT_LAYOUT.slotBytes;
+  }
+
+  /** Applies a message from the writer (a grown table, a long id). */
+  receive(message: SlotMessage): void {
+    if (message.type === "slots") {
+      this.#i32 = new Int32Array(message.buffer);
+      this.#i64 = new BigInt64Array(message.buffer);
+      this.#u8 = new Uint8Array(message.buffer);
+      this.#count = message.buffer.byteLength / SLOT_LAYOUT.slotBytes;
+    } else {
+      this.#longIds.set(message.slot, { generation: message.generation, id: message.id });
+    }
+  }
+
+  /** Every job in the table now. */
+  jobs(): SlotJob[] {
+    const out: SlotJob[] = [];
+    for (let slot = 0; slot < this.#count; slot++) {
+      const job = this.#read(slot);
+      if (job !== undefined) out.push(job);
+    }
+    return out;
+  }
+
+  /**
+   * One slot under its seqlock: its fields are kept only when the sequence number was even and
+   * unchanged across the read. Undefined for a free slot, a long id whose message has not arrived,
+   * or a slot the main thread kept rewriting (it is not stuck, so it is read next time).
+   */
+  #read(slot: number): SlotJob | undefined {
+    const base = slot * SLOT_LAYOUT.slotBytes;
+    const seqAt = (base + SLOT_LAYOUT.seq) >> 2;
+    for (let attempt = 0; attempt < READ_ATTEMPTS; attempt++) {
+      const seq = Atomics.load(this.#i32, seqAt);
+      if (seq % 2 === 1) continue;
+      const flags = Atomics.load(this.#i32, (base + SLOT_LAYOUT.flags) >> 2);
+      if ((flags & SLOT_FLAGS.used) === 0) {
+        if (Atomics.load(this.#i32, seqAt) === seq) return undefined;
+        continue;
+      }
+      const generation = Atomics.load(this.#i32, (base + SLOT_LAYOUT.generation) >> 2);
+      const idBytes = Atomics.load(this.#i32, (base + SLOT_LAYOUT.idBytes) >> 2);
+      const length = Math.max(0, Math.min(idBytes, SLOT_ID_BYTES));
+      // TextDecoder reads no shared memory: copy the bytes out first (checked by the seqlock).
+      const raw =
+        (flags & SLOT_FLAGS.longId) === 0
+          ? this.#u8.slice(base + SLOT_LAYOUT.id, base + SLOT_LAYOUT.id + length)
+          : undefined;
+      const watchAt = Number(Atomics.load(this.#i64, (base + SLOT_LAYOUT.watchAt) >> 3));
+      const timeoutMs = Number(Atomics.load(this.#i64, (base + SLOT_LAYOUT.timeoutMs) >> 3));
+      if (Atomics.load(this.#i32, seqAt) !== seq) continue;
+      let id: string;
+      if (raw !== undefined) id = decoder.decode(raw);
+      else {
+        const long = this.#longIds.get(slot);
+        if (long === undefined || long.generation !== generation) return undefined;
+        id = long.id;
+      }
+      return { id, flags, watchAt, timeoutMs };
+    }
+    return undefined;
   }
 }

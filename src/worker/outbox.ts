@@ -4,7 +4,7 @@ import { RunletError } from "../errors.js";
 import { Fifo } from "../fifo.js";
 import { onAbort } from "../linked-signal.js";
 import { nextRetry, type RetryPolicy } from "../retry-policy.js";
-import { sleep } from "../wait.js";
+import { sleep, WaiterSet } from "../wait.js";
 import type { WorkerEventHub } from "./events.js";
 import type { PlatformHttp } from "./platform-http.js";
 
@@ -60,7 +60,8 @@ export class JobOutbox {
   #discarded = false;
   /** Ends the post in flight and its retries: aborted by the give-up signal or by discard(). */
   readonly #cut = new AbortController();
-  #waiters: Array<{ budget: number; resolve: () => void }> = [];
+  /** Handlers waiting for the stream's unposted bytes to fall under their budget. */
+  readonly #drained = new WaiterSet();
   #resolveDone!: (delivery: FinalDelivery) => void;
   /** Resolves when the final result was posted, replaced by an error, rejected, given up or discarded. */
   readonly done: Promise<FinalDelivery>;
@@ -127,10 +128,11 @@ export class JobOutbox {
   }
 
   /** Resolves once the unposted stream bytes are at most `budget` (or the outbox can post no more). */
-  waitBelow(budget: number): Promise<void> {
-    if (this.#unpostedStreamBytes <= budget || this.#discarded || this.#options.giveUp.aborted)
-      return Promise.resolve();
-    return new Promise((resolve) => this.#waiters.push({ budget, resolve }));
+  async waitBelow(budget: number): Promise<void> {
+    while (this.#unpostedStreamBytes > budget && !this.#discarded && !this.#options.giveUp.aborted) {
+      // Woken after each post and on discard; the give-up signal ends the wait too.
+      await this.#drained.wait(undefined, this.#options.giveUp);
+    }
   }
 
   /** Drops everything not yet sent (a job-stop: nothing more is posted for the job). */
@@ -151,14 +153,7 @@ export class JobOutbox {
   }
 
   #wake(): void {
-    const giveUp = this.#options.giveUp.aborted;
-    this.#waiters = this.#waiters.filter((w) => {
-      if (giveUp || this.#discarded || this.#unpostedStreamBytes <= w.budget) {
-        w.resolve();
-        return false;
-      }
-      return true;
-    });
+    this.#drained.wakeAll();
   }
 
   async #run(): Promise<void> {

@@ -10,6 +10,8 @@ export interface ServeOptions {
   readonly handlerModule?: string;
   /** A bundle's own file (`import.meta.url`): isolation threads start it again as executors. */
   readonly threadEntry?: string;
+  /** A bundle's heartbeat-thread.mjs (file URL), which `runlet build` writes beside the bundle. */
+  readonly heartbeatEntry?: string;
   /** @default 20_000 */
   readonly shutdownGraceMs?: number;
 }
@@ -50,6 +52,7 @@ export async function serveHandler(definition: HandlerDefinition, options: Serve
     exitOnHardStop: true,
     ...(options.handlerModule === undefined ? {} : { handlerModule: options.handlerModule }),
     ...(options.threadEntry === undefined ? {} : { threadEntry: options.threadEntry }),
+    ...(options.heartbeatEntry === undefined ? {} : { heartbeatEntry: options.heartbeatEntry }),
     ...(options.shutdownGraceMs === undefined ? {} : { shutdownGraceMs: options.shutdownGraceMs }),
   });
   const info: WorkerStopInfo = await worker.stopped;

@@ -35,7 +35,7 @@ const { workerData } = require("node:worker_threads");
 const TS_FILE = /\.(c|m)?tsx?$/;
 
 /** The file URL of tsx's ESM API (its CommonJS build cannot register the ESM loader in a thread). */
-function tsxApiUrl(): string {
+export function tsxApiUrl(): string {
   const require = createRequire(import.meta.url);
   const manifestPath = require.resolve("tsx/package.json");
   const manifest = JSON.parse(readFileSync(manifestPath, "utf8")) as {

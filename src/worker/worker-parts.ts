@@ -60,6 +60,7 @@ export function createHeartbeat(
   definition: HandlerDefinition,
   config: WorkerConfig,
   log: Logger,
+  onDeath: (reason: string) => void,
 ): Heartbeat | undefined {
   if (config.pingUrl !== undefined && config.apiKey !== undefined && !config.onPlatformPod) {
     // As the platform's Python SDK: no pod id means not on the platform, so nobody to ping; jobs are still taken.
@@ -74,8 +75,20 @@ export function createHeartbeat(
           doneUrl: config.urls.done(WATCH_ID_MARK, false),
           streamDoneUrl: config.urls.done(WATCH_ID_MARK, true),
           failureBody: failureBody(timeoutMessage(WATCH_TIMEOUT_MARK), definition.refreshWorker),
+          endedBody: failureBody(
+            "the worker ended: a job held the main thread past its deadline, and the watchdog ended the process",
+            definition.refreshWorker,
+          ),
         }
       : undefined;
   if (pingUrl === undefined && watchdog === undefined) return undefined;
-  return new Heartbeat({ pingUrl, intervalMs: config.pingIntervalMs, apiKey: config.apiKey, watchdog, log });
+  return new Heartbeat({
+    pingUrl,
+    intervalMs: config.pingIntervalMs,
+    apiKey: config.apiKey,
+    watchdog,
+    log,
+    onDeath,
+    ...(config.heartbeatEntry === undefined ? {} : { entryUrl: config.heartbeatEntry }),
+  });
 }

@@ -58,7 +58,11 @@ export class Worker {
       bucket: config.bucket,
       s3: s3Settings(config, definition),
     };
-    this.#heartbeat = createHeartbeat(definition, config, log);
+    // A heartbeat thread that dies leaves the worker unable to be seen holding jobs: the platform
+    // would lapse them and run them twice. Stop taking, finish what can be finished, report, exit 1.
+    this.#heartbeat = createHeartbeat(definition, config, log, (reason) => {
+      void this.#stopper.unfit("heartbeat", reason);
+    });
     this.#stopper = new WorkerStopper({
       log,
       exitOnHardStop: config.exitOnHardStop,

@@ -54,7 +54,12 @@ async function mapSources(file: string): Promise<string[]> {
 async function runBundle(bundleDir: string, jobs: unknown[]) {
   const lonely = await mkdtemp(join(tmp, "image-"));
   await cp(join(bundleDir, "dist"), lonely, { recursive: true });
-  expect((await readdir(lonely)).sort()).toEqual(["chunks", "worker.mjs", "worker.mjs.map"]);
+  expect((await readdir(lonely)).sort()).toEqual([
+    "chunks",
+    "heartbeat-thread.mjs",
+    "worker.mjs",
+    "worker.mjs.map",
+  ]);
   await using harness = await startHarness({ takeTimeoutMs: 500, endpoints: [{ id: "bundle" }] });
   const child = spawn(node.bin, [...WORKER_NODE_FLAGS, join(lonely, "worker.mjs")], {
     cwd: lonely,
