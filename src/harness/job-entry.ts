@@ -24,6 +24,8 @@ export interface NewJob {
   readonly policy?: Policy;
   readonly s3Config?: JobS3Config;
   readonly webhook?: string;
+  /** Size of the request body it came from, bytes (counted in the store's memory bound). @default 0 */
+  readonly bytes?: number;
   /**
    * Other top-level keys of the request body (e.g. the official JS client's `webhookV2`): the
    * platform passes them to the worker, so the delivered job carries them untouched. Keys the
@@ -37,12 +39,15 @@ export interface JobEntry {
   readonly id: string;
   readonly endpointId: string;
   readonly kind: JobKind;
-  readonly input: unknown;
-  readonly policy: Policy | undefined;
-  readonly s3Config: JobS3Config | undefined;
-  readonly webhook: string | undefined;
+  /** The request's data; dropped (undefined, empty) when the job is deleted: see {@link toTombstone}. */
+  input: unknown;
+  policy: Policy | undefined;
+  s3Config: JobS3Config | undefined;
+  webhook: string | undefined;
   /** Unknown top-level keys of the request body, delivered as they came. */
-  readonly extra: Readonly<Record<string, unknown>>;
+  extra: Readonly<Record<string, unknown>>;
+  /** Bytes of the bodies it was made of: its request, progress updates, stream chunks and result. */
+  bytes: number;
   status: JobStatus;
   createdAt: number;
   startedAt: number | undefined;
@@ -92,6 +97,7 @@ export function newJobEntry(
     s3Config: spec.s3Config,
     webhook: spec.webhook,
     extra: Object.fromEntries(Object.entries(spec.extra ?? {}).filter(([k]) => !OWN_KEYS.has(k))),
+    bytes: spec.bytes ?? 0,
     status: "IN_QUEUE",
     createdAt: now,
     startedAt: undefined,
@@ -140,6 +146,31 @@ export function clearForRetry(job: JobEntry): void {
   job.progress = [];
   job.stream = [];
   job.readers.clear();
+}
+
+/**
+ * What is kept of a deleted job (purge, ttl, retention, its endpoint removed): its id, status,
+ * times and counters, so late results are still recognised and counted — never its input, output,
+ * progress or stream, which could be megabytes each.
+ */
+export function toTombstone(job: JobEntry): void {
+  job.input = undefined;
+  job.policy = undefined;
+  job.s3Config = undefined;
+  job.webhook = undefined;
+  job.extra = {};
+  job.output = undefined;
+  job.hasOutput = false;
+  job.progress = [];
+  job.stream = [];
+  job.readers.clear();
+  job.bytes = 0;
+}
+
+/** A job as a job-take hands it out: the entry and its answer, already written as JSON. */
+export interface Delivery {
+  readonly job: JobEntry;
+  readonly json: string;
 }
 
 /** Records a job's end at `now`: its status, output (when the worker sent one) and error. */

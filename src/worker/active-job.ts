@@ -298,7 +298,7 @@ export class ActiveJob {
     const executionTimeMs = Date.now() - this.#startedAt;
     if (result.kind === "output") {
       this.#log.info({ executionTimeMs, metrics }, "Finished.");
-      this.#parts.events?.emit("finished", { jobId: this.id, executionTimeMs });
+      this.#parts.events?.emit("finished", { jobId: this.id, executionTimeMs, metrics });
     } else {
       this.#log.warn(
         { executionTimeMs, metrics, code: result.code, error: result.message.slice(0, 500) },
@@ -307,6 +307,7 @@ export class ActiveJob {
       this.#parts.events?.emit("failed", {
         jobId: this.id,
         executionTimeMs,
+        metrics,
         code: result.code,
         message: result.message,
       });

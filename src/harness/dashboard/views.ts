@@ -61,6 +61,8 @@ export interface JobDetail extends JobRow {
   readonly webhookAttempts: readonly WebhookAttempt[];
   /** Times a worker lost the job while running it. */
   readonly lapses: number;
+  /** The handler's own metrics (`ctx.metrics`), when its worker reported them (`runlet dev` does). */
+  readonly metrics?: Readonly<Record<string, number | string>>;
 }
 
 function iso(ms: number | undefined): string | undefined {
@@ -92,7 +94,11 @@ export function maskedRequest(job: JobEntry): Record<string, unknown> {
 }
 
 /** The job view's data. */
-export function jobDetailOf(job: JobEntry, webhookAttempts: readonly WebhookAttempt[]): JobDetail {
+export function jobDetailOf(
+  job: JobEntry,
+  webhookAttempts: readonly WebhookAttempt[],
+  metrics?: Readonly<Record<string, number | string>>,
+): JobDetail {
   return {
     ...jobRowOf(job),
     request: maskedRequest(job),
@@ -102,6 +108,7 @@ export function jobDetailOf(job: JobEntry, webhookAttempts: readonly WebhookAtte
     stream: [...job.stream],
     webhookAttempts: webhookAttempts.filter((a) => a.jobId === job.id),
     lapses: job.lapses,
+    ...(metrics === undefined ? {} : { metrics }),
   };
 }
 
