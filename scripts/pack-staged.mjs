@@ -1,16 +1,18 @@
 #!/usr/bin/env node
 // Packs runlet as `npm pack` does, without touching the checkout: the files npm would pack (its own
 // list, from `npm pack --dry-run`) are copied to a temporary folder with the package's README in
-// README.md's place, and that folder is packed. For tests that want the tarball users get while
-// other tests read the checkout's README.md (a prepack swap would change it under them). No build:
+// README.md's place and the package.json that ships (pack-manifest.mjs), and that folder is
+// packed. For tests that want the tarball users get while other tests read the checkout's
+// README.md and package.json (prepack's swaps would change them under them). No build:
 // dist/ is packed as it is, so bring it up to date first (the test suite's setup does).
 //
 //   node scripts/pack-staged.mjs [--pack-destination DIR]   prints npm pack's JSON
 import { spawnSync } from "node:child_process";
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { shippedManifest } from "./pack-manifest.mjs";
 import { packageReadme } from "./package-readme.mjs";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -40,6 +42,10 @@ export function packStaged(destination, root = ROOT) {
       copyFileSync(join(root, path), join(stage, path));
     }
     writeFileSync(join(stage, "README.md"), packageReadme(root));
+    writeFileSync(
+      join(stage, "package.json"),
+      shippedManifest(readFileSync(join(root, "package.json"), "utf8")),
+    );
     const [packed] = npm(
       ["pack", stage, "--ignore-scripts", "--pack-destination", destination, "--json"],
       root,

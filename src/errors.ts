@@ -49,6 +49,9 @@ export const ERROR_CODES = {
   RUNLET_CLI_NO_PLATFORM: "`runlet start` or a built bundle ran without the platform's environment.",
   RUNLET_CLI_UNEXPECTED: "A CLI command failed on an error runlet did not expect; its stack follows.",
   RUNLET_CLI_WORKER_EXITED: "`runlet test`'s worker process exited before its job ended.",
+  RUNLET_CLI_VENDOR_FAILED:
+    "`runlet init` could not put runlet's tarball into the new project's vendor/ folder.",
+  RUNLET_MISSING_PEER: "runlet needs an optional package (esbuild, tsx, the AWS SDK) that is not installed.",
   RUNLET_BUILD_FAILED: "Bundling a handler with esbuild failed.",
 } as const;
 

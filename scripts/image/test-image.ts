@@ -6,15 +6,16 @@
  * 1. A stand-in for `node:22-bookworm-slim` (the upstream image cannot be pulled here), built
  *    once and kept: see stand-in.ts.
  * 2. `Dockerfile.base` (runlet's base for the CUDA case), built on the stand-in.
- * 3. A `runlet init` project whose runlet dependency is this checkout packed into
- *    `vendor/` (`file:` dependency, as before runlet is on the registry), built from its own
- *    Dockerfile: `npm ci` and `runlet build` inside the image build, nothing from the host.
+ * 3. A project made as a user makes one: `npm pack` here, `npx --package <tarball> runlet init
+ *    my-worker` (which puts the tarball into the project's vendor/), `npm install`; then built
+ *    from its own Dockerfile with no other step: `npm ci` and `runlet build` inside the image
+ *    build, nothing from the host.
  * 4. Checks: the image's user is not root (configured, and `id -u` inside), no npm or
  *    node_modules at run time, and the image's entrypoint and command, run with the platform's
  *    variables, take a job from `runlet harness` on loopback and complete it.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -51,36 +52,39 @@ function extraCaArgs(): string[] {
   return ["--volume", `${ca}:${inside}:ro`, "--build-arg", `NODE_EXTRA_CA_CERTS=${inside}`];
 }
 
-/** A `runlet init` project whose runlet dependency is this checkout, packed into vendor/. */
+/**
+ * A project made from this checkout the way its users make one, with no other step: `npm pack`
+ * in the checkout, `npx --package <tarball> runlet init my-worker` (init copies the tarball
+ * into the project's vendor/ and depends on it there), `npm install` in the project.
+ */
 async function makeProject(dir: string): Promise<string> {
-  const project = join(dir, "my-worker");
-  await run(process.execPath, [join(ROOT, "bin", "runlet.mjs"), "init", project], {
-    env: process.env,
-    echo: false,
-  });
-  await mkdir(join(project, "vendor"));
   const packed = (
-    await run("npm", ["pack", ROOT, "--silent", "--pack-destination", join(project, "vendor")], {
-      env: process.env,
-      echo: false,
-    })
+    await run("npm", ["pack", "--silent", "--pack-destination", dir], { cwd: ROOT, echo: false })
   )
     .trim()
     .split("\n")
     .at(-1);
   if (packed === undefined || !packed.endsWith(".tgz"))
     throw new Error(`npm pack printed no tarball: ${packed}`);
-  const pkgPath = join(project, "package.json");
-  const pkg = JSON.parse(await readFile(pkgPath, "utf8")) as { dependencies: Record<string, string> };
-  pkg.dependencies["runlet"] = `file:./vendor/${packed}`;
-  await writeFile(pkgPath, `${JSON.stringify(pkg, null, 2)}\n`);
-  // The lock file a project commits; npm ci in the image needs it.
-  await run("npm", ["install", "--package-lock-only", "--no-audit", "--no-fund"], {
+  const tarball = join(dir, packed);
+  step(`npm pack → ${packed}`);
+  const init = await run("npx", ["--yes", "--package", tarball, "runlet", "init", "my-worker"], {
     env: process.env,
-    cwd: project,
+    cwd: dir,
     echo: false,
   });
-  step(`project: runlet init + runlet dependency file:./vendor/${packed} + package-lock.json`);
+  step(`npx --package ${packed} runlet init my-worker:\n${init.trimEnd().replace(/^/gm, "    ")}`);
+  const project = join(dir, "my-worker");
+  await run("npm", ["install", "--no-audit", "--no-fund"], { env: process.env, cwd: project, echo: false });
+  const pkg = JSON.parse(await readFile(join(project, "package.json"), "utf8")) as {
+    dependencies: Record<string, string>;
+  };
+  check(
+    pkg.dependencies["runlet"] === `file:vendor/${packed}` &&
+      (await readdir(join(project, "vendor"))).includes(packed),
+    `the project depends on runlet through vendor/${packed}, inside the build context`,
+  );
+  step("npm install in the project (package-lock.json written, as a user commits it)");
   return project;
 }
 
@@ -287,7 +291,18 @@ async function main(): Promise<void> {
     if (worker !== undefined) await stop(worker, 5_000);
     if (harness !== undefined) await stop(harness, 5_000);
     for (const c of containers) await buildah(["rm", c], { echo: false }).catch(() => undefined);
+    await dropNpxCopies(dir);
     await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** npx keeps each package it ran in its cache's _npx/ folder: drop the ones made from `dir`'s tarball. */
+async function dropNpxCopies(dir: string): Promise<void> {
+  const cache = (await run("npm", ["config", "get", "cache"], { env: process.env, echo: false })).trim();
+  const entries = await readdir(join(cache, "_npx")).catch(() => [] as string[]);
+  for (const entry of entries) {
+    const manifest = await readFile(join(cache, "_npx", entry, "package.json"), "utf8").catch(() => "");
+    if (manifest.includes(dir)) await rm(join(cache, "_npx", entry), { recursive: true, force: true });
   }
 }
 

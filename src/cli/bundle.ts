@@ -1,8 +1,11 @@
 import { existsSync } from "node:fs";
 import { readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { createRequire } from "node:module";
 import { basename, dirname, join, resolve, sep } from "node:path";
+import type * as Esbuild from "esbuild";
 import type { Message, Plugin } from "esbuild";
 import { RunletError } from "../errors.js";
+import { AWS_SDK_PEERS, importPeer } from "../optional-peers.js";
 import { WARM_COMPILE_CACHE_FLAG } from "./dockerfile.js";
 import { RUNLET_ROOT, runletExports } from "./paths.js";
 
@@ -136,6 +139,24 @@ function runletResolver(): Plugin {
   };
 }
 
+/**
+ * The AWS SDK packages runlet's S3 module cannot resolve (they are optional peers): left out of
+ * the bundle, so a project without them still builds, and a job that needs S3 fails with an
+ * error that names them (RUNLET_MISSING_PEER) instead of the build failing.
+ */
+function missingAwsSdk(): string[] {
+  const fromS3 = createRequire(join(RUNLET_ROOT, "dist", "s3", "index.js"));
+  return AWS_SDK_PEERS.filter((name) => {
+    try {
+      fromS3.resolve(name);
+      return false;
+    } catch {
+      // Not installed where runlet's S3 module would import it from.
+      return true;
+    }
+  });
+}
+
 function formatMessage(m: Message): string {
   const where = m.location === null ? "" : `${m.location.file}:${m.location.line}:${m.location.column}: `;
   return `${where}${m.text}`;
@@ -232,8 +253,9 @@ export async function bundleHandler(options: BundleOptions): Promise<BundleResul
   const outDir = resolve(options.outDir);
   const bundlePath = join(outDir, BUNDLE_FILE);
   const mapPath = `${bundlePath}.map`;
-  // Loaded here, not at the top: only `runlet build` needs esbuild, and `runlet --help` loads this module.
-  const { build } = await import("esbuild");
+  // Loaded here, not at the top: only `runlet build` needs esbuild (an optional peer), and
+  // `runlet --help` loads this module.
+  const { build } = await importPeer<typeof Esbuild>("esbuild", "esbuild", "runlet build");
   let warnings: Message[];
   let outputs: Record<
     string,
@@ -261,7 +283,7 @@ export async function bundleHandler(options: BundleOptions): Promise<BundleResul
       // module loads: without the sources' text the maps are a fraction of the size, and stack
       // traces still name the original files and lines.
       sourcesContent: false,
-      external: [...(options.externals ?? []), "pino-pretty"],
+      external: [...(options.externals ?? []), "pino-pretty", ...missingAwsSdk()],
       banner: { js: CJS_BANNER },
       plugins: [runletResolver()],
       minify: options.minify ?? true,

@@ -1,3 +1,6 @@
+import type * as TsxApi from "tsx/esm/api";
+import { importPeer } from "../optional-peers.js";
+
 /** Handler files that need a TypeScript loader: .ts, .mts, .cts (and their x variants). */
 const TS_FILE = /\.(c|m)?tsx?$/;
 
@@ -10,7 +13,11 @@ let registered = false;
  */
 export async function allowTypeScript(file: string): Promise<void> {
   if (registered || !TS_FILE.test(file)) return;
-  const { register } = await import("tsx/esm/api");
+  const { register } = await importPeer<typeof TsxApi>(
+    "tsx",
+    "tsx/esm/api",
+    `a TypeScript handler (${file})`,
+  );
   register();
   registered = true;
 }

@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import { RunletError } from "../errors.js";
+import { s3LoadError } from "../optional-peers.js";
 import type { DeliveredJob } from "../protocol/index.js";
 import { unconfiguredJobS3 } from "../s3/no-store.js";
 import type { JobS3, JobS3Options } from "../s3/types.js";
@@ -75,10 +76,7 @@ let s3Module: Promise<CreateJobS3 | Error> | undefined;
 
 /** Loads the S3 module once, and only for jobs that have a store: others never pay for the AWS SDK. */
 function loadS3(): Promise<CreateJobS3 | Error> {
-  s3Module ??= import("../s3/index.js").then(
-    (m) => m.createJobS3,
-    (err: unknown) => (err instanceof Error ? err : new Error(String(err))),
-  );
+  s3Module ??= import("../s3/index.js").then((m) => m.createJobS3, s3LoadError);
   return s3Module;
 }
 

@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import type { JobResult } from "../handler/outcome.js";
+import { s3LoadError } from "../optional-peers.js";
 import type { DeliveredJob } from "../protocol/index.js";
 import type { JobS3, JobS3Options } from "../s3/types.js";
 import type { WorkerConfig } from "./config.js";
@@ -65,7 +66,9 @@ async function createOffloadStore(
 ): Promise<JobS3 | undefined> {
   if (job.s3Config === undefined && parts.config.bucket === undefined) return undefined;
   // Loaded here, lazily: the AWS SDK is paid for only when an output is too large.
-  const { createJobS3 } = await import("../s3/index.js");
+  const { createJobS3 } = await import("../s3/index.js").catch((err: unknown) => {
+    throw s3LoadError(err);
+  });
   return createJobS3({
     jobId: job.id,
     s3Config: job.s3Config as JobS3Options["s3Config"],

@@ -1,8 +1,4 @@
-import type { Dispatcher, Agent as UndiciAgent } from "undici";
-// undici's Agent alone: the package's index also loads its fetch, WebSocket and cookie modules,
-// and those touch Node's own fetch globals, which makes Node load its internal copy of undici
-// too. The worker needs neither, and a start paid for both (docs/images.md, "Figures").
-import Agent from "undici/lib/dispatcher/agent.js";
+import { Agent, type Dispatcher } from "undici";
 import { onAbort } from "../linked-signal.js";
 import { RESULT_POST_HEADERS } from "../protocol/index.js";
 import { USER_AGENT } from "../version.js";
@@ -45,7 +41,7 @@ const PLAIN_PATH = /^(?!.*\/\.\.?(?:[/?]|$))[A-Za-z0-9\-._~!$&()*+,;=:@/%?]*$/;
 /** Talks to the platform's worker routes. */
 
 export class PlatformHttp {
-  readonly #agent: UndiciAgent;
+  readonly #agent: Agent;
   /** URL text → origin and path. A streaming job posts thousands of chunks to one URL: parse it once. */
   readonly #targets = new Map<string, { readonly origin: string; readonly path: string }>();
   /** Origins of URLs parsed so far (one, on the platform). */

@@ -1,7 +1,12 @@
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { renderProjectDockerfile } from "../../src/cli/dockerfile.js";
 import { RUNLET_ROOT, TEMPLATE_NAMES } from "../../src/cli/paths.js";
+import { copyTemplate } from "../../src/cli/scaffold.js";
+import { AWS_SDK_PEERS, OPTIONAL_PEERS } from "../../src/optional-peers.js";
 
 function json(template: string, file: string): Record<string, unknown> {
   return JSON.parse(readFileSync(join(RUNLET_ROOT, "templates", template, file), "utf8")) as Record<
@@ -57,5 +62,107 @@ describe.each(TEMPLATE_NAMES)("the %s starter", (template) => {
     expect(pkg["name"]).toBe("{{name}}");
     expect((pkg["dependencies"] as Record<string, string>)["runlet"]).toBe("{{runletDependency}}");
     expect((pkg["scripts"] as Record<string, string>)["test"]).toBe("vitest run");
+  });
+});
+
+/** The starters on disk, whatever their number: a new one is checked as soon as it exists. */
+const ON_DISK = readdirSync(join(RUNLET_ROOT, "templates"), { withFileTypes: true })
+  .filter((e) => e.isDirectory())
+  .map((e) => e.name)
+  .sort();
+
+const RUNLET_PACKAGE = JSON.parse(readFileSync(join(RUNLET_ROOT, "package.json"), "utf8")) as {
+  dependencies: Record<string, string>;
+  peerDependencies: Record<string, string>;
+  peerDependenciesMeta: Record<string, { optional?: boolean }>;
+};
+
+describe("runlet's optional peers", () => {
+  it("are the peerDependencies package.json declares, all optional, none a dependency", () => {
+    expect(RUNLET_PACKAGE.peerDependencies).toEqual(OPTIONAL_PEERS);
+    for (const name of Object.keys(OPTIONAL_PEERS)) {
+      expect(RUNLET_PACKAGE.peerDependenciesMeta[name], name).toEqual({ optional: true });
+      expect(RUNLET_PACKAGE.dependencies[name], name).toBeUndefined();
+    }
+  });
+
+  it("every starter on disk is one init offers", () => {
+    expect(ON_DISK).toEqual([...TEMPLATE_NAMES].sort());
+  });
+});
+
+describe.each(ON_DISK)("the %s starter, as init writes it", (template) => {
+  let dir: string;
+  let files: string[];
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), `runlet-starter-${template}-`));
+    files = await copyTemplate(join(RUNLET_ROOT, "templates", template), dir, {
+      name: "w",
+      runletDependency: "file:vendor/runlet-0.1.0.tgz",
+    });
+    // What init adds besides the starter's own files.
+    files.push("Dockerfile", "vendor/runlet-0.1.0.tgz");
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+  const read = (file: string) => readFileSync(join(dir, file), "utf8");
+
+  it("installs every tool its scripts run: runlet's CLI peers at the ranges runlet supports", () => {
+    const pkg = JSON.parse(read("package.json")) as {
+      dependencies: Record<string, string>;
+      devDependencies: Record<string, string>;
+    };
+    for (const name of ["esbuild", "tsx", "pino-pretty"] as const) {
+      expect(pkg.devDependencies[name], name).toBe(OPTIONAL_PEERS[name]);
+    }
+    // A handler that uses ctx.s3 needs the AWS SDK at run time, so in its dependencies.
+    const usesS3 = /\bs3\.\w+\(/.test(read("src/handler.ts"));
+    for (const name of AWS_SDK_PEERS) {
+      expect(pkg.dependencies[name], name).toBe(usesS3 ? OPTIONAL_PEERS[name] : undefined);
+    }
+  });
+
+  it("has a .dockerignore that keeps node_modules and dist out of the build, and vendor/ in", () => {
+    const ignored = read(".dockerignore").split("\n");
+    expect(ignored).toEqual(expect.arrayContaining(["node_modules/", "dist/"]));
+    expect(ignored.filter((l) => /vendor|\.tgz/.test(l))).toEqual([]);
+    expect(
+      read(".gitignore")
+        .split("\n")
+        .filter((l) => /vendor|\.tgz/.test(l)),
+    ).toEqual([]);
+  });
+
+  it("has a README whose file table names only files init writes, and the ones that matter", () => {
+    const readme = read("README.md");
+    const table = readme.slice(readme.indexOf("## Files"));
+    const named = [...table.matchAll(/^\| ([^|]+) \|/gm)].flatMap((m) =>
+      [...(m[1] ?? "").matchAll(/`([^`]+)`/g)].map((c) => c[1] ?? ""),
+    );
+    expect(named.length).toBeGreaterThan(0);
+    for (const name of named) {
+      const pattern = new RegExp(`^${name.replace(/[.+?^${}()|[\]\\]/g, "\\$&").replaceAll("*", "[^/]*")}$`);
+      expect(
+        files.some((f) => pattern.test(f)),
+        `${name} in the README's table`,
+      ).toBe(true);
+    }
+    for (const must of ["Dockerfile", ".dockerignore", ".gitignore", "src/handler.ts", "test_input.json"]) {
+      expect(named, must).toContain(must);
+    }
+  });
+
+  it("has a README that names only real scripts and commands, no image the Dockerfile does not use, no unpublished page", () => {
+    const readme = read("README.md");
+    const scripts = (JSON.parse(read("package.json")) as { scripts: Record<string, string> }).scripts;
+    for (const m of readme.matchAll(/npm run ([\w:-]+)/g)) expect(scripts, m[0]).toHaveProperty(m[1] ?? "");
+    for (const m of readme.matchAll(/npx runlet (\w+)/g)) {
+      expect(["init", "dev", "test", "build", "start", "harness", "deploy"], m[0]).toContain(m[1]);
+    }
+    expect(renderProjectDockerfile()).not.toContain("FROM runlet-base");
+    expect(readme).not.toMatch(/runlet-base|Dockerfile\.base/);
+    expect(readme).not.toContain("npmjs.com/package/runlet");
+    expect(read("vitest.config.ts")).not.toMatch(/ships TypeScript/);
   });
 });

@@ -3,7 +3,6 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { renderProjectDockerfile } from "../../src/cli/dockerfile.js";
-import { VERSION } from "../../src/version.js";
 import { REPO_ROOT, runCli } from "./run-cli.js";
 
 /** The commands this area owns; each must answer --help with its usage and exit 0. */
@@ -85,6 +84,34 @@ describe("bad usage", () => {
   });
 });
 
+/** A stand-in for runlet's tarball: init copies it and never opens it. */
+async function fakeTarball(): Promise<string> {
+  const path = join(tmp, "packed", "runlet-0.1.0.tgz");
+  await mkdir(join(tmp, "packed"), { recursive: true });
+  await writeFile(path, "not really a tarball: runlet init only copies it");
+  return path;
+}
+
+/** A folder npm packs as runlet 9.9.9 (two files), with the given scripts. */
+async function fakeRunletFolder(name: string, scripts: Record<string, string>): Promise<string> {
+  const folder = join(tmp, name);
+  await mkdir(folder, { recursive: true });
+  await writeFile(
+    join(folder, "package.json"),
+    JSON.stringify({ name: "runlet", version: "9.9.9", files: ["index.js"], scripts }),
+  );
+  await writeFile(join(folder, "index.js"), "export {};\n");
+  return folder;
+}
+
+/** The entries of a .tgz, through tar. */
+async function runTar(file: string): Promise<string[]> {
+  const { execFile } = await import("node:child_process");
+  const { promisify } = await import("node:util");
+  const { stdout } = await promisify(execFile)("tar", ["-tzf", file]);
+  return stdout.split("\n").filter((l) => l !== "");
+}
+
 describe("runlet init", () => {
   it("refuses a folder that is not empty and leaves it untouched", async () => {
     // One file of the user's: the message lists the first few entries, so a folder that a
@@ -109,22 +136,55 @@ describe("runlet init", () => {
     );
   });
 
-  it("writes a file: dependency on the tarball --runlet-from names, relative to the project", async () => {
-    await mkdir(join(tmp, "vendor"), { recursive: true });
-    await writeFile(join(tmp, "vendor", "runlet-0.1.0.tgz"), "");
-    const r = await runCli([
-      "init",
-      join(tmp, "apps", "w"),
-      "--runlet-from",
-      join(tmp, "vendor", "runlet-0.1.0.tgz"),
-    ]);
+  it("copies the tarball --runlet-from names into vendor/ and depends on it there", async () => {
+    const tarball = await fakeTarball();
+    const r = await runCli(["init", join("apps", "w"), "--runlet-from", tarball], { cwd: tmp });
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout).toContain("\nIts runlet dependency is file:../../vendor/runlet-0.1.0.tgz.\n\nNext:\n");
+    expect(r.stdout).toContain(
+      `\nIts runlet dependency is file:vendor/runlet-0.1.0.tgz (a copy of ${tarball}); commit vendor/ with the project: npm install and the Dockerfile install runlet from it.\n\nNext:\n  cd apps/w\n`,
+    );
     const pkg = JSON.parse(await readFile(join(tmp, "apps", "w", "package.json"), "utf8")) as Record<
       string,
       unknown
     >;
-    expect(pkg["dependencies"]).toEqual({ runlet: "file:../../vendor/runlet-0.1.0.tgz", zod: "^4.1.0" });
+    expect(pkg["dependencies"]).toEqual({ runlet: "file:vendor/runlet-0.1.0.tgz", zod: "^4.1.0" });
+    expect(await readFile(join(tmp, "apps", "w", "vendor", "runlet-0.1.0.tgz"), "utf8")).toBe(
+      await readFile(tarball, "utf8"),
+    );
+  });
+
+  it("packs the folder --runlet-from names into vendor/ with npm pack", async () => {
+    const folder = await fakeRunletFolder("packable", {});
+    const dir = join(tmp, "from-folder");
+    const r = await runCli(["init", dir, "--runlet-from", folder], { timeoutMs: 120_000 });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain(
+      `Its runlet dependency is file:vendor/runlet-9.9.9.tgz (packed from ${folder});`,
+    );
+    const pkg = JSON.parse(await readFile(join(dir, "package.json"), "utf8")) as Record<string, unknown>;
+    expect(pkg["dependencies"]).toMatchObject({ runlet: "file:vendor/runlet-9.9.9.tgz" });
+    const listing = await runTar(join(dir, "vendor", "runlet-9.9.9.tgz"));
+    expect(listing.sort()).toEqual(["package/index.js", "package/package.json"]);
+  }, 120_000);
+
+  it("fails with RUNLET_CLI_VENDOR_FAILED and npm's words when npm pack fails, leaving no vendor/", async () => {
+    const folder = await fakeRunletFolder("unpackable", {
+      prepack: "node -e \"console.error('no build here'); process.exit(3)\"",
+    });
+    const dir = join(tmp, "from-broken-folder");
+    const r = await runCli(["init", dir, "--runlet-from", folder], { timeoutMs: 120_000 });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(new RegExp(`^runlet init: npm pack ${folder} exited with 3`));
+    expect(r.stderr).toContain("no build here");
+    expect(r.stderr).toContain("runlet init --runlet-from ./runlet-");
+    expect(r.stderr).toMatch(/\(RUNLET_CLI_VENDOR_FAILED\)\n$/);
+    expect(await readdir(dir)).toEqual([]);
+  }, 120_000);
+
+  it("quotes the folder in its cd line when it holds a space", async () => {
+    const r = await runCli(["init", "My Cool Worker", "--runlet-from", await fakeTarball()], { cwd: tmp });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain("\nNext:\n  cd 'My Cool Worker'\n  npm install\n");
   });
 
   it("refuses a --runlet-from path that is neither a runlet folder nor a tarball, writing nothing", async () => {
@@ -139,10 +199,11 @@ describe("runlet init", () => {
   for (const template of ["basic", "stream", "s3", "openai", "batch"] as const) {
     it(`copies the ${template} starter with the project name filled in`, async () => {
       const dir = join(tmp, `My Worker ${template}`);
-      const r = await runCli(["init", dir, "--template", template]);
-      expect(r.code).toBe(0);
+      const r = await runCli(["init", dir, "--template", template, "--runlet-from", await fakeTarball()]);
+      expect(r.code, r.stderr).toBe(0);
       const files = (await readdir(dir, { recursive: true })).map((f) => f.replaceAll("\\", "/")).sort();
       for (const f of [
+        ".dockerignore",
         ".gitignore",
         ".runpod/hub.json",
         ".runpod/tests.json",
@@ -153,6 +214,7 @@ describe("runlet init", () => {
         "test/handler.test.ts",
         "test_input.json",
         "tsconfig.json",
+        "vendor/runlet-0.1.0.tgz",
         "vitest.config.ts",
       ]) {
         expect(files).toContain(f);
@@ -161,8 +223,7 @@ describe("runlet init", () => {
       expect(pkg["name"]).toBe(`my-worker-${template}`);
       // The same Dockerfile `runlet build` writes: one generator, no copy per starter.
       expect(await readFile(join(dir, "Dockerfile"), "utf8")).toBe(renderProjectDockerfile());
-      // Run from a checkout (not installed from a tarball), the project asks the registry for runlet.
-      expect(pkg["dependencies"]).toMatchObject({ runlet: `^${VERSION}` });
+      expect(pkg["dependencies"]).toMatchObject({ runlet: "file:vendor/runlet-0.1.0.tgz" });
       const hub = JSON.parse(await readFile(join(dir, ".runpod/hub.json"), "utf8")) as Record<
         string,
         unknown

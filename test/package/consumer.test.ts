@@ -1,9 +1,10 @@
 import { spawn } from "node:child_process";
-import { existsSync } from "node:fs";
-import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { existsSync, readdirSync } from "node:fs";
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { delimiter, dirname, join } from "node:path";
+import { basename, delimiter, dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { packStaged } from "../../scripts/pack-staged.mjs";
 import { childEnv, REPO_ROOT } from "../cli/run-cli.js";
 
 // runlet the way a user gets it: `npm pack`, the tarball installed into a fresh project, and
@@ -86,12 +87,10 @@ beforeAll(async () => {
   tmp = await mkdtemp(join(tmpdir(), "runlet-consumer-"));
   version = (JSON.parse(await readFile(join(REPO_ROOT, "package.json"), "utf8")) as { version: string })
     .version;
-  // --ignore-scripts: the suite's setup has already brought dist/ up to date, and prepack's clean
-  // rebuild would delete dist/ under the other test files' running CLIs.
-  const pack = await npm(["pack", "--ignore-scripts", "--pack-destination", tmp, "--json"], REPO_ROOT);
-  expect(pack.code, pack.stderr).toBe(0);
-  const [packed] = JSON.parse(pack.stdout) as { filename: string }[];
-  tarball = join(tmp, packed!.filename);
+  // The tarball `npm pack` makes (npm's file list, the package's README and package.json), packed
+  // from a copy so the checkout never changes under the tests that read it; dist/ is already
+  // fresh (the suite's setup). test/package/pack-manifest.test.ts runs the real prepack hooks.
+  tarball = packStaged(tmp).tarball;
 
   app = join(tmp, "app");
   await mkdir(app);
@@ -105,7 +104,15 @@ beforeAll(async () => {
 }, 600_000);
 
 afterAll(async () => {
-  if (tmp !== undefined) await rm(tmp, { recursive: true, force: true });
+  if (tmp === undefined) return;
+  // npx keeps each package it ran in its cache's _npx/ folder: drop the ones made from this tarball.
+  const cache = (await npm(["config", "get", "cache"], tmp)).stdout.trim();
+  const npxDirs = await readdir(join(cache, "_npx")).catch(() => [] as string[]);
+  for (const d of npxDirs) {
+    const manifest = await readFile(join(cache, "_npx", d, "package.json"), "utf8").catch(() => "");
+    if (manifest.includes(tmp)) await rm(join(cache, "_npx", d), { recursive: true, force: true });
+  }
+  await rm(tmp, { recursive: true, force: true });
 });
 
 /** Imports each specifier in plain Node and records every module URL Node resolved meanwhile. */
@@ -140,6 +147,15 @@ describe("runlet installed from its tarball", () => {
     expect(files).toContain("package/README.md");
     // package.json says MIT: the licence text ships with it.
     expect(files).toContain("package/LICENSE");
+    // The shipped package.json: no repository scripts (prepare and prepack would run files that
+    // do not ship), no devDependencies; only what the client and the worker load as dependencies.
+    const shipped = JSON.parse(
+      (await exec("tar", ["-xzOf", tarball, "package/package.json"], tmp)).stdout,
+    ) as Record<string, unknown>;
+    expect(shipped["scripts"]).toBeUndefined();
+    expect(shipped["devDependencies"]).toBeUndefined();
+    expect(shipped["overrides"]).toBeUndefined();
+    expect(Object.keys(shipped["dependencies"] as object).sort()).toEqual(["pino", "undici", "zod"]);
     const clutter = files.filter((f) =>
       /^package\/(src|test|bench|examples|scripts)\/|\.tsbuildinfo$|^package\/dist\/\.built$/.test(f),
     );
@@ -182,6 +198,14 @@ describe("runlet installed from its tarball", () => {
     expect(resolved.some((u) => u.includes("/node_modules/zod/"))).toBe(true);
     // ...and neither of the CLI's heavy tools.
     expect(resolved.filter((u) => /\/node_modules\/(tsx|esbuild)\//.test(u))).toEqual([]);
+    // A client-only project installs none of the optional peers: no bundler, no AWS SDK.
+    const installed = [
+      ...(await readdir(join(app, "node_modules"))),
+      ...(await readdir(join(app, "node_modules", "@types"))),
+    ];
+    for (const heavy of ["esbuild", "tsx", "pino-pretty", "@aws-sdk", "@esbuild", "@smithy"]) {
+      expect(installed, heavy).not.toContain(heavy);
+    }
   }, 120_000);
 
   it("(b) type-checks a strict consumer (exactOptionalPropertyTypes, skipLibCheck: false)", async () => {
@@ -290,36 +314,101 @@ export default defineHandler({
 });
 `,
     );
-    const [plain, typed] = await Promise.all([
+    const [plain, typedWithoutTsx, buildWithoutEsbuild] = await Promise.all([
       exec(runlet, ["test", "plain.mjs", "--input", '{"input": {"a": 1}}'], app),
       exec(runlet, ["test", "typed.ts", "--input", '{"input": {"n": 21}}'], app),
+      exec(runlet, ["build", "plain.mjs"], app),
     ]);
     expect(plain.code, plain.stderr).toBe(0);
     expect(plain.stdout).toBe('{\n  "got": {\n    "a": 1\n  }\n}\n');
     expect(plain.stderr).toMatch(/^runlet test: COMPLETED in \d+ ms$/m);
+    // This project installed runlet alone: the tools some commands need are optional peers,
+    // asked for by name with the install line.
+    expect(typedWithoutTsx.code).toBe(1);
+    expect(typedWithoutTsx.stderr).toContain(
+      `runlet test: a TypeScript handler (${join(app, "typed.ts")}) needs the package tsx, which is not installed (optional for runlet): npm install --save-dev tsx@^`,
+    );
+    expect(typedWithoutTsx.stderr).toMatch(/ \(RUNLET_MISSING_PEER\)\n$/);
+    expect(buildWithoutEsbuild.code).toBe(1);
+    expect(buildWithoutEsbuild.stderr).toMatch(
+      /^runlet build: runlet build needs the package esbuild, which is not installed \(optional for runlet\): npm install --save-dev esbuild@\^\S+ \(RUNLET_MISSING_PEER\)\n$/,
+    );
+    expect(existsSync(join(app, "dist"))).toBe(false);
+
+    const tsx = await npm(
+      ["install", ...QUICK_INSTALL, "--save-dev", `tsx@${await installedVersion("tsx")}`],
+      app,
+    );
+    expect(tsx.code, tsx.stderr).toBe(0);
+    const typed = await exec(runlet, ["test", "typed.ts", "--input", '{"input": {"n": 21}}'], app);
     expect(typed.code, typed.stderr).toBe(0);
     expect(typed.stdout).toBe('{\n  "doubled": 42\n}\n');
   }, 120_000);
+});
 
-  it("(d) runlet init makes a project on the same tarball that installs, passes its tests and builds", async () => {
-    const init = await exec(runlet, ["init", "../worker"], app);
+/** Every starter runlet ships, whatever their number. */
+const STARTERS = readdirSync(join(REPO_ROOT, "templates"), { withFileTypes: true })
+  .filter((e) => e.isDirectory())
+  .map((e) => e.name)
+  .sort();
+
+describe("a new project, the way a user makes one from the tarball", () => {
+  // One starter after another: each npm install and vitest run uses both cores.
+  it.each(STARTERS)(
+    "npx --package <tarball> runlet init --template %s, then npm install, npm test and npm run build",
+    async (template) => {
+      const name = `starter-${template}`;
+      const init = await npm(
+        ["exec", "--yes", "--package", tarball, "--", "runlet", "init", name, "--template", template],
+        tmp,
+      );
+      expect(init.code, init.stderr).toBe(0);
+      const project = join(tmp, name);
+      const vendored = `vendor/${basename(tarball)}`;
+      expect(init.stdout).toContain(`\nIts runlet dependency is file:${vendored} (a copy of ${tarball});`);
+      const pkg = JSON.parse(await readFile(join(project, "package.json"), "utf8")) as {
+        dependencies: Record<string, string>;
+      };
+      expect(pkg.dependencies["runlet"]).toBe(`file:${vendored}`);
+      // The copy inside the project is the tarball itself: the Dockerfile installs it from there.
+      expect(await readFile(join(project, vendored))).toEqual(await readFile(tarball));
+
+      const install = await npm(["install", ...QUICK_INSTALL], project);
+      expect(install.code, install.stderr).toBe(0);
+      const test = await npm(["test"], project);
+      expect(test.code, `${test.stdout}\n${test.stderr}`).toBe(0);
+      expect(test.stdout).toMatch(/Tests\s+\d+ passed/);
+      const build = await npm(["run", "build"], project);
+      expect(build.code, `${build.stdout}\n${build.stderr}`).toBe(0);
+      expect(build.stdout).toMatch(/^Built dist\/worker\.mjs /m);
+      expect(existsSync(join(project, "dist", "worker.mjs"))).toBe(true);
+    },
+    600_000,
+  );
+
+  it("a global install's runlet init writes a project that installs: runlet packed into vendor/", async () => {
+    // A prefix of its own: never the machine's global folder.
+    const prefix = join(tmp, "global");
+    const global = await npm(["install", "--global", "--prefix", prefix, ...QUICK_INSTALL, tarball], tmp);
+    expect(global.code, global.stderr).toBe(0);
+    const installedAt = join(prefix, "lib", "node_modules", "runlet");
+    const init = await exec(join(prefix, "bin", "runlet"), ["init", "gw"], tmp);
     expect(init.code, init.stderr).toBe(0);
-    const project = join(tmp, "worker");
-    const spec = `file:../${tarball.slice(tmp.length + 1)}`;
-    expect(init.stdout).toContain(`\nIts runlet dependency is ${spec}.\n`);
-    const pkg = JSON.parse(await readFile(join(project, "package.json"), "utf8")) as {
-      dependencies: Record<string, string>;
-    };
-    expect(pkg.dependencies["runlet"]).toBe(spec);
+    expect(init.stdout).toContain(
+      `\nIts runlet dependency is file:vendor/${basename(tarball)} (packed from ${installedAt});`,
+    );
+    const project = join(tmp, "gw");
+    // npm pack of the installed copy gives back what the tarball shipped, file for file.
+    const listing = async (file: string) =>
+      (await exec("tar", ["-tzf", file], tmp)).stdout
+        .split("\n")
+        .filter((f) => f !== "")
+        .sort();
+    expect(await listing(join(project, "vendor", basename(tarball)))).toEqual(await listing(tarball));
 
     const install = await npm(["install", ...QUICK_INSTALL], project);
     expect(install.code, install.stderr).toBe(0);
-    const test = await npm(["test"], project);
-    expect(test.code, `${test.stdout}\n${test.stderr}`).toBe(0);
-    expect(test.stdout).toMatch(/Tests\s+\d+ passed/);
-    const build = await npm(["run", "build"], project);
-    expect(build.code, `${build.stdout}\n${build.stderr}`).toBe(0);
-    expect(build.stdout).toMatch(/^Built dist\/worker\.mjs /m);
-    expect(existsSync(join(project, "dist", "worker.mjs"))).toBe(true);
+    const v = await exec(join(project, "node_modules", ".bin", "runlet"), ["--version"], project);
+    expect(v).toEqual({ code: 0, stdout: `${version}\n`, stderr: "" });
   }, 600_000);
 });

@@ -4,8 +4,9 @@ import { VERSION } from "../../version.js";
 import { type Command, EXIT, parseCommandArgs, reportCliError, usageError } from "../command.js";
 import { renderProjectDockerfile } from "../dockerfile.js";
 import { TEMPLATE_NAMES, TEMPLATES_DIR, type TemplateName } from "../paths.js";
-import { fileSpec, installedFrom, runletFrom } from "../runlet-source.js";
+import { defaultSource, runletFrom } from "../runlet-source.js";
 import { copyTemplate, packageNameFor } from "../scaffold.js";
+import { VENDOR_DIR, vendorRunlet } from "../vendor-runlet.js";
 
 const HELP = `Usage: runlet init [dir] [--template basic|stream|s3|openai|batch] [--runlet-from PATH]
 
@@ -23,13 +24,14 @@ Options:
                        (an OpenAI-compatible chat/completions handler), batch (many
                        jobs, one call: a batch handler)
                        default: basic
-  --runlet-from PATH   the project depends on this runlet tarball (npm pack) or folder
-                       through a file: path, instead of the registry's runlet
-                       default: the tarball or folder this runlet was installed from, if
-                       any (npm's lockfile says); else ^${VERSION} from the registry
+  --runlet-from PATH   a runlet tarball (npm pack) or folder: copied (a folder: packed)
+                       into the project's ${VENDOR_DIR}/, which the project depends on
+                       default: the tarball this runlet was installed from (npm's
+                       lockfile says), likewise copied into ${VENDOR_DIR}/; ^${VERSION} when
+                       it came from a registry; else this runlet itself, packed
   -h, --help           show this help
 
-Exit codes: 0 created, 1 could not write, 2 bad usage (unknown template, folder not empty).`;
+Exit codes: 0 created, 1 could not write or pack, 2 bad usage (unknown template, folder not empty).`;
 
 /** Entries a fresh folder may already hold: \`git init\` before \`runlet init\` is common. */
 const ALLOWED_EXISTING = new Set([".git"]);
@@ -49,6 +51,11 @@ async function ensureEmptyDir(dir: string): Promise<void> {
     const shown = entries.slice(0, 5).join(", ") + (entries.length > 5 ? ", …" : "");
     throw usageError(`${dir} is not empty (${shown}); choose a new or empty folder`);
   }
+}
+
+/** `text` as one POSIX shell word: as is when it holds only safe characters, else single-quoted. */
+export function shellQuote(text: string): string {
+  return /^[\w@%+=:,./-]+$/.test(text) ? text : `'${text.replaceAll("'", "'\\''")}'`;
 }
 
 function isTemplateName(value: string): value is TemplateName {
@@ -74,23 +81,28 @@ export const command: Command = {
         throw usageError(`unknown template "${template}"; choose one of ${TEMPLATE_NAMES.join(", ")}`);
       }
       const fromFlag = parsed.values["runlet-from"];
-      const from = typeof fromFlag === "string" ? await runletFrom(fromFlag) : await installedFrom();
+      const source = typeof fromFlag === "string" ? await runletFrom(fromFlag) : await defaultSource();
       const dir = resolve(parsed.positionals[0] ?? ".");
       await ensureEmptyDir(dir);
       const name = packageNameFor(basename(dir));
-      const runletDependency = from === undefined ? undefined : fileSpec(from, dir);
+      const runlet = await vendorRunlet(source, dir);
       const files = await copyTemplate(join(TEMPLATES_DIR, template), dir, {
         name,
-        ...(runletDependency === undefined ? {} : { runletDependency }),
+        runletDependency: runlet.dependency,
       });
+      if (runlet.file !== undefined) files.push(runlet.file);
       // The one Dockerfile `runlet build` also writes, rendered here rather than kept as a copy per starter.
       await writeFile(join(dir, "Dockerfile"), renderProjectDockerfile());
       files.push("Dockerfile");
+      files.sort();
       const shown = relative(process.cwd(), dir) || ".";
-      const cd = shown === "." ? "" : `  cd ${shown}\n`;
+      const cd = shown === "." ? "" : `  cd ${shellQuote(shown)}\n`;
       process.stdout.write(
         `Created ${name} from the ${template} starter in ${shown} (${files.length} files).\n` +
-          (runletDependency === undefined ? "" : `Its runlet dependency is ${runletDependency}.\n`) +
+          `Its runlet dependency is ${runlet.dependency} (${runlet.origin})` +
+          (runlet.file === undefined
+            ? ".\n"
+            : `; commit ${VENDOR_DIR}/ with the project: npm install and the Dockerfile install runlet from it.\n`) +
           "\n" +
           `Next:\n${cd}  npm install\n  npm test            # the handler's tests\n` +
           "  npx runlet dev      # a local copy of the platform with your handler; prints a curl\n" +
