@@ -1,11 +1,11 @@
 /**
  * The streaming baseline: a minimal worker that posts one stream item at a time and waits for
- * each post before producing the next, as the reference SDK does (worker-protocol §5). It speaks
+ * each post before producing the next, as the reference SDK does (docs/protocol.md, "Streaming"). It speaks
  * the protocol with plain `fetch` and imports nothing from runlet, so the comparison measures
  * runlet's streaming against the simplest correct loop. It serves the bench's stream jobs
  * (`{ items: N }` → N short strings) until SIGTERM.
  *
- * Run: `node bin/run-ts.mjs bench/baseline-worker.ts` with the platform environment of §1.
+ * Run: `node bin/run-ts.mjs bench/baseline-worker.ts` with the platform environment (docs/protocol.md, "Environment").
  */
 
 function required(name: string): string {
@@ -39,7 +39,7 @@ const headers = { authorization: apiKey, "content-type": "application/json" };
 const stopping = new AbortController();
 process.once("SIGTERM", () => stopping.abort());
 
-// The heartbeat every worker owes the platform (worker-protocol §7), as the reference SDK sends it
+// The heartbeat every worker owes the platform (docs/protocol.md, "Heartbeat"), as the reference SDK sends it
 // from its own thread: without it the harness counts the worker lost once a long stream outlasts
 // heartbeatTimeoutMs. A timer here is enough, because the loop below awaits every post.
 let currentJob: string | undefined;

@@ -4,7 +4,7 @@ import { RunletError } from "./errors.js";
 import { PLATFORM_ENV } from "./protocol/env.js";
 
 /**
- * The environment the platform injects into a worker (worker-protocol §1), parsed once and frozen.
+ * The environment the platform injects into a worker (docs/protocol.md, "Environment"), parsed once and frozen.
  * No other module reads `process.env`: callers pass the result down.
  */
 

@@ -52,7 +52,7 @@ export async function measureStreaming(options: BenchOptions): Promise<Figure[]>
     }
     const runletPid = workers[0]!.worker.pid;
     const runs = await repeat(options.stream.repetitions, async () => {
-      // Sequential: stream items of one job are posted one at a time, in order (worker-protocol §5).
+      // Sequential: stream items of one job are posted one at a time, in order (docs/protocol.md, "Streaming").
       const { result: runlet, ceiling } = await bracketed(
         {
           url: `${ceilingServer.url}/v2/runlet/job-stream/pod-1/job-1?gpu=LOCAL&isStream=false`,

@@ -4,7 +4,7 @@ import { z } from "zod";
 
 /**
  * A long job that reports progress: each `progress()` call posts an IN_PROGRESS update to the
- * platform (worker-protocol §4) while the job runs. Updates are delivered in order and always
+ * platform (docs/protocol.md, "Results") while the job runs. Updates are delivered in order and always
  * before the final result.
  */
 

@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import { mkdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { basename, dirname, join, resolve, sep } from "node:path";
 import type { Message, Plugin } from "esbuild";
 import { RunletError } from "../errors.js";
@@ -169,6 +169,24 @@ async function dropLibraryMaps(
   }
 }
 
+/** Deletes the files under `<outDir>/chunks/` this build did not write. */
+async function dropStaleChunks(outDir: string, outputs: Record<string, unknown>): Promise<void> {
+  const written = new Set(Object.keys(outputs).map((path) => resolve(path)));
+  const dir = join(outDir, CHUNK_DIR);
+  let names: string[];
+  try {
+    names = await readdir(dir);
+  } catch {
+    return; // No chunks folder: nothing stale.
+  }
+  await Promise.all(
+    names
+      .map((name) => join(dir, name))
+      .filter((path) => !written.has(path))
+      .map((path) => rm(path, { force: true })),
+  );
+}
+
 /**
  * The heartbeat thread's module as its own small file beside the bundle (the entry names it as
  * `heartbeatEntry`): the thread loads only it, not the handler and its dependencies, because
@@ -214,11 +232,8 @@ export async function bundleHandler(options: BundleOptions): Promise<BundleResul
   const outDir = resolve(options.outDir);
   const bundlePath = join(outDir, BUNDLE_FILE);
   const mapPath = `${bundlePath}.map`;
-  await mkdir(outDir, { recursive: true });
   // Loaded here, not at the top: only `runlet build` needs esbuild, and `runlet --help` loads this module.
   const { build } = await import("esbuild");
-  // Chunk names carry content hashes: drop an earlier build's, or they pile up in the image.
-  await rm(join(outDir, CHUNK_DIR), { recursive: true, force: true });
   let warnings: Message[];
   let outputs: Record<
     string,
@@ -263,6 +278,10 @@ export async function bundleHandler(options: BundleOptions): Promise<BundleResul
       cause: err,
     });
   }
+  // esbuild writes nothing (not even the folder) when the build fails: a failed build leaves an
+  // earlier dist/ as it was, and no empty one. Chunk names carry content hashes: an earlier
+  // build's are dropped only now, or they would pile up in the image.
+  await dropStaleChunks(outDir, outputs);
   await bundleHeartbeatThread(outDir, options.minify ?? true, options.allSourceMaps === true);
   if (options.allSourceMaps !== true) await dropLibraryMaps(outputs, bundlePath);
   // The metafile names outputs relative to the working directory; sizes by absolute path.

@@ -9,6 +9,8 @@ import { inheritedEnv, pipeLines } from "./worker-pool.js";
 export interface DevSpawnerOptions {
   /** The handler module each worker runs (`runlet start <handler>`). */
   readonly handlerPath: string;
+  /** Variables every worker gets besides the platform's. @default {} */
+  readonly env?: Readonly<Record<string, string>>;
   /** Receives each line a worker prints, with its label (`<endpoint>/w<n>`). */
   readonly onLine: (label: string, line: string) => void;
   /** How long a stopped worker may finish its jobs before it is killed, in ms. @default 30_000 */
@@ -53,7 +55,7 @@ export class DevSpawner {
       [join(RUNLET_ROOT, "bin", "runlet.mjs"), "start", this.#options.handlerPath],
       {
         // Platform mode (JSON lines), so each worker line is rendered as one readable line.
-        env: { ...inheritedEnv(), ...env, RUNPOD_ENDPOINT_ID: endpointId },
+        env: { ...inheritedEnv(), ...this.#options.env, ...env, RUNPOD_ENDPOINT_ID: endpointId },
         stdio: ["ignore", "pipe", "pipe"],
       },
     );

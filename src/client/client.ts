@@ -3,7 +3,7 @@ import type { EndpointClientFor } from "./infer.js";
 import { type ClientOptions, resolveClientOptions } from "./options.js";
 import { createTransport } from "./transport.js";
 
-/** A client of the job API (platform-api §4.1), for the platform and runlet's harness alike. */
+/** A client of the job API (docs/protocol.md, "Job API"), for the platform and runlet's harness alike. */
 export interface Client {
   /**
    * The job API of one endpoint. `endpoint<typeof handler>(id)` types input, output and stream

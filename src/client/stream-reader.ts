@@ -14,7 +14,7 @@ import type { StreamOptions } from "./types.js";
 const DEFAULT_STREAM_POLL_MS = 250;
 /**
  * Least time between the starts of two reads while chunks keep coming: at most 100 reads a second
- * from one reader, half the platform's `/stream` rate (2000 per 10 s, platform-api §8). Reading
+ * from one reader, half the platform's `/stream` rate (2000 per 10 s, docs/protocol.md, "Rate limits"). Reading
  * again at once after every answer would fetch about one chunk per read of a fast token stream and
  * exhaust the rate within seconds; then the 429's Retry-After stalls the reader for the rest of
  * the 10 s window.
@@ -22,7 +22,7 @@ const DEFAULT_STREAM_POLL_MS = 250;
 const DEFAULT_STREAM_READ_INTERVAL_MS = 10;
 
 /**
- * Reads `/stream/<id>` (`{status, stream: [chunks since the previous read]}`, ARCHITECTURE
+ * Reads `/stream/<id>` (`{status, stream: [chunks since the previous read]}`, docs/architecture.md, "Decisions",
  * decision 6) until the job is terminal and nothing is left, yielding each chunk once, in order.
  * A job that ends other than COMPLETED throws after its last chunk, so a consumer sees every
  * chunk and then the failure.

@@ -6,10 +6,10 @@ export interface CallOptions {
   readonly signal?: AbortSignal;
 }
 
-/** A `/run` or `/runsync` body (platform-api §2.2) with a typed `input`. */
+/** A `/run` or `/runsync` body (docs/protocol.md, "Job bodies") with a typed `input`. */
 export type RunBody<TInput> = Omit<RunRequest, "input"> & { input: TInput };
 
-/** A job record (platform-api §2.2) with a typed `output`. */
+/** A job record (docs/protocol.md, "Job bodies") with a typed `output`. */
 export type TypedJobRecord<TOutput> = JobRecord & { output?: TOutput };
 
 /** Options of `runsync`. */
@@ -51,7 +51,7 @@ export interface PurgeResult {
   readonly status: "completed";
 }
 
-/** The job API of one endpoint (platform-api §4.1). */
+/** The job API of one endpoint (docs/protocol.md, "Job API"). */
 export interface EndpointClient<TInput = Record<string, unknown>, TOutput = unknown, TStreamItem = unknown> {
   /** The endpoint id. */
   readonly id: string;

@@ -90,7 +90,7 @@ function isIterator(value: unknown): value is AsyncIterator<unknown> | Iterator<
 
 /**
  * Runs `options.job` through `options.definition`; never rejects: whatever the schema, the handler
- * or a hook throws becomes this job's failed result (STYLE 20a).
+ * or a hook throws becomes this job's failed result (every floating promise ends in one sink).
  */
 export async function executeJob(options: ExecuteOptions): Promise<ExecuteOutcome> {
   try {

@@ -5,7 +5,7 @@ import { VERSION } from "../version.js";
 
 /**
  * Turns what a handler did (returned, threw, yielded) into the result posted for it
- * (worker-protocol §4). Runs on the side that ran the handler, so an error's class and stack are
+ * (docs/protocol.md, "Results"). Runs on the side that ran the handler, so an error's class and stack are
  * still known when it becomes text (they would not survive a thread boundary).
  */
 
@@ -78,7 +78,7 @@ export function returnedResult(value: unknown, stopPod: boolean): JobResult {
   }
 }
 
-/** The platform's error report for a thrown value (worker-protocol §4); non-Error values too. */
+/** The platform's error report for a thrown value (docs/protocol.md, "Results"); non-Error values too. */
 export function errorReport(thrown: unknown, identity: ReportIdentity): ErrorReport {
   let type: string;
   let message: string;

@@ -1,7 +1,7 @@
 import { isRunletError, RunletError } from "../errors.js";
 
 /**
- * Unfitness (worker-protocol §7): a worker that finds itself unfit pings once with
+ * Unfitness (docs/protocol.md, "Unfit workers"): a worker that finds itself unfit pings once with
  * `status=unhealthy&check=<name>&reason=<text>` and exits 1. A failed `healthCheck` or a thrown
  * {@link WorkerUnfitError} says so; the worker does the ping and the exit.
  */

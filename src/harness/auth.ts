@@ -18,8 +18,8 @@ function same(a: string, b: string): boolean {
 
 /**
  * The harness's keys: the main key opens every endpoint; scoped keys open theirs. Client routes
- * take `Authorization: Bearer <key>` or the raw key (platform-api §5); worker routes take only the
- * raw key, as the platform does (worker-protocol §3).
+ * take `Authorization: Bearer <key>` or the raw key (docs/protocol.md, "Authentication"); worker routes take only the
+ * raw key, as the platform does (docs/protocol.md, "Headers").
  */
 export class KeyRing {
   readonly #mainKey: string;

@@ -1,17 +1,19 @@
-import type { IncomingMessage, ServerResponse } from "node:http";
+import type { ServerResponse } from "node:http";
 import { type Health, JOB_STATUSES, type JobList, jobStatusSchema } from "../protocol/api.js";
 import { RUNSYNC_WAIT_MS, TTL_MS } from "../protocol/limits.js";
 import type { KeyRing } from "./auth.js";
-import { hangUpSignal, readBody, sendError, sendJson } from "./http-util.js";
+import { hangUpSignal, sendError, sendJson } from "./http-util.js";
 import { recordOf } from "./job-entry.js";
 import { listItemOf, recentJobs } from "./job-list.js";
 import type { JobStore } from "./job-store.js";
 import type { ResolvedOptions } from "./options.js";
 import type { RateLimiter } from "./rate-limits.js";
+import type { JsonRead } from "./read-json.js";
+import { noBody, type Route, type RouteCall, type RouteFamily } from "./route-table.js";
 import { parseRunBody } from "./run-body.js";
 import { readStream } from "./stream-reader.js";
 
-/** The client-facing job routes under `/v2/<endpoint>` (platform-api §4.1, plus `/status-sync`). */
+/** The client-facing job routes under `/v2/<endpoint>` (docs/protocol.md, "Job API", with `/status-sync`). */
 export const CLIENT_ROUTES = [
   "run",
   "runsync",
@@ -25,11 +27,6 @@ export const CLIENT_ROUTES = [
   "requests",
 ] as const;
 export type ClientRoute = (typeof CLIENT_ROUTES)[number];
-
-/** True when `name` is a client route. */
-export function isClientRoute(name: string | undefined): name is ClientRoute {
-  return (CLIENT_ROUTES as readonly string[]).includes(name ?? "");
-}
 
 /** What the client routes need from the harness. */
 export interface ClientRoutesContext {
@@ -53,7 +50,7 @@ const METHODS: Readonly<Record<ClientRoute, "GET" | "POST">> = {
   requests: "GET",
 };
 const WITH_JOB_ID: ReadonlySet<ClientRoute> = new Set(["status", "status-sync", "stream", "cancel", "retry"]);
-/** The rate-limit operation of a route (platform-api §8); routes not listed there are not limited. */
+/** The rate-limit operation of a route (docs/protocol.md, "Rate limits"); routes not listed there are not limited. */
 const RATE_OPERATION: Partial<Record<ClientRoute, string>> = {
   run: "run",
   runsync: "runsync",
@@ -64,8 +61,6 @@ const RATE_OPERATION: Partial<Record<ClientRoute, string>> = {
   "purge-queue": "purge-queue",
   requests: "requests",
 };
-/** Bodies of cancel, retry and purge-queue carry nothing; clients send `{}`. */
-const EMPTY_BODY_LIMIT_BYTES = 65_536;
 
 /** Parses an integer query parameter within bounds; returns the value, undefined when absent, or an error text. */
 function intParam(url: URL, name: string, min: number, max: number): number | undefined | string {
@@ -78,55 +73,110 @@ function intParam(url: URL, name: string, min: number, max: number): number | un
   return value;
 }
 
-/** Serves one client route; auth, endpoint, method and rate limits are checked first, in that order. */
-export async function handleClientRoute(
-  ctx: ClientRoutesContext,
-  req: IncomingMessage,
-  res: ServerResponse,
-  url: URL,
-  route: ClientRoute,
-  endpointId: string,
-  rest: readonly string[],
-): Promise<void> {
-  const auth = ctx.keys.client(req.headers.authorization, endpointId);
-  if (auth === "unauthorized") return sendError(res, 401, "missing or wrong API key");
-  if (!ctx.store.table.hasEndpoint(endpointId))
-    return sendError(res, 404, `endpoint "${endpointId}" not found`);
-  if (auth === "forbidden")
-    return sendError(res, 403, `this API key has no access to endpoint "${endpointId}"`);
-  if (req.method !== METHODS[route]) {
-    return sendError(res, 405, `/${route} takes ${METHODS[route]}, got ${req.method}`, {
-      headers: { allow: METHODS[route] },
+/**
+ * The client routes' family: refusals in the job API's error body, in the order of docs/harness.md
+ * ("Client routes"): key (401), endpoint (404), the key's access (403), method (405), rate limit (429).
+ */
+export function clientFamily(ctx: ClientRoutesContext): RouteFamily {
+  return {
+    hasEndpoint: (id) => ctx.store.table.hasEndpoint(id),
+    refuse({ req, res, url, endpointId }, route, refusal) {
+      switch (refusal.reason) {
+        case "key":
+          return sendError(res, 401, "missing or wrong API key");
+        case "endpoint":
+          return sendError(res, 404, `endpoint "${endpointId}" not found`);
+        case "forbidden":
+          return sendError(res, 403, `this API key has no access to endpoint "${endpointId}"`);
+        case "method": {
+          const method = METHODS[route.name as ClientRoute];
+          return sendError(res, 405, `/${route.name} takes ${method}, got ${req.method}`, {
+            headers: { allow: method },
+          });
+        }
+        case "path":
+          return sendError(res, 404, `no route for ${req.method} ${url.pathname}`);
+        default:
+          return sendError(res, refusal.status, refusal.message, { headers: { ...refusal.headers } });
+      }
+    },
+  };
+}
+
+/** The job API's routes under `/v2/<endpoint>/` (docs/protocol.md, "Job API"). */
+export function clientRoutes(ctx: ClientRoutesContext): ReadonlyMap<string, Route> {
+  const routes = new Map<string, Route>();
+  const limits = ctx.options.limits;
+  for (const name of CLIENT_ROUTES) {
+    const operation = RATE_OPERATION[name];
+    routes.set(name, {
+      name,
+      auth: (call) => ctx.keys.client(call.req.headers.authorization, call.endpointId),
+      methods: () => [METHODS[name]],
+      params: (p) => p.length === (WITH_JOB_ID.has(name) ? 1 : 0) && p[0] !== "",
+      ...(operation === undefined ? {} : { admit: (call: RouteCall) => admit(ctx, call, operation) }),
+      body: () =>
+        name === "run" || name === "runsync"
+          ? {
+              limitBytes: name === "run" ? limits.runBytes : limits.runsyncBytes,
+              limitName: `/${name}`,
+              maxDepth: limits.maxJsonDepth,
+              subject: "request body",
+              tooLargeStatus: 413,
+              allowEmpty: true,
+            }
+          : noBody("request body"),
+      handle: (call, body) => serveClientRoute(ctx, call, name, body),
     });
   }
-  const jobId = rest[0];
-  if (rest.length !== (WITH_JOB_ID.has(route) ? 1 : 0) || jobId === "") {
-    return sendError(res, 404, `no route for ${req.method} ${url.pathname}`);
+  return routes;
+}
+
+/** A slot of the route's rate limit (docs/protocol.md, "Limits"), freed when the answer is done; or a 429. */
+function admit(ctx: ClientRoutesContext, call: RouteCall, operation: string) {
+  const counts = ctx.store.workers.counts(call.endpointId, 0);
+  const slot = ctx.limiter.acquire(call.endpointId, operation, counts.idle + counts.running);
+  if (!slot.ok) {
+    return {
+      reason: "rate" as const,
+      status: 429,
+      message: slot.message,
+      headers: { "retry-after": String(slot.retryAfterSec) },
+    };
   }
-  const operation = RATE_OPERATION[route];
-  if (operation !== undefined) {
-    const counts = ctx.store.workers.counts(endpointId, 0);
-    const slot = ctx.limiter.acquire(endpointId, operation, counts.idle + counts.running);
-    if (!slot.ok) {
-      return sendError(res, 429, slot.message, { headers: { "retry-after": String(slot.retryAfterSec) } });
-    }
-    res.once("close", slot.release);
-  }
-  const reader = readerKey(req.headers.authorization);
+  call.res.once("close", slot.release);
+  return undefined;
+}
+
+async function serveClientRoute(
+  ctx: ClientRoutesContext,
+  call: RouteCall,
+  route: ClientRoute,
+  body: JsonRead,
+): Promise<void> {
+  const { req, res, url, endpointId } = call;
+  const jobId = call.params[0];
   switch (route) {
     case "run":
     case "runsync":
-      return submit(ctx, req, res, url, route, endpointId);
+      return submit(ctx, res, url, route, endpointId, body);
     case "health":
       return sendJson(res, 200, ctx.health(endpointId));
     case "requests":
       return listRequests(ctx, res, url, endpointId);
-    case "purge-queue": {
-      await readBody(req, EMPTY_BODY_LIMIT_BYTES);
+    case "purge-queue":
       return sendJson(res, 200, { removed: ctx.store.purge(endpointId), status: "completed" });
-    }
     default:
-      return onJob(ctx, req, res, url, route, endpointId, jobId!, reader);
+      return onJob(
+        ctx,
+        res,
+        url,
+        route,
+        endpointId,
+        jobId!,
+        readerKey(req.headers.authorization),
+        req.method,
+      );
   }
 }
 
@@ -151,11 +201,11 @@ function readerKey(header: string | undefined): string {
 
 async function submit(
   ctx: ClientRoutesContext,
-  req: IncomingMessage,
   res: ServerResponse,
   url: URL,
   route: "run" | "runsync",
   endpointId: string,
+  body: JsonRead,
 ): Promise<void> {
   const limits = ctx.options.limits;
   let waitMs: number = RUNSYNC_WAIT_MS.default;
@@ -164,19 +214,14 @@ async function submit(
     const wait = intParam(url, "wait", RUNSYNC_WAIT_MS.min, RUNSYNC_WAIT_MS.max);
     if (typeof wait === "string") return sendError(res, 400, wait);
     waitMs = wait ?? RUNSYNC_WAIT_MS.default;
-    // platform-api §8: sync results are kept 1 min, extendable up to 5 min through `wait`.
+    // docs/protocol.md, "Limits": sync results are kept 1 min, extendable up to 5 min through `wait`.
     retentionMs =
       wait === undefined
         ? limits.runsyncRetentionMs
         : Math.min(Math.max(wait, limits.runsyncRetentionMs), limits.runsyncMaxRetentionMs);
   }
-  const limit = route === "run" ? limits.runBytes : limits.runsyncBytes;
-  const body = await readBody(req, limit);
-  if (!body.ok && body.tooLarge) {
-    return sendError(res, 413, `request body is over the /${route} limit of ${limit} bytes`);
-  }
-  if (!body.ok) return sendError(res, 400, "request body is not valid UTF-8 JSON");
-  const parsed = parseRunBody(body.text);
+  if (!body.ok) return sendError(res, body.status, body.message);
+  const parsed = parseRunBody(body.value, body.bytes);
   if (!parsed.ok) return sendError(res, 400, parsed.message, { issues: parsed.issues });
   const job = ctx.store.create(endpointId, route, parsed.job, retentionMs);
   // The answer says IN_QUEUE even when a waiting worker took the job at once, as the platform's does.
@@ -202,15 +247,14 @@ async function waitForEnd(ctx: ClientRoutesContext, jobId: string, waitMs: numbe
 
 async function onJob(
   ctx: ClientRoutesContext,
-  req: IncomingMessage,
   res: ServerResponse,
   url: URL,
   route: ClientRoute,
   endpointId: string,
   jobId: string,
   reader: string,
+  method: string | undefined,
 ): Promise<void> {
-  if (route === "cancel" || route === "retry") await readBody(req, EMPTY_BODY_LIMIT_BYTES);
   const job = ctx.store.table.visible(endpointId, jobId);
   if (job === undefined) return sendError(res, 404, `job "${jobId}" not found (unknown, or expired)`);
   switch (route) {
@@ -253,6 +297,6 @@ async function onJob(
       ctx.store.retry(job);
       return sendJson(res, 200, { id: job.id, status: "IN_QUEUE" });
     default:
-      return sendError(res, 404, `no route for ${req.method} ${url.pathname}`);
+      return sendError(res, 404, `no route for ${method} ${url.pathname}`);
   }
 }

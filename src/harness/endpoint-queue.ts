@@ -4,17 +4,19 @@ export interface StoreEndpoint {
   readonly executionTimeoutMs: number;
 }
 
-interface Taker {
+interface Taker<T> {
   readonly workerId: string;
   readonly max: number;
-  resolve(ids: string[]): void;
+  resolve(handed: T[]): void;
 }
 
 /**
  * One endpoint's waiting jobs (ids, oldest first) and the job-take polls held open for them.
- * Handing out goes through `onHand`, which the store uses to start the jobs.
+ * Handing out goes through `onHand`, which the store uses to start the jobs: it returns what goes
+ * to the worker (each job written as JSON), leaving out a job it could not hand out; a poll that
+ * got nothing from the ids taken takes the next ones.
  */
-export class EndpointQueue {
+export class EndpointQueue<T = string> {
   readonly settings: StoreEndpoint;
   /** Jobs that reached COMPLETED since start. */
   completed = 0;
@@ -23,10 +25,10 @@ export class EndpointQueue {
   /** Client retries and heartbeat requeues since start. */
   retried = 0;
   #ids: string[] = [];
-  readonly #takers: Taker[] = [];
-  readonly #onHand: (ids: readonly string[], workerId: string) => void;
+  readonly #takers: Taker<T>[] = [];
+  readonly #onHand: (ids: readonly string[], workerId: string) => T[];
 
-  constructor(settings: StoreEndpoint, onHand: (ids: readonly string[], workerId: string) => void) {
+  constructor(settings: StoreEndpoint, onHand: (ids: readonly string[], workerId: string) => T[]) {
     this.settings = settings;
     this.#onHand = onHand;
   }
@@ -70,16 +72,17 @@ export class EndpointQueue {
    * time), else none. Aborting `signal` (the worker hung up) withdraws the poll before anything is
    * handed to it.
    */
-  take(workerId: string, max: number, holdMs: number, signal: AbortSignal): Promise<string[]> {
-    if (this.#ids.length > 0) return Promise.resolve(this.#hand(workerId, max));
+  take(workerId: string, max: number, holdMs: number, signal: AbortSignal): Promise<T[]> {
+    const now = this.#hand(workerId, max);
+    if (now.length > 0) return Promise.resolve(now);
     return new Promise((resolve) => {
-      const taker: Taker = {
+      const taker: Taker<T> = {
         workerId,
         max,
-        resolve: (ids) => {
+        resolve: (handed) => {
           clearTimeout(timer);
           signal.removeEventListener("abort", withdraw);
-          resolve(ids);
+          resolve(handed);
         },
       };
       const withdraw = () => {
@@ -108,14 +111,21 @@ export class EndpointQueue {
 
   #dispatch(): void {
     while (this.#ids.length > 0 && this.#takers.length > 0) {
-      const taker = this.#takers.shift()!;
-      taker.resolve(this.#hand(taker.workerId, taker.max));
+      const taker = this.#takers[0]!;
+      const handed = this.#hand(taker.workerId, taker.max);
+      // Nothing could be handed out and the queue is empty now: the poll goes on waiting.
+      if (handed.length === 0) return;
+      this.#takers.shift();
+      taker.resolve(handed);
     }
   }
 
-  #hand(workerId: string, max: number): string[] {
-    const ids = this.#ids.splice(0, Math.max(1, max));
-    this.#onHand(ids, workerId);
-    return ids;
+  /** Up to `max` jobs for `workerId`, leaving out those that could not be handed out; [] when none. */
+  #hand(workerId: string, max: number): T[] {
+    while (this.#ids.length > 0) {
+      const handed = this.#onHand(this.#ids.splice(0, Math.max(1, max)), workerId);
+      if (handed.length > 0) return handed;
+    }
+    return [];
   }
 }

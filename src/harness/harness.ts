@@ -3,12 +3,13 @@ import { RunletError } from "../errors.js";
 import type { Health } from "../protocol/api.js";
 import { KeyRing } from "./auth.js";
 import { TimerSet } from "./clock.js";
-import { Dashboard } from "./dashboard/index.js";
+import { Dashboard, type HandlerInfo } from "./dashboard/index.js";
 import { closeServer, listen, sendError } from "./http-util.js";
 import { type JobSnapshot, type NewJob, recordOf, snapshotOf } from "./job-entry.js";
 import { JobEventHub, type JobEventListener } from "./job-events.js";
 import { JobStore } from "./job-store.js";
 import { untilTerminal } from "./job-waits.js";
+import { exceedsValueDepth } from "./json-depth.js";
 import { type HarnessManagement, harnessManagement } from "./management-api/index.js";
 import { JobFeed } from "./openai/index.js";
 import {
@@ -26,10 +27,24 @@ import {
   RequestLog,
   type WorkerRoute,
 } from "./request-log.js";
-import { type RouterTargets, routeRequest } from "./router.js";
+import { type RouterTargets, routeRequest, routeTable } from "./router.js";
 import { Scaler } from "./scaler.js";
 import { type WebhookAttempt, WebhookSender } from "./webhooks.js";
 import { type WorkerEnvOptions, workerEnvFor } from "./worker-env.js";
+
+/** What {@link Harness.memory} reports. */
+export interface HarnessMemory {
+  /** Records in the request log (at most `maxRecordedRequests`). */
+  readonly requestLogRecords: number;
+  /** Bytes they are counted as (at most `maxRecordedRequestBytes`). */
+  readonly requestLogBytes: number;
+  /** Ended jobs kept for their retention. */
+  readonly finishedJobs: number;
+  /** Bytes of their bodies (at most `maxFinishedJobBytes`, but for the newest one). */
+  readonly finishedBytes: number;
+  /** Deleted jobs remembered by id, status and times. */
+  readonly tombstones: number;
+}
 
 /**
  * runlet's local copy of the platform: the client-facing job API and the worker-facing routes of
@@ -54,7 +69,7 @@ export class Harness {
   private constructor(options: ResolvedOptions) {
     this.#options = options;
     this.#timers = new TimerSet(options.clock);
-    this.#requests = new RequestLog(options.maxRecordedRequests);
+    this.#requests = new RequestLog(options.maxRecordedRequests, options.maxRecordedRequestBytes);
     this.#keys = new KeyRing(options.apiKey, options.keys);
     this.#webhooks = new WebhookSender(options.webhooks, this.#timers, options.logger);
     this.#limiter = new RateLimiter(options.rateLimits, options.clock);
@@ -67,6 +82,7 @@ export class Harness {
       clock: options.clock,
       timers: this.#timers,
       heartbeatTimeoutMs: options.heartbeatTimeoutMs,
+      maxFinishedBytes: options.maxFinishedJobBytes,
       events: {
         onTerminal: (job) => {
           if (job.webhook !== undefined) this.#webhooks.send(job.id, job.webhook, recordOf(job));
@@ -103,6 +119,7 @@ export class Harness {
         takeTimeoutMs: options.takeTimeoutMs,
         jobDoneBytes: options.limits.jobDoneBytes,
         streamBodyBytes: options.limits.streamBodyBytes,
+        maxJsonDepth: options.limits.maxJsonDepth,
         onStopPod: (ep, workerId) => this.#scaler.replace(ep, workerId),
         logger: options.logger,
       },
@@ -125,8 +142,9 @@ export class Harness {
         (req, res, url) => this.#management.extraRoutes(req, res, url),
       ],
     };
+    const table = routeTable(targets);
     this.#server = createServer((req, res) => {
-      routeRequest(targets, req, res, this.#url).catch((err: unknown) => {
+      routeRequest(table, targets.fallbacks, req, res, this.#url).catch((err: unknown) => {
         options.logger?.error({ err, url: req.url }, "harness request failed");
         sendError(res, 500, `internal harness error: ${err instanceof Error ? err.message : String(err)}`);
       });
@@ -156,6 +174,23 @@ export class Harness {
    */
   workerRestarted(endpointId: string): void {
     this.#dashboard?.workerRestarted(endpointId);
+  }
+
+  /**
+   * Tells the dashboard what the handler of `endpointId` takes (its input schema) and does
+   * (streams, serves OpenAI), so its form starts from a valid example (`runlet dev` and
+   * `createHarness` call this; see `describeHandler`). A no-op without the dashboard.
+   */
+  describeEndpoint(endpointId: string, info: HandlerInfo): void {
+    this.#dashboard?.describeEndpoint(endpointId, info);
+  }
+
+  /**
+   * Gives the dashboard a job's handler metrics (`ctx.metrics`), which reach runlet only in its
+   * worker's `Finished.` log line (`runlet dev` reads them there). A no-op without the dashboard.
+   */
+  reportJobMetrics(jobId: string, metrics: Readonly<Record<string, number | string>>): void {
+    this.#dashboard?.jobMetrics(jobId, metrics);
   }
 
   /** The main API key (opens every endpoint). */
@@ -207,7 +242,7 @@ export class Harness {
     return this.#events.subscribe(listener);
   }
 
-  /** The platform environment (worker-protocol §1) with which a worker connects to `endpointId`. */
+  /** The platform environment (docs/protocol.md, "Environment") with which a worker connects to `endpointId`. */
   workerEnv(endpointId: string, options: WorkerEnvOptions = {}): Record<string, string> {
     this.#endpoint(endpointId);
     return workerEnvFor(this.#url, endpointId, this.#options.apiKey, {
@@ -222,6 +257,14 @@ export class Harness {
     if (job.id !== undefined && this.#store.table.get(job.id) !== undefined) {
       throw new RunletError("RUNLET_HARNESS_CONFIG", `enqueue: a job with id "${job.id}" already exists`);
     }
+    // The body `{"input": ...}` is one level above the input: the limit /run applies.
+    const depth = this.#options.limits.maxJsonDepth;
+    if (exceedsValueDepth(job.input, depth - 1)) {
+      throw new RunletError(
+        "RUNLET_HARNESS_CONFIG",
+        `enqueue: input nests objects and arrays deeper than the limit of ${depth} levels of a request body (or holds a cycle)`,
+      );
+    }
     return this.#store.create(endpointId, "run", job, this.#options.limits.runRetentionMs).id;
   }
 
@@ -234,6 +277,16 @@ export class Harness {
   /** Resolves with the job once it is terminal; rejects after `timeoutMs` or when it is deleted first. */
   async waitForJob(jobId: string, options: { readonly timeoutMs?: number } = {}): Promise<JobSnapshot> {
     return snapshotOf(await untilTerminal(this.#store, jobId, options.timeoutMs ?? 30_000));
+  }
+
+  /**
+   * The sizes of the harness's bounded structures, for tests that hold it to its bounds: the request
+   * log (records, bytes), ended jobs kept for their retention (count, bytes) and deleted jobs
+   * remembered as tombstones.
+   */
+  memory(): HarnessMemory {
+    const log = this.#requests.size;
+    return { requestLogRecords: log.records, requestLogBytes: log.bytes, ...this.#store.memory() };
   }
 
   /** Every worker-route request so far, in arrival order. */
@@ -321,7 +374,11 @@ export class Harness {
           host: o.host,
           port: page.port,
           retention: { runMs: o.limits.runRetentionMs, runsyncMs: o.limits.runsyncRetentionMs },
-          bodyLimits: { runBytes: o.limits.runBytes, runsyncBytes: o.limits.runsyncBytes },
+          bodyLimits: {
+            runBytes: o.limits.runBytes,
+            runsyncBytes: o.limits.runsyncBytes,
+            maxJsonDepth: o.limits.maxJsonDepth,
+          },
           webhookAttempts: () => this.#webhooks.attempts(),
           onJobEvent: (listener) => this.#events.subscribe(listener),
           sampleRequest: page.sampleRequest,

@@ -1,6 +1,7 @@
 export { type AuthResult, KeyRing, type ScopedKey } from "./auth.js";
 export { type Clock, type ClockTimer, ManualClock, realClock } from "./clock.js";
-export { Harness, startHarness } from "./harness.js";
+export { describeHandler, type HandlerInfo, handlerInfoSchema } from "./dashboard/index.js";
+export { Harness, type HarnessMemory, startHarness } from "./harness.js";
 export type { JobKind, JobSnapshot, NewJob } from "./job-entry.js";
 export type { JobEvent, JobEventListener } from "./job-events.js";
 export type {

@@ -8,7 +8,7 @@ export type JobKind = "run" | "runsync";
 
 /**
  * `s3Config` as a job carries it: whatever object the client sent, unknown keys and missing fields
- * included (platform-api §2.2: the service only passes it through; the worker's S3 module says what
+ * included (docs/protocol.md, "Job bodies": the service only passes it through; the worker's S3 module says what
  * is missing when a handler uses it).
  */
 export type JobS3Config = NonNullable<RunRequest["s3Config"]>;
@@ -24,6 +24,8 @@ export interface NewJob {
   readonly policy?: Policy;
   readonly s3Config?: JobS3Config;
   readonly webhook?: string;
+  /** Size of the request body it came from, bytes (counted in the store's memory bound). @default 0 */
+  readonly bytes?: number;
   /**
    * Other top-level keys of the request body (e.g. the official JS client's `webhookV2`): the
    * platform passes them to the worker, so the delivered job carries them untouched. Keys the
@@ -37,12 +39,15 @@ export interface JobEntry {
   readonly id: string;
   readonly endpointId: string;
   readonly kind: JobKind;
-  readonly input: unknown;
-  readonly policy: Policy | undefined;
-  readonly s3Config: JobS3Config | undefined;
-  readonly webhook: string | undefined;
+  /** The request's data; dropped (undefined, empty) when the job is deleted: see {@link toTombstone}. */
+  input: unknown;
+  policy: Policy | undefined;
+  s3Config: JobS3Config | undefined;
+  webhook: string | undefined;
   /** Unknown top-level keys of the request body, delivered as they came. */
-  readonly extra: Readonly<Record<string, unknown>>;
+  extra: Readonly<Record<string, unknown>>;
+  /** Bytes of the bodies it was made of: its request, progress updates, stream chunks and result. */
+  bytes: number;
   status: JobStatus;
   createdAt: number;
   startedAt: number | undefined;
@@ -92,6 +97,7 @@ export function newJobEntry(
     s3Config: spec.s3Config,
     webhook: spec.webhook,
     extra: Object.fromEntries(Object.entries(spec.extra ?? {}).filter(([k]) => !OWN_KEYS.has(k))),
+    bytes: spec.bytes ?? 0,
     status: "IN_QUEUE",
     createdAt: now,
     startedAt: undefined,
@@ -126,6 +132,10 @@ export function markQueued(job: JobEntry): void {
   job.hasOutput = false;
   job.error = undefined;
   job.workerId = undefined;
+  // The next attempt streams from its first item again: keeping this attempt's chunks would hand
+  // readers (an open OpenAI stream, /stream) its early items twice.
+  job.stream = [];
+  job.readers.clear();
 }
 
 /** Also forgets what a retried job's earlier run produced: progress, chunks, readers, flags. */
@@ -136,6 +146,31 @@ export function clearForRetry(job: JobEntry): void {
   job.progress = [];
   job.stream = [];
   job.readers.clear();
+}
+
+/**
+ * What is kept of a deleted job (purge, ttl, retention, its endpoint removed): its id, status,
+ * times and counters, so late results are still recognised and counted — never its input, output,
+ * progress or stream, which could be megabytes each.
+ */
+export function toTombstone(job: JobEntry): void {
+  job.input = undefined;
+  job.policy = undefined;
+  job.s3Config = undefined;
+  job.webhook = undefined;
+  job.extra = {};
+  job.output = undefined;
+  job.hasOutput = false;
+  job.progress = [];
+  job.stream = [];
+  job.readers.clear();
+  job.bytes = 0;
+}
+
+/** A job as a job-take hands it out: the entry and its answer, already written as JSON. */
+export interface Delivery {
+  readonly job: JobEntry;
+  readonly json: string;
 }
 
 /** Records a job's end at `now`: its status, output (when the worker sent one) and error. */
@@ -221,7 +256,7 @@ export function snapshotOf(job: JobEntry): JobSnapshot {
 }
 
 /**
- * The job record clients see (platform-api §2.2): `id`, `status`, `delayTime` once started,
+ * The job record clients see (docs/protocol.md, "Job bodies"): `id`, `status`, `delayTime` once started,
  * `executionTime` once finished, `output` when there is one, `error` when it failed or timed out,
  * and `workerId` while a worker holds it. Never `input`, `s3Config` or `webhook`.
  *
@@ -245,8 +280,8 @@ export function recordOf(job: JobEntry): JobRecord {
 }
 
 /**
- * The job as job-take delivers it (worker-protocol §2): `id`, `input`, and everything else the
- * request body held, untouched (worker-protocol §2: "pass through what you don't know").
+ * The job as job-take delivers it (docs/protocol.md, "Taking jobs"): `id`, `input`, and everything else the
+ * request body held, untouched (docs/protocol.md, "Taking jobs": what the worker does not know passes through).
  */
 export function deliveredOf(job: JobEntry): Record<string, unknown> {
   return {

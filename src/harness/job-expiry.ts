@@ -1,12 +1,14 @@
 import { TTL_MS } from "../protocol/limits.js";
-import type { TimerSet } from "./clock.js";
-import type { JobEntry } from "./job-entry.js";
+import type { ClockTimer, TimerSet } from "./clock.js";
+import { type JobEntry, toTombstone } from "./job-entry.js";
 import type { JobTable } from "./job-table.js";
 import type { JobWaits } from "./job-waits.js";
 import type { WorkerRegistry } from "./worker-registry.js";
 
 /** How long a deleted job is remembered (for `Harness.job` and counting late results), ms. */
 const TOMBSTONE_MS = 60 * 60_000; // 1 h
+/** Most deleted jobs remembered at once (about 0.5 KB each); past it the oldest are forgotten. */
+export const MAX_TOMBSTONES = 100_000;
 
 /** What {@link JobExpiry} works on: the store's table, timers, workers and waits. */
 export interface JobExpiryDeps {
@@ -16,20 +18,30 @@ export interface JobExpiryDeps {
   readonly waits: JobWaits;
   /** An endpoint's queue changed (scaling). */
   readonly onQueueChange: (endpointId: string) => void;
+  /** Now on the harness clock, ms. */
+  readonly now: () => number;
   /** A job was deleted (the dashboard drops it from its list). */
   readonly onDeleted?: (job: JobEntry) => void;
 }
 
 /**
- * When a job's time runs out (platform-api §3 and §8): the execution timeout of a running job, the
+ * When a job's time runs out (docs/protocol.md, "Job states" and "Limits"): the execution timeout of a running job, the
  * ttl from submission, result retention after the end, `/status?ttl=`, and the deletion itself — gone for clients (404), remembered for an hour so
  * late results are still recognised and counted, then forgotten.
  */
 export class JobExpiry {
   readonly #deps: JobExpiryDeps;
+  /** Deleted jobs still remembered, oldest deletion first, with when they were deleted. */
+  readonly #tombstones = new Map<string, number>();
+  #sweepTimer: ClockTimer | undefined;
 
   constructor(deps: JobExpiryDeps) {
     this.#deps = deps;
+  }
+
+  /** How many deleted jobs are remembered. */
+  get tombstones(): number {
+    return this.#tombstones.size;
   }
 
   /** Arms a new job's ttl (`policy.ttl`, else the platform's default), covering queue and run time. */
@@ -90,10 +102,32 @@ export class JobExpiry {
     job.executionTimer = undefined;
     job.retentionTimer = undefined;
     job.deleted = true;
-    // The record stays a while so late results are still recognised and counted, then goes.
-    timers.set(() => table.forget(job.id), TOMBSTONE_MS);
+    // Only a tombstone stays a while, so late results are still recognised and counted, then goes.
+    toTombstone(job);
+    this.#tombstones.set(job.id, this.#deps.now());
+    this.#sweep();
     waits.notify(job.id);
     this.#deps.onDeleted?.(job);
     this.#deps.onQueueChange(job.endpointId);
+  }
+
+  /** Forgets tombstones past their hour, or past the count bound; one timer waits for the oldest. */
+  #sweep(): void {
+    const { table, timers } = this.#deps;
+    const now = this.#deps.now();
+    for (const [id, deletedAt] of this.#tombstones) {
+      if (this.#tombstones.size <= MAX_TOMBSTONES && now - deletedAt < TOMBSTONE_MS) break;
+      this.#tombstones.delete(id);
+      table.forget(id);
+    }
+    const oldest = this.#tombstones.values().next();
+    if (oldest.done === true || this.#sweepTimer !== undefined) return;
+    this.#sweepTimer = timers.set(
+      () => {
+        this.#sweepTimer = undefined;
+        this.#sweep();
+      },
+      oldest.value + TOMBSTONE_MS - now,
+    );
   }
 }

@@ -5,6 +5,8 @@ import type { Clock, TimerSet } from "./clock.js";
 import { EndpointQueue, type StoreEndpoint } from "./endpoint-queue.js";
 import {
   clearForRetry,
+  type Delivery,
+  deliveredOf,
   type JobEntry,
   type JobKind,
   markFinished,
@@ -40,7 +42,7 @@ export interface StoreEvents {
 }
 
 /**
- * The job state machine of platform-api §3, for every endpoint of one harness: queue, hand-out to
+ * The job state machine (docs/protocol.md, "Job states"), for every endpoint of one harness: queue, hand-out to
  * workers, results, cancel, retry, purge, ttl, execution timeout, result retention and heartbeat
  * lapses, and jobs a worker's pings stopped listing. Timers run on the harness clock.
  */
@@ -53,10 +55,22 @@ export class JobStore {
   readonly #expiry: JobExpiry;
   readonly waits = new JobWaits();
   readonly workers: WorkerRegistry;
+  /** Ended jobs still kept, oldest end first, with the bytes each holds. */
+  readonly #finished = new Map<string, number>();
+  readonly #maxFinishedBytes: number;
+  #finishedBytes = 0;
 
-  constructor(options: { clock: Clock; timers: TimerSet; heartbeatTimeoutMs: number; events: StoreEvents }) {
+  constructor(options: {
+    clock: Clock;
+    timers: TimerSet;
+    heartbeatTimeoutMs: number;
+    /** Most bytes the ended jobs still kept may hold; past it the oldest are deleted. */
+    maxFinishedBytes: number;
+    events: StoreEvents;
+  }) {
     this.#clock = options.clock;
     this.#events = options.events;
+    this.#maxFinishedBytes = options.maxFinishedBytes;
     this.workers = new Registry({
       timers: options.timers,
       now: () => this.#clock.now(),
@@ -66,13 +80,26 @@ export class JobStore {
       onChange: (w, change) => this.#events.onWorkerChange?.(w, change),
     });
     this.#expiry = new JobExpiry({
+      now: () => this.#clock.now(),
       table: this.#table,
       timers: options.timers,
       workers: this.workers,
       waits: this.waits,
       onQueueChange: (endpointId) => this.#events.onQueueChange(endpointId),
-      onDeleted: (job) => this.#events.onJobChange?.(job),
+      onDeleted: (job) => {
+        this.#unfinish(job);
+        this.#events.onJobChange?.(job);
+      },
     });
+  }
+
+  /** The bounded structures' sizes: ended jobs kept (their bytes) and deleted jobs remembered. */
+  memory(): { finishedJobs: number; finishedBytes: number; tombstones: number } {
+    return {
+      finishedJobs: this.#finished.size,
+      finishedBytes: this.#finishedBytes,
+      tombstones: this.#expiry.tombstones,
+    };
   }
 
   addEndpoint(id: string, settings: StoreEndpoint): void {
@@ -106,19 +133,22 @@ export class JobStore {
     return job;
   }
 
-  /** A worker's job-take on an endpoint (see EndpointQueue.take); the jobs handed out are started. */
+  /**
+   * A worker's job-take on an endpoint (see EndpointQueue.take): the jobs handed out, each with its
+   * answer already written, and started.
+   */
   async take(
     endpointId: string,
     workerId: string,
     max: number,
     holdMs: number,
     signal: AbortSignal,
-  ): Promise<JobEntry[]> {
+  ): Promise<Delivery[]> {
     const ep = this.#endpoint(endpointId);
     const taking = ep.take(workerId, max, holdMs, signal);
     // A held poll is a free worker: the scaler counts it.
     this.#events.onQueueChange(endpointId);
-    return (await taking).map((id) => this.#table.get(id)!);
+    return await taking;
   }
 
   /**
@@ -135,25 +165,27 @@ export class JobStore {
     if (back.length > 0) this.#endpoint(endpointId).unshift(back.map((j) => j.id));
   }
 
-  /** An IN_PROGRESS update from the worker. Returns false when the job had already ended. */
-  addProgress(job: JobEntry, output: unknown): boolean {
+  /** An IN_PROGRESS update from the worker (`bytes` its body's size). Returns false when the job had already ended. */
+  addProgress(job: JobEntry, output: unknown, bytes = 0): boolean {
     if (this.#ended(job)) {
       job.latePosts++;
       return false;
     }
     job.progress.push(output);
+    job.bytes += bytes;
     this.waits.notify(job.id);
     this.#events.onProgress(job, output);
     return true;
   }
 
-  /** A stream chunk from the worker. Returns false when the job had already ended. */
-  addChunk(job: JobEntry, chunk: StreamChunk): boolean {
+  /** A stream chunk from the worker (`bytes` its body's size). Returns false when the job had already ended. */
+  addChunk(job: JobEntry, chunk: StreamChunk, bytes = 0): boolean {
     if (this.#ended(job)) {
       job.latePosts++;
       return false;
     }
     job.stream.push(chunk);
+    job.bytes += bytes;
     this.waits.notify(job.id);
     this.#events.onChunk(job, chunk, job.stream.length);
     return true;
@@ -162,12 +194,20 @@ export class JobStore {
   /** The worker's final result. A result for a job that has already ended is counted and ignored. */
   complete(
     job: JobEntry,
-    result: { output?: unknown; error?: string; stopPod: boolean; isStream: boolean | undefined },
+    result: {
+      output?: unknown;
+      error?: string;
+      stopPod: boolean;
+      isStream: boolean | undefined;
+      /** The result body's size. @default 0 */
+      bytes?: number;
+    },
   ): boolean {
     if (this.#ended(job)) {
       job.duplicateResults++;
       return false;
     }
+    job.bytes += result.bytes ?? 0;
     job.stopPod = result.stopPod;
     job.isStream = result.isStream;
     if (result.error !== undefined) {
@@ -190,6 +230,7 @@ export class JobStore {
       throw new Error(`only FAILED or TIMED_OUT jobs can be retried; job ${job.id} is ${job.status}`);
     }
     this.#expiry.clearRetention(job);
+    this.#unfinish(job);
     this.#resetForQueue(job);
     clearForRetry(job);
     this.#endpoint(job.endpointId).retried++;
@@ -216,7 +257,7 @@ export class JobStore {
     this.waits.closeAll();
   }
 
-  #endpoint(id: string): EndpointQueue {
+  #endpoint(id: string): EndpointQueue<Delivery> {
     return this.#table.endpoint(id);
   }
 
@@ -224,11 +265,28 @@ export class JobStore {
     return job.deleted || TERMINAL_STATUSES.has(job.status);
   }
 
-  /** Jobs just handed to a worker start running: IN_PROGRESS, its execution timeout armed. */
-  #start(ids: readonly string[], workerId: string): void {
+  /**
+   * Jobs just taken from the queue for a worker: each is written as JSON first, and only a job whose
+   * answer exists starts running (IN_PROGRESS, its execution timeout armed). One that cannot be
+   * written (an input JSON cannot hold, put in through `Harness.enqueue`) fails with that reason
+   * rather than being marked as running on a worker that never got it.
+   */
+  #start(ids: readonly string[], workerId: string): Delivery[] {
+    const handed: Delivery[] = [];
     for (const id of ids) {
       const job = this.#table.get(id)!;
       const ep = this.#endpoint(job.endpointId);
+      let json: string;
+      try {
+        json = JSON.stringify(deliveredOf(job));
+      } catch (err) {
+        const why = err instanceof Error ? err.message : String(err);
+        this.#finish(job, "FAILED", {
+          error: `the job could not be handed out: its JSON cannot be written (${why})`,
+        });
+        continue;
+      }
+      handed.push({ job, json });
       job.status = "IN_PROGRESS";
       job.startedAt = this.#clock.now();
       job.workerId = workerId;
@@ -241,6 +299,27 @@ export class JobStore {
       this.#events.onJobChange?.(job);
       this.#events.onQueueChange(job.endpointId);
     }
+    return handed;
+  }
+
+  /** Keeps an ended job in the bounded store of ended jobs; past the bound, the oldest are deleted. */
+  #keepFinished(job: JobEntry): void {
+    this.#unfinish(job);
+    this.#finished.set(job.id, job.bytes);
+    this.#finishedBytes += job.bytes;
+    // The newest stays even alone over the bound: a client is usually about to read it.
+    while (this.#finishedBytes > this.#maxFinishedBytes && this.#finished.size > 1) {
+      const oldest = this.#finished.keys().next().value!;
+      this.#expiry.delete(this.#table.get(oldest)!);
+    }
+  }
+
+  /** Takes a job out of the store of ended jobs (deleted, or retried). */
+  #unfinish(job: JobEntry): void {
+    const bytes = this.#finished.get(job.id);
+    if (bytes === undefined) return;
+    this.#finished.delete(job.id);
+    this.#finishedBytes -= bytes;
   }
 
   #finish(
@@ -252,7 +331,7 @@ export class JobStore {
     const wasRunning = job.status === "IN_PROGRESS";
     if (job.status === "IN_QUEUE") ep.remove(job.id);
     if (wasRunning && job.workerId !== undefined && status !== "COMPLETED" && status !== "FAILED") {
-      // Cancel and timeout reach the worker as a job-stop (worker-protocol §6).
+      // Cancel and timeout reach the worker as a job-stop (docs/protocol.md, "Stopping one job").
       this.workers.requestStop(job.endpointId, job.workerId, job.id);
     } else if (job.workerId !== undefined) {
       this.workers.get(job.endpointId, job.workerId)?.jobs.delete(job.id);
@@ -264,6 +343,7 @@ export class JobStore {
     this.#expiry.armRetention(job);
     this.waits.notify(job.id);
     this.#events.onTerminal(job);
+    this.#keepFinished(job);
     this.#events.onQueueChange(job.endpointId);
   }
 

@@ -1,5 +1,8 @@
-import type { EndpointQueue } from "./endpoint-queue.js";
-import type { JobEntry } from "./job-entry.js";
+import type { EndpointQueue as Queue } from "./endpoint-queue.js";
+import type { Delivery, JobEntry } from "./job-entry.js";
+
+/** An endpoint's queue, handing out jobs written as JSON. */
+type EndpointQueue = Queue<Delivery>;
 
 /** Job counts of one endpoint, as `/health` reports them. */
 export interface JobCounts {

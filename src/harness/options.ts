@@ -14,6 +14,7 @@ import {
 import type { ScopedKey } from "./auth.js";
 import type { Clock } from "./clock.js";
 import { realClock } from "./clock.js";
+import { MAX_JSON_DEPTH } from "./json-depth.js";
 import type { RateLimitOptions } from "./rate-limits.js";
 import { STREAM_GATHER_MS } from "./stream-reader.js";
 import type { WebhookOptions } from "./webhooks.js";
@@ -28,7 +29,7 @@ export interface SpawnedWorker {
 
 /**
  * Starts one worker connected to the harness. `env` holds the platform variables of
- * worker-protocol §1 (`RUNPOD_WEBHOOK_*`, `RUNPOD_AI_API_KEY`, `RUNPOD_POD_ID`, ...).
+ * docs/protocol.md, "Environment" (`RUNPOD_WEBHOOK_*`, `RUNPOD_AI_API_KEY`, `RUNPOD_POD_ID`, ...).
  * `runlet/testing` passes one that runs the handler in-process; {@link processSpawner} starts
  * `runlet start <handler>` as a child process.
  */
@@ -64,6 +65,12 @@ export interface HarnessLimits {
   readonly runsyncRetentionMs?: number;
   /** Longest `/runsync` retention reachable through `wait`, ms. @default 300000 (5 min) */
   readonly runsyncMaxRetentionMs?: number;
+  /**
+   * Most levels of objects and arrays a JSON body may nest (`/run`, `/runsync`, job-done,
+   * job-stream, the OpenAI and dashboard routes); deeper answers 400 naming the limit.
+   * @default 512 (docs/harness.md, "Limits and rate limits")
+   */
+  readonly maxJsonDepth?: number;
 }
 
 /** A handler for requests outside the job routes (e.g. management emulation); returns true when it answered. */
@@ -73,7 +80,11 @@ export type ExtraRoutes = (req: IncomingMessage, res: ServerResponse, url: URL) 
 export interface DashboardOptions {
   /** Port of the page's own listener, on the harness's host; 0 picks a free one. @default 0 */
   readonly port?: number;
-  /** The request body the page's "run a request" form starts with (`runlet dev` passes test_input.json). @default {"input": {}} */
+  /**
+   * The request body the page's "run a request" form starts with (`runlet dev` passes
+   * test_input.json). @default none: an example of the endpoint's input schema when its handler
+   * was described (`Harness.describeEndpoint`), else `{"input": {}}`
+   */
   readonly sampleRequest?: unknown;
 }
 
@@ -110,6 +121,13 @@ export interface HarnessOptions {
   readonly webhooks?: WebhookOptions;
   /** How many worker-route requests `requests()` keeps (the oldest are dropped). @default 50000 */
   readonly maxRecordedRequests?: number;
+  /** How many bytes of worker-route requests (bodies, headers) `requests()` keeps (the oldest are dropped). @default 64 MiB */
+  readonly maxRecordedRequestBytes?: number;
+  /**
+   * How many bytes ended jobs still within their result retention may hold (request, progress,
+   * stream and result bodies); past it the oldest ended jobs are deleted early. @default 256 MiB
+   */
+  readonly maxFinishedJobBytes?: number;
   /** Consulted for every path that is not a `/v2/<endpoint>/<job route>`; unanswered paths get 404. */
   readonly extraRoutes?: ExtraRoutes;
   /**
@@ -121,7 +139,7 @@ export interface HarnessOptions {
   /**
    * Keep serving the retired v1 management API (`GET /v1/templates/{id}`) for old clients' tests.
    * Off, every `/v1/...` path answers 410 with a v1 `{message}` saying it was retired on
-   * 2026-11-15 (platform-api §9), as the platform's retired API does. @default false
+   * 2026-11-15 (docs/protocol.md, "Management API"), as the platform's retired API does. @default false
    */
   readonly managementV1?: boolean;
   /**
@@ -155,6 +173,8 @@ export interface ResolvedOptions {
   readonly rateLimits: RateLimitOptions;
   readonly webhooks: WebhookOptions;
   readonly maxRecordedRequests: number;
+  readonly maxRecordedRequestBytes: number;
+  readonly maxFinishedJobBytes: number;
   readonly extraRoutes: ExtraRoutes | undefined;
   readonly managementSpawn: WorkerSpawner | undefined;
   readonly managementV1: boolean;
@@ -180,6 +200,8 @@ const numbersSchema = z.object({
   streamGatherMs: integerOption(0, STREAM_GATHER_MS),
   heartbeatTimeoutMs: integerOption(1, 45_000),
   maxRecordedRequests: integerOption(1, 50_000),
+  maxRecordedRequestBytes: integerOption(1, 64 * 1_048_576),
+  maxFinishedJobBytes: integerOption(1, 256 * 1_048_576),
   dashboard: z.object({ port: integerOption(0, 0) }).prefault({}),
   limits: z
     .object({
@@ -190,6 +212,7 @@ const numbersSchema = z.object({
       runRetentionMs: integerOption(1, RETENTION_MS.run),
       runsyncRetentionMs: integerOption(1, RETENTION_MS.runsync),
       runsyncMaxRetentionMs: integerOption(1, RETENTION_MS.runsyncMax),
+      maxJsonDepth: integerOption(1, MAX_JSON_DEPTH),
     })
     .prefault({}),
 });
@@ -240,6 +263,8 @@ export function resolveOptions(options: HarnessOptions): ResolvedOptions {
       streamGatherMs: options.streamGatherMs,
       heartbeatTimeoutMs: options.heartbeatTimeoutMs,
       maxRecordedRequests: options.maxRecordedRequests,
+      maxRecordedRequestBytes: options.maxRecordedRequestBytes,
+      maxFinishedJobBytes: options.maxFinishedJobBytes,
       dashboard: typeof options.dashboard === "object" ? { port: options.dashboard.port } : undefined,
       limits: options.limits,
     },
@@ -260,6 +285,8 @@ export function resolveOptions(options: HarnessOptions): ResolvedOptions {
     rateLimits: options.rateLimits ?? {},
     webhooks: options.webhooks ?? {},
     maxRecordedRequests: numbers.maxRecordedRequests,
+    maxRecordedRequestBytes: numbers.maxRecordedRequestBytes,
+    maxFinishedJobBytes: numbers.maxFinishedJobBytes,
     extraRoutes: options.extraRoutes,
     managementSpawn: options.managementSpawn ?? endpoints[0]?.spawn,
     managementV1: options.managementV1 ?? false,
@@ -274,6 +301,6 @@ function dashboardOf(option: HarnessOptions["dashboard"], port: number): Resolve
   const o = option === true ? {} : option;
   return Object.freeze({
     port,
-    sampleRequest: o.sampleRequest ?? { input: {} },
+    sampleRequest: o.sampleRequest,
   });
 }

@@ -22,7 +22,7 @@ const DEFAULT_CLI = fileURLToPath(new URL("../../bin/runlet.mjs", import.meta.ur
 
 /**
  * A {@link WorkerSpawner} that runs `runlet start <handlerPath>` as a child process with the
- * platform's variables (worker-protocol §1), the way the platform runs a worker's container.
+ * platform's variables (docs/protocol.md, "Environment"), the way the platform runs a worker's container.
  *
  * @example
  * const spawn = processSpawner("src/handler.ts", { baseEnv: process.env });

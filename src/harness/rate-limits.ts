@@ -1,7 +1,7 @@
 import { RATE_LIMIT_WINDOW_MS, RATE_LIMITS, type RateLimitRule } from "../protocol/limits.js";
 import type { Clock } from "./clock.js";
 
-/** Rate-limit settings (platform-api §8); tests shrink them. */
+/** Rate-limit settings (docs/protocol.md, "Rate limits"); tests shrink them. */
 export interface RateLimitOptions {
   /** Rules per operation (`run`, `runsync`, `status`, `stream`, `cancel`, `purge-queue`, `openai`), merged over the platform's. */
   readonly rules?: Readonly<Record<string, RateLimitRule>>;

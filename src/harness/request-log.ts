@@ -1,6 +1,6 @@
 import { Fifo } from "../fifo.js";
 
-/** The worker-facing routes (worker-protocol §2–§7). */
+/** The worker-facing routes (docs/protocol.md, "Taking jobs" to "Heartbeat"). */
 export const WORKER_ROUTES = [
   "job-take",
   "job-take-batch",
@@ -37,8 +37,13 @@ export interface RecordedRequest {
   readonly query: Readonly<Record<string, string>>;
   /** Lower-case names. */
   readonly headers: Readonly<Record<string, string>>;
-  /** The raw body text ("" for none). */
+  /**
+   * The raw body text: "" for none, for a request refused before its body was read (a wrong key,
+   * say), for one over its limit, and for one too large to keep in the log at all.
+   */
   readonly body: string;
+  /** The body's size as received, bytes (0 when it was never read). */
+  readonly bodyBytes: number;
   /** The status answered, "dropped" when the connection was cut, "pending" while held open. */
   status: number | "dropped" | "pending";
 }
@@ -49,32 +54,72 @@ export interface RequestFilter {
   readonly endpointId?: string;
 }
 
+/** Bytes counted for a record besides its body, path, query and headers (its object, its fields). */
+const RECORD_OVERHEAD_BYTES = 200;
+
 /**
- * Worker-route requests in arrival order (the latest `maxRecords`, so a long-running harness does
- * not grow without bound), and the queue of faults per route.
+ * The bytes a record is counted as: its body's UTF-8 size (at least what V8 holds it in, for text a
+ * worker sends), a byte a character for the rest, and a fixed overhead.
+ */
+function sizeOf(record: Omit<RecordedRequest, "seq">): number {
+  const body = record.body === "" ? 0 : Math.max(record.body.length, record.bodyBytes);
+  let bytes = RECORD_OVERHEAD_BYTES + body + record.path.length + record.method.length;
+  for (const [k, v] of Object.entries(record.query)) bytes += k.length + v.length;
+  for (const [k, v] of Object.entries(record.headers)) bytes += k.length + v.length;
+  return bytes;
+}
+
+/**
+ * Worker-route requests in arrival order — the latest `maxRecords`, holding at most `maxBytes`
+ * (the oldest dropped), so neither a long-running harness nor large bodies grow it without bound —
+ * and the queue of faults per route.
  */
 export class RequestLog {
-  readonly #records = new Fifo<RecordedRequest>();
+  readonly #records = new Fifo<{ readonly record: RecordedRequest; readonly bytes: number }>();
   readonly #faults = new Map<WorkerRoute, Fault[]>();
   readonly #maxRecords: number;
+  readonly #maxBytes: number;
+  #bytes = 0;
   #seq = 0;
 
-  constructor(maxRecords: number) {
+  constructor(maxRecords: number, maxBytes: number) {
     this.#maxRecords = maxRecords;
+    this.#maxBytes = maxBytes;
   }
 
-  /** Adds a request; the caller sets `status` once answered. */
-  add(record: Omit<RecordedRequest, "seq">): RecordedRequest {
-    const full: RecordedRequest = { seq: this.#seq++, ...record };
-    this.#records.push(full);
-    if (this.#records.size > this.#maxRecords) this.#records.shift();
-    return full;
+  /** Records kept and the bytes they are counted as (at most the bound given). */
+  get size(): { readonly records: number; readonly bytes: number } {
+    return { records: this.#records.size, bytes: this.#bytes };
+  }
+
+  /**
+   * Adds a request; the caller sets `status` once answered. A record that alone is over the byte
+   * bound is kept without its body.
+   */
+  add(request: Omit<RecordedRequest, "seq">): RecordedRequest {
+    let kept = request;
+    let bytes = sizeOf(kept);
+    if (bytes > this.#maxBytes && kept.body !== "") {
+      kept = { ...kept, body: "" };
+      bytes = sizeOf(kept);
+    }
+    const record: RecordedRequest = { seq: this.#seq++, ...kept };
+    this.#records.push({ record, bytes });
+    this.#bytes += bytes;
+    while (
+      this.#records.size > this.#maxRecords ||
+      (this.#bytes > this.#maxBytes && this.#records.size > 1)
+    ) {
+      this.#bytes -= this.#records.shift()!.bytes;
+    }
+    return record;
   }
 
   /** Requests in arrival order, optionally filtered (copies, so later answers do not change them). */
   list(filter: RequestFilter = {}): RecordedRequest[] {
     return this.#records
       .toArray()
+      .map((r) => r.record)
       .filter(
         (r) =>
           (filter.route === undefined || r.route === filter.route) &&

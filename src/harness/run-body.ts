@@ -1,6 +1,5 @@
 import type { z } from "zod";
 import { runRequestSchema } from "../protocol/api.js";
-import { parseJson } from "./http-util.js";
 import type { NewJob } from "./job-entry.js";
 
 /** A `/run` or `/runsync` body, checked: the job to create, or what is wrong with it. */
@@ -16,20 +15,18 @@ function describe(issue: z.core.$ZodIssue): string {
 }
 
 /**
- * Parses and validates a job request body (platform-api §2.2): a JSON object with an `input`
- * object and optional `webhook` and `policy` (bounds of §8). Everything else is passed through to
+ * Validates a parsed job request body (`undefined` for an empty one; `bytes` its size, which the
+ * store counts) (docs/protocol.md, "Job bodies"): a JSON object with an `input` object and
+ * optional `webhook` and `policy` (bounds: docs/protocol.md, "Limits"). Everything else is passed through to
  * the worker as sent, because the platform does so: unknown keys at the top level (e.g.
  * `webhookV2`) and in `policy`, and `s3Config` whole — unknown keys (`objectPath`) and a partial
  * object (no `endpointUrl`) included; the worker's S3 module reports what is missing when a handler
  * uses it.
  */
-export function parseRunBody(text: string): RunBodyResult {
-  if (text.trim() === "") {
+export function parseRunBody(body: unknown, bytes = 0): RunBodyResult {
+  if (body === undefined) {
     return { ok: false, message: "request body is empty: send a JSON object with an input field" };
   }
-  const parsed = parseJson(text);
-  if (!parsed.ok) return { ok: false, message: `request body is not JSON: ${parsed.message}` };
-  const body = parsed.value;
   if (typeof body !== "object" || body === null || Array.isArray(body)) {
     return { ok: false, message: "request body must be a JSON object with an input field" };
   }
@@ -51,6 +48,7 @@ export function parseRunBody(text: string): RunBodyResult {
       ...(s3Config === undefined ? {} : { s3Config }),
       ...(webhook === undefined ? {} : { webhook }),
       ...(Object.keys(extra).length === 0 ? {} : { extra }),
+      bytes,
     },
   };
 }

@@ -18,7 +18,7 @@ export const STREAM_GATHER_MS = 5;
 const MAX_GATHER_CHUNKS = 1_000;
 
 /**
- * One `/stream/<id>` read (ARCHITECTURE decision 6): the chunks this reader has not seen yet,
+ * One `/stream/<id>` read (docs/architecture.md, "Decisions", item 6): the chunks this reader has not seen yet,
  * waiting up to `holdMs` for one when there are none and the job is still going. A read that had
  * to wait goes on gathering for `gatherMs` after its first chunk arrives (never past `holdMs`, and
  * not once the job has ended); a read that finds chunks waiting answers at once. The job's

@@ -3,7 +3,7 @@ import { withLinkedSignal } from "../linked-signal.js";
 import { USER_AGENT } from "../version.js";
 import type { TimerSet } from "./clock.js";
 
-/** Webhook delivery settings (platform-api §6). */
+/** Webhook delivery settings (docs/protocol.md, "Webhooks"). */
 export interface WebhookOptions {
   /** Attempts after the first failed one. @default 2 */
   readonly retries?: number;

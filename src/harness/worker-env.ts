@@ -17,7 +17,7 @@ export interface WorkerEnvOptions {
 }
 
 /**
- * The platform environment (worker-protocol §1) with which a worker connects to one endpoint of a
+ * The platform environment (docs/protocol.md, "Environment") with which a worker connects to one endpoint of a
  * harness at `baseUrl`, in production's shapes: the job-take template names the worker by `$ID`,
  * the ping, job-done and job-stream templates by `$RUNPOD_POD_ID` (with `$ID` the job id), and
  * every template carries `?gpu=$RUNPOD_GPU_TYPE_ID`. Any worker that reads the platform's

@@ -37,7 +37,7 @@ export interface UnlistedJob {
   readonly unlistedMs: number;
 }
 
-/** Counts of workers for `/health` (platform-api §4.1; the official JS client types every field). */
+/** Counts of workers for `/health` (docs/protocol.md, "Job API"; the official JS client types every field). */
 export type WorkerCounts = {
   /** Connected, holding no job. */
   readonly idle: number;
@@ -56,12 +56,12 @@ export type WorkerCounts = {
 /**
  * The workers of every endpoint, keyed by endpoint then worker id. A worker appears with its first
  * request and disappears when it lapses: no ping for `heartbeatTimeoutMs` since its last ping (or
- * since it appeared). Only pings count (worker-protocol §7: "if pings stop … the platform declares
- * the worker dead"): a worker that takes jobs and holds its job-stop poll open but never pings is as
+ * since it appeared). Only pings count (docs/protocol.md, "Heartbeat": when pings stop, the platform declares
+ * the worker dead): a worker that takes jobs and holds its job-stop poll open but never pings is as
  * dead as a silent one, since its heartbeat is what the platform watches.
  *
  * A worker that pings can still lose a job: the ping's `job_id` list is how the platform knows what
- * a worker runs (worker-protocol §2, §7), and a restarted process pinging under the same id no
+ * a worker runs (docs/protocol.md, "Taking jobs" and "Heartbeat"), and a restarted process pinging under the same id no
  * longer lists a job its predecessor took. A held job that none of its worker's pings has listed for
  * `heartbeatTimeoutMs` — since the hand-out, or since the first ping that left it out after one
  * listed it — is reported lost by the ping that finds it so.

@@ -1,24 +1,15 @@
-import type { IncomingMessage, ServerResponse } from "node:http";
+import type { ServerResponse } from "node:http";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
 import { streamChunkSchema } from "../protocol/worker-bodies.js";
 import type { KeyRing } from "./auth.js";
-import {
-  hangUpSignal,
-  headersOf,
-  parseJson,
-  queryOf,
-  readBody,
-  sendEmpty,
-  sendError,
-  sendJson,
-} from "./http-util.js";
-import { deliveredOf } from "./job-entry.js";
+import { hangUpSignal, headersOf, queryOf, sendEmpty, sendError, sendJson } from "./http-util.js";
 import type { JobStore } from "./job-store.js";
-import type { RequestLog, WorkerRoute } from "./request-log.js";
+import type { JsonRead } from "./read-json.js";
+import { type RecordedRequest, type RequestLog, WORKER_ROUTES, type WorkerRoute } from "./request-log.js";
+import { noBody, type Refusal, type Route, type RouteCall, type RouteFamily } from "./route-table.js";
 import { parseStreamBody } from "./stream-body.js";
 import type { WorkerRegistry, WorkerState } from "./worker-registry.js";
-
 /** What the worker routes need from the harness. */
 export interface WorkerRoutesContext {
   readonly store: JobStore;
@@ -30,6 +21,8 @@ export interface WorkerRoutesContext {
   readonly jobDoneBytes: number;
   /** Largest job-stream body, bytes. */
   readonly streamBodyBytes: number;
+  /** Most levels of objects and arrays a job-done or job-stream body may nest. */
+  readonly maxJsonDepth: number;
   /** A worker posted `stopPod: true` (the scaler replaces workers it started). */
   readonly onStopPod: (endpointId: string, workerId: string) => void;
   /** Where ignored posts from a worker that does not hold the job are reported (warn). */
@@ -37,33 +30,105 @@ export interface WorkerRoutesContext {
 }
 
 const GET_ROUTES: ReadonlySet<WorkerRoute> = new Set(["job-take", "job-take-batch", "job-stop", "ping"]);
-/** Body limit for routes that carry none (a GET with a body is odd but harmless when small). */
-const SMALL_BODY_BYTES = 65_536;
-const JSON_TYPES = new Set(["application/json", "application/x-www-form-urlencoded"]);
+const JSON_TYPES: ReadonlySet<string> = new Set(["application/json", "application/x-www-form-urlencoded"]);
 
-/** Serves one request to `/v2/<endpointId>/<route>/<workerId>[/<jobId>]` (worker-protocol §2–§7). */
-export async function handleWorkerRoute(
-  ctx: WorkerRoutesContext,
-  req: IncomingMessage,
-  res: ServerResponse,
-  url: URL,
+/** The worker routes' family: a refused request is recorded (without a body) and answered `{error, status}`. */
+export function workerFamily(ctx: WorkerRoutesContext): RouteFamily {
+  return {
+    hasEndpoint: (id) => ctx.store.table.hasEndpoint(id),
+    refuse(call, route, refusal) {
+      const { status, message } = refusalOf(call, route.name as WorkerRoute, refusal);
+      recordOf(ctx, call, route.name as WorkerRoute, undefined).status = status;
+      sendError(call.res, status, message);
+    },
+  };
+}
+
+function refusalOf(
+  call: RouteCall,
   route: WorkerRoute,
-  endpointId: string,
-  rest: readonly string[],
-): Promise<void> {
-  const limit =
-    route === "job-done" ? ctx.jobDoneBytes : route === "job-stream" ? ctx.streamBodyBytes : SMALL_BODY_BYTES;
-  const body = await readBody(req, limit);
-  const record = ctx.requests.add({
+  refusal: Refusal,
+): { status: number; message: string } {
+  const expected = GET_ROUTES.has(route) ? "GET" : "POST";
+  const wantsJob = route === "job-done" || route === "job-stream";
+  switch (refusal.reason) {
+    case "key":
+    case "forbidden":
+      // A worker is either let in or not: the platform answers 401 to a worker with a bad key.
+      return { status: 401, message: "missing or wrong API key: send the raw key in Authorization" };
+    case "endpoint":
+      return { status: 404, message: `endpoint "${call.endpointId}" not found` };
+    case "method":
+      return { status: 405, message: `${route} takes ${expected}, got ${call.req.method}` };
+    case "path":
+      return {
+        status: 404,
+        message: `${route} path must be /v2/<endpoint>/${route}/<worker id>${wantsJob ? "/<job id>" : ""}`,
+      };
+    default:
+      return { status: refusal.status, message: refusal.message };
+  }
+}
+
+/** Records a worker-route request in the log; `body` undefined for one refused before its body was read. */
+function recordOf(
+  ctx: WorkerRoutesContext,
+  call: RouteCall,
+  route: WorkerRoute,
+  body: JsonRead | undefined,
+): RecordedRequest {
+  return ctx.requests.add({
     route,
-    endpointId,
-    method: req.method ?? "GET",
-    path: url.pathname,
-    query: queryOf(url),
-    headers: headersOf(req),
-    body: body.ok ? body.text : body.tooLarge ? "" : body.bytes.toString("utf8"),
+    endpointId: call.endpointId,
+    method: call.req.method ?? "GET",
+    path: call.url.pathname,
+    query: queryOf(call.url),
+    headers: headersOf(call.req),
+    body: body?.text ?? "",
+    bodyBytes: body?.bytes ?? 0,
     status: "pending",
   });
+}
+
+/** The six worker routes (docs/protocol.md, "Taking jobs", "Results", "Streaming", "Stopping one job", "Heartbeat"). */
+export function workerRoutes(ctx: WorkerRoutesContext): ReadonlyMap<string, Route> {
+  const routes = new Map<string, Route>();
+  for (const name of WORKER_ROUTES) {
+    const expected = GET_ROUTES.has(name) ? "GET" : "POST";
+    const wantsJob = name === "job-done" || name === "job-stream";
+    const subject = `${name} body`;
+    routes.set(name, {
+      name,
+      auth: (call) => ctx.keys.worker(call.req.headers.authorization, call.endpointId),
+      methods: () => [expected],
+      params: (p) => p[0] !== undefined && p[0] !== "" && p.length === (wantsJob ? 2 : 1) && p[1] !== "",
+      body: () =>
+        name === "job-done" || name === "job-stream"
+          ? {
+              limitBytes: name === "job-done" ? ctx.jobDoneBytes : ctx.streamBodyBytes,
+              maxDepth: ctx.maxJsonDepth,
+              subject,
+              tooLargeStatus: 400,
+              types: JSON_TYPES,
+              ...(name === "job-stream" ? { parse: parseStreamBody } : {}),
+            }
+          : noBody(subject),
+      answersBodyErrors: true,
+      handle: (call, body) => serveWorkerRoute(ctx, call, name, body),
+    });
+  }
+  return routes;
+}
+
+/** Serves one authenticated worker-route request whose body has been read (docs/protocol.md, "Taking jobs" to "Heartbeat"). */
+async function serveWorkerRoute(
+  ctx: WorkerRoutesContext,
+  call: RouteCall,
+  route: WorkerRoute,
+  body: JsonRead,
+): Promise<void> {
+  const { req, res, url, endpointId } = call;
+  const record = recordOf(ctx, call, route, body);
   const answer = (status: number | "dropped") => {
     record.status = status;
   };
@@ -71,6 +136,7 @@ export async function handleWorkerRoute(
     if (record.status === "pending") record.status = "dropped";
   });
 
+  // Faults are the test's, for its own workers: only a request with the key can use one up.
   const fault = ctx.requests.nextFault(route);
   if (fault !== undefined && "drop" in fault) {
     record.status = "dropped";
@@ -93,30 +159,12 @@ export async function handleWorkerRoute(
   }
   if (fault !== undefined && "delayMs" in fault) await sleep(fault.delayMs);
 
-  const fail = (status: number, message: string) => {
-    answer(status);
-    sendError(res, status, message);
-  };
-  if (ctx.keys.worker(req.headers.authorization, endpointId) !== "ok") {
-    return fail(401, "missing or wrong API key: send the raw key in Authorization");
+  if (!body.ok) {
+    answer(body.status === 413 ? 400 : body.status);
+    return sendError(res, 400, body.message);
   }
-  if (!ctx.store.table.hasEndpoint(endpointId)) return fail(404, `endpoint "${endpointId}" not found`);
-  const expected = GET_ROUTES.has(route) ? "GET" : "POST";
-  if (req.method !== expected) return fail(405, `${route} takes ${expected}, got ${req.method}`);
-  const workerId = rest[0];
-  const jobId = rest[1];
-  const wantsJob = route === "job-done" || route === "job-stream";
-  if (workerId === undefined || workerId === "" || rest.length !== (wantsJob ? 2 : 1) || jobId === "") {
-    return fail(
-      404,
-      `${route} path must be /v2/<endpoint>/${route}/<worker id>${wantsJob ? "/<job id>" : ""}`,
-    );
-  }
-  if (!body.ok && body.tooLarge) {
-    return fail(400, `${route} body is over the limit of ${body.limitBytes} bytes`);
-  }
-  if (!body.ok) return fail(400, `${route} body is not valid UTF-8`);
-
+  const workerId = call.params[0]!;
+  const jobId = call.params[1];
   const worker = ctx.store.workers.seen(endpointId, workerId);
   switch (route) {
     case "job-take":
@@ -134,7 +182,7 @@ export async function handleWorkerRoute(
     case "ping":
       return ping(res, url, ctx.store.workers, worker, answer);
     default: {
-      const outcome = result(ctx, req, url, route, endpointId, workerId, jobId!, body.text);
+      const outcome = result(ctx, url, route, endpointId, workerId, jobId!, body.value, body.bytes);
       answer(outcome.status);
       if (outcome.message !== undefined) return sendError(res, outcome.status, outcome.message);
       return sendJson(res, 200, {});
@@ -159,22 +207,35 @@ async function take(
       return sendError(res, 400, `batch_size must be an integer ≥ 1, got ${raw ?? "nothing"}`);
     }
   }
-  const jobs = await ctx.store.take(worker.endpointId, worker.id, max, ctx.takeTimeoutMs, hangUpSignal(res));
-  if (jobs.length === 0) {
+  // Each job comes already written as JSON: the store marks a job IN_PROGRESS only once its
+  // answer exists, and fails one that cannot be written instead of handing it out.
+  const handed = await ctx.store.take(
+    worker.endpointId,
+    worker.id,
+    max,
+    ctx.takeTimeoutMs,
+    hangUpSignal(res),
+  );
+  if (handed.length === 0) {
     answer(204);
     return sendEmpty(res, 204);
   }
+  const jobs = handed.map((h) => h.job);
   if (res.destroyed) {
     ctx.store.undeliver(worker.endpointId, worker.id, jobs);
     answer("dropped");
     return;
   }
-  answer(200);
   res.once("close", () => {
     if (!res.writableFinished) ctx.store.undeliver(worker.endpointId, worker.id, jobs);
   });
-  const delivered = jobs.map(deliveredOf);
-  sendJson(res, 200, route === "job-take" ? delivered[0] : delivered);
+  const text = route === "job-take" ? handed[0]!.json : `[${handed.map((h) => h.json).join(",")}]`;
+  res.writeHead(200, {
+    "content-type": "application/json",
+    "content-length": String(Buffer.byteLength(text)),
+  });
+  res.end(text);
+  answer(200);
 }
 
 function ping(
@@ -203,24 +264,14 @@ function ping(
 /** job-done and job-stream: validates the body and applies it. Returns the status answered. */
 function result(
   ctx: WorkerRoutesContext,
-  req: IncomingMessage,
   url: URL,
   route: WorkerRoute,
   endpointId: string,
   workerId: string,
   jobId: string,
-  text: string,
+  raw: unknown,
+  bytes: number,
 ): { status: number; message?: string } {
-  const type = (req.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase();
-  if (!JSON_TYPES.has(type)) {
-    return {
-      status: 400,
-      message: `${route} takes a JSON body as application/json or application/x-www-form-urlencoded, got "${type}"`,
-    };
-  }
-  const parsed = route === "job-stream" ? parseStreamBody(text) : parseJson(text);
-  if (!parsed.ok) return { status: 400, message: `${route} body is not JSON: ${parsed.message}` };
-  const raw = parsed.value;
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
     return { status: 400, message: `${route} body must be a JSON object` };
   }
@@ -247,13 +298,13 @@ function result(
     if (!chunk.success) {
       return { status: 400, message: `job-stream body must be {output, metrics?}: ${chunk.error.message}` };
     }
-    ctx.store.addChunk(job, chunk.data);
+    ctx.store.addChunk(job, chunk.data, bytes);
     return { status: 200 };
   }
   // Any object is a result: the platform reads `status`, `output`, `error` and `stopPod` and ignores the rest.
   const fields = raw as { status?: unknown; output?: unknown; error?: unknown; stopPod?: unknown };
   if (fields.status === "IN_PROGRESS") {
-    ctx.store.addProgress(job, fields.output);
+    ctx.store.addProgress(job, fields.output, bytes);
     return { status: 200 };
   }
   const isStream = url.searchParams.get("isStream");
@@ -264,6 +315,7 @@ function result(
     ...(Object.hasOwn(fields, "output") && typeof fields.error !== "string" ? { output: fields.output } : {}),
     stopPod,
     isStream: isStream === "true" ? true : isStream === "false" ? false : undefined,
+    bytes,
   });
   if (applied && stopPod) ctx.onStopPod(endpointId, workerId);
   return { status: 200 };

@@ -31,6 +31,10 @@ const SECRET_KEYS = new Set([
   "apikey",
   "api_key",
   "authorization",
+  "accessid",
+  "accesskeyid",
+  "bucket_access_key_id",
+  "password",
   "accesssecret",
   "secretaccesskey",
   "runpod_ai_api_key",
@@ -69,7 +73,7 @@ export function redactSecrets(value: unknown, depth = 0, seen = new WeakSet<obje
 /** Options of {@link createLogger}. */
 export interface LoggerOptions {
   /**
-   * Platform mode: one JSON object a line `{requestId, message, level}` (worker-protocol §8).
+   * Platform mode: one JSON object a line `{requestId, message, level}` (docs/protocol.md, "Logs").
    * Else pretty, human lines (through pino-pretty, loaded now; JSON lines when it is not installed).
    */
   platform: boolean;
@@ -81,17 +85,37 @@ export interface LoggerOptions {
   secrets?: readonly string[];
 }
 
+/** `user:password@` (or a lone token) in a URL: `https://user:pw@host` becomes `https://[redacted]@host`. */
+const URL_CREDENTIALS = /\b([a-z][a-z0-9+.-]*:\/\/)[^/\s"'@]+@/gi;
+/** Shorter secrets are only replaced where they stand alone, so a 2-character key does not blank every word holding it. */
+const ALONE_BELOW_CHARS = 8;
+
+/** Escapes `text` for use inside a regular expression. */
+function literal(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
+}
+
 /**
- * pino's last step before a line is written (`hooks.streamWrite`): replaces each literal secret.
- * Undefined when there is none to look for.
+ * pino's last step before a line is written (`hooks.streamWrite`): replaces each literal secret,
+ * of any length and any characters, as JSON writes it (a key holding `"` or `\` is escaped in the
+ * line), and the credentials of any URL.
  */
-function scrubbing(secrets: readonly string[]): ((line: string) => string) | undefined {
-  const needles = secrets.filter((s) => s.length >= 4);
-  if (needles.length === 0) return undefined;
+function scrubbing(secrets: readonly string[]): (line: string) => string {
+  // Lines are JSON when this runs (pino-pretty reads them afterwards): a secret is there as JSON
+  // writes it, so the written form is the one to look for.
+  const forms = new Set<string>();
+  for (const secret of secrets) if (secret !== "") forms.add(JSON.stringify(secret).slice(1, -1));
+  const long = [...forms].filter((f) => f.length >= ALONE_BELOW_CHARS).sort((a, b) => b.length - a.length);
+  const short = [...forms].filter((f) => f.length < ALONE_BELOW_CHARS);
+  const alone =
+    short.length === 0
+      ? undefined
+      : new RegExp(`(?<![A-Za-z0-9_])(?:${short.map(literal).join("|")})(?![A-Za-z0-9_])`, "g");
   return (line) => {
     let text = line;
-    for (const n of needles) if (text.includes(n)) text = text.replaceAll(n, REDACTED);
-    return text;
+    for (const n of long) if (text.includes(n)) text = text.replaceAll(n, REDACTED);
+    if (alone !== undefined) text = text.replace(alone, REDACTED);
+    return text.includes("@") ? text.replace(URL_CREDENTIALS, `$1${REDACTED}@`) : text;
   };
 }
 
@@ -113,8 +137,7 @@ function requestIdMixin(_obj: object, _level: number, logger: Logger): object {
 export function createLogger(options: LoggerOptions): Logger {
   const level = options.level ?? "info";
   const out = options.destination ?? process.stdout;
-  const streamWrite = scrubbing(options.secrets ?? []);
-  const hooks = streamWrite === undefined ? {} : { hooks: { streamWrite } };
+  const hooks = { hooks: { streamWrite: scrubbing(options.secrets ?? []) } };
   const formatters = {
     log: (obj: Record<string, unknown>) =>
       plainAndSafe(obj) ? obj : (redactSecrets(obj) as Record<string, unknown>),

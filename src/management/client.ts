@@ -44,15 +44,15 @@ export const DEFAULT_MANAGEMENT_BASE_URL = "https://api.runpod.io";
 /** The platform's published v1 management origin (paths start with `/v1`). */
 export const DEFAULT_MANAGEMENT_V1_BASE_URL = "https://rest.runpod.io";
 
-/** The one-time warning of a client's first v1 call (platform-api §9). */
+/** The one-time warning of a client's first v1 call (docs/protocol.md, "Management API"). */
 export const V1_RETIRED_WARNING =
-  "the v1 management API was retired on 2026-11-15 (platform-api §9); use the v2 client: templates.get(id) instead of getTemplate(id)";
+  "the v1 management API was retired on 2026-11-15; use the v2 client: templates.get(id) instead of getTemplate(id)";
 /** The warning's code (pino field, or Node's DeprecationWarning code without a logger). */
 const V1_RETIRED_CODE = "RUNLET_MANAGEMENT_V1_RETIRED";
 
 /** Options of {@link createManagementClient}. */
 export interface ManagementClientOptions {
-  /** The API key, sent as `Authorization: Bearer <key>` (platform-api §5). Never logged or put in errors. */
+  /** The API key, sent as `Authorization: Bearer <key>` (docs/protocol.md, "Authentication"). Never logged or put in errors. */
   readonly apiKey: string;
   /**
    * Where `/v1/...` and `/v2/...` live: an origin, optionally with a path prefix. A trailing
@@ -103,8 +103,8 @@ export interface RawRequest extends CallOptions {
 export interface ManagementClientV1 {
   readonly version: "v1" | "v2";
   /**
-   * `GET /v1/templates/{id}` with the three include flags (§4.2); the §2.1 Template, validated.
-   * @deprecated v1 was retired on 2026-11-15 (platform-api §9): use `templates.get(id)` (v2). The
+   * `GET /v1/templates/{id}` with the three include flags (docs/protocol.md, "v1 retirement"); the v1 Template, validated.
+   * @deprecated v1 was retired on 2026-11-15 (docs/protocol.md, "Management API"): use `templates.get(id)` (v2). The
    * first call logs a one-time warning.
    */
   getTemplate(id: string, options?: GetTemplateV1Options): Promise<TemplateV1>;
@@ -114,7 +114,7 @@ export interface ManagementClientV1 {
   describe(request: RawRequest): PreparedRequest;
 }
 
-/** The v2 client: every resource group of platform-api §9. */
+/** The v2 client: every resource group of docs/protocol.md, "Management API". */
 export interface ManagementClient extends ManagementClientV1 {
   readonly pods: PodsApi;
   readonly serverless: ServerlessApi;
@@ -200,8 +200,8 @@ function settingsOf(options: ManagementClientOptions): TransportSettings {
 }
 
 /**
- * Creates a typed client for the platform's management API: v2 resource groups (platform-api
- * §9) and the v1 template lookup (§4.2), bearer auth (§5), errors of both versions as
+ * Creates a typed client for the platform's management API: v2 resource groups and the v1
+ * template lookup (docs/protocol.md, "Management API" and "v1 retirement"), bearer auth, errors of both versions as
  * RUNLET_MANAGEMENT_HTTP, bodies validated before they are sent.
  *
  * @example
@@ -224,7 +224,7 @@ export function createManagementClient(
   }
   const settings = settingsOf(options);
   let warnedV1 = false;
-  // platform-api §9: v1 was retired on 2026-11-15. Said once per client, on its first v1 call.
+  // docs/protocol.md, "Management API": v1 was retired on 2026-11-15. Said once per client, on its first v1 call.
   const warnV1 = (): void => {
     if (warnedV1) return;
     warnedV1 = true;

@@ -2,7 +2,7 @@ import { RunletError } from "../errors.js";
 import { retryAfterMs } from "../wait.js";
 
 /**
- * Error bodies of the management API (platform-api §7): v1 answers `{message}`, v2 an RFC 9457
+ * Error bodies of the management API (docs/protocol.md, "Errors"): v1 answers `{message}`, v2 an RFC 9457
  * problem `{title, status, detail, errors?}`. Both become one RunletError, RUNLET_MANAGEMENT_HTTP,
  * so callers match one code and read the same `details` whichever version answered.
  */
@@ -37,7 +37,7 @@ const STATUS_TEXT: Readonly<Record<number, string>> = {
   503: "Service Unavailable",
 };
 
-/** What to do about each status (platform-api §7), appended to the message. */
+/** What to do about each status (docs/protocol.md, "Errors"), appended to the message. */
 const REMEDY: Readonly<Record<number, string>> = {
   400: "fix the request",
   401: "check the API key",

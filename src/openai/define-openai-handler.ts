@@ -1,4 +1,4 @@
-import type { z } from "zod";
+import { z } from "zod";
 import { JobError, RunletError } from "../errors.js";
 import {
   defineHandler,
@@ -7,7 +7,7 @@ import {
   type HandlerFunction,
   type HandlerOptions,
 } from "../handler/index.js";
-import { openAIJobInputSchema } from "../protocol/openai.js";
+import { OPENAI_SCHEMA_MARK, openAIJobInputSchema } from "../protocol/openai.js";
 import { invalidBodyError, openAIJobError } from "./errors.js";
 import {
   aggregateResponse,
@@ -127,6 +127,8 @@ export function defineOpenAIHandler(options: OpenAIHandlerOptions): HandlerDefin
 
   return defineHandler({
     ...rest,
+    // Accepts anything (plain jobs go to `handler`); the mark tells the dashboard and `runlet dev` what this is.
+    input: z.unknown().meta({ [OPENAI_SCHEMA_MARK]: models.map((m) => m.id) }),
     handler: (context) => {
       const parsed = openAIJobInputSchema.safeParse(context.input);
       if (!parsed.success) {

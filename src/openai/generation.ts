@@ -125,7 +125,7 @@ export const DONE_EVENT = "data: [DONE]\n\n";
 
 /**
  * The frames of a streamed response, as server-sent-event text, one string per frame: (chat) a
- * first chunk with the assistant role, one chunk per yielded item, a last chunk with the
+ * first chunk with the assistant role (with the first item), one chunk per yielded item, a last chunk with the
  * finish_reason, the usage chunk when `stream_options.include_usage` is set, and `[DONE]`.
  */
 export async function* streamFrames(
@@ -137,10 +137,14 @@ export async function* streamFrames(
   const base = { id: request.id, object, created: request.created, model: request.model };
   const usageNull = request.includeUsage ? { usage: null } : {};
   const chunk = (choice: Record<string, unknown>) => event({ ...base, choices: [choice], ...usageNull });
-  if (request.kind === "chat") {
-    yield chunk({ index: 0, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null });
-  }
+  const role = () =>
+    chunk({ index: 0, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null });
+  // The role chunk waits for the function's first item: a function that fails before it then fails
+  // the job before anything is streamed, and the client gets the error's HTTP status.
+  let started = false;
   for await (const item of run.items()) {
+    if (!started && request.kind === "chat") yield role();
+    started = true;
     if (typeof item === "string") {
       yield chunk(
         request.kind === "chat"
@@ -151,6 +155,7 @@ export async function* streamFrames(
       yield event({ ...(request.includeUsage ? { usage: null } : {}), ...item, ...base });
     }
   }
+  if (!started && request.kind === "chat") yield role();
   const finish = run.finishReason;
   yield chunk(
     request.kind === "chat"
@@ -174,7 +179,7 @@ export async function aggregateResponse(
 ): Promise<Record<string, unknown>> {
   const run = new Run(request, generation);
   let text = "";
-  const toolCalls: ToolCallParts[] = [];
+  const merger = new ToolCallMerger();
   for await (const item of run.items()) {
     if (typeof item === "string") {
       text += item;
@@ -187,9 +192,10 @@ export async function aggregateResponse(
       }
       const delta = (choice["delta"] ?? {}) as { content?: unknown; tool_calls?: unknown };
       if (typeof delta.content === "string") text += delta.content;
-      if (Array.isArray(delta.tool_calls)) mergeToolCalls(toolCalls, delta.tool_calls);
+      if (Array.isArray(delta.tool_calls)) merger.add(delta.tool_calls);
     }
   }
+  const toolCalls = merger.calls();
   const finish = run.finishReason;
   const head = { id: request.id, object: "", created: request.created, model: request.model };
   if (request.kind === "completion") {
@@ -214,22 +220,41 @@ export async function aggregateResponse(
   };
 }
 
-/** Streamed tool-call deltas into whole calls: parts with the same `index` are one call, arguments joined. */
-function mergeToolCalls(calls: ToolCallParts[], deltas: readonly unknown[]): void {
-  for (const raw of deltas) {
-    if (typeof raw !== "object" || raw === null) continue;
-    const d = raw as {
-      index?: unknown;
-      id?: unknown;
-      type?: unknown;
-      function?: { name?: unknown; arguments?: unknown };
-    };
-    const index = typeof d.index === "number" ? d.index : calls.length;
-    const call = calls[index] ?? { id: "", type: "function", function: { name: "", arguments: "" } };
-    calls[index] = call;
-    if (typeof d.id === "string") call.id = d.id;
-    if (typeof d.type === "string") call.type = d.type;
-    if (typeof d.function?.name === "string") call.function.name += d.function.name;
-    if (typeof d.function?.arguments === "string") call.function.arguments += d.function.arguments;
+/**
+ * Streamed tool-call deltas into whole calls: parts with the same `index` are one call, arguments
+ * joined. The index is a key, not a position, so a sparse or huge one (a model's stray value)
+ * cannot leave holes or grow an array; a delta without an integer index starts a call of its own.
+ */
+class ToolCallMerger {
+  readonly #calls = new Map<number | object, ToolCallParts & { readonly order: number }>();
+
+  add(deltas: readonly unknown[]): void {
+    for (const raw of deltas) {
+      if (typeof raw !== "object" || raw === null) continue;
+      const d = raw as {
+        index?: unknown;
+        id?: unknown;
+        type?: unknown;
+        function?: { name?: unknown; arguments?: unknown };
+      };
+      const key = Number.isSafeInteger(d.index) ? (d.index as number) : {};
+      let call = this.#calls.get(key);
+      if (call === undefined) {
+        const order = typeof key === "number" ? key : Number.MAX_SAFE_INTEGER;
+        call = { id: "", type: "function", function: { name: "", arguments: "" }, order };
+        this.#calls.set(key, call);
+      }
+      if (typeof d.id === "string") call.id = d.id;
+      if (typeof d.type === "string") call.type = d.type;
+      if (typeof d.function?.name === "string") call.function.name += d.function.name;
+      if (typeof d.function?.arguments === "string") call.function.arguments += d.function.arguments;
+    }
+  }
+
+  /** The calls by index (those without one after, as they came). */
+  calls(): ToolCallParts[] {
+    return [...this.#calls.values()]
+      .sort((a, b) => a.order - b.order)
+      .map(({ id, type, function: fn }) => ({ id, type, function: fn }));
   }
 }

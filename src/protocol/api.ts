@@ -1,9 +1,9 @@
 import { z } from "zod";
 import { policySchema } from "./job.js";
 
-/** Bodies of the client-facing job API (platform-api §2.2, §4.1), shared by the harness and the client. */
+/** Bodies of the client-facing job API (docs/protocol.md, "Job API" and "Job bodies"), shared by the harness and the client. */
 
-/** Job states (platform-api §3). */
+/** Job states (docs/protocol.md, "Job states"). */
 export const JOB_STATUSES = [
   "IN_QUEUE",
   "IN_PROGRESS",
@@ -60,7 +60,7 @@ export const jobRecordSchema = z.looseObject({
 });
 export type JobRecord = z.infer<typeof jobRecordSchema>;
 
-/** `/stream/<id>` answer (ARCHITECTURE decision 6): chunks since the caller's previous read. */
+/** `/stream/<id>` answer (docs/architecture.md, "Decisions", item 6): chunks since the caller's previous read. */
 export const streamResponseSchema = z.object({
   status: jobStatusSchema,
   stream: z.array(

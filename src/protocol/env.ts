@@ -1,5 +1,5 @@
 /**
- * The names of the variables the platform injects into a worker (worker-protocol §1), in one
+ * The names of the variables the platform injects into a worker (docs/protocol.md, "Environment"), in one
  * place: the worker's config reads them and the harness's workerEnv() writes them.
  */
 export const PLATFORM_ENV = Object.freeze({

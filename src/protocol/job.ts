@@ -2,7 +2,7 @@ import { z } from "zod";
 import { EXECUTION_TIMEOUT_MS, TTL_MS } from "./limits.js";
 
 /**
- * `s3Config` of a job (platform-api §2.2), complete, as the worker's S3 module needs it. Unknown keys
+ * `s3Config` of a job (docs/protocol.md, "Job bodies"), complete, as the worker's S3 module needs it. Unknown keys
  * (e.g. the official JS client's `objectPath`) are kept: the platform passes the object through.
  */
 export const s3ConfigSchema = z.looseObject({
@@ -38,7 +38,7 @@ export const policySchema = z.looseObject({
 export type Policy = z.infer<typeof policySchema>;
 
 /**
- * A job as the platform delivers it to a worker (worker-protocol §2): `id` and `input` are required;
+ * A job as the platform delivers it to a worker (docs/protocol.md, "Taking jobs"): `id` and `input` are required;
  * every other key (`webhook`, `policy`, `s3Config`, `batchId`, ...) passes through untouched.
  * The worker reads `policy` leniently: a malformed policy is ignored rather than failing the job.
  */

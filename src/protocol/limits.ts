@@ -1,4 +1,4 @@
-/** The platform's limits (platform-api §2.2, §4.1, §8), in one place for worker, harness and client. */
+/** The platform's limits (docs/protocol.md, "Limits"), in one place for worker, harness and client. */
 
 /** A streamed chunk, as posted, is at most this many bytes of JSON. */
 export const MAX_STREAM_CHUNK_BYTES = 1_048_576; // 1 MiB
@@ -24,7 +24,7 @@ export interface RateLimitRule {
   readonly concurrent: number | null;
 }
 
-/** Rate limits per endpoint and operation (platform-api §8); the window is 10 s. */
+/** Rate limits per endpoint and operation (docs/protocol.md, "Rate limits"); the window is 10 s. */
 export const RATE_LIMITS: Readonly<Record<string, RateLimitRule>> = {
   runsync: { perWindow: 2000, concurrent: 400 },
   run: { perWindow: 1000, concurrent: 200 },

@@ -12,6 +12,13 @@ export const openAIJobInputSchema = z.looseObject({
 });
 export type OpenAIJobInput = z.infer<typeof openAIJobInputSchema>;
 
+/**
+ * The metadata key `defineOpenAIHandler` sets on its (accept-anything) input schema, its value the
+ * served model ids, so tools that see only the definition (the dashboard, `runlet dev`'s banner)
+ * can tell an OpenAI handler.
+ */
+export const OPENAI_SCHEMA_MARK = "x-runlet-openai";
+
 /** OpenAI's error body, which its client libraries turn into their typed errors. */
 export interface OpenAIErrorBody {
   readonly error: {

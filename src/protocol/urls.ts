@@ -1,5 +1,5 @@
 /**
- * The platform's URL templates (worker-protocol §1): placeholder substitution, and query
+ * The platform's URL templates (docs/protocol.md, "Environment"): placeholder substitution, and query
  * parameters added with a URL builder (templates may or may not end in `?`).
  */
 

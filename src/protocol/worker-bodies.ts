@@ -1,7 +1,7 @@
 import { z } from "zod";
 
 /**
- * Bodies a worker posts (worker-protocol §4, §5) and the job-stop answer (§6).
+ * Bodies a worker posts (docs/protocol.md, "Results" and "Streaming") and the job-stop answer ("Stopping one job").
  * One schema per wire body; the worker builds them, the harness parses them.
  */
 
@@ -53,7 +53,7 @@ export type StreamChunk = z.infer<typeof streamChunkSchema>;
 export const jobsToStopSchema = z.object({ jobsToStop: z.array(z.string()) });
 export type JobsToStop = z.infer<typeof jobsToStopSchema>;
 
-/** The JSON text placed in `{"error": ...}` when a handler throws (worker-protocol §4). */
+/** The JSON text placed in `{"error": ...}` when a handler throws (docs/protocol.md, "Results"). */
 export const errorReportSchema = z.object({
   error_type: z.string(),
   error_message: z.string(),
@@ -65,7 +65,7 @@ export const errorReportSchema = z.object({
 export type ErrorReport = z.infer<typeof errorReportSchema>;
 
 /**
- * Headers that label a result or stream post (worker-protocol §4). The body is JSON text, but the
+ * Headers that label a result or stream post (docs/protocol.md, "Results"). The body is JSON text, but the
  * reference worker labels it form-urlencoded, with a header literally named `charset`, and that label
  * is what production has accepted for years; runlet sends the same so the platform sees nothing new.
  */

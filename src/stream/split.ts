@@ -30,7 +30,7 @@ const MAX_CODE_POINT_BYTES = 6;
 
 /**
  * Turns one yielded value into the stream chunks posted for it, each `{output, metrics}` whose JSON
- * is at most `maxChunkBytes` bytes (platform-api §4.1 rule 2), made one at a time as they are
+ * is at most `maxChunkBytes` bytes (docs/protocol.md, "Job API" rule 2), made one at a time as they are
  * iterated: a 100 MB item never has all its chunks in memory at once, so a byte budget on unposted
  * chunks bounds memory within one item too.
  *

@@ -5,6 +5,7 @@ import { RunletError } from "../errors.js";
 import { type HandlerDefinition, isHandlerDefinition } from "../handler/index.js";
 import {
   type Clock,
+  describeHandler,
   type EndpointOptions,
   type Harness,
   type HarnessLimits,
@@ -95,6 +96,7 @@ function inProcessSpawner(
   handlerModule: string | undefined,
   options: CreateHarnessOptions,
   logger: Logger,
+  harness: () => Harness | undefined,
 ): WorkerSpawner {
   return async (env) => {
     const worker = await startWorker(definition, {
@@ -107,6 +109,18 @@ function inProcessSpawner(
       env,
       ...(handlerModule === undefined ? {} : { handlerModule }),
     });
+    // The dashboard's job view shows a job's handler metrics (a no-op without the dashboard).
+    const report = ({
+      jobId,
+      metrics,
+    }: {
+      jobId: string;
+      metrics: Readonly<Record<string, number | string>>;
+    }) => {
+      if (Object.keys(metrics).length > 0) harness()?.reportJobMetrics(jobId, metrics);
+    };
+    worker.on("finished", report);
+    worker.on("failed", report);
     return { close: () => worker.close(), exited: worker.stopped };
   };
 }
@@ -133,6 +147,8 @@ export async function createHarness<D extends AnyDefinition = HandlerDefinition>
   if (specs.length === 0)
     throw new RunletError("RUNLET_HARNESS_CONFIG", "createHarness needs at least one endpoint");
   const endpoints: Array<{ id: string } & EndpointOptions> = [];
+  const definitions = new Map<string, HandlerDefinition>();
+  let started: Harness | undefined;
   for (const spec of specs) {
     const { handler, handlerPath, workers, ...rest } = spec;
     if (handler !== undefined && !isHandlerDefinition(handler)) {
@@ -152,12 +168,13 @@ export async function createHarness<D extends AnyDefinition = HandlerDefinition>
         `endpoint "${spec.id}" has workers but no handler or handlerPath`,
       );
     }
+    if (definition !== undefined) definitions.set(spec.id, definition);
     endpoints.push({
       ...rest,
       ...(definition === undefined
         ? {}
         : {
-            spawn: inProcessSpawner(definition, handlerPath, options, logger),
+            spawn: inProcessSpawner(definition, handlerPath, options, logger, () => started),
             minWorkers: count,
             maxWorkers: Math.max(count, rest.maxWorkers ?? count, 1),
           }),
@@ -178,6 +195,11 @@ export async function createHarness<D extends AnyDefinition = HandlerDefinition>
     ...(options.dashboard === undefined ? {} : { dashboard: options.dashboard }),
   };
   const harness = await startHarness(harnessOptions);
+  started = harness;
+  // The dashboard's form starts from each handler's input schema.
+  if (harness.dashboardUrl !== undefined) {
+    for (const [id, definition] of definitions) harness.describeEndpoint(id, describeHandler(definition));
+  }
   try {
     await Promise.all(endpoints.map((ep) => harness.workersStarted(ep.id)));
   } catch (err) {

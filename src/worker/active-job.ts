@@ -11,7 +11,7 @@ import { type JobParts, jobTimeoutMs, timeoutMessage, WATCHDOG_SLACK_MS } from "
 
 /**
  * One job on the main thread: its deadline and hard stop, its outbox, and the final result
- * (ARCHITECTURE decisions 2, 3 and 7). The handler itself runs in an executor. Its life is one
+ * (docs/architecture.md, "Decisions", items 2, 3 and 7). The handler itself runs in an executor. Its life is one
  * state ({@link ActiveJobState}) changed only by {@link ActiveJob.transition}'s table, so "may it
  * still report?", "may it be aborted?" and "is the watchdog armed?" are each one question.
  */
@@ -63,7 +63,7 @@ export class ActiveJob {
   #timers: ClockTimer[] = [];
   /** The deadline the watchdog is armed for (epoch ms, real time: the thread reads Date.now()); 0 when unarmed. */
   #watchedDeadline = 0;
-  /** The handler returned a generator: every final post of this job uses `isStream=true` (§4). */
+  /** The handler returned a generator: every final post of this job uses `isStream=true` (docs/protocol.md, "Results"). */
   #streaming = false;
   /** It streamed with no job-stream URL configured: its result is replaced by that error. */
   #missingStreamUrl = false;
@@ -92,7 +92,7 @@ export class ActiveJob {
       return delivery;
     });
     this.finished = this.#start().catch(async (err: unknown) => {
-      // The one sink of this job's promise (STYLE 20a): a throw in the worker's own steps still
+      // The one sink of this job's promise (every floating promise ends in one): a throw in the worker's own steps still
       // ends as the job's failure, never as an unhandled rejection that takes the process down.
       this.#clearTimers();
       this.#unwatch();
@@ -301,7 +301,7 @@ export class ActiveJob {
     const executionTimeMs = Date.now() - this.#startedAt;
     if (result.kind === "output") {
       this.#log.info({ executionTimeMs, metrics }, "Finished.");
-      this.#parts.events?.emit("finished", { jobId: this.id, executionTimeMs });
+      this.#parts.events?.emit("finished", { jobId: this.id, executionTimeMs, metrics });
     } else {
       this.#log.warn(
         { executionTimeMs, metrics, code: result.code, error: result.message.slice(0, 500) },
@@ -310,6 +310,7 @@ export class ActiveJob {
       this.#parts.events?.emit("failed", {
         jobId: this.id,
         executionTimeMs,
+        metrics,
         code: result.code,
         message: result.message,
       });

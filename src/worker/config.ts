@@ -19,7 +19,7 @@ import { type PlatformUrls, platformUrls } from "./platform-urls.js";
 /** Options of `startWorker()`. Every number is validated once; the merged config is frozen. */
 export interface WorkerOptions {
   /**
-   * The platform's environment (worker-protocol §1), usually `process.env`. Required: library code
+   * The platform's environment (docs/protocol.md, "Environment"), usually `process.env`. Required: library code
    * never reads `process.env` itself.
    */
   env: Readonly<Record<string, string | undefined>>;

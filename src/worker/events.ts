@@ -12,11 +12,18 @@ export interface WorkerEvents {
   /** The handler reported progress; `body` is the JSON text posted to the platform. */
   readonly progress: { readonly jobId: string; readonly body: string };
   /** The job produced its output (queued for posting). */
-  readonly finished: { readonly jobId: string; readonly executionTimeMs: number };
+  readonly finished: {
+    readonly jobId: string;
+    readonly executionTimeMs: number;
+    /** The handler's own metrics (`ctx.metrics`); empty when it set none. */
+    readonly metrics: Readonly<Record<string, number | string>>;
+  };
   /** The job ended in an error (its handler threw, it timed out, its output was too large, ...). */
   readonly failed: {
     readonly jobId: string;
     readonly executionTimeMs: number;
+    /** The handler's own metrics (`ctx.metrics`) up to the failure; empty when it set none. */
+    readonly metrics: Readonly<Record<string, number | string>>;
     readonly code: string;
     readonly message: string;
   };

@@ -6,7 +6,7 @@ import { sleep } from "../wait.js";
 import type { WorkerStopper } from "./worker-stopper.js";
 
 /**
- * Runs a handler's `healthCheck` once (worker-protocol §7: a worker that finds itself unfit pings
+ * Runs a handler's `healthCheck` once (docs/protocol.md, "Unfit workers": a worker that finds itself unfit pings
  * unhealthy and exits 1). The worker calls it before its first take and, with
  * `healthCheckIntervalMs`, periodically; the unhealthy ping and the exit are the worker's.
  */

@@ -167,7 +167,7 @@ export class Heartbeat {
   }
 
   /**
-   * Pings once with `status=unhealthy&check=<check>&reason=<reason>` (worker-protocol §7) and stops
+   * Pings once with `status=unhealthy&check=<check>&reason=<reason>` (docs/protocol.md, "Unfit workers") and stops
    * the regular beat. Resolves when the ping was answered or failed (bounded by a few intervals);
    * later calls return the first call's promise.
    */

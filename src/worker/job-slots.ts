@@ -1,7 +1,7 @@
 /**
  * The jobs the heartbeat thread must know of, in memory the main thread and that thread share.
  *
- * The pings name the jobs in progress (worker-protocol §7), and the watchdog needs each in-process
+ * The pings name the jobs in progress (docs/protocol.md, "Heartbeat"), and the watchdog needs each in-process
  * job's hard-stop time, both known to the thread before a handler can block the main thread.
  * Telling the thread by `postMessage` cost a wake-up of the thread and a lock handed between the
  * two per message, two to four messages a job: about a fifth of a worker's busy CPU on trivial

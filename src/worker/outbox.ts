@@ -9,7 +9,7 @@ import type { WorkerEventHub } from "./events.js";
 import { isRefusedRequest, type PlatformHttp } from "./platform-http.js";
 
 /**
- * One job's ordered outbox (ARCHITECTURE decision 2): progress, stream chunks, then the final
+ * One job's ordered outbox (docs/architecture.md, "Decisions", item 2): progress, stream chunks, then the final
  * result, posted one at a time in order. Network errors, 429 and 5xx are retried with capped,
  * jittered back-off (Retry-After honoured) until the worker's give-up signal fires; a 4xx is final.
  */

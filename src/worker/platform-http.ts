@@ -11,7 +11,7 @@ import { requestIdHeader } from "./request-id.js";
 
 /**
  * The worker's HTTP to the platform: one keep-alive undici Agent, and the headers of
- * worker-protocol §3 set per request (never on a shared session, which races under concurrency).
+ * docs/protocol.md, "Headers" set per request (never on a shared session, which races under concurrency).
  */
 
 /** One answer, body already read. */

@@ -25,7 +25,7 @@ export interface JobParts extends OffloadParts {
   readonly events?: WorkerEventHub;
   /**
    * Told when a job makes the worker stop: its handler ran away (ignored its signal past the
-   * grace), threw a WorkerUnfitError (§7), or its result asks for a new worker (`stopPod`: the
+   * grace), threw a WorkerUnfitError (docs/protocol.md, "Unfit workers"), or its result asks for a new worker (`stopPod`: the
    * platform replaces this worker, so it takes no further job, as the reference worker does).
    */
   readonly stopper: WorkerStopper;

@@ -1,7 +1,7 @@
 import type { JobBoard } from "./job-board.js";
 
 /**
- * The jobs' part of a graceful shutdown (ARCHITECTURE decision 2: no result is lost): running
+ * The jobs' part of a graceful shutdown (docs/architecture.md, "Decisions", item 2: no result is lost): running
  * jobs get up to the grace to finish; the rest are aborted and reported as failed with the reason;
  * then every outbox is flushed, up to the flush deadline, after which retrying gives up.
  */

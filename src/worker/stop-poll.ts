@@ -5,7 +5,7 @@ import type { JobBoard } from "./job-board.js";
 import { type LoopParts, SLOW_DOWN_MS } from "./take-loop.js";
 
 /**
- * The job-stop long poll (worker-protocol §6): `GET` the job-take URL with `/job-take/` replaced
+ * The job-stop long poll (docs/protocol.md, "Stopping one job"): `GET` the job-take URL with `/job-take/` replaced
  * by `/job-stop/`, answered 204 or `{"jobsToStop": [...]}`; 429 means wait. Polls only while jobs
  * run (only a running job can be stopped).
  */

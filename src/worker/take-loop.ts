@@ -9,7 +9,7 @@ import type { PlatformHttp } from "./platform-http.js";
 import { take } from "./take.js";
 
 /**
- * The take loop (worker-protocol §2): asks for as many jobs as there are free slots (job-take, or
+ * The take loop (docs/protocol.md, "Taking jobs"): asks for as many jobs as there are free slots (job-take, or
  * job-take-batch for more than one), with an exact `job_in_progress`, and handles every answer:
  * none, 429 (wait), faults (capped jittered back-off), jobs (admitted, never more than asked for).
  */

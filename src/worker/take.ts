@@ -3,7 +3,7 @@ import { retryAfterMs } from "../wait.js";
 import { MAX_RETRY_AFTER_MS } from "./backoff.js";
 import type { PlatformHttp } from "./platform-http.js";
 
-/** One job-take or job-take-batch request and the reading of its answer (worker-protocol §2). */
+/** One job-take or job-take-batch request and the reading of its answer (docs/protocol.md, "Taking jobs"). */
 
 /** A delivered item that is not a valid job. */
 export interface BadJob {

@@ -30,7 +30,7 @@ export interface ExecutorWorkerData {
 export type ToThread =
   | { readonly type: "run"; readonly runId: number; readonly job: DeliveredJob; readonly timeoutMs: number }
   /**
-   * Aborts run `runId` only (STYLE 20b): a stop or deadline that reaches the thread after that run
+   * Aborts run `runId` only (cancellation is keyed by run): a stop or deadline that reaches the thread after that run
    * ended must not touch the next job the thread runs.
    */
   | {

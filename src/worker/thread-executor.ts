@@ -57,7 +57,7 @@ export interface ThreadExecutorOptions {
   readonly logger: Logger;
   /**
    * Told once, with a one-line reason, when a thread fails before its handler loaded: the handler
-   * loads here but not in a thread, so the worker is unfit (worker-protocol §7). No thread is
+   * loads here but not in a thread, so the worker is unfit (docs/protocol.md, "Unfit workers"). No thread is
    * started again and every job fails with that reason.
    */
   readonly stopper: WorkerStopper;
@@ -86,7 +86,7 @@ export class ThreadExecutor implements Executor {
   /** Why the handler could not load in a thread; once set, nothing runs. */
   #loadFailure: string | undefined;
   #closed = false;
-  /** Numbers each run, so an abort names the run it is for (STYLE 20b). */
+  /** Numbers each run, so an abort names the run it is for (cancellation is keyed by run). */
   #runs = 0;
 
   constructor(options: ThreadExecutorOptions) {
@@ -180,7 +180,7 @@ export class ThreadExecutor implements Executor {
       else if (msg.type === "progress") hooks.progress(msg.json);
       else if (msg.type === "streaming") hooks.streaming?.();
       else if (msg.type === "chunks") {
-        // One sink for this promise (STYLE 20a): the credit goes either way, so the thread never stalls.
+        // One sink for this promise (every floating promise ends in one sink): the credit goes either way, so the thread never stalls.
         hooks.chunks(msg.bodies, msg.bytes).then(
           () => send({ type: "credit", seq: msg.seq }),
           (err: unknown) => {

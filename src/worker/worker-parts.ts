@@ -52,7 +52,7 @@ export function createExecutor(
 }
 
 /**
- * The heartbeat thread: it pings when the platform gave a ping URL, a key and a pod id (§7), and
+ * The heartbeat thread: it pings when the platform gave a ping URL, a key and a pod id (docs/protocol.md, "Heartbeat"), and
  * watches for a stuck main thread when an in-process handler may need the worker to exit
  * (`exitOnHardStop`). Undefined when it has neither job.
  */

@@ -13,7 +13,7 @@ import type { Heartbeat } from "./heartbeat.js";
 export interface WorkerStopInfo {
   /**
    * `closed`: close() was called; `signal`: SIGTERM/SIGINT; `runaway`: an in-process handler ignored
-   * its deadline; `unhealthy`: a health check failed or code reported the worker unfit (§7);
+   * its deadline; `unhealthy`: a health check failed or code reported the worker unfit (docs/protocol.md, "Unfit workers");
    * `refresh`: a job's result asked the platform to replace the worker (`stopPod`, from
    * `refreshWorker`), so the worker stopped taking jobs after it.
    */
@@ -113,7 +113,7 @@ export class WorkerStopper {
   }
 
   /**
-   * Declares the worker unfit (worker-protocol §7): stops taking jobs, pings once with
+   * Declares the worker unfit (docs/protocol.md, "Unfit workers"): stops taking jobs, pings once with
    * `status=unhealthy&check=<check>&reason=<reason>`, then closes the worker. Idempotent: later
    * calls return the same promise as close(). Worker.reportUnfit is this.
    */

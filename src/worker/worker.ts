@@ -141,13 +141,13 @@ export class Worker {
   }
 
   async #takeLoop(parts: LoopParts): Promise<void> {
-    // §7: a worker unfit from the start takes no job at all.
+    // docs/protocol.md, "Unfit workers": a worker unfit from the start takes no job at all.
     if (!(await checkHealth(this.#definition, this.#log, this.#closing.signal, this.#stopper))) return;
     await runTakeLoop(parts, this.#board);
   }
 
   /**
-   * Declares this worker unfit (worker-protocol §7): stops taking jobs, pings once with
+   * Declares this worker unfit (docs/protocol.md, "Unfit workers"): stops taking jobs, pings once with
    * `status=unhealthy&check=<check>&reason=<reason>`, then closes as close() does; `stopped`
    * resolves with `{reason: "unhealthy", exitCode: 1}`. A failed `healthCheck` or a handler's
    * `WorkerUnfitError` calls it. Idempotent: later calls return the same promise as close().

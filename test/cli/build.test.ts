@@ -234,5 +234,7 @@ describe("runlet build", () => {
       /^runlet build: esbuild could not bundle the handler:\n.*handler\.ts:1:\d+: Could not resolve "\.\/missing\.js" \(RUNLET_BUILD_FAILED\)\n$/,
     );
     expect(r.stdout).toBe("");
+    // Nothing is left behind: no empty dist/ to mistake for a build.
+    expect(existsSync(join(dir, "dist"))).toBe(false);
   });
 });

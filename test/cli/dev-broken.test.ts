@@ -15,15 +15,16 @@ afterAll(async () => {
 });
 
 const WAITING =
-  "runlet dev: worker w1 did not start (code 1); waiting for a change to the handler's folder\n";
+  "runlet dev: worker w1 did not start (code 1); its error is above. Save a fix in the handler's folder to try again; " +
+  "a missing environment variable needs runlet dev restarted with it set (workers get runlet dev's environment)\n";
 
 describe("runlet dev with a handler that does not load", () => {
-  it("says once that it waits for a change, starts no other worker meanwhile, and starts one after a fix", async () => {
+  it("says once what to do (a fix, or a restart for a missing variable), starts no other worker meanwhile, and starts one after a fix", async () => {
     const handler = join(tmp, "handler.ts");
     await writeFile(handler, 'throw new Error("half-written");\n');
     const dev = startCli(["dev", "handler.ts", "--port", "0"], { cwd: tmp });
     try {
-      await dev.waitFor(/waiting for a change/, 60_000);
+      await dev.waitFor(/did not start/, 60_000);
       // Before, a new worker was started every second; a few seconds of quiet show none is.
       await sleep(3_000);
       const out = dev.output();

@@ -27,7 +27,7 @@ describe("runlet dev with an endpoint deployed to it", () => {
     const dev = startCli(["dev", "handler.ts", "--port", "0"], { cwd: tmp });
     try {
       const [, endpointUrl] = await dev.waitFor(/endpoint {2}(http:\/\/\S+)\n/);
-      const [, apiKey] = await dev.waitFor(/api key {3}(\S+)\n/);
+      const [, apiKey] = await dev.waitFor(/api key {3}(\S+) /);
       const origin = new URL(endpointUrl!).origin;
       const mgmt = createManagementClient({ apiKey: apiKey!, baseUrl: origin, maxRetries: 0 });
       const template = await mgmt.templates.create({ name: "shout", image: "me/shout:1" });

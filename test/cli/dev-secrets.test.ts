@@ -53,8 +53,9 @@ describe("runlet dev never shows secrets", () => {
     const answers: string[] = [];
     try {
       const [, endpoint] = await dev.waitFor(/endpoint {2}(http:\/\/\S+)\n/);
-      const [, apiKey] = await dev.waitFor(/api key {3}(\S+)\n/);
-      await dev.waitFor(/try {7}curl .*\n/);
+      const [, apiKey] = await dev.waitFor(/api key {3}(\S+) /);
+      // A streaming handler's banner ends with a note under its /run and /stream calls.
+      await dev.waitFor(/call it again until its status is COMPLETED\)\n/);
       const banner = dev.output();
       await dev.waitFor(/\[w1\] INFO {2}worker started/);
       const call = async (method: "GET" | "POST", path: string, body?: string) => {

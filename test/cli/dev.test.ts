@@ -37,7 +37,7 @@ describe("runlet dev", () => {
     const dev = startCli(["dev", "handler.ts", "--port", "0"], { cwd: tmp });
     try {
       const [, endpoint] = await dev.waitFor(/endpoint {2}(http:\/\/\S+)\n/);
-      const [, apiKey] = await dev.waitFor(/api key {3}(\S+)\n/);
+      const [, apiKey] = await dev.waitFor(/api key {3}(\S+) /);
       const [curl] = await dev.waitFor(/try {7}curl .*\n/);
       expect(curl).toBe(
         `try       curl -s -X POST ${endpoint}/runsync -H 'Authorization: Bearer ${apiKey}'` +

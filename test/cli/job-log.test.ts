@@ -6,8 +6,9 @@ import { defineHandler } from "../../src/index.js";
 import { startWorker } from "../../src/worker/index.js";
 
 const steps = defineHandler({
-  async *handler({ input, progress }) {
+  async *handler({ input, progress, metrics }) {
     const { n } = input as { n: number };
+    metrics.set("n", n);
     progress({ n, step: "start" });
     yield `a${n}`;
     yield `b${n}`;
@@ -15,9 +16,22 @@ const steps = defineHandler({
   },
 });
 
+/** Where the worker's JSON lines go: the job log under test, once it runs. */
+let workerLines: (line: string) => void = () => {};
+
 const spawn: WorkerSpawner = async (env) => {
-  const sink = new Writable({ write: (_c, _e, cb) => cb() });
-  const worker = await startWorker(steps, { env, logDestination: sink, takeTimeoutMs: 1_000 });
+  const sink = new Writable({
+    write: (chunk, _e, cb) => {
+      for (const line of String(chunk).split("\n")) if (line !== "") workerLines(line);
+      cb();
+    },
+  });
+  // Platform mode (JSON lines), as runlet dev runs its workers.
+  const worker = await startWorker(steps, {
+    env: { ...env, RUNPOD_ENDPOINT_ID: "local" },
+    logDestination: sink,
+    takeTimeoutMs: 1_000,
+  });
   return { close: () => worker.close(), exited: worker.stopped };
 };
 
@@ -32,7 +46,15 @@ describe("runlet dev's job log", () => {
     });
     await h.workersStarted("local");
     const lines: string[] = [];
-    const log = followJobs(h, (line) => lines.push(line));
+    const metrics: unknown[] = [];
+    const log = followJobs(
+      {
+        onJobEvent: (listener) => h.onJobEvent(listener),
+        reportJobMetrics: (id, m) => metrics.push([id, m]),
+      },
+      (line) => lines.push(line),
+    );
+    workerLines = (line) => log.workerLine("[w] ", line);
     try {
       const ids: string[] = [];
       for (const n of [1, 2, 3, 4]) {
@@ -46,19 +68,30 @@ describe("runlet dev's job log", () => {
         `job job-${n} progress {"n":${n},"step":"start"}`,
         `job job-${n} stream #1 "a${n}"`,
         `job job-${n} stream #2 "b${n}"`,
+        // The worker's Finished. line comes just before the job's end, after its last stream item.
+        expect.stringMatching(
+          new RegExp(
+            `^\\[w\\] (INFO |WARN ) Finished\\. job=job-${n} executionTimeMs=\\d+ metrics=\\{"n":${n}\\}`,
+          ),
+        ),
         n === 3
-          ? expect.stringMatching(
-              /^job job-3 FAILED in 0 ms \(queued 0 ms\) error "\{\\"error_type\\":\\"Error\\",\\"error_message\\":\\"three is bad\\",.{10,}…$/,
+          ? // Read as runlet test prints it: type and message, code, then the stack on its own lines.
+            expect.stringMatching(
+              /^job job-3 FAILED in 0 ms \(queued 0 ms\): Error: three is bad \(RUNLET_JOB_HANDLER_THREW\)\nError: three is bad\n {4}at /,
             )
           : `job job-${n} COMPLETED in 0 ms (queued 0 ms) output []`,
       ]);
-      expect(lines).toEqual(expected);
+      expect(
+        lines.filter((l) => !/^\[w\] INFO {2}(Started|worker)|^\[w\] .*(job-take|ping)/.test(l)),
+      ).toEqual(expected);
+      expect(metrics).toEqual([1, 2, 3, 4].map((n) => [`job-${n}`, { n }]));
       expect(h.job("job-3")?.error).toMatch(/three is bad/);
     } finally {
       log.stop();
     }
-    // Stopped: a later job prints nothing.
+    // Stopped: a later job prints no job line.
+    workerLines = () => {};
     await h.waitForJob(h.enqueue("local", { input: { n: 5 } }), { timeoutMs: 10_000 });
-    expect(lines).toHaveLength(16);
+    expect(lines.filter((l) => l.startsWith("job "))).toHaveLength(16);
   }, 30_000);
 });

@@ -1,3 +1,4 @@
+import diagnosticsChannel from "node:diagnostics_channel";
 import { describe, expect, it } from "vitest";
 import { createClient } from "../../src/client/index.js";
 import { splitItem } from "../../src/stream/index.js";
@@ -327,21 +328,32 @@ describe("stream", () => {
   });
 
   it("starts stream reads at least readIntervalMs apart while chunks keep coming, so one read carries many", async () => {
-    const arrivals: number[] = [];
+    // When the client creates each request (undici's own diagnostics channel), not when the stub
+    // sees it: on a loaded machine a request can reach the server late and shrink the next gap.
+    const starts: number[] = [];
+    const onCreate = (message: unknown) => {
+      const path = (message as { request?: { path?: unknown } }).request?.path;
+      if (typeof path === "string" && path.startsWith("/v2/e/stream/")) starts.push(performance.now());
+    };
+    diagnosticsChannel.subscribe("undici:request:create", onCreate);
     await using stub = await startStubPlatform((_req, i) => {
-      arrivals.push(performance.now());
       // Four answers with a chunk each, the fourth terminal; the fifth read finds nothing left.
       const stream = i < 4 ? splitItem(`t${i}`, i) : [];
       return { json: { status: i >= 3 ? "COMPLETED" : "IN_PROGRESS", stream } };
     });
     const ep = createClient({ apiKey: KEY, baseUrl: stub.url }).endpoint("e");
     const values: unknown[] = [];
-    for await (const value of ep.stream("job-1", { readIntervalMs: 200 })) values.push(value);
+    try {
+      for await (const value of ep.stream("job-1", { readIntervalMs: 200 })) values.push(value);
+    } finally {
+      diagnosticsChannel.unsubscribe("undici:request:create", onCreate);
+    }
     expect(values).toEqual(["t0", "t1", "t2", "t3"]);
     expect(stub.requests.map((r) => r.path)).toEqual(Array(5).fill("/v2/e/stream/job-1"));
+    expect(starts).toHaveLength(5);
     // A lower bound the client's own pause guarantees (a slow machine only widens the gaps); read
     // again at once after each answer, the gaps would be about a millisecond.
-    const gaps = arrivals.slice(1).map((at, i) => at - arrivals[i]!);
+    const gaps = starts.slice(1).map((at, i) => at - starts[i]!);
     expect(Math.min(...gaps)).toBeGreaterThanOrEqual(150);
   });
 

@@ -3,6 +3,7 @@ import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { defineHandler } from "../../src/index.js";
+import { defineOpenAIHandler } from "../../src/openai/index.js";
 import { createHarness, type TestHarness } from "../../src/testing/index.js";
 import { HAS_CHROMIUM, launchChromium } from "./chromium.js";
 
@@ -43,17 +44,47 @@ const echo = defineHandler({
   },
 });
 
+/** A handler with a required field and a default: the form starts from its schema. It reports metrics. */
+const former = defineHandler({
+  input: z.object({
+    prompt: z.string().min(1).describe("what to draw"),
+    steps: z.number().int().min(1).default(4),
+    seed: z.number().int().optional(),
+  }),
+  handler({ input, metrics }) {
+    metrics.set("model", "tiny-v1");
+    metrics.increment("steps", input.steps);
+    return { drew: input.prompt, steps: input.steps };
+  },
+});
+
+/** An OpenAI handler: chat replies with two words and says how many tokens the prompt took. */
+const chatty = defineOpenAIHandler({
+  models: ["echo-1"],
+  async *chat() {
+    yield "Hello";
+    yield " there";
+    return { finish_reason: "stop", usage: { prompt_tokens: 3 } };
+  },
+});
+
 /** The streaming handler yields two tokens, then waits for the test to open its gate. */
 let openGate: () => void = () => {};
 let gate = Promise.resolve();
 const streamer = defineHandler({
   input: z.object({ words: z.array(z.string()).min(3) }),
-  async *handler({ input, signal }) {
+  async *handler({ input, signal, metrics }) {
     const [first, second, ...rest] = input.words;
+    // Each chunk carries the job's metrics as they were when it was yielded.
+    metrics.increment("words");
     yield first!;
+    metrics.increment("words");
     yield ` ${second}`;
     await Promise.race([gate, new Promise((resolve) => signal.addEventListener("abort", resolve))]);
-    for (const word of rest) yield ` ${word}`;
+    for (const word of rest) {
+      metrics.increment("words");
+      yield ` ${word}`;
+    }
   },
 });
 
@@ -65,8 +96,14 @@ describe.skipIf(!HAS_CHROMIUM)("the dashboard in Chromium", { timeout: 90_000 },
 
   beforeAll(async () => {
     h = await createHarness({
-      endpoints: [{ id: "local", handler: echo }, { id: "stream", handler: streamer }, { id: "parked" }],
-      dashboard: { sampleRequest: { input: { text: "from test_input.json" } } },
+      endpoints: [
+        { id: "local", handler: echo },
+        { id: "stream", handler: streamer },
+        { id: "form", handler: former },
+        { id: "chat", handler: chatty },
+        { id: "parked" },
+      ],
+      dashboard: true,
     });
     browser = await launchChromium();
     page = await browser.newPage();
@@ -94,11 +131,78 @@ describe.skipIf(!HAS_CHROMIUM)("the dashboard in Chromium", { timeout: 90_000 },
   const statusIs = (status: string) =>
     page.locator("#job-status", { hasText: new RegExp(`^${status}$`) }).waitFor({ timeout: WAIT_MS });
 
-  it("takes the key from the link, drops it from the address, and fills the editor with the sample request", async () => {
+  it("takes the key from the link, drops it from the address, and starts the editor from the handler's schema", async () => {
     expect(page.url()).toBe(h.harness.dashboardUrl);
     expect(JSON.parse(await page.inputValue("#request"))).toEqual({
-      input: { text: "from test_input.json" },
+      input: { text: "", holdUntilCancelled: false, fail: false },
     });
+  });
+
+  it("starts the form from a schema's defaults, marks required fields, and shows its errors before sending", async () => {
+    await page.selectOption("#run-endpoint", "form");
+    // A valid example: the default filled in, the required prompt given a placeholder that passes its check.
+    expect(JSON.parse(await page.inputValue("#request"))).toEqual({ input: { prompt: "x", steps: 4 } });
+    expect(await page.locator("#schema-fields code").allTextContents()).toEqual([
+      "prompt*: string",
+      "steps: integer = 4",
+      "seed: integer",
+    ]);
+    expect(await page.getAttribute('#schema-fields [data-field="prompt"]', "class")).toContain(
+      "required-field",
+    );
+    expect(await page.locator("#schema-errors li").count()).toBe(0);
+    // Edits are checked as they are typed, before anything is sent.
+    await page.fill("#request", JSON.stringify({ input: { prompt: "", steps: 0 } }));
+    expect(await page.locator("#schema-errors li").allTextContents()).toEqual([
+      "input.prompt must be at least 1 character",
+      "input.steps must be at least 1",
+    ]);
+    await page.fill("#request", JSON.stringify({ input: { steps: 2 } }));
+    expect(await page.locator("#schema-errors li").allTextContents()).toEqual(["input.prompt is required"]);
+    // Sent anyway, the handler's own check fails it: its three-line message stays on three lines.
+    await page.fill("#request", JSON.stringify({ input: { prompt: "" } }));
+    const bad = await submit("form", { input: { prompt: "" } });
+    await statusIs("FAILED");
+    const error = h.harness.job(bad)?.error ?? "";
+    expect(error.split("\n")).toHaveLength(3);
+    expect(await page.innerText("#job-failure .failure-message")).toBe(error);
+    // A good one completes; its handler metrics show in the job view.
+    await submit("form", { input: { prompt: "a fox" } });
+    await statusIs("COMPLETED");
+    await page
+      .locator('#job-metrics [data-metric="steps"]', { hasText: /^4$/ })
+      .waitFor({ timeout: WAIT_MS });
+    expect(await page.textContent('#job-metrics [data-metric="model"]')).toBe("tiny-v1");
+    if (SCREENSHOTS) {
+      // The form with an edit that breaks the schema, beside the job's metrics.
+      await page.fill("#request", JSON.stringify({ input: { prompt: "", steps: 0 } }, null, 2));
+      await page.screenshot({ path: `${DOCS}dashboard-form.png`, fullPage: true });
+    }
+  });
+
+  it("shows an OpenAI job's reply as text, with its finish reason and usage, the raw stream folded beneath", async () => {
+    const body = {
+      input: {
+        openai_route: "/v1/chat/completions",
+        openai_input: {
+          model: "echo-1",
+          messages: [{ role: "user", content: "hi" }],
+          stream: true,
+          stream_options: { include_usage: true },
+        },
+      },
+    };
+    await submit("chat", body);
+    await statusIs("COMPLETED");
+    await page.locator("#openai-text", { hasText: /^Hello there$/ }).waitFor({ timeout: WAIT_MS });
+    expect(await page.textContent("#openai-facts .openai-finish-reason")).toBe("stop");
+    expect(await page.textContent("#openai-facts .openai-usage")).toBe("3 prompt + 2 completion = 5 tokens");
+    if (SCREENSHOTS) await page.screenshot({ path: `${DOCS}dashboard-openai.png`, fullPage: true });
+    // The raw data: lines are one click away.
+    expect(await page.isVisible("#stream-text")).toBe(false);
+    expect(await page.textContent("#stream-text")).toContain('data: {"id":"chatcmpl-');
+    await page.click("#stream-box summary");
+    expect(await page.isVisible("#stream-text")).toBe(true);
   });
 
   it("runs a job submitted from the form and shows its output", async () => {
@@ -124,6 +228,13 @@ describe.skipIf(!HAS_CHROMIUM)("the dashboard in Chromium", { timeout: 90_000 },
     await statusIs("COMPLETED");
     expect(await page.textContent("#stream-text")).toBe("alpha beta gamma delta");
     expect(await page.textContent("#stream-count")).toBe("(4 chunks)");
+    // Each chunk's own handler metrics, as they were when it was yielded.
+    expect(await page.locator("#chunk-metrics tbody td.metrics").allTextContents()).toEqual([
+      "words=1",
+      "words=2",
+      "words=3",
+      "words=4",
+    ]);
   });
 
   it("cancels a running job from the page", async () => {
@@ -174,6 +285,8 @@ describe.skipIf(!HAS_CHROMIUM)("the dashboard in Chromium", { timeout: 90_000 },
     await page
       .locator(`#endpoints tr[data-endpoint="parked"] td.queue`, { hasText: /^2 \/ 1$/ })
       .waitFor({ timeout: WAIT_MS });
+    // The column says which number is which.
+    expect(await page.innerText("#endpoints thead th:nth-child(2)")).toBe("queue\nnormal / low");
     await page.selectOption("#status-filter", "IN_QUEUE");
     await page.locator("#jobs tbody tr").nth(2).waitFor({ timeout: WAIT_MS });
     expect(await page.locator("#jobs tbody tr td .status").allTextContents()).toEqual([

@@ -1,5 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { ManualClock, startHarness } from "../../src/harness/index.js";
+import { z } from "zod";
+import { inputJsonSchema } from "../../src/harness/dashboard/index.js";
+import { describeHandler, ManualClock, startHarness } from "../../src/harness/index.js";
+import { defineHandler } from "../../src/index.js";
 
 /** Reads server-sent events from a dashboard feed until `until` says stop; returns them in order. */
 async function readEvents(
@@ -218,6 +221,7 @@ describe("the dashboard's listener", () => {
           { id: before, endpointId: "local", kind: "run", status: "IN_QUEUE", createdAt: expect.any(String) },
         ],
         sampleRequest: { input: { prompt: "hi" } },
+        handlers: {},
       },
     });
     expect(events.slice(1).map((e) => [e.type, (e.data as { id?: string; status?: string }).status])).toEqual(
@@ -231,6 +235,64 @@ describe("the dashboard's listener", () => {
     expect(events[3]!.data).toMatchObject({
       endpoint: { queue: { normal: 0, low: 1 }, ended: { CANCELLED: 1 } },
       workers: [],
+    });
+  });
+
+  it("carries each endpoint's handler description in the snapshot, and a job's handler metrics in its detail", async () => {
+    await using h = await startHarness({ dashboard: true });
+    const handler = defineHandler({
+      input: z.object({ prompt: z.string(), steps: z.number().int().max(50).default(4) }),
+      handler: ({ input }) => input.prompt,
+    });
+    h.describeEndpoint("local", describeHandler(handler));
+    const id = h.enqueue("local", { input: { prompt: "x" } });
+    h.reportJobMetrics(id, { tokens: 12, model: "tiny" });
+    const get = async (path: string) =>
+      (await (
+        await fetch(`${h.dashboardUrl}api/${path}`, { headers: { authorization: `Bearer ${h.apiKey}` } })
+      ).json()) as Record<string, unknown>;
+    expect((await get("state"))["handlers"]).toEqual({
+      local: {
+        inputSchema: {
+          type: "object",
+          properties: {
+            prompt: { type: "string" },
+            steps: { default: 4, type: "integer", minimum: -9007199254740991, maximum: 50 },
+          },
+          required: ["prompt"],
+        },
+        streaming: false,
+        openai: false,
+      },
+    });
+    expect((await get(`jobs/${id}`))["metrics"]).toEqual({ tokens: 12, model: "tiny" });
+  });
+
+  it("describes a schema zod cannot fully express with a note, and one it cannot express at all as {}", () => {
+    const partial = inputJsonSchema(z.object({ when: z.date(), name: z.string() }));
+    expect(partial.inputSchema).toEqual({
+      type: "object",
+      properties: { when: {}, name: { type: "string" } },
+      required: ["when", "name"],
+    });
+    expect(partial.schemaNote).toMatch(
+      /^part of the input schema has no JSON Schema form and accepts anything here \(Date cannot be represented in JSON Schema\)/,
+    );
+    const custom = inputJsonSchema(z.custom<string>((v) => typeof v === "string"));
+    expect(custom.inputSchema).toEqual({});
+    expect(describeHandler(defineHandler({ async *handler() {} })).streaming).toBe(true);
+    const huge = inputJsonSchema(
+      z.object(
+        Object.fromEntries(
+          Array.from({ length: 3_000 }, (_, i) => [`field_${i}`, z.string().describe("x".repeat(20))]),
+        ),
+      ),
+    );
+    expect(huge).toEqual({
+      inputSchema: {},
+      schemaNote: expect.stringMatching(
+        /^the input schema is \d+ bytes as JSON Schema, over the page's 65536/,
+      ),
     });
   });
 

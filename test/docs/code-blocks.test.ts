@@ -73,6 +73,7 @@ function writeBlocks(): Block[] {
   );
   const docs = [
     "README.md",
+    "package-readme.md",
     ...readdirSync(join(ROOT, "docs"))
       .filter((f) => f.endsWith(".md"))
       .map((f) => `docs/${f}`),

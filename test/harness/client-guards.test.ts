@@ -88,7 +88,7 @@ describe("harness client API: auth, validation, limits, rate limits, routing", (
       body,
     });
     expect(res.status).toBe(400);
-    expect(await res.json()).toEqual({ error: "request body is not valid UTF-8 JSON", status: 400 });
+    expect(await res.json()).toEqual({ error: "request body is not valid UTF-8", status: 400 });
     expect(h.health("local").jobs.inQueue).toBe(0);
   });
 

@@ -3,7 +3,7 @@ import { type Harness, ManualClock, startHarness } from "../../src/harness/index
 import { takeJob } from "./helpers.js";
 
 /**
- * worker-protocol §7: only pings prove a worker alive. These workers are played by hand with plain
+ * docs/protocol.md, "Heartbeat": only pings prove a worker alive. These workers are played by hand with plain
  * fetch, so nothing but the test decides what they send; the heartbeat timeout runs on a ManualClock.
  */
 const HEARTBEAT_TIMEOUT_MS = 1_000;

@@ -1,6 +1,6 @@
 import type { Harness } from "../../src/harness/index.js";
 
-/** Calls the client API with `Authorization: Bearer <key>` (platform-api §5). */
+/** Calls the client API with `Authorization: Bearer <key>` (docs/protocol.md, "Authentication"). */
 export async function api(
   h: Harness,
   method: "GET" | "POST",

@@ -6,7 +6,7 @@ import { startHarness } from "../../src/harness/index.js";
 import { api, postDone } from "./helpers.js";
 
 /**
- * platform-api §2.2: the service only passes `s3Config` through, and worker-protocol §2 says a job
+ * docs/protocol.md, "Job bodies": the service only passes `s3Config` through, and docs/protocol.md, "Taking jobs" says a job
  * carries keys beyond `id` and `input`. What a client sends reaches the worker's job untouched,
  * and `s3Config` never reaches a client or a log line.
  */

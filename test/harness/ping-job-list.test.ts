@@ -3,7 +3,7 @@ import { type Harness, ManualClock, startHarness } from "../../src/harness/index
 import { pollStop, postDone, takeJob } from "./helpers.js";
 
 /**
- * worker-protocol §2 and §7: a ping's `job_id` list is how the platform knows what a worker runs. A
+ * docs/protocol.md, "Taking jobs" and "Heartbeat": a ping's `job_id` list is how the platform knows what a worker runs. A
  * held job that a pinging worker's pings leave out for `heartbeatTimeoutMs` (from the hand-out, or
  * from the first ping that left it out after one listed it) is lost: requeued once, failed the
  * second time. Workers are played by hand with plain fetch; the timeout runs on a ManualClock, and

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { type Harness, startHarness } from "../../src/harness/index.js";
 
-/** GETs a worker route with the raw key (worker-protocol §3) unless other headers are given. */
+/** GETs a worker route with the raw key (docs/protocol.md, "Headers") unless other headers are given. */
 function get(h: Harness, path: string, headers: Record<string, string> = { authorization: h.apiKey }) {
   return fetch(`${h.url}${path}`, { headers });
 }
@@ -336,7 +336,7 @@ describe("harness worker routes", () => {
     expect(await wrong.json()).toEqual({ error: "job-take takes GET, got POST", status: 405 });
   });
 
-  it("gives a worker the platform's environment for an endpoint, in production's template shapes (worker-protocol §1)", async () => {
+  it("gives a worker the platform's environment for an endpoint, in production's template shapes (the Environment of docs/protocol.md)", async () => {
     await using h = await startHarness({ endpoints: [{ id: "ep1" }], takeTimeoutMs: 200 });
     expect(h.workerEnv("ep1", { podId: "pod-1", pingIntervalMs: 500 })).toEqual({
       RUNPOD_WEBHOOK_GET_JOB: `${h.url}/v2/ep1/job-take/$ID?gpu=$RUNPOD_GPU_TYPE_ID`,

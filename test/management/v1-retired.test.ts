@@ -4,12 +4,12 @@ import { startHarness } from "../../src/harness/index.js";
 import { createManagementClient } from "../../src/management/index.js";
 import { logSink } from "../worker/helpers.js";
 
-/** Issue 17, item 4: v1 was retired on 2026-11-15 (platform-api §9); the harness and the client say so. */
+/** Issue 17, item 4: v1 was retired on 2026-11-15 (docs/protocol.md, "Management API"); the harness and the client say so. */
 const API_KEY = "mgmt-v1-key-123";
 const RETIRED =
   "the v1 management API was retired on 2026-11-15; use the v2 API (a template: GET /v2/templates/{templateId})";
 const WARNING =
-  "the v1 management API was retired on 2026-11-15 (platform-api §9); use the v2 client: templates.get(id) instead of getTemplate(id)";
+  "the v1 management API was retired on 2026-11-15; use the v2 client: templates.get(id) instead of getTemplate(id)";
 
 async function get(
   url: string,

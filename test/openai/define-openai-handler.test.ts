@@ -1,6 +1,6 @@
 import OpenAI from "openai";
 import { describe, expect, it } from "vitest";
-import { defineOpenAIHandler } from "../../src/openai/index.js";
+import { defineOpenAIHandler, openAIJobError } from "../../src/openai/index.js";
 import { createHarness } from "../../src/testing/index.js";
 
 const ask = { model: "m", messages: [{ role: "user" as const, content: "x" }] };
@@ -99,5 +99,56 @@ describe("defineOpenAIHandler", () => {
       logprobs: null,
       finish_reason: "tool_calls",
     });
+  });
+
+  it("merges tool calls by index as a key: a sparse or huge index gives no null entries and no huge array", async () => {
+    const handler = defineOpenAIHandler({
+      models: ["m"],
+      *chat() {
+        const calls = (...parts: object[]) => ({ choices: [{ index: 0, delta: { tool_calls: parts } }] });
+        yield calls({ index: 100_000, id: "call_b", function: { name: "b", arguments: "{" } });
+        yield calls({ index: 3, id: "call_a", function: { name: "a", arguments: "{}" } });
+        yield calls({ index: 100_000, function: { arguments: "}" } });
+        yield calls({ index: "x", id: "call_c", function: { name: "c", arguments: "[]" } });
+      },
+    });
+    await using h = await createHarness({ handler });
+    const r = await openai(h).chat.completions.create(ask);
+    expect(r.choices[0]?.message.tool_calls).toEqual([
+      { id: "call_a", type: "function", function: { name: "a", arguments: "{}" } },
+      { id: "call_b", type: "function", function: { name: "b", arguments: "{}" } },
+      { id: "call_c", type: "function", function: { name: "c", arguments: "[]" } },
+    ]);
+  });
+
+  it("answers the HTTP error when chat fails before its first item, streamed or not, in one job", async () => {
+    const handler = defineOpenAIHandler({
+      models: ["m"],
+      // biome-ignore lint/correctness/useYield: fails before its first item
+      async *chat() {
+        throw openAIJobError("the prompt is too long", "invalid_request_error", { param: "messages" });
+      },
+    });
+    await using h = await createHarness({ handler });
+    let jobs = 0;
+    const stop = h.harness.onJobEvent((event) => {
+      if (event.type === "end") jobs++;
+    });
+    const client = new OpenAI({ apiKey: h.apiKey, baseURL: `${h.url}/v2/local/openai/v1` }); // retries on
+    for (const stream of [false, true]) {
+      const err = await client.chat.completions.create({ ...ask, stream }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err, `stream: ${stream}`).toBeInstanceOf(OpenAI.BadRequestError);
+      expect((err as InstanceType<typeof OpenAI.BadRequestError>).error).toEqual({
+        message: "the prompt is too long",
+        type: "invalid_request_error",
+        param: "messages",
+        code: null,
+      });
+    }
+    stop();
+    expect(jobs).toBe(2);
   });
 });

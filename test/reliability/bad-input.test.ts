@@ -245,7 +245,7 @@ describe("reliability: generated bad input to the job API", () => {
         expect(res.type).toBe("application/json");
         const body = JSON.parse(res.raw) as { error?: unknown; status?: unknown; message?: unknown };
         if (req.path.startsWith("/v1/")) {
-          // /v1 is the management API (platform-api §7): its error body is `{message}`.
+          // /v1 is the management API (docs/protocol.md, "Errors"): its error body is `{message}`.
           expect(typeof body.message).toBe("string");
         } else {
           expect(typeof body.error).toBe("string");

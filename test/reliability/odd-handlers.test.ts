@@ -36,7 +36,7 @@ const handler = defineHandler({
   },
 });
 
-/** The error report the worker posts for a thrown value (worker-protocol §4), parsed. */
+/** The error report the worker posts for a thrown value (docs/protocol.md, "Results"), parsed. */
 function report(job: JobSnapshot): Record<string, unknown> {
   expect(job.status).toBe("FAILED");
   return JSON.parse(job.error ?? "") as Record<string, unknown>;

@@ -23,7 +23,7 @@ function capture(secrets: readonly string[] = []) {
   };
 }
 
-describe("createLogger, platform mode (worker-protocol §8)", () => {
+describe('createLogger, platform mode (docs/protocol.md, "Logs")', () => {
   it("writes one JSON object a line: level, requestId (null outside a job) and message", () => {
     const { log, text } = capture();
     log.info("Worker started.");

@@ -46,10 +46,10 @@ describe("worker lifecycle events", () => {
       `taken ${okId} {}`,
       `started ${okId} {}`,
       `progress ${okId} {"body":"{\\"step\\":1}"}`,
-      `finished ${okId} {"executionTimeMs":"number"}`,
+      `finished ${okId} {"executionTimeMs":"number","metrics":{}}`,
       `taken ${badId} {}`,
       `started ${badId} {}`,
-      `failed ${badId} {"executionTimeMs":"number","code":"RUNLET_JOB_FAILED","message":"bad luck"}`,
+      `failed ${badId} {"executionTimeMs":"number","metrics":{},"code":"RUNLET_JOB_FAILED","message":"bad luck"}`,
       `retrying ${badId} {"what":"the final result","status":503,"attempt":0}`,
       `stopped - {"reason":"closed","exitCode":0}`,
     ]);

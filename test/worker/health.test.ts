@@ -6,8 +6,8 @@ import { defineHandler, WorkerUnfitError } from "../../src/index.js";
 import { VERSION } from "../../src/version.js";
 import { logSink, testHarness, waitFor, workerFor } from "./helpers.js";
 
-// Worker-protocol §7: "A worker that finds itself unfit pings once with
-// status=unhealthy&check=<name>&reason=<text> and exits 1."
+// docs/protocol.md, "Unfit workers": a worker that finds itself unfit pings once with
+// status=unhealthy&check=<name>&reason=<text> and exits 1.
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 

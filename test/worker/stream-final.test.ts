@@ -3,7 +3,7 @@ import type { Harness } from "../../src/harness/index.js";
 import { defineHandler } from "../../src/index.js";
 import { testHarness, waitFor, workerFor } from "./helpers.js";
 
-// worker-protocol §4: the final post of a streaming job uses isStream=true, whatever the job ends
+// docs/protocol.md, "Results": the final post of a streaming job uses isStream=true, whatever the job ends
 // with — the reference worker sends true for every generator handler, errors included.
 
 /** The query of the one final job-done post of `jobId`. */

@@ -43,7 +43,7 @@ describe("the worker's requests on the wire", () => {
       expect(post.query).toEqual({ gpu: "LOCAL", isStream: "false" });
       expect(post.headers["authorization"]).toBe(h.apiKey);
       expect(post.headers["x-request-id"]).toBe(id);
-      // The label production has accepted for years (worker-protocol §4); the body is still JSON text.
+      // The label production has accepted for years (docs/protocol.md, "Results"); the body is still JSON text.
       expect(post.headers["content-type"]).toBe("application/x-www-form-urlencoded");
       expect(post.headers["charset"]).toBe("utf-8");
       expect(post.headers["user-agent"]).toBe(USER_AGENT);

@@ -1,6 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { dirname, join, relative } from "node:path";
 import { RunletError } from "../../errors.js";
+import type { HandlerInfo } from "../../harness/index.js";
 import {
   type Command,
   EXIT,
@@ -10,49 +11,69 @@ import {
   reportCliError,
   usageError,
 } from "../command.js";
+import { tryLines } from "../dev-banner.js";
+import { API_KEY_RULE, isApiKey, projectApiKey, STATE_DIR } from "../dev-key.js";
 import { DevSpawner } from "../dev-spawner.js";
 import { DEFAULT_HANDLER_PATHS, resolveHandlerPath } from "../handler-path.js";
+import { DESCRIBE_ENV, handlerReportOf } from "../handler-report.js";
 import { followJobs } from "../job-log.js";
-import { formatLogLine } from "../log-line.js";
+import { parseLogLine } from "../log-line.js";
 import { watchFolder } from "../watch.js";
 import { WorkerPool } from "../worker-pool.js";
 
 const ENDPOINT_ID = "local";
 const DEFAULT_PORT = 8787;
 
-const HELP = `Usage: runlet dev [handler] [--port N] [--workers N]
+const HELP = `Usage: runlet dev [handler] [--port N] [--dashboard-port N] [--api-key KEY] [--workers N]
 
 Starts runlet's local copy of the platform with one endpoint ("${ENDPOINT_ID}") and worker
 processes for the handler, and prints the URL, the API key, the live dashboard's link (it
-carries the key) and a curl to try. Workers are replaced when a file in the handler's folder
-changes; queued jobs wait for the new ones.
+carries the key) and how to call the handler (a curl fitted to it, once a worker has loaded it).
+Workers are replaced when a file in the handler's folder changes; queued jobs wait for the new
+ones. The key is kept in ${STATE_DIR}/ (git-ignored) and the ports are fixed, so the printed curl
+and an open dashboard tab keep working across restarts; the tab reconnects by itself.
 Each job is logged as it runs. Endpoints created through the harness's management API
 (runlet deploy --base-url <url>) get worker processes for the same handler. Stop with Ctrl-C.
 
 Arguments:
-  handler          the handler module
-                   default: the first of ${DEFAULT_HANDLER_PATHS.join(", ")}
+  handler               the handler module
+                        default: the first of ${DEFAULT_HANDLER_PATHS.join(", ")}
 
 Options:
-  -p, --port N     the port to serve on (0 picks a free one)       default: ${DEFAULT_PORT}
-  --workers N      worker processes                                 default: 1
-  -h, --help       show this help
+  -p, --port N          the port to serve on (0 picks a free one)          default: ${DEFAULT_PORT}
+  --dashboard-port N    the dashboard's port (0 picks a free one)          default: --port + 1
+                                                                           (a free one with --port 0)
+  --api-key KEY         the API key to use                                 default: kept in ${STATE_DIR}/dev-api-key
+  --workers N           worker processes                                   default: 1
+  -h, --help            show this help
 
-Exit codes: 0 stopped with Ctrl-C, 1 could not start (e.g. the port is taken), 2 bad usage.`;
+Exit codes: 0 stopped with Ctrl-C, 1 could not start (e.g. a port is taken), 2 bad usage.`;
 
-/** Quotes `text` for a POSIX shell. */
-function shellQuote(text: string): string {
-  return `'${text.replaceAll("'", `'\\''`)}'`;
-}
-
-/** The body of the printed curl and the dashboard's editor: test_input.json when the folder has one, else an empty input. */
+/** test_input.json when the folder has a valid one: the printed curl's body and the dashboard form's start. */
 async function sampleBody(cwd: string): Promise<unknown> {
   try {
     return JSON.parse(await readFile(join(cwd, "test_input.json"), "utf8")) as unknown;
   } catch {
-    // No (or no valid) test_input.json: the curl still shows the request's shape.
-    return { input: {} };
+    // No (or no valid) test_input.json: the handler's input schema gives the example instead.
+    return undefined;
   }
+}
+
+/** A taken port, named: the API's or the dashboard's, and the flag that changes it. */
+function portError(err: unknown, port: number, dashboardPort: number): unknown {
+  const e = err as NodeJS.ErrnoException & { port?: number };
+  if (e.code !== "EADDRINUSE") return err;
+  const [what, flag, taken] =
+    e.port === dashboardPort && dashboardPort !== 0
+      ? ["the dashboard's port", "--dashboard-port", dashboardPort]
+      : ["port", "--port", port];
+  return new RunletError(
+    "RUNLET_HARNESS_CONFIG",
+    `${what} ${taken} is in use; pass ${flag} N (0 picks a free one)`,
+    {
+      cause: err,
+    },
+  );
 }
 
 /** `runlet dev`: the harness plus reloading worker processes for one handler. */
@@ -63,6 +84,8 @@ export const command: Command = {
   async run(argv) {
     const parsed = parseCommandArgs(command, argv, {
       port: { type: "string", short: "p" },
+      "dashboard-port": { type: "string" },
+      "api-key": { type: "string" },
       workers: { type: "string" },
     });
     if ("exitCode" in parsed) return parsed.exitCode;
@@ -70,66 +93,85 @@ export const command: Command = {
       if (parsed.positionals.length > 1) throw usageError("expected at most one handler");
       const { port: portArg, workers: workersArg } = parsed.values;
       const port = integerFlag("port", portArg, DEFAULT_PORT, 0, 65_535);
+      const dashboardPort = integerFlag(
+        "dashboard-port",
+        parsed.values["dashboard-port"],
+        port === 0 || port === 65_535 ? 0 : port + 1,
+        0,
+        65_535,
+      );
+      const rawKey = parsed.values["api-key"];
+      const keyArg = typeof rawKey === "string" ? rawKey : undefined;
+      if (keyArg !== undefined && !isApiKey(keyArg)) throw usageError(`--api-key must be ${API_KEY_RULE}`);
       const workers = integerFlag("workers", workersArg, 1, 1, 64);
       const cwd = process.cwd();
       const handlerPath = await resolveHandlerPath(parsed.positionals[0], cwd);
+      const apiKey = keyArg ?? (await projectApiKey(cwd));
       const out = (line: string) => process.stdout.write(`${line}\n`);
       // Loaded only now, so --help and usage errors answer without loading the harness.
       const { startHarness } = await import("../../harness/index.js");
 
       const sample = await sampleBody(cwd);
-      const deployed = new DevSpawner({
-        handlerPath,
-        onLine: (label, line) => out(`[${label}] ${formatLogLine(line)}`),
-      });
       await using harness = await startHarness({
         port,
+        apiKey,
         endpoints: [{ id: ENDPOINT_ID }],
         // Endpoints deployed to this harness (POST /v2/serverless) run the same handler.
-        managementSpawn: deployed.spawn,
-        // The live page, its request editor filled from test_input.json.
-        dashboard: { sampleRequest: sample },
+        managementSpawn: (env) => deployed.spawn(env),
+        // The live page; its request form starts from test_input.json, else the handler's schema.
+        dashboard: { port: dashboardPort, ...(sample === undefined ? {} : { sampleRequest: sample }) },
       }).catch((err: unknown) => {
-        const code = (err as NodeJS.ErrnoException).code;
-        if (code === "EADDRINUSE") {
-          throw new RunletError(
-            "RUNLET_HARNESS_CONFIG",
-            `port ${port} is in use; pass --port N (0 picks a free one)`,
-            {
-              cause: err,
-            },
-          );
-        }
-        throw err;
+        throw portError(err, port, dashboardPort);
       });
       const endpoint = `${harness.url}/v2/${ENDPOINT_ID}`;
-      const body = JSON.stringify(sample);
       out(`runlet dev: serving ${relative(cwd, handlerPath) || handlerPath}`);
       out(`  endpoint  ${endpoint}`);
-      out(`  api key   ${harness.apiKey}`);
+      out(`  api key   ${harness.apiKey}${keyArg === undefined ? `  (kept in ${STATE_DIR}/)` : ""}`);
       out(`  dashboard ${harness.dashboardUrl}#token=${encodeURIComponent(harness.apiKey)}`);
-      out(
-        `  try       curl -s -X POST ${endpoint}/runsync -H ${shellQuote(`Authorization: Bearer ${harness.apiKey}`)}` +
-          ` -H 'Content-Type: application/json' -d ${shellQuote(body)}`,
-      );
 
+      const jobs = followJobs(harness, out);
+      // How to call the handler, printed once a worker has described it (again if a reload changes its kind).
+      let shown = "";
+      const described = (endpointId: string, info: HandlerInfo) => {
+        harness.describeEndpoint(endpointId, info);
+        const kind = info.openai ? "openai" : info.streaming ? "streaming" : "plain";
+        if (endpointId !== ENDPOINT_ID || kind === shown) return;
+        shown = kind;
+        for (const line of tryLines({ endpoint, apiKey: harness.apiKey, sample, info })) out(line);
+      };
+      const onWorkerLine = (endpointId: string, label: string, line: string) => {
+        const record = parseLogLine(line);
+        const info = handlerReportOf(record);
+        if (info !== undefined) described(endpointId, info);
+        else jobs.workerLine(`[${label}] `, line, record);
+      };
+      const deployed = new DevSpawner({
+        handlerPath,
+        env: { [DESCRIBE_ENV]: "1" },
+        onLine: (label, line) => onWorkerLine(label.slice(0, label.lastIndexOf("/")), label, line),
+      });
       await using pool = new WorkerPool({
         handlerPath,
         size: workers,
         // Platform mode (JSON lines) so each worker line can be rendered as one readable line.
-        envFor: () => ({ ...harness.workerEnv(ENDPOINT_ID), RUNPOD_ENDPOINT_ID: ENDPOINT_ID }),
-        onLine: (label, line) => out(`[${label}] ${formatLogLine(line)}`),
+        envFor: () => ({
+          ...harness.workerEnv(ENDPOINT_ID),
+          RUNPOD_ENDPOINT_ID: ENDPOINT_ID,
+          [DESCRIBE_ENV]: "1",
+        }),
+        onLine: (label, line) => onWorkerLine(ENDPOINT_ID, label, line),
         onExit: (label, code, signal) => {
           harness.workerRestarted(ENDPOINT_ID);
           out(`runlet dev: worker ${label} exited (${signal ?? `code ${code}`}); starting another`);
         },
         onStartFailed: (label, code, signal) =>
           out(
-            `runlet dev: worker ${label} did not start (${signal ?? `code ${code}`}); waiting for a change to the handler's folder`,
+            `runlet dev: worker ${label} did not start (${signal ?? `code ${code}`}); its error is above. ` +
+              "Save a fix in the handler's folder to try again; a missing environment variable needs " +
+              "runlet dev restarted with it set (workers get runlet dev's environment)",
           ),
       });
       pool.start();
-      const jobs = followJobs(harness, out);
       const watcher = watchFolder(dirname(handlerPath), (files) => {
         out(
           `runlet dev: ${files.slice(0, 3).join(", ")}${files.length > 3 ? ", …" : ""} changed; reloading workers`,

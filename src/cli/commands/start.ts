@@ -2,6 +2,7 @@ import { loadHandler } from "../../worker/load-handler.js";
 import { LOCAL_MODE_MESSAGE, serveHandler } from "../../worker/serve.js";
 import { type Command, EXIT, integerFlag, parseCommandArgs, reportCliError, usageError } from "../command.js";
 import { DEFAULT_HANDLER_PATHS, resolveHandlerPath } from "../handler-path.js";
+import { reportHandler } from "../handler-report.js";
 import { allowTypeScript } from "../typescript.js";
 
 const HELP = `Usage: runlet start [handler] [--shutdown-grace-ms N]
@@ -47,6 +48,7 @@ export const command: Command = {
       }
       await allowTypeScript(path);
       const { definition } = await loadHandler(path);
+      reportHandler(definition, env);
       const code = await serveHandler(definition, {
         env,
         handlerModule: path,

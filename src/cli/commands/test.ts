@@ -4,6 +4,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { RunletError } from "../../errors.js";
 import { type Command, EXIT, parseCommandArgs, reportCliError, usageError } from "../command.js";
 import { DEFAULT_HANDLER_PATHS, resolveHandlerPath } from "../handler-path.js";
+import { describeFailure } from "../job-failure.js";
 import { allowTypeScript } from "../typescript.js";
 import { inheritedEnv } from "../worker-pool.js";
 
@@ -66,33 +67,6 @@ async function readJob(given: string | undefined, cwd: string): Promise<JobReque
     throw usageError(`${source} must be a JSON object with an "input" key, like {"input": {"name": "Ada"}}`);
   }
   return parsed as JobRequest;
-}
-
-/** A failed job's error for a human, with the code it goes by (docs/errors.md). */
-function describeFailure(
-  status: string,
-  error: string | undefined,
-): { text: string; code: string; trace: string } {
-  if (error === undefined) return { text: "(no error message)", code: "RUNLET_JOB_FAILED", trace: "" };
-  try {
-    // The platform's error report of a handler that threw is JSON text: show its parts.
-    const report = JSON.parse(error) as Record<string, unknown>;
-    if (typeof report["error_message"] === "string") {
-      const type = typeof report["error_type"] === "string" ? `${report["error_type"]}: ` : "";
-      const trace = typeof report["error_traceback"] === "string" ? `${report["error_traceback"]}\n` : "";
-      return { text: `${type}${report["error_message"]}`, code: "RUNLET_JOB_HANDLER_THREW", trace };
-    }
-  } catch {
-    // A plain string error (JobError, invalid input, a timeout): shown as it is.
-  }
-  // The wire carries no code; the worker's own messages start in a fixed way (handler/execute.ts, worker/run-job.ts).
-  const code =
-    status === "TIMED_OUT" || error.startsWith("job timed out after ")
-      ? "RUNLET_JOB_TIMEOUT"
-      : error.startsWith("input is invalid:")
-        ? "RUNLET_INPUT_INVALID"
-        : "RUNLET_JOB_FAILED";
-  return { text: error, code, trace: "" };
 }
 
 /** `runlet test`: one job through an in-process harness and worker. */

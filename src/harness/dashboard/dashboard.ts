@@ -1,15 +1,18 @@
 import { timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Logger } from "pino";
-import { closeServer, listen, parseJson, readBody, sendError, sendJson } from "../http-util.js";
+import { closeServer, listen, sendError, sendJson } from "../http-util.js";
 import type { JobEntry } from "../job-entry.js";
 import type { JobEvent } from "../job-events.js";
 import { recentJobs } from "../job-list.js";
 import type { JobStore } from "../job-store.js";
 import type { RateLimiter } from "../rate-limits.js";
+import type { JsonRead } from "../read-json.js";
+import { noBody, type Route, type RouteFamily, serveRoute } from "../route-table.js";
 import { parseRunBody } from "../run-body.js";
 import type { WebhookAttempt } from "../webhooks.js";
 import type { WorkerChange, WorkerState } from "../worker-registry.js";
+import type { HandlerInfo } from "./handler-info.js";
 import { SseFeed } from "./sse-feed.js";
 import { isStaticFile, SECURITY_HEADERS, sendStatic } from "./static-files.js";
 import {
@@ -29,6 +32,14 @@ export const DASHBOARD_PATH = "/_runlet/";
 const SNAPSHOT_JOBS = 200;
 /** Lapsed workers remembered for the page, per harness (the oldest are forgotten). */
 const MAX_LAPSED_WORKERS = 50;
+/** Jobs whose handler metrics are remembered for the job view (the oldest are forgotten). */
+const MAX_METRICS_JOBS = 1_000;
+/** Largest handler metrics record kept for one job, in bytes of JSON. */
+const MAX_METRICS_BYTES = 16_384;
+/** Table keys of the data paths no route serves (404), and of a path that does not decode (400). */
+const NO_ROUTE = "\u0000none";
+const MALFORMED = "\u0000malformed";
+const ANY_METHOD = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
 /** Largest request the page may post: a `/runsync` body plus its wrapper. */
 const SUBMIT_ENVELOPE_BYTES = 4_096;
 
@@ -41,7 +52,12 @@ export interface DashboardSource {
   readonly host: string;
   readonly port: number;
   readonly retention: { readonly runMs: number; readonly runsyncMs: number };
-  readonly bodyLimits: { readonly runBytes: number; readonly runsyncBytes: number };
+  readonly bodyLimits: {
+    readonly runBytes: number;
+    readonly runsyncBytes: number;
+    /** Most levels of objects and arrays a job's request body may nest. */
+    readonly maxJsonDepth: number;
+  };
   readonly webhookAttempts: () => WebhookAttempt[];
   /** Subscribes to the harness's job events (progress, stream chunks, ends). */
   readonly onJobEvent: (listener: (event: JobEvent) => void) => () => void;
@@ -64,7 +80,11 @@ export class Dashboard {
   readonly #restarts = new Map<string, number>();
   readonly #lapsed = new Map<string, WorkerView>();
   readonly #dirty = new Set<string>();
+  readonly #handlers = new Map<string, HandlerInfo>();
+  readonly #metrics = new Map<string, Readonly<Record<string, number | string>>>();
   readonly #unsubscribe: () => void;
+  readonly #routes: ReadonlyMap<string, Route>;
+  readonly #family: RouteFamily;
   #flushing = false;
   #url = "";
   #closing: Promise<void> | undefined;
@@ -72,6 +92,21 @@ export class Dashboard {
   private constructor(source: DashboardSource) {
     this.#source = source;
     this.#unsubscribe = source.onJobEvent((event) => this.#onJobEvent(event));
+    this.#routes = this.#apiRoutes();
+    this.#family = {
+      hasEndpoint: () => true,
+      refuse: ({ req, res, url }, _route, refusal) => {
+        if (refusal.reason === "key") {
+          return sendError(res, 401, "missing or wrong API key: the dashboard needs the harness's main key", {
+            headers: SECURITY_HEADERS,
+          });
+        }
+        if (refusal.reason === "rate" || refusal.reason === "body") {
+          return sendError(res, refusal.status, refusal.message, { headers: SECURITY_HEADERS });
+        }
+        sendError(res, 404, `no route for ${req.method} ${url.pathname}`, { headers: SECURITY_HEADERS });
+      },
+    };
     this.#server = createServer((req, res) => {
       this.#route(req, res).catch((err: unknown) => {
         source.logger?.error({ err }, "dashboard request failed");
@@ -115,6 +150,32 @@ export class Dashboard {
   workerRestarted(endpointId: string): void {
     this.#restarts.set(endpointId, (this.#restarts.get(endpointId) ?? 0) + 1);
     this.#touch(endpointId);
+  }
+
+  /**
+   * What the handler of `endpointId` takes and does (its input as JSON Schema, streaming, OpenAI):
+   * the form starts from it. Told again after a reload, it replaces the old one.
+   */
+  describeEndpoint(endpointId: string, info: HandlerInfo): void {
+    this.#handlers.set(endpointId, info);
+    this.#feed.send("handler", { endpointId, info });
+  }
+
+  /**
+   * A job's handler metrics (`ctx.metrics`) as its worker reported them when it finished; the job
+   * view shows them. The latest {@link MAX_METRICS_JOBS} jobs' are kept; a record over
+   * {@link MAX_METRICS_BYTES} is replaced by a note.
+   */
+  jobMetrics(jobId: string, metrics: Readonly<Record<string, number | string>>): void {
+    const bytes = Buffer.byteLength(JSON.stringify(metrics));
+    const kept =
+      bytes > MAX_METRICS_BYTES
+        ? { dropped: `metrics were ${bytes} bytes, over ${MAX_METRICS_BYTES}` }
+        : metrics;
+    this.#metrics.delete(jobId);
+    this.#metrics.set(jobId, kept);
+    if (this.#metrics.size > MAX_METRICS_JOBS) this.#metrics.delete(this.#metrics.keys().next().value!);
+    this.#feed.send("metrics", { jobId, metrics: kept });
   }
 
   /** Ends the event feed and closes the listener. Idempotent. */
@@ -201,6 +262,7 @@ export class Dashboard {
         .slice(0, SNAPSHOT_JOBS)
         .map(jobRowOf),
       sampleRequest: this.#source.sampleRequest,
+      handlers: Object.fromEntries(this.#handlers),
     };
   }
 
@@ -228,38 +290,76 @@ export class Dashboard {
       }
       return sendStatic(res, name);
     }
-    if (!this.#authorized(req)) {
-      return sendError(res, 401, "missing or wrong API key: the dashboard needs the harness's main key", {
-        headers: SECURITY_HEADERS,
-      });
-    }
-    const parts = rest.slice("api/".length).split("/");
-    const [what, rawId, action] = parts;
-    let id: string | undefined;
+    const [what = "", ...params] = rest.slice("api/".length).split("/");
+    let route = this.#routes.get(what) ?? this.#routes.get(NO_ROUTE)!;
+    let decoded: string[] = [];
     try {
-      id = rawId === undefined ? undefined : decodeURIComponent(rawId);
+      decoded = params.map(decodeURIComponent);
     } catch {
-      return sendError(res, 400, `malformed path: ${path}`, { headers: SECURITY_HEADERS });
+      route = this.#routes.get(MALFORMED)!;
     }
-    const shape =
-      parts.length > 3
-        ? ""
-        : `${what}${id === undefined ? "" : "/:id"}${action === undefined ? "" : `/${action}`}`;
-    const route = `${req.method} ${shape}`;
-    switch (route) {
-      case "GET events":
-        return this.#feed.open(res, { type: "snapshot", data: this.#snapshot() });
-      case "GET state":
-        return sendJson(res, 200, this.#snapshot(), SECURITY_HEADERS);
-      case "POST jobs":
-        return this.#submit(req, res);
-      case "GET jobs/:id":
-      case "POST jobs/:id/cancel":
-      case "POST jobs/:id/retry":
-        return this.#onJob(res, id!, action);
-      default:
-        return sendError(res, 404, `no route for ${req.method} ${path}`, { headers: SECURITY_HEADERS });
-    }
+    const url = new URL(path, "http://dashboard");
+    return serveRoute(this.#family, route, { req, res, url, endpointId: "", params: decoded });
+  }
+
+  /**
+   * The data routes under `/_runlet/api/`, each taking the main key and reading its body under its
+   * limit through the router (no route reads a byte before the key is checked).
+   */
+  #apiRoutes(): ReadonlyMap<string, Route> {
+    const auth = (call: { req: IncomingMessage }) => (this.#authorized(call.req) ? "ok" : "unauthorized");
+    const small = () => noBody("request");
+    const { bodyLimits } = this.#source;
+    const routes: Route[] = [
+      { name: NO_ROUTE, auth, methods: () => undefined, body: small, handle: () => {} },
+      {
+        name: MALFORMED,
+        auth,
+        methods: () => ANY_METHOD,
+        body: small,
+        handle: ({ res, url }) =>
+          sendError(res, 400, `malformed path: ${url.pathname}`, { headers: SECURITY_HEADERS }),
+      },
+      {
+        name: "events",
+        auth,
+        methods: (p) => (p.length === 0 ? ["GET"] : undefined),
+        body: small,
+        handle: ({ res }) => this.#feed.open(res, { type: "snapshot", data: this.#snapshot() }),
+      },
+      {
+        name: "state",
+        auth,
+        methods: (p) => (p.length === 0 ? ["GET"] : undefined),
+        body: small,
+        handle: ({ res }) => sendJson(res, 200, this.#snapshot(), SECURITY_HEADERS),
+      },
+      {
+        name: "jobs",
+        auth,
+        methods: (p) =>
+          p.length === 0
+            ? ["POST"]
+            : p.length === 1
+              ? ["GET"]
+              : p.length === 2 && (p[1] === "cancel" || p[1] === "retry")
+                ? ["POST"]
+                : undefined,
+        body: ({ params }) =>
+          params.length === 0
+            ? {
+                limitBytes: Math.max(bodyLimits.runBytes, bodyLimits.runsyncBytes) + SUBMIT_ENVELOPE_BYTES,
+                // The job's request body is one level down, in `body`.
+                maxDepth: bodyLimits.maxJsonDepth + 1,
+                subject: "request",
+                tooLargeStatus: 413,
+              }
+            : small(),
+        handle: ({ res, params }, body) =>
+          params.length === 0 ? this.#submit(res, body) : this.#onJob(res, params[0]!, params[1]),
+      },
+    ];
+    return new Map(routes.map((r) => [r.name, r]));
   }
 
   async #onJob(res: ServerResponse, id: string, action: string | undefined): Promise<void> {
@@ -284,23 +384,20 @@ export class Dashboard {
       }
       store.retry(job);
     }
-    sendJson(res, 200, jobDetailOf(job, this.#source.webhookAttempts()), SECURITY_HEADERS);
+    sendJson(
+      res,
+      200,
+      jobDetailOf(job, this.#source.webhookAttempts(), this.#metrics.get(job.id)),
+      SECURITY_HEADERS,
+    );
   }
 
   /** `POST api/jobs {endpointId, route: "run" | "runsync", body}`: a job created as that route would. */
-  async #submit(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  async #submit(res: ServerResponse, read: JsonRead): Promise<void> {
     const { bodyLimits, retention, store } = this.#source;
-    const limit = Math.max(bodyLimits.runBytes, bodyLimits.runsyncBytes) + SUBMIT_ENVELOPE_BYTES;
-    const read = await readBody(req, limit);
     const fail = (status: number, message: string, issues?: readonly string[]) =>
       sendError(res, status, message, { issues, headers: SECURITY_HEADERS });
-    if (!read.ok)
-      return fail(
-        read.tooLarge ? 413 : 400,
-        read.tooLarge ? `request is over ${limit} bytes` : "request is not UTF-8",
-      );
-    const parsed = parseJson(read.text);
-    const envelope = parsed.ok ? (parsed.value as Record<string, unknown> | null) : null;
+    const envelope = read.ok ? (read.value as Record<string, unknown> | null) : null;
     if (typeof envelope !== "object" || envelope === null) {
       return fail(400, "send a JSON object {endpointId, route, body}");
     }
@@ -315,7 +412,7 @@ export class Dashboard {
     const bodyLimit = route === "run" ? bodyLimits.runBytes : bodyLimits.runsyncBytes;
     if (Buffer.byteLength(text) > bodyLimit)
       return fail(413, `request body is over the /${route} limit of ${bodyLimit} bytes`);
-    const checked = parseRunBody(text);
+    const checked = parseRunBody(body ?? null, Buffer.byteLength(text));
     if (!checked.ok) return fail(400, checked.message, checked.issues);
     const job = store.create(
       endpointId,

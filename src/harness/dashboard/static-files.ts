@@ -10,6 +10,8 @@ const STATIC_DIR = new URL("./static/", import.meta.url);
 const FILES: Readonly<Record<string, string>> = {
   "index.html": "text/html; charset=utf-8",
   "app.js": "text/javascript; charset=utf-8",
+  "schema-form.js": "text/javascript; charset=utf-8",
+  "openai-reply.js": "text/javascript; charset=utf-8",
   "style.css": "text/css; charset=utf-8",
 };
 

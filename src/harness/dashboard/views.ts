@@ -54,13 +54,15 @@ export interface JobDetail extends JobRow {
   /** The job as its worker receives it (`input`, `policy`, `s3Config`, `webhook`, …), s3Config secrets masked. */
   readonly request: Record<string, unknown>;
   readonly output?: unknown;
-  /** The error text; a handler's error report is JSON text (worker-protocol §4), which the page lays out. */
+  /** The error text; a handler's error report is JSON text (docs/protocol.md, "Results"), which the page lays out. */
   readonly error?: string;
   readonly progress: readonly unknown[];
   readonly stream: readonly StreamChunk[];
   readonly webhookAttempts: readonly WebhookAttempt[];
   /** Times a worker lost the job while running it. */
   readonly lapses: number;
+  /** The handler's own metrics (`ctx.metrics`), when its worker reported them (`runlet dev` does). */
+  readonly metrics?: Readonly<Record<string, number | string>>;
 }
 
 function iso(ms: number | undefined): string | undefined {
@@ -92,7 +94,11 @@ export function maskedRequest(job: JobEntry): Record<string, unknown> {
 }
 
 /** The job view's data. */
-export function jobDetailOf(job: JobEntry, webhookAttempts: readonly WebhookAttempt[]): JobDetail {
+export function jobDetailOf(
+  job: JobEntry,
+  webhookAttempts: readonly WebhookAttempt[],
+  metrics?: Readonly<Record<string, number | string>>,
+): JobDetail {
   return {
     ...jobRowOf(job),
     request: maskedRequest(job),
@@ -102,6 +108,7 @@ export function jobDetailOf(job: JobEntry, webhookAttempts: readonly WebhookAtte
     stream: [...job.stream],
     webhookAttempts: webhookAttempts.filter((a) => a.jobId === job.id),
     lapses: job.lapses,
+    ...(metrics === undefined ? {} : { metrics }),
   };
 }
 

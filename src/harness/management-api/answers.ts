@@ -1,6 +1,6 @@
 /**
  * Answers of the harness's management emulation, in each version's error format
- * (platform-api §7): v1 `{message}`, v2 RFC 9457 problems as `application/problem+json`.
+ * (docs/protocol.md, "Errors"): v1 `{message}`, v2 RFC 9457 problems as `application/problem+json`.
  */
 
 /** What a management route answers; `body` is the exact text to send. */

@@ -1,6 +1,6 @@
 /**
  * Telling management paths from job-API paths. Both live under `/v2/`: the job API as
- * `/v2/<endpoint_id>/...` (platform-api §4.1), the management API as `/v2/<resource>...` (§9).
+ * `/v2/<endpoint_id>/...` (docs/protocol.md, "Job API"), the management API as `/v2/<resource>...` (docs/protocol.md, "Management API").
  * The first segment after `/v2/` decides: the resource names below are reserved, and the
  * harness never gives an endpoint one of them as its id (its ids are random lowercase
  * letters and digits, 14 long, which none of these names are).

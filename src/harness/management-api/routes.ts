@@ -26,7 +26,7 @@ export interface ManagementRoutesOptions {
   readonly clock?: () => number;
   /**
    * Serve the v1 template lookup (`GET /v1/templates/{id}`), for tests of old clients. v1 was
-   * retired on 2026-11-15 (platform-api §9): off, every `/v1/...` path answers 410 with the v1
+   * retired on 2026-11-15 (docs/protocol.md, "Management API"): off, every `/v1/...` path answers 410 with the v1
    * error body `{message}`, whatever the key. @default false
    */
   readonly v1?: boolean;
@@ -46,6 +46,11 @@ export interface ManagementRoutesOptions {
 export interface ManagementRoutes {
   /** Answers a management request, or `undefined` when the path is not a management path. */
   handle(request: ManagementRequest): ManagementAnswer | undefined;
+  /**
+   * The answer a request gets before its body is read — 410 for a retired v1 path, 401 without the
+   * key — or undefined when its body is to be read and handed to {@link handle}.
+   */
+  refuse(request: Omit<ManagementRequest, "body">): ManagementAnswer | undefined;
   /** The state, for tests and for the harness to read. */
   readonly store: ManagementStore;
 }
@@ -114,20 +119,28 @@ export function createManagementRoutes(options: ManagementRoutesOptions): Manage
     deleted: (id) => context.hook(options.onEndpointDeleted && (() => options.onEndpointDeleted?.(id))),
   });
 
+  const refuse = (request: Omit<ManagementRequest, "body">): ManagementAnswer | undefined => {
+    const v1 = request.path.startsWith("/v1");
+    // A retired API answers for no one: before the key check, as the platform's gone v1 does.
+    if (v1 && options.v1 !== true) return v1Error(410, V1_RETIRED_MESSAGE);
+    if (headerOf(request.headers, "authorization") !== expected) {
+      const message = "missing or incorrect API key: send Authorization: Bearer <API_KEY>";
+      return v1 ? v1Error(401, message) : problem(401, message);
+    }
+    return undefined;
+  };
+
   return {
     store,
+    refuse,
     handle(request) {
       if (!isManagementPath(request.path)) return undefined;
       const pathOnly = request.path.split("?")[0]!;
       const segments = segmentsOf(pathOnly);
       const v1 = pathOnly.startsWith("/v1");
-      // A retired API answers for no one: before the key check, as the platform's gone v1 does.
-      if (v1 && options.v1 !== true) return v1Error(410, V1_RETIRED_MESSAGE);
+      const refused = refuse(request);
+      if (refused !== undefined) return refused;
       const method = request.method.toUpperCase();
-      if (headerOf(request.headers, "authorization") !== expected) {
-        const message = "missing or incorrect API key: send Authorization: Bearer <API_KEY>";
-        return v1 ? v1Error(401, message) : problem(401, message);
-      }
       if (segments === undefined) return v1 ? v1Error(400, "malformed path") : problem(400, "malformed path");
       const [, resource, ...rest] = segments;
       if (v1) {

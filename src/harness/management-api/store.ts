@@ -7,7 +7,7 @@ import type { Endpoint, TemplateV1 } from "../../protocol/management/index.js";
  * "owned" means created by the caller or seeded as `owner: "self"`.
  */
 
-/** Who a template belongs to, which decides what the v1 include flags reveal (platform-api §4.2). */
+/** Who a template belongs to, which decides what the v1 include flags reveal (docs/protocol.md, "v1 retirement"). */
 export type TemplateOwner = "self" | "community" | "runpod";
 
 /** A template given to the harness at start: v1 fields plus its owner. */
@@ -35,7 +35,7 @@ export function randomId(length: number): string {
   return id;
 }
 
-/** Fills the §2.1 fields a new template leaves out with the harness's defaults. */
+/** Fills the template fields (docs/protocol.md, "Templates") a new template leaves out with the harness's defaults. */
 export function withTemplateDefaults(
   id: string,
   fields: Partial<TemplateV1> & { name: string; imageName: string },

@@ -16,7 +16,7 @@ const TEMPLATE_ID = /^[A-Za-z0-9_-]{1,64}$/;
 const FLAGS = ["includeEndpointBoundTemplates", "includePublicTemplates", "includeRunpodTemplates"] as const;
 
 /**
- * `GET /v1/templates/{templateId}` (platform-api §4.2). A template is found when it is the
+ * `GET /v1/templates/{templateId}` (docs/protocol.md, "v1 retirement"). A template is found when it is the
  * caller's and not bound to an endpoint, or when the flag for its kind is true: bound to an
  * endpoint (`includeEndpointBoundTemplates`), community-public (`includePublicTemplates`), the
  * operator's (`includeRunpodTemplates`). Otherwise 404, as for an unknown id.

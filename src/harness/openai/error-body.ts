@@ -1,6 +1,7 @@
 import type { ServerResponse } from "node:http";
 import { type OpenAIErrorBody, openAIError } from "../../protocol/openai.js";
 import { sendJson } from "../http-util.js";
+import { parsePythonLiteral } from "./python-literal.js";
 
 export { type OpenAIErrorBody, openAIError };
 
@@ -25,24 +26,49 @@ export function sendOpenAIError(
 
 /**
  * The OpenAI error a value holds, when it is one: `{error: {message: string, type?: string, ...}}`.
- * Handlers fail OpenAI jobs with this JSON text as their error (runlet/openai does), and
- * OpenAI-compatible servers return it as their output; both become a proper error answer.
+ * OpenAI-compatible servers return it as their output, and a string holding its JSON is read too;
+ * either becomes a proper error answer.
  */
 export function asOpenAIError(value: unknown): OpenAIErrorBody | undefined {
-  if (typeof value === "string") {
-    if (!value.startsWith("{")) return undefined;
-    try {
-      return asOpenAIError(JSON.parse(value) as unknown);
-    } catch {
-      // Not JSON: a plain error text, which the caller wraps itself.
-      return undefined;
-    }
-  }
-  if (typeof value !== "object" || value === null || Array.isArray(value)) return undefined;
-  const inner = (value as { error?: unknown }).error;
-  if (typeof inner !== "object" || inner === null) return undefined;
-  const e = inner as Record<string, unknown>;
-  if (typeof e["message"] !== "string") return undefined;
+  if (typeof value === "string") return asOpenAIError(parseJsonObject(value));
+  const record = asRecord(value);
+  return record === undefined ? undefined : innerError(asRecord(record["error"]));
+}
+
+/**
+ * The OpenAI error in a failed job's error text, when it holds one: OpenAI's body
+ * `{"error": {...}}` or its inner `{"message", "type", "param", "code"}` alone, as JSON or as
+ * Python's `str()` of a dict (single quotes, `None`, `True`), which the platform's Python SDK posts
+ * when a handler yields `{"error": {...}}` (docs/openai.md, "Errors").
+ */
+export function openAIErrorOfText(text: string | undefined): OpenAIErrorBody | undefined {
+  if (text === undefined) return undefined;
+  const value = parseJsonObject(text) ?? parsePythonObject(text);
+  const record = asRecord(value);
+  if (record === undefined) return undefined;
+  const own =
+    asOpenAIError(record) ??
+    (typeof record["type"] === "string" || "code" in record ? innerError(record) : undefined);
+  if (own === undefined || statusOf(own) !== 500) return own;
+  return quotedError(own.error.message) ?? own;
+}
+
+/**
+ * An OpenAI-compatible server's error answer quoted at the end of a message (a proxy's
+ * `vLLM returned HTTP 404: {"error": {...}}`), when its status is a client error.
+ */
+function quotedError(message: string): OpenAIErrorBody | undefined {
+  const start = message.indexOf("{");
+  if (start < 0) return undefined;
+  const record = asRecord(parseJsonObject(message.slice(start)));
+  if (record === undefined) return undefined;
+  const quoted = asOpenAIError(record) ?? innerError(record);
+  return quoted !== undefined && statusOf(quoted) !== 500 ? quoted : undefined;
+}
+
+/** The error body built from an inner `{message, type, param, code}`, when `message` is a string. */
+function innerError(e: Record<string, unknown> | undefined): OpenAIErrorBody | undefined {
+  if (e === undefined || typeof e["message"] !== "string") return undefined;
   const code = e["code"];
   return openAIError(
     e["message"],
@@ -52,19 +78,42 @@ export function asOpenAIError(value: unknown): OpenAIErrorBody | undefined {
   );
 }
 
+function asRecord(value: unknown): Record<string, unknown> | undefined {
+  return typeof value === "object" && value !== null && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : undefined;
+}
+
+/** The value of JSON text that starts with `{`, or undefined for any other text. */
+function parseJsonObject(text: string): unknown {
+  const trimmed = text.trim();
+  if (!trimmed.startsWith("{")) return undefined;
+  try {
+    return JSON.parse(trimmed) as unknown;
+  } catch {
+    // Not JSON: a plain error text (or Python's), which the caller reads another way.
+    return undefined;
+  }
+}
+
+function parsePythonObject(text: string): unknown {
+  const trimmed = text.trim();
+  return trimmed.startsWith("{") ? parsePythonLiteral(trimmed) : undefined;
+}
+
 /**
- * The status for an OpenAI error: its `code` when that is an HTTP error status (OpenAI-compatible
- * servers such as vLLM put the status there), else by its `type`, else 500.
+ * The status for an OpenAI error: its `code` when that is an HTTP client-error status
+ * (OpenAI-compatible servers such as vLLM put the status there), else by its `type`, else 500.
  */
 export function statusOf(body: OpenAIErrorBody): number {
   const { code, type } = body.error;
-  if (typeof code === "number" && Number.isInteger(code) && code >= 400 && code <= 599) return code;
+  if (typeof code === "number" && Number.isInteger(code) && code >= 400 && code <= 499) return code;
   return STATUS_OF_TYPE[type] ?? 500;
 }
 
 /**
  * The OpenAI error for a job that ended without an answer: FAILED (its error text, an OpenAI error
- * when it is one, else the worker's error report's message), TIMED_OUT or CANCELLED.
+ * when it holds one, else the worker's error report's message), TIMED_OUT or CANCELLED.
  */
 export function jobEndError(
   status: string,
@@ -76,12 +125,12 @@ export function jobEndError(
   if (status === "CANCELLED") {
     return { status: 500, body: openAIError("the job was cancelled", "server_error", "job_cancelled") };
   }
-  const own = asOpenAIError(error);
+  const own = openAIErrorOfText(error);
   if (own !== undefined) return { status: statusOf(own), body: own };
   return { status: 500, body: openAIError(reportMessage(error), "server_error", "job_failed") };
 }
 
-/** The message of a worker's JSON error report (worker-protocol §4), or the error text itself. */
+/** The message of a worker's JSON error report (docs/protocol.md, "Results"), or the error text itself. */
 function reportMessage(error: string | undefined): string {
   if (error === undefined) return "the job failed";
   try {

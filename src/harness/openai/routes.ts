@@ -1,12 +1,12 @@
-import type { IncomingMessage, ServerResponse } from "node:http";
 import type { KeyRing } from "../auth.js";
-import { parseJson, readBody } from "../http-util.js";
-import type { JobEntry } from "../job-entry.js";
 import type { JobStore } from "../job-store.js";
 import type { ResolvedOptions } from "../options.js";
 import type { RateLimiter } from "../rate-limits.js";
-import { asOpenAIError, jobEndError, openAIError, sendOpenAIError, statusOf } from "./error-body.js";
+import type { JsonRead } from "../read-json.js";
+import type { Route, RouteCall, RouteFamily } from "../route-table.js";
+import { openAIError, sendOpenAIError } from "./error-body.js";
 import type { JobFeed } from "./job-feed.js";
+import { relay } from "./relay.js";
 
 /** What the OpenAI routes need from the harness. */
 export interface OpenAIRoutesContext {
@@ -20,247 +20,135 @@ export interface OpenAIRoutesContext {
 /** The path segment after the endpoint id that leads here: `/v2/<endpoint>/openai/...`. */
 export const OPENAI_ROUTE = "openai";
 
-/** The last event of an OpenAI stream. */
-const DONE_EVENT = "data: [DONE]\n\n";
+/**
+ * The OpenAI routes' family: refusals in OpenAI's error shape. The router checks key (401),
+ * endpoint (404), the key's access (403), the path (404), the method (405) and the `openai` rate
+ * limit (429) before a byte of the body is read.
+ */
+export function openAIFamily(ctx: OpenAIRoutesContext): RouteFamily {
+  return {
+    hasEndpoint: (id) => ctx.store.table.hasEndpoint(id),
+    refuse({ req, res, url, endpointId, params }, _route, refusal) {
+      switch (refusal.reason) {
+        case "key":
+          return sendOpenAIError(
+            res,
+            401,
+            openAIError("missing or wrong API key", "invalid_request_error", "invalid_api_key"),
+          );
+        case "endpoint":
+          return sendOpenAIError(
+            res,
+            404,
+            openAIError(`endpoint "${endpointId}" not found`, "not_found_error", "endpoint_not_found"),
+          );
+        case "forbidden":
+          return sendOpenAIError(
+            res,
+            403,
+            openAIError(`this API key has no access to endpoint "${endpointId}"`, "permission_error"),
+          );
+        case "path":
+          return sendOpenAIError(
+            res,
+            404,
+            openAIError(
+              `Invalid URL (${req.method} ${url.pathname})`,
+              "invalid_request_error",
+              "unknown_url",
+            ),
+          );
+        case "method": {
+          const method = methodsOf(params) ?? [];
+          return sendOpenAIError(
+            res,
+            405,
+            openAIError(
+              `/${params.join("/")} takes ${method.join(" or ")}, got ${req.method}`,
+              "invalid_request_error",
+              "method_not_allowed",
+            ),
+            { allow: method.join(", ") },
+          );
+        }
+        case "rate":
+          return sendOpenAIError(
+            res,
+            429,
+            openAIError(refusal.message, "rate_limit_error", "rate_limit_exceeded"),
+            { ...refusal.headers },
+          );
+        default:
+          return sendOpenAIError(
+            res,
+            refusal.status,
+            refusal.status === 413
+              ? openAIError(refusal.message, "invalid_request_error", "too_large")
+              : openAIError(refusal.message, "invalid_request_error"),
+          );
+      }
+    },
+  };
+}
+
+/** The methods `/v1/<path>` takes, or undefined when the path is not one (`rest` is after `/openai`). */
+function methodsOf(rest: readonly string[]): readonly string[] | undefined {
+  if (rest[0] !== "v1" || rest.length < 2 || rest.some((part) => part === "")) return undefined;
+  return rest.join("/") === "v1/models" ? ["GET", "POST"] : ["POST"];
+}
 
 /**
- * Serves `/v2/<endpoint>/openai/v1/<path>` as the platform does: the request becomes an ordinary
- * job whose input is `{openai_route: "/v1/<path>", openai_input: <body, or {} for GET>}`; the answer
- * is the job's output (not streamed), or its stream items as server-sent events (`stream: true`).
- * Auth, endpoint and rate limits (`openai` row) are checked first; every error is OpenAI-shaped.
- * `rest` is the path after `/openai`.
+ * `/v2/<endpoint>/openai/v1/<path>` as the platform serves it: the request becomes an ordinary job
+ * whose input is `{openai_route: "/v1/<path>", openai_input: <body, or {} for GET>}`; the answer is
+ * the job's output (not streamed), or its stream items as server-sent events (`stream: true`).
  */
-export async function handleOpenAIRoute(
-  ctx: OpenAIRoutesContext,
-  req: IncomingMessage,
-  res: ServerResponse,
-  url: URL,
-  endpointId: string,
-  rest: readonly string[],
-): Promise<void> {
-  const auth = ctx.keys.client(req.headers.authorization, endpointId);
-  if (auth === "unauthorized") {
-    return sendOpenAIError(
-      res,
-      401,
-      openAIError("missing or wrong API key", "invalid_request_error", "invalid_api_key"),
-    );
+export function openAIRoute(ctx: OpenAIRoutesContext): Route {
+  return {
+    name: OPENAI_ROUTE,
+    auth: (call) => ctx.keys.client(call.req.headers.authorization, call.endpointId),
+    methods: methodsOf,
+    admit(call) {
+      const counts = ctx.store.workers.counts(call.endpointId, 0);
+      const slot = ctx.limiter.acquire(call.endpointId, "openai", counts.idle + counts.running);
+      if (!slot.ok) {
+        return {
+          reason: "rate",
+          status: 429,
+          message: slot.message,
+          headers: { "retry-after": String(slot.retryAfterSec) },
+        };
+      }
+      call.res.once("close", slot.release);
+      return undefined;
+    },
+    body: () => ({
+      limitBytes: ctx.options.limits.runsyncBytes,
+      // The body becomes `input.openai_input` of the job: two levels under the job's own limit.
+      maxDepth: Math.max(1, ctx.options.limits.maxJsonDepth - 2),
+      subject: "request body",
+      tooLargeStatus: 413,
+      // An empty POST (models) is an empty body, as for GET.
+      allowEmpty: true,
+    }),
+    handle: (call, body) => handleOpenAIRoute(ctx, call, body),
+  };
+}
+
+/** Serves an OpenAI request the router has checked and whose body it has read. */
+async function handleOpenAIRoute(ctx: OpenAIRoutesContext, call: RouteCall, read: JsonRead): Promise<void> {
+  const { res, params } = call;
+  const openaiRoute = `/${params.join("/")}`;
+  const value = read.ok ? read.value : undefined;
+  if (value !== undefined && (typeof value !== "object" || value === null || Array.isArray(value))) {
+    sendOpenAIError(res, 400, openAIError("request body must be a JSON object", "invalid_request_error"));
+    return;
   }
-  if (!ctx.store.table.hasEndpoint(endpointId)) {
-    return sendOpenAIError(
-      res,
-      404,
-      openAIError(`endpoint "${endpointId}" not found`, "not_found_error", "endpoint_not_found"),
-    );
-  }
-  if (auth === "forbidden") {
-    return sendOpenAIError(
-      res,
-      403,
-      openAIError(`this API key has no access to endpoint "${endpointId}"`, "permission_error"),
-    );
-  }
-  if (rest[0] !== "v1" || rest.length < 2 || rest.some((part) => part === "")) {
-    return sendOpenAIError(
-      res,
-      404,
-      openAIError(`Invalid URL (${req.method} ${url.pathname})`, "invalid_request_error", "unknown_url"),
-    );
-  }
-  const openaiRoute = `/${rest.join("/")}`;
-  const method = openaiRoute === "/v1/models" ? ["GET", "POST"] : ["POST"];
-  if (!method.includes(req.method ?? "")) {
-    return sendOpenAIError(
-      res,
-      405,
-      openAIError(
-        `${openaiRoute} takes ${method.join(" or ")}, got ${req.method}`,
-        "invalid_request_error",
-        "method_not_allowed",
-      ),
-      { allow: method.join(", ") },
-    );
-  }
-  const counts = ctx.store.workers.counts(endpointId, 0);
-  const slot = ctx.limiter.acquire(endpointId, "openai", counts.idle + counts.running);
-  if (!slot.ok) {
-    return sendOpenAIError(res, 429, openAIError(slot.message, "rate_limit_error", "rate_limit_exceeded"), {
-      "retry-after": String(slot.retryAfterSec),
-    });
-  }
-  res.once("close", slot.release);
-  let body: Record<string, unknown> = {};
-  if (req.method === "POST") {
-    const read = await readRequestBody(ctx, req, res);
-    if (read === undefined) return;
-    body = read;
-  }
+  const body = (value ?? {}) as Record<string, unknown>;
   const job = ctx.store.create(
-    endpointId,
+    call.endpointId,
     "runsync",
-    { input: { openai_route: openaiRoute, openai_input: body } },
+    { input: { openai_route: openaiRoute, openai_input: body }, bytes: read.ok ? read.bytes : 0 },
     ctx.options.limits.runsyncRetentionMs,
   );
   await relay(ctx, res, job, body["stream"] === true);
-}
-
-/** Reads a JSON object body, or answers the error and returns undefined. */
-async function readRequestBody(
-  ctx: OpenAIRoutesContext,
-  req: IncomingMessage,
-  res: ServerResponse,
-): Promise<Record<string, unknown> | undefined> {
-  const limit = ctx.options.limits.runsyncBytes;
-  const read = await readBody(req, limit);
-  if (!read.ok && read.tooLarge) {
-    sendOpenAIError(
-      res,
-      413,
-      openAIError(`request body is over the limit of ${limit} bytes`, "invalid_request_error", "too_large"),
-    );
-    return undefined;
-  }
-  if (!read.ok) {
-    sendOpenAIError(res, 400, openAIError("request body is not valid UTF-8", "invalid_request_error"));
-    return undefined;
-  }
-  // An empty POST (models) is an empty body, as for GET.
-  if (read.text.trim() === "") return {};
-  const parsed = parseJson(read.text);
-  if (!parsed.ok) {
-    sendOpenAIError(
-      res,
-      400,
-      openAIError(`request body is not valid JSON: ${parsed.message}`, "invalid_request_error"),
-    );
-    return undefined;
-  }
-  const value = parsed.value;
-  if (typeof value !== "object" || value === null || Array.isArray(value)) {
-    sendOpenAIError(res, 400, openAIError("request body must be a JSON object", "invalid_request_error"));
-    return undefined;
-  }
-  return value as Record<string, unknown>;
-}
-
-/** One stream item as server-sent events: text as it is, an object as one event, a list item by item. */
-function frame(output: unknown): string {
-  if (typeof output === "string") return output;
-  // A batch of chunk objects (the reference vLLM worker's default) is one event per chunk.
-  if (Array.isArray(output)) return output.map(frame).join("");
-  return `data: ${JSON.stringify(output)}\n\n`;
-}
-
-/**
- * Answers from the job as it goes, driven by the harness's job events: stream items are written
- * as they arrive (the response starts with the first one, so a job that fails before streaming
- * still gets its error status), the end answers or closes the stream. A client that hangs up
- * cancels the job.
- */
-function relay(ctx: OpenAIRoutesContext, res: ServerResponse, job: JobEntry, streaming: boolean) {
-  return new Promise<void>((resolve) => {
-    const idHeader = { "x-request-id": job.id };
-    let written = 0;
-    let tail = "";
-    let finished = false;
-    const stopWaiting = new AbortController();
-
-    const start = (): void => {
-      if (res.headersSent) return;
-      res.writeHead(200, {
-        "content-type": "text/event-stream; charset=utf-8",
-        "cache-control": "no-cache",
-        ...idHeader,
-      });
-    };
-    const write = (text: string): void => {
-      if (text === "" || res.destroyed) return;
-      start();
-      res.write(text);
-      tail = (tail + text).slice(-DONE_EVENT.length);
-    };
-    const writePending = (): void => {
-      for (; written < job.stream.length; written++) write(frame(job.stream[written]!.output));
-    };
-    const finish = (): void => {
-      if (finished) return;
-      finished = true;
-      unwatch();
-      stopWaiting.abort();
-      resolve();
-    };
-    const fail = (status: number, body: ReturnType<typeof openAIError>): void => {
-      if (res.headersSent) {
-        // Mid-stream there is no status to set: the error is the last event (clients raise it).
-        if (!res.destroyed) res.end(`data: ${JSON.stringify(body)}\n\n`);
-      } else {
-        sendOpenAIError(res, status, body, idHeader);
-      }
-      finish();
-    };
-    const end = (): void => {
-      if (job.status !== "COMPLETED") {
-        const { status, body } = jobEndError(job.status, job.error);
-        fail(status, body);
-        return;
-      }
-      if (streaming) {
-        writePending();
-        // A handler that answered a stream request with one value: its output is the stream.
-        if (written === 0 && job.hasOutput && !(Array.isArray(job.output) && job.output.length === 0)) {
-          write(frame(job.output));
-        }
-        start();
-        if (tail !== DONE_EVENT) write(DONE_EVENT);
-        res.end();
-        finish();
-        return;
-      }
-      // `return_aggregate_stream`: a generator that yielded its answer once gives a one-item list.
-      const output = Array.isArray(job.output) && job.output.length === 1 ? job.output[0] : job.output;
-      const error = asOpenAIError(output);
-      if (error !== undefined) {
-        fail(statusOf(error), error);
-        return;
-      }
-      res.writeHead(200, { "content-type": "application/json", ...idHeader });
-      res.end(JSON.stringify(output ?? null));
-      finish();
-    };
-
-    const unwatch = ctx.feed.watch(job.id, (event) => {
-      if (finished) return;
-      if (event.type === "stream" && streaming) writePending();
-      else if (event.type === "end") end();
-    });
-    res.once("close", () => {
-      if (finished) return;
-      // The client went away before its answer was complete: nobody will read the job's result.
-      ctx.store.cancel(job);
-      finish();
-    });
-    void untilGone(ctx, job, stopWaiting.signal).then((gone) => {
-      if (finished || !gone) return;
-      if (ctx.store.waits.closed) {
-        fail(503, openAIError("the harness is shutting down", "server_error", "shutting_down"));
-      } else {
-        fail(
-          404,
-          openAIError(`job "${job.id}" was deleted before it ended`, "not_found_error", "job_deleted"),
-        );
-      }
-    });
-  });
-}
-
-/**
- * Resolves true when the job is deleted (its endpoint removed, its ttl) or the harness closes —
- * ends the job events do not report — and false once `signal` aborts.
- */
-async function untilGone(ctx: OpenAIRoutesContext, job: JobEntry, signal: AbortSignal): Promise<boolean> {
-  for (;;) {
-    if (signal.aborted) return false;
-    if (job.deleted || ctx.store.waits.closed) return true;
-    await ctx.store.waits.next(job.id, 60_000, signal);
-  }
 }

@@ -31,7 +31,7 @@ export function pathId(value: string, name = "id"): string {
   return encodeURIComponent(value);
 }
 
-/** Unwraps a v2 list answer `{<key>: [...]}` (platform-api §9) and checks each item. */
+/** Unwraps a v2 list answer `{<key>: [...]}` (docs/protocol.md, "Management API") and checks each item. */
 export function unwrapList<S extends z.ZodType>(
   answer: unknown,
   key: string,

@@ -26,7 +26,7 @@ export interface TemplatesApi {
   delete(id: string, options?: CallOptions): Promise<void>;
 }
 
-/** The three include flags of the v1 template lookup (platform-api §4.2); each defaults to false. */
+/** The three include flags of the v1 template lookup (docs/protocol.md, "v1 retirement"); each defaults to false. */
 export interface GetTemplateV1Options extends CallOptions {
   /** Include templates bound to Serverless endpoints. @default false */
   readonly includeEndpointBoundTemplates?: boolean;
@@ -80,8 +80,8 @@ export function templatesApi(call: Call): TemplatesApi {
 const flagSchema = z.boolean({ error: "must be true or false" }).optional();
 
 /**
- * `GET /v1/templates/{templateId}` (operation GetTemplate, platform-api §4.2): the v1 Template
- * (§2.1), validated. Flags left out are not sent (the server's default is false).
+ * `GET /v1/templates/{templateId}` (operation GetTemplate, docs/protocol.md, "v1 retirement"): the v1 Template
+ * (docs/protocol.md, "Templates"), validated. Flags left out are not sent (the server's default is false).
  */
 export async function getTemplateV1(
   call: Call,

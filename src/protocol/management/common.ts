@@ -1,7 +1,7 @@
 import { z } from "zod";
 
 /**
- * Field schemas shared by the v2 bodies (platform-api §2.1, §9). Objects are `looseObject`:
+ * Field schemas shared by the v2 bodies (docs/protocol.md, "Management API" and "Templates"). Objects are `looseObject`:
  * the spec names only some fields, and the rest must reach the platform untouched.
  */
 

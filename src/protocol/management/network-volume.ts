@@ -1,6 +1,6 @@
 import { z } from "zod";
 
-/** v2 network volume bodies (platform-api §9): `dataCenter` (was `dataCenterId`), optional `type`. */
+/** v2 network volume bodies (docs/protocol.md, "Management API"): `dataCenter` (was `dataCenterId`), optional `type`. */
 
 /** `type` of a network volume. */
 export const networkVolumeTypeSchema = z.enum(["STANDARD", "HIGH_PERFORMANCE"], {

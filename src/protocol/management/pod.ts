@@ -10,7 +10,7 @@ import {
   portsSchema,
 } from "./common.js";
 
-/** v2 pod bodies (platform-api §9): nested `gpu`/`cpu`/`mounts`, exactly one of gpu or cpu. */
+/** v2 pod bodies (docs/protocol.md, "Management API"): nested `gpu`/`cpu`/`mounts`, exactly one of gpu or cpu. */
 
 const podFields = {
   gpu: gpuSchema.optional(),

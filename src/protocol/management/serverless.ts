@@ -2,7 +2,7 @@ import { z } from "zod";
 import { checkGpuCpu, cpuSchema, envSchema, gpuSchema, portsSchema } from "./common.js";
 
 /**
- * v2 serverless endpoint bodies (platform-api §9): `templateId`, or `name` + `image` + `gpu`
+ * v2 serverless endpoint bodies (docs/protocol.md, "Management API"): `templateId`, or `name` + `image` + `gpu`
  * given directly; worker and scaling settings nest under `workers` and `scaling` (replacing
  * v1's `workersMin`, `workersMax`, `scalerType`, `idleTimeout`).
  */

@@ -1,7 +1,7 @@
 import type { TemplateV1, TemplateV2 } from "./template.js";
 
 /**
- * Maps templates between v1 and v2 field names (platform-api §9). Only the four renamed fields
+ * Maps templates between v1 and v2 field names (docs/protocol.md, "Management API"). Only the four renamed fields
  * change; every other field keeps its name ("field-by-field mapping beyond the above: not
  * shown"), so it is copied as it is.
  */
@@ -16,7 +16,7 @@ const RENAMES = [
 ] as const;
 
 /**
- * Turns a v1 template (§2.1) into v2 fields: `imageName`→`image`, `containerDiskInGb`→`disk`,
+ * Turns a v1 template into v2 fields: `imageName`→`image`, `containerDiskInGb`→`disk`,
  * `isPublic`→`public`, `containerRegistryAuthId`→`registry: {id}` (absent when null or empty).
  *
  * @example

@@ -2,15 +2,15 @@ import { z } from "zod";
 import { commandSchema, envSchema, portsSchema } from "./common.js";
 
 /**
- * Templates in both versions. v1 (platform-api §2.1) is what `GET /v1/templates/{id}` answers;
- * v2 renames four fields (§9): `imageName`→`image`, `containerDiskInGb`→`disk`,
+ * Templates in both versions. v1 (docs/protocol.md, "Templates") is what `GET /v1/templates/{id}` answers;
+ * v2 renames four fields: `imageName`→`image`, `containerDiskInGb`→`disk`,
  * `isPublic`→`public`, `containerRegistryAuthId`→ nested `registry` (carried as `{id}`).
  */
 
 /** Optional string fields may come back as `null` from the platform; both mean "not set". */
 const optionalText = z.string().nullish();
 
-/** The v1 Template (§2.1). `id`, `name` and `imageName` are required; every other field is typed when present. */
+/** The v1 Template (docs/protocol.md, "Templates"). `id`, `name` and `imageName` are required; every other field is typed when present. */
 export const templateV1Schema = z.looseObject({
   id: z.string(),
   name: z.string(),

@@ -1,6 +1,9 @@
 // The harness's live page: plain DOM, no build step, no dependency. Data comes from the
 // dashboard's own routes (api/…) with the harness's key; live changes from its event feed.
 
+import { openAIReplyOf, openAIRouteOf } from "./openai-reply.js";
+import { exampleOf, fieldsOf, validate } from "./schema-form.js";
+
 const TOKEN_KEY = "runlet-dashboard-token";
 const MAX_JOBS = 500;
 const TERMINAL = new Set(["COMPLETED", "FAILED", "CANCELLED", "TIMED_OUT"]);
@@ -21,6 +24,10 @@ const state = {
   loading: 0,
   pending: [],
   editorTouched: false,
+  /** endpointId → what its handler takes (input JSON Schema) and does (streams, OpenAI). */
+  handlers: new Map(),
+  /** test_input.json, when the harness was given one: the form starts from it rather than the schema. */
+  sample: undefined,
 };
 
 // ---- the key: from the link's #token=…, kept for this browser session only ----
@@ -88,7 +95,11 @@ async function api(method, path, body) {
     lock("That key was refused.");
     throw new Error("the harness refused the key");
   }
-  if (!res.ok) throw new Error(data.error ?? `HTTP ${res.status}`);
+  if (!res.ok) {
+    // A refused body names each problem on a line of its own.
+    const issues = Array.isArray(data.issues) ? data.issues.map((i) => `\n  ${i}`).join("") : "";
+    throw new Error(`${data.error ?? `HTTP ${res.status}`}${issues}`);
+  }
   return data;
 }
 
@@ -156,11 +167,22 @@ function onEvent(type, data) {
       state.workers = new Map(data.endpoints.map((e) => [e.id, []]));
       for (const w of data.workers) state.workers.get(w.endpointId)?.push(w);
       state.jobs = new Map(data.jobs.map((j) => [j.id, j]));
-      fillEditor(data.sampleRequest);
+      state.handlers = new Map(Object.entries(data.handlers ?? {}));
+      state.sample = data.sampleRequest;
       renderEndpoints();
       renderWorkers();
       renderJobs();
+      fillEditor();
       if (state.openId !== null) loadJob(state.openId);
+      return;
+    case "handler":
+      state.handlers.set(data.endpointId, data.info);
+      if (data.endpointId === $("run-endpoint").value) fillEditor();
+      return;
+    case "metrics":
+      if (data.jobId !== state.openId || state.open === null) return;
+      state.open.metrics = data.metrics;
+      renderMetrics();
       return;
     case "endpoint":
       state.endpoints.set(data.endpoint.id, data.endpoint);
@@ -379,6 +401,7 @@ function renderJob() {
   $("job-output-box").hidden = !("output" in job);
   $("job-output").textContent = "output" in job ? json(job.output) : "";
   renderFailure(job.error);
+  renderMetrics();
   renderProgress();
   renderStream();
   $("webhooks").tBodies[0].replaceChildren(
@@ -422,6 +445,16 @@ function renderFailure(error) {
   const traceback = report?.error_traceback;
   $("job-traceback").hidden = typeof traceback !== "string" || traceback === "";
   $("job-traceback").textContent = typeof traceback === "string" ? traceback : "";
+}
+
+/** The handler's own metrics (`ctx.metrics`) of the open job, when its worker reported them. */
+function renderMetrics() {
+  const metrics = state.open.metrics ?? {};
+  const entries = Object.entries(metrics);
+  $("job-metrics-box").hidden = entries.length === 0;
+  $("job-metrics").replaceChildren(
+    ...entries.flatMap(([k, v]) => [h("dt", {}, k), h("dd", { "data-metric": k }, String(v))]),
+  );
 }
 
 function renderProgress() {
@@ -468,11 +501,32 @@ function assemble(chunks) {
   return { text, items };
 }
 
+/** Metrics runlet puts on every chunk; the rest of a chunk's metrics are the handler's own. */
+const RUNLET_CHUNK_METRICS = new Set(["streamIndex", "part", "parts", "encoding", "bytes"]);
+
 function renderStream() {
   const chunks = state.open.stream;
   const { text, items } = assemble(chunks);
   $("stream-count").textContent = chunks.length === 0 ? "(none)" : `(${chunks.length} chunks)`;
   $("stream-text").textContent = text;
+  const withMetrics = chunks
+    .map((chunk, i) => [
+      i + 1,
+      Object.entries(chunk.metrics ?? {}).filter(([k]) => !RUNLET_CHUNK_METRICS.has(k)),
+    ])
+    .filter(([, own]) => own.length > 0);
+  $("chunk-metrics").hidden = withMetrics.length === 0;
+  $("chunk-metrics").tBodies[0].replaceChildren(
+    ...withMetrics.map(([n, own]) =>
+      h(
+        "tr",
+        { "data-chunk": n },
+        h("td", { class: "num" }, n),
+        h("td", { class: "metrics" }, own.map(([k, v]) => `${k}=${v}`).join(" ")),
+      ),
+    ),
+  );
+  renderReply(text);
   $("stream-items").replaceChildren(
     ...items.map(({ value, metrics }) =>
       h(
@@ -486,11 +540,99 @@ function renderStream() {
   );
 }
 
+/** An OpenAI job's reply, read from its stream (or its output); its raw stream is folded away beneath. */
+function renderReply(streamText) {
+  const route = openAIRouteOf(state.open);
+  const reply = route === null ? null : openAIReplyOf(streamText, state.open.output);
+  const box = $("openai-box");
+  const wasHidden = box.hidden;
+  box.hidden = route === null;
+  // An OpenAI job opens folded to its reply; any other opens with its stream shown.
+  if (wasHidden !== box.hidden || route === null) $("stream-box").open = route === null;
+  if (route === null) return;
+  $("openai-route").textContent = route;
+  $("openai-text").textContent = reply?.text ?? "";
+  $("openai-tools").replaceChildren(
+    ...(reply?.toolCalls ?? [])
+      .filter((c) => c !== undefined)
+      .map((c) =>
+        h("li", { class: "tool-call" }, h("code", {}, `${c.name}(${c.arguments})`), c.id ? ` ${c.id}` : ""),
+      ),
+  );
+  const usage = reply?.usage;
+  const facts = [
+    ["finish reason", reply?.finishReason ?? (TERMINAL.has(state.open.status) ? "–" : "(still generating)")],
+    ...(reply?.model ? [["model", reply.model]] : []),
+    ...(usage
+      ? [
+          [
+            "usage",
+            `${usage.prompt_tokens ?? "?"} prompt + ${usage.completion_tokens ?? "?"} completion = ${usage.total_tokens ?? "?"} tokens`,
+          ],
+        ]
+      : []),
+    ...(reply?.error ? [["error", reply.error]] : []),
+  ];
+  $("openai-facts").replaceChildren(
+    ...facts.flatMap(([k, v]) => [h("dt", {}, k), h("dd", { class: `openai-${k.replace(" ", "-")}` }, v)]),
+  );
+}
+
 // ---- run a request ----
 
-function fillEditor(sample) {
-  if (state.editorTouched) return;
-  $("request").value = json(sample ?? { input: {} });
+/** The chosen endpoint's handler info, when its worker described it. */
+const chosenHandler = () => state.handlers.get($("run-endpoint").value);
+
+/** What the form starts from: test_input.json when given, else a valid example of the handler's input schema. */
+function startingBody() {
+  if (state.sample !== undefined) return state.sample;
+  const info = chosenHandler();
+  if (info?.openai) {
+    return {
+      input: {
+        openai_route: "/v1/chat/completions",
+        openai_input: { model: info.models?.[0] ?? "…", messages: [{ role: "user", content: "Hello" }] },
+      },
+    };
+  }
+  return { input: info === undefined ? {} : exampleOf(info.inputSchema) };
+}
+
+function fillEditor(force = false) {
+  if (!state.editorTouched || force) {
+    $("request").value = json(startingBody());
+    state.editorTouched = false;
+  }
+  renderSchema();
+}
+
+/** The chosen handler's fields, its schema's note, and the errors of the editor's input against it. */
+function renderSchema() {
+  const info = chosenHandler();
+  const fields = info === undefined || info.openai ? [] : fieldsOf(info.inputSchema);
+  $("schema-box").hidden = info === undefined || info.openai;
+  if (info === undefined || info.openai) return;
+  $("schema-fields").replaceChildren(
+    ...fields.flatMap((f, i) => [
+      i === 0 ? "" : ", ",
+      h(
+        "code",
+        { class: f.required ? "field required-field" : "field", "data-field": f.name, title: f.description },
+        `${f.name}${f.required ? "*" : ""}: ${f.type}${"default" in f ? ` = ${JSON.stringify(f.default)}` : ""}`,
+      ),
+    ]),
+    fields.length === 0 ? "(any JSON value)" : "",
+  );
+  $("schema-note").hidden = info.schemaNote === undefined;
+  $("schema-note").textContent = info.schemaNote ?? "";
+  let errors = [];
+  try {
+    const body = JSON.parse($("request").value);
+    errors = validate(info.inputSchema, body?.input);
+  } catch {
+    // Not JSON (yet): Send says so.
+  }
+  $("schema-errors").replaceChildren(...errors.map((e) => h("li", {}, `${e.path} ${e.message}`)));
 }
 
 async function submit(event) {
@@ -542,7 +684,10 @@ function start() {
   $("run-form").addEventListener("submit", submit);
   $("request").addEventListener("input", () => {
     state.editorTouched = true;
+    renderSchema();
   });
+  $("run-endpoint").addEventListener("change", () => fillEditor());
+  $("schema-reset").addEventListener("click", () => fillEditor(true));
   $("status-filter").addEventListener("change", (event) => {
     state.filter = event.target.value;
     renderJobs();

@@ -1,0 +1,55 @@
+import { exampleOf } from "../harness/dashboard/static/schema-form.js";
+import type { HandlerInfo } from "../harness/index.js";
+
+/** Quotes `text` for a POSIX shell. */
+export function shellQuote(text: string): string {
+  return `'${text.replaceAll("'", `'\\''`)}'`;
+}
+
+/** Where `runlet dev` serves, and what it knows of the handler. */
+export interface BannerFacts {
+  /** `http://127.0.0.1:8787/v2/local` */
+  readonly endpoint: string;
+  readonly apiKey: string;
+  /** test_input.json, when the project has one. */
+  readonly sample: unknown;
+  /** What the worker said of its handler; undefined before a worker has started. */
+  readonly info: HandlerInfo | undefined;
+}
+
+const LABEL = 10;
+const line = (label: string, text: string) => `  ${label.padEnd(LABEL)}${text}`;
+
+/**
+ * The banner's lines that show how to call the handler, fitted to it: an OpenAI handler gets its
+ * base URL and a chat completions curl; a streaming one `/run` then `/stream` (a `/runsync`
+ * answer holds none of the streamed items); any other a `/runsync` curl. The body is
+ * test_input.json, else an example of the handler's input schema.
+ */
+export function tryLines({ endpoint, apiKey, sample, info }: BannerFacts): string[] {
+  const auth = `-H ${shellQuote(`Authorization: Bearer ${apiKey}`)}`;
+  const json = "-H 'Content-Type: application/json'";
+  if (info?.openai === true) {
+    const base = `${endpoint}/openai/v1`;
+    const body = { model: info.models?.[0] ?? "model", messages: [{ role: "user", content: "Hello" }] };
+    return [
+      line("openai", `${base}  (an OpenAI client's base URL; its API key is the key above)`),
+      line("try", `curl -s ${base}/chat/completions ${auth} ${json} -d ${shellQuote(JSON.stringify(body))}`),
+    ];
+  }
+  const body = JSON.stringify(sample ?? { input: info === undefined ? {} : exampleOf(info.inputSchema) });
+  if (info?.streaming === true) {
+    return [
+      line(
+        "try",
+        `id=$(curl -s -X POST ${endpoint}/run ${auth} ${json} -d ${shellQuote(body)} | sed -E 's/.*"id":"([^"]+)".*/\\1/')`,
+      ),
+      line("then", `curl -s ${endpoint}/stream/$id ${auth}`),
+      line(
+        "",
+        "(each /stream call answers with the items so far; call it again until its status is COMPLETED)",
+      ),
+    ];
+  }
+  return [line("try", `curl -s -X POST ${endpoint}/runsync ${auth} ${json} -d ${shellQuote(body)}`)];
+}

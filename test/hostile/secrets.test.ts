@@ -1,0 +1,71 @@
+import { Writable } from "node:stream";
+import { describe, expect, it } from "vitest";
+import { createLogger } from "../../src/log/index.js";
+
+/** A platform-mode logger writing into a string. */
+function capture(secrets: readonly string[] = []) {
+  let text = "";
+  const destination = new Writable({
+    write(chunk: Buffer, _enc, callback) {
+      text += chunk.toString("utf8");
+      callback();
+    },
+  });
+  return { log: createLogger({ platform: true, destination, secrets }), text: () => text };
+}
+
+describe("secrets never reach a log line (issue 22, item 5)", () => {
+  it("masks s3Config's accessId and accessSecret when a handler logs ctx.job", () => {
+    const { log, text } = capture();
+    const job = {
+      id: "j1",
+      input: { prompt: "hi" },
+      s3Config: {
+        accessId: "AKIAEXAMPLEID",
+        accessSecret: "s3cr3t-value",
+        bucketName: "b",
+        endpointUrl: "http://s3",
+      },
+    };
+    log.info({ job }, "got a job");
+    expect(text()).not.toContain("AKIAEXAMPLEID");
+    expect(text()).not.toContain("s3cr3t-value");
+    expect(JSON.parse(text())).toMatchObject({
+      job: { s3Config: { accessId: "[redacted]", accessSecret: "[redacted]", bucketName: "b" } },
+    });
+  });
+
+  it("masks the user and password of a URL anywhere in the line, the message included", () => {
+    const { log, text } = capture();
+    log.info(
+      { job: { webhook: "https://alice:hunter2@hooks.example/cb?x=1" } },
+      "posting to ftp://bob:pw@files.example/",
+    );
+    expect(text()).not.toContain("alice");
+    expect(text()).not.toContain("hunter2");
+    expect(text()).not.toContain("bob:pw");
+    const line = JSON.parse(text()) as { job: { webhook: string }; message: string };
+    expect(line.job.webhook).toBe("https://[redacted]@hooks.example/cb?x=1");
+    expect(line.message).toBe("posting to ftp://[redacted]@files.example/");
+  });
+
+  it('scrubs an API key holding " and \\ as the JSON line writes it', () => {
+    const key = 'k"ey\\with-quote-and-slash';
+    const { log, text } = capture([key]);
+    log.info({ note: `the key is ${key}` }, `key=${key}`);
+    expect(text()).not.toContain(JSON.stringify(key).slice(1, -1));
+    expect(text()).not.toContain("with-quote-and-slash");
+    expect(JSON.parse(text())).toMatchObject({ note: "the key is [redacted]", message: "key=[redacted]" });
+  });
+
+  it("scrubs keys shorter than 4 characters where they stand alone, leaving words that hold them", () => {
+    const { log, text } = capture(["ab", "x"]);
+    log.info({ key: "ab", other: "x", word: "about taxes" }, "sent ab to x");
+    expect(JSON.parse(text())).toMatchObject({
+      key: "[redacted]",
+      other: "[redacted]",
+      word: "about taxes",
+      message: "sent [redacted] to [redacted]",
+    });
+  });
+});
