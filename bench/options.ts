@@ -46,6 +46,12 @@ export interface BenchOptions {
      */
     readonly heapGrowthBoundBytes: number;
   };
+  readonly soak: {
+    /** How long the real-time soak runs, ms. */
+    readonly durationMs: number;
+    /** How often the worker is probed (RSS, heap after GC, handles, event-loop delay), ms. */
+    readonly sampleMs: number;
+  };
   /** Call `bench/cold-start.ts` when it exists. */
   readonly coldStart: boolean;
 }
@@ -67,6 +73,7 @@ export const FULL_OPTIONS: BenchOptions = Object.freeze({
     growthBoundBytes: 20 * MiB,
     heapGrowthBoundBytes: 2 * MiB,
   },
+  soak: { durationMs: 4 * 60_000, sampleMs: 15_000 },
   coldStart: true,
 });
 
@@ -86,5 +93,7 @@ export const QUICK_OPTIONS: BenchOptions = Object.freeze({
     growthBoundBytes: 256 * MiB,
     heapGrowthBoundBytes: 32 * MiB,
   },
+  // Seconds, not minutes: the quick run only checks the soak's figures come out.
+  soak: { durationMs: 2_000, sampleMs: 1_000 },
   coldStart: false,
 });
