@@ -56,6 +56,12 @@ export interface BenchOptions {
     /** Lone jobs per run of the window figure, sent one at a time. */
     readonly loneJobs: number;
   };
+  readonly soak: {
+    /** How long the real-time soak runs, ms. */
+    readonly durationMs: number;
+    /** How often the worker is probed (RSS, heap after GC, handles, event-loop delay), ms. */
+    readonly sampleMs: number;
+  };
   /** Call `bench/cold-start.ts` when it exists. */
   readonly coldStart: boolean;
 }
@@ -78,6 +84,7 @@ export const FULL_OPTIONS: BenchOptions = Object.freeze({
     heapGrowthBoundBytes: 2 * MiB,
   },
   batching: { sizes: [1, 8, 32], jobs: 512, maxWaitMs: 10, loneJobs: 20 },
+  soak: { durationMs: 4 * 60_000, sampleMs: 15_000 },
   coldStart: true,
 });
 
@@ -98,5 +105,7 @@ export const QUICK_OPTIONS: BenchOptions = Object.freeze({
     heapGrowthBoundBytes: 32 * MiB,
   },
   batching: { sizes: [1, 8, 32], jobs: 16, maxWaitMs: 10, loneJobs: 2 },
+  // Seconds, not minutes: the quick run only checks the soak's figures come out.
+  soak: { durationMs: 2_000, sampleMs: 1_000 },
   coldStart: false,
 });

@@ -7,6 +7,7 @@ import { numericLeaves, runColdStart } from "./figures/cold-start-glue.js";
 import { measureMemory } from "./figures/memory.js";
 import { measureOpenAI } from "./figures/openai.js";
 import { measureS3 } from "./figures/s3.js";
+import { measureSoak } from "./figures/soak.js";
 import { measureStreaming } from "./figures/streaming.js";
 import { measureOverhead, measureThroughput } from "./figures/throughput.js";
 import { describeMachine } from "./machine.js";
@@ -51,6 +52,7 @@ export async function runBench(
   figures.push(...(await step("batching", () => measureBatching(options))));
   const memory = await step("memory", () => measureMemory(options));
   figures.push(...memory.figures);
+  figures.push(...(await step("real-time soak", () => measureSoak(options))));
   let coldStart: BenchResults["coldStart"] = { available: false, reason: "skipped (--quick)" };
   if (options.coldStart) {
     const cold = await step("cold start", () => runColdStart());
@@ -70,7 +72,8 @@ export async function runBench(
 
 const HELP = `Usage: npm run bench [-- --quick] [-- --out <file>]
 
-Measures job throughput, per-job overhead, streaming, S3, batching, worker memory and cold
+Measures job throughput, per-job overhead, streaming, S3, batching, worker memory, a real-time
+soak (mixed jobs for a few minutes: slopes of RSS, heap, handles, event-loop delay) and cold
 start, prints a table and writes the results as JSON (docs/benchmarks.md says what each figure is).
 
   --quick            tiny sizes: checks the bench runs, measures nothing meaningful

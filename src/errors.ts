@@ -27,6 +27,8 @@ export const ERROR_CODES = {
   RUNLET_PROTOCOL_BAD_JOB: "The platform delivered a job without an id or input.",
   RUNLET_REPORT_REJECTED: "The platform refused a result with a 4xx; the worker reported why instead.",
   RUNLET_REPORT_GAVE_UP: "A result could not be delivered before the worker had to exit.",
+  RUNLET_REQUEST_REFUSED:
+    "The HTTP client refused a request to the platform before sending it (a URL or header it cannot carry).",
   // streaming
   RUNLET_STREAM_REASSEMBLY: "Stream chunks could not be put back together (missing or out-of-order parts).",
   // S3

@@ -87,7 +87,10 @@ export class ActiveJob {
       retry: parts.config.postRetry,
       ...(parts.events === undefined ? {} : { events: parts.events }),
     });
-    this.reported = this.#outbox.done;
+    this.reported = this.#outbox.done.then((delivery) => {
+      if (delivery === "gave-up") parts.stopper.lost(job.id);
+      return delivery;
+    });
     this.finished = this.#start().catch(async (err: unknown) => {
       // The one sink of this job's promise (every floating promise ends in one): a throw in the worker's own steps still
       // ends as the job's failure, never as an unhandled rejection that takes the process down.

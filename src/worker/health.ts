@@ -2,6 +2,7 @@ import type { Logger } from "pino";
 import { RunletError } from "../errors.js";
 import type { HandlerDefinition } from "../handler/define-handler.js";
 import { DEFAULT_CHECK_NAME, healthCheckFailure, type Unfitness } from "../handler/unfit.js";
+import { onAbort } from "../linked-signal.js";
 import { sleep } from "../wait.js";
 import type { WorkerStopper } from "./worker-stopper.js";
 
@@ -26,12 +27,12 @@ export async function runHealthCheck(
   const check = definition.healthCheck;
   if (check === undefined || closing.aborted) return undefined;
   const timeoutMs = definition.healthCheckTimeoutMs;
-  // The check's signal fires on shutdown or at its timeout; linked by a listener removed below,
-  // not AbortSignal.any, which leaks into `closing` on Node 20 (nodejs/node#55351).
+  // The check's signal fires on shutdown or at its timeout; linked through onAbort (one listener
+  // on `closing`, gone with its last callback), not AbortSignal.any, which leaks on Node 20.
   const own = new AbortController();
   const signal = own.signal;
   let timer: NodeJS.Timeout | undefined;
-  let onClose: (() => void) | undefined;
+  let unsubscribe: (() => void) | undefined;
   try {
     const outcome = await Promise.race([
       // Called inside then(): a check that throws synchronously is a rejection like any other.
@@ -40,11 +41,10 @@ export async function runHealthCheck(
         timer = setTimeout(() => resolve(TIMED_OUT), timeoutMs);
       }),
       new Promise<typeof CLOSED>((resolve) => {
-        onClose = () => {
+        unsubscribe = onAbort(closing, () => {
           own.abort(closing.reason);
           resolve(CLOSED);
-        };
-        closing.addEventListener("abort", onClose, { once: true });
+        });
       }),
     ]);
     if (outcome === CLOSED) return undefined;
@@ -61,7 +61,7 @@ export async function runHealthCheck(
     return healthCheckFailure(err);
   } finally {
     clearTimeout(timer);
-    if (onClose !== undefined) closing.removeEventListener("abort", onClose);
+    unsubscribe?.();
   }
 }
 

@@ -88,11 +88,21 @@ export class JobBoard {
   admit(jobs: readonly DeliveredJob[], bad: readonly BadJob[], free: number): void {
     const { log } = this.#parts;
     for (const item of bad) {
+      if (item.id !== undefined && this.#jobs.has(item.id)) {
+        // A malformed copy of a job already running: the copy is ignored, like a well-formed one;
+        // failing it would post a failure for the running job before its real result.
+        log.error(
+          { code: "RUNLET_PROTOCOL_BAD_JOB", jobId: item.id },
+          `the platform delivered a malformed copy of a job this worker is already running; ignoring the copy (${item.reason})`,
+        );
+        continue;
+      }
       log.error({ code: "RUNLET_PROTOCOL_BAD_JOB", jobId: item.id }, item.reason);
-      if (item.id !== undefined) this.#failUnrun(item.id, item.reason);
+      if (item.id !== undefined && this.#addressable(item.id)) this.#failUnrun(item.id, item.reason);
     }
     let room = free;
     for (const job of jobs) {
+      if (!this.#addressable(job.id)) continue;
       if (this.#jobs.has(job.id)) {
         log.error(
           { code: "RUNLET_PROTOCOL_BAD_JOB", jobId: job.id },
@@ -109,6 +119,21 @@ export class JobBoard {
       room -= 1;
       this.#start(job);
     }
+  }
+
+  /**
+   * True when the job's result URLs can name this job. The URL parser takes a path segment `.` or
+   * `..` as a step (and `encodeURIComponent` leaves both as they are; every other id it encodes
+   * stays one segment): the result of job `..` would go to `/job-done/<pod>/`, not to the job. Such
+   * a job is refused, logged with its id, and nothing is posted for it.
+   */
+  #addressable(jobId: string): boolean {
+    if (jobId !== "." && jobId !== "..") return true;
+    this.#parts.log.error(
+      { code: "RUNLET_PROTOCOL_BAD_JOB", jobId },
+      "the platform delivered a job whose id a result URL cannot carry (the URL parser reads it as a path step); refusing it, nothing is posted",
+    );
+    return false;
   }
 
   /** job-stop named `jobId`: the job is aborted and posts nothing more; unknown or already stopped ids are ignored. */
@@ -155,6 +180,9 @@ export class JobBoard {
     });
     outbox.final(config.urls.done(jobId, false), failureBody(reason), false);
     const done = outbox.done
+      .then((delivery) => {
+        if (delivery === "gave-up") this.#parts.stopper.lost(jobId);
+      })
       .catch((err: unknown) => log.error({ err, jobId }, "reporting an unrun job failed"))
       .finally(() => this.#unrunReports.delete(done));
     this.#unrunReports.add(done);

@@ -6,7 +6,7 @@ import { onAbort } from "../linked-signal.js";
 import { nextRetry, type RetryPolicy } from "../retry-policy.js";
 import { sleep, WaiterSet } from "../wait.js";
 import type { WorkerEventHub } from "./events.js";
-import type { PlatformHttp } from "./platform-http.js";
+import { isRefusedRequest, type PlatformHttp } from "./platform-http.js";
 
 /**
  * One job's ordered outbox (docs/architecture.md, "Decisions", item 2): progress, stream chunks, then the final
@@ -254,6 +254,15 @@ export class JobOutbox {
         });
       } catch (err) {
         if (cut.aborted) continue; // discarded or given up: the loop's top says which
+        if (isRefusedRequest(err)) {
+          // Refused before it was sent (a header or URL the client cannot carry): not a network
+          // error, and the same request would be refused for ever while the job holds its slot.
+          log.error(
+            { code: "RUNLET_REQUEST_REFUSED", err: (err as Error).message },
+            `posting ${entry.label} was refused before sending; giving up on it`,
+          );
+          return { ok: false, status: "gave-up", text: (err as Error).message };
+        }
         const verdict = nextRetry(retry, attempt, { error: err });
         if (!verdict.retry) return { ok: false, status: "gave-up", text: (err as Error).message };
         waitMs = verdict.delayMs;

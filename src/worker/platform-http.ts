@@ -1,7 +1,9 @@
 import { Agent, type Dispatcher } from "undici";
+import { RunletError } from "../errors.js";
 import { onAbort } from "../linked-signal.js";
 import { RESULT_POST_HEADERS } from "../protocol/index.js";
 import { USER_AGENT } from "../version.js";
+import { requestIdHeader } from "./request-id.js";
 
 /**
  * The worker's HTTP to the platform: one keep-alive undici Agent, and the headers of
@@ -26,6 +28,34 @@ export interface PlatformRequestOptions {
    * that takes longer fails like a network error. @default none (long polls are bounded by `signal`)
    */
   readonly answerTimeoutMs?: number;
+  /**
+   * Largest answer body read, bytes; a longer one fails the request (a
+   * `RUNLET_PROTOCOL_BAD_JOB` error) without reading the rest. @default no limit
+   */
+  readonly maxAnswerBytes?: number;
+}
+
+/**
+ * How many connections the worker opens to the platform at most; more requests wait for one.
+ * A take answered with thousands of jobs it did not ask for fails each of them with a post:
+ * without a bound each post opened its own socket at once (EMFILE at 1 024 open files).
+ */
+export const MAX_PLATFORM_CONNECTIONS = 64;
+
+/** True for a request the HTTP client refused before sending it: sending it again fails the same way. */
+export function isRefusedRequest(err: unknown): boolean {
+  return err instanceof RunletError && err.code === "RUNLET_REQUEST_REFUSED";
+}
+
+/** undici's errors for a request it will not send (a header value or URL it cannot carry). */
+function refusal(err: unknown, method: string): unknown {
+  const code = (err as { code?: unknown } | undefined)?.code;
+  if (code !== "UND_ERR_INVALID_ARG" && !(err instanceof TypeError)) return err;
+  return new RunletError(
+    "RUNLET_REQUEST_REFUSED",
+    `the HTTP client refused the ${method} before sending it: ${(err as Error).message}`,
+    { cause: err },
+  );
 }
 
 /** How many parsed URLs to keep: a job's stream and done URLs, the take and stop polls. */
@@ -56,7 +86,12 @@ export class PlatformHttp {
     this.#plainHeaders = Object.freeze(plain);
     this.#jsonHeaders = Object.freeze({ ...plain, ...RESULT_POST_HEADERS });
     // Long polls are bounded by the caller's signal (takeTimeoutMs), not by undici's own timers.
-    this.#agent = new Agent({ keepAliveTimeout: 30_000, headersTimeout: 0, bodyTimeout: 0 });
+    this.#agent = new Agent({
+      keepAliveTimeout: 30_000,
+      headersTimeout: 0,
+      bodyTimeout: 0,
+      connections: MAX_PLATFORM_CONNECTIONS,
+    });
   }
 
   #target(url: string): { readonly origin: string; readonly path: string } {
@@ -79,7 +114,7 @@ export class PlatformHttp {
 
   #headers(jobId: string | undefined, json: boolean): Record<string, string> {
     const base = json ? this.#jsonHeaders : this.#plainHeaders;
-    return jobId === undefined ? base : { ...base, "x-request-id": jobId };
+    return jobId === undefined ? base : { ...base, "x-request-id": requestIdHeader(jobId) };
   }
 
   /** GET `url`. Throws on network errors and aborts; any status is an answer. */
@@ -109,7 +144,7 @@ export class PlatformHttp {
     body: string | Uint8Array | undefined,
     options: PlatformRequestOptions,
   ): Promise<PlatformResponse> {
-    const { signal, answerTimeoutMs } = options;
+    const { signal, answerTimeoutMs, maxAnswerBytes } = options;
     return new Promise<PlatformResponse>((resolve, reject) => {
       if (signal?.aborted) {
         reject(signal.reason);
@@ -119,6 +154,7 @@ export class PlatformHttp {
       let status = 0;
       let answerHeaders: PlatformResponse["headers"] = {};
       const chunks: Buffer[] = [];
+      let answerBytes = 0;
       // One listener per signal however many requests share it (every in-flight post shares the
       // worker's give-up signal): a listener each tripped MaxListenersExceededWarning under a burst.
       const unsubscribe =
@@ -135,7 +171,17 @@ export class PlatformHttp {
             status = statusCode;
             answerHeaders = responseHeaders;
           },
-          onResponseData(_c, chunk) {
+          onResponseData(c, chunk) {
+            answerBytes += chunk.length;
+            if (maxAnswerBytes !== undefined && answerBytes > maxAnswerBytes) {
+              c.abort(
+                new RunletError(
+                  "RUNLET_PROTOCOL_BAD_JOB",
+                  `the answer to ${method} is over ${maxAnswerBytes} bytes; not read further`,
+                ),
+              );
+              return;
+            }
             chunks.push(chunk);
           },
           onResponseEnd() {
@@ -144,13 +190,13 @@ export class PlatformHttp {
           },
           onResponseError(_c, err) {
             settle();
-            reject(err);
+            reject(refusal(err, method));
           },
         });
       } catch (err) {
-        // A closed agent may refuse synchronously.
+        // A closed agent, or a header or URL undici will not send, refuses synchronously.
         settle();
-        reject(err);
+        reject(refusal(err, method));
       }
     });
   }

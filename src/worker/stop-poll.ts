@@ -42,7 +42,9 @@ export function readJobsToStop(text: string): string[] {
 }
 
 /**
- * Polls job-stop until `closing` aborts, handing each named id to `board.stop`; never throws.
+ * Polls job-stop until `closing` aborts (the worker aborts it after the shutdown grace, not when
+ * it stops taking: a job-stop sent while running jobs finish up is still seen), handing each
+ * named id to `board.stop`; never throws.
  * `slowDownMs` is the wait after a 429 without Retry-After.
  */
 export async function pollJobStops(
@@ -56,7 +58,8 @@ export async function pollJobStops(
   let faults = 0;
   while (!closing.aborted) {
     if (board.size === 0) {
-      await board.waitForChange(60_000);
+      // Its own signal, not the board's: the poll outlives the take loop into the shutdown grace.
+      await board.waitForChange(60_000, closing);
       continue;
     }
     let waitMs = 0;

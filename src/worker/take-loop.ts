@@ -60,7 +60,9 @@ export async function runTakeLoop(
     // empty answer as instant, so a test sees each pause and moves the clock past it.
     const sentAt = config.clock.now();
     try {
-      answer = await withLinkedSignal(closing, config.takeTimeoutMs, (signal) => take(http, url, signal));
+      answer = await withLinkedSignal(closing, config.takeTimeoutMs, (signal) =>
+        take(http, url, signal, free),
+      );
     } catch {
       // Our own long-poll cap or shutdown aborted the request: no job was handed over.
       continue;

@@ -30,13 +30,29 @@ function readJob(item: unknown): { job: DeliveredJob } | { bad: BadJob } {
   return { bad: { id, reason: `the platform delivered a malformed job (${reason.join("; ")})` } };
 }
 
-/** Sends one take and reads the answer; never throws except when `signal` aborts. */
-export async function take(http: PlatformHttp, url: string, signal: AbortSignal): Promise<TakeAnswer> {
+/**
+ * The largest take answer read for `asked` jobs, bytes: the platform's largest job payload
+ * (20 MB, a `/runsync` body: docs/protocol.md, "Taking jobs") per job asked for. A longer answer
+ * is a fault, not read to its end.
+ */
+export function takeAnswerLimit(asked: number): number {
+  return Math.max(1, asked) * 20 * 1024 * 1024;
+}
+
+/**
+ * Sends one take for `asked` jobs and reads the answer; never throws except when `signal` aborts.
+ */
+export async function take(
+  http: PlatformHttp,
+  url: string,
+  signal: AbortSignal,
+  asked = 1,
+): Promise<TakeAnswer> {
   let status: number;
   let text: string;
   let headers: Readonly<Record<string, string | string[] | undefined>>;
   try {
-    ({ status, text, headers } = await http.get(url, { signal }));
+    ({ status, text, headers } = await http.get(url, { signal, maxAnswerBytes: takeAnswerLimit(asked) }));
   } catch (err) {
     if (signal.aborted) throw err;
     return { kind: "fault", reason: err instanceof Error ? err.message : String(err) };

@@ -20,7 +20,8 @@ export interface WorkerStopInfo {
   readonly reason: "closed" | "signal" | "runaway" | "unhealthy" | "refresh";
   /**
    * The exit code the process should end with: 0 (also after a requested refresh, which is no
-   * failure), or 1 after a runaway handler or unfitness.
+   * failure), or 1 after a runaway handler, unfitness, or a job result the worker gave up on
+   * (so the platform's restart policy and the logs agree that something was lost).
    */
   readonly exitCode: number;
 }
@@ -47,6 +48,8 @@ export class WorkerStopper {
   #info: WorkerStopInfo = { reason: "closed", exitCode: 0 };
   #unfit: Unfitness | undefined;
   #unhealthyPing: Promise<void> | undefined;
+  /** Jobs whose result the worker gave up posting. */
+  #lost = 0;
 
   constructor(parts: WorkerStopperParts) {
     this.#parts = parts;
@@ -54,7 +57,16 @@ export class WorkerStopper {
 
   /** Why the worker stops (or stopped), and its exit code; `closed` until another reason comes. */
   get info(): WorkerStopInfo {
-    return this.#info;
+    return this.#lost > 0 && this.#info.exitCode === 0 ? { ...this.#info, exitCode: 1 } : this.#info;
+  }
+
+  /** The worker gave up posting a job's result (it is lost to the platform): the exit code becomes 1. */
+  lost(jobId: string): void {
+    this.#lost += 1;
+    this.#parts.log.error(
+      { code: "RUNLET_REPORT_GAVE_UP", jobId, lost: this.#lost },
+      "a job's result was not delivered; the worker will exit with code 1",
+    );
   }
 
   /** The unhealthy ping in flight, if the worker was declared unfit: the heartbeat thread must outlive it. */

@@ -33,7 +33,15 @@ export class Worker {
   readonly #board: JobBoard;
   readonly #closing = new AbortController();
   readonly #giveUp = new AbortController();
+  /**
+   * Ends the job-stop poll: after the shutdown grace, not with `#closing`, so a job-stop sent
+   * while running jobs finish up is still seen.
+   */
+  readonly #stopPolling = new AbortController();
+  /** The take loop and the health loop: they end with `#closing`. */
   #loops: Promise<void>;
+  /** The job-stop poll: it ends with `#stopPolling`. */
+  readonly #stopPoll: Promise<void>;
   /** Why the worker stops: signals, stopPod results, runaway handlers and unfitness end up there. */
   readonly #stopper: WorkerStopper;
   #closed: Promise<void> | undefined;
@@ -99,9 +107,9 @@ export class Worker {
     const loopParts: LoopParts = { config, http: this.#http, log, closing: this.#closing.signal };
     this.#loops = Promise.all([
       this.#takeLoop(loopParts),
-      pollJobStops(loopParts, this.#board),
       runHealthLoop(definition, log, this.#closing.signal, this.#stopper),
     ]).then(() => undefined);
+    this.#stopPoll = pollJobStops({ ...loopParts, closing: this.#stopPolling.signal }, this.#board);
   }
 
   /**
@@ -177,6 +185,8 @@ export class Worker {
         giveUp: this.#giveUp,
       });
     } finally {
+      this.#stopPolling.abort();
+      await this.#stopPoll;
       this.#giveUp.abort();
       this.#removeSignalHandlers?.();
       // The heartbeat thread sends the unhealthy ping: let it finish before the thread ends.

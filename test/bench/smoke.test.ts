@@ -76,6 +76,13 @@ const FIGURE_IDS = [
   "memory.after",
   "memory.growth",
   "memory.heapGrowth",
+  "soak.rssSlope",
+  "soak.heapSlope",
+  "soak.handlesSlope",
+  "soak.loopDelayP99Slope",
+  "soak.loopDelayP99",
+  "soak.jobs",
+  "soak.unexpected",
 ];
 
 describe("npm run bench (quick smoke run: shape only, never speed)", () => {
@@ -120,9 +127,11 @@ describe("npm run bench (quick smoke run: shape only, never speed)", () => {
           ? QUICK_OPTIONS.stream.repetitions
           : String(f["id"]).startsWith("memory.")
             ? QUICK_OPTIONS.memory.repetitions
-            : f["id"] === "start.firstTake"
-              ? QUICK_OPTIONS.throughput.concurrency.length
-              : QUICK_OPTIONS.repetitions;
+            : String(f["id"]).startsWith("soak.")
+              ? 1
+              : f["id"] === "start.firstTake"
+                ? QUICK_OPTIONS.throughput.concurrency.length
+                : QUICK_OPTIONS.repetitions;
         expect(runs, String(f["id"])).toHaveLength(expectedRuns);
         expect(
           runs.every((v) => Number.isFinite(v)),
