@@ -18,6 +18,8 @@ export default defineHandler({
     if (kind === "probe") {
       const gc = (globalThis as { gc?: () => void }).gc;
       gc?.();
+      // With no delay recorded since the last probe, percentile() answers a placeholder, not a delay.
+      if (delay.count === 0) throw new Error("the soak probe came before any event-loop delay was recorded");
       const p99Ms = delay.percentile(99) / 1e6;
       delay.reset();
       yield {
