@@ -6,6 +6,7 @@ import { basename, delimiter, dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { packStaged } from "../../scripts/pack-staged.mjs";
 import { childEnv, REPO_ROOT } from "../cli/run-cli.js";
+import { NPM_CLI } from "./npm-run.js";
 
 // runlet the way a user gets it: `npm pack`, the tarball installed into a fresh project, and
 // only what that install holds (plain Node, tsc, node_modules/.bin/runlet). One install serves
@@ -57,11 +58,6 @@ function exec(file: string, args: readonly string[], cwd: string, timeoutMs = 24
     });
   });
 }
-
-/** npm's own CLI: the one running `npm test`, else the one installed beside this Node. */
-const NPM_CLI = process.env["npm_execpath"]?.endsWith("npm-cli.js")
-  ? process.env["npm_execpath"]
-  : join(dirname(process.execPath), "..", "lib", "node_modules", "npm", "bin", "npm-cli.js");
 
 function npm(args: readonly string[], cwd: string): Promise<Run> {
   return exec(process.execPath, [NPM_CLI, ...args], cwd);

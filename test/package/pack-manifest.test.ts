@@ -1,47 +1,15 @@
-import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { shippedManifest } from "../../scripts/pack-manifest.mjs";
 import { REPO_ROOT } from "../cli/run-cli.js";
+import { NPM_CLI, run } from "./npm-run.js";
 
 // The package.json npm pack ships comes from the real prepack and postpack hooks, run here on a
 // small package (runlet's own tarball is packed from a copy in the other package tests, so the
 // checkout's package.json never changes under tests that read it).
-
-interface Run {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-/** npm's own CLI: the one running `npm test`, else the one installed beside this Node. */
-const NPM_CLI = process.env["npm_execpath"]?.endsWith("npm-cli.js")
-  ? process.env["npm_execpath"]
-  : join(dirname(process.execPath), "..", "lib", "node_modules", "npm", "bin", "npm-cli.js");
-
-function run(file: string, args: readonly string[], cwd: string): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const env = { ...process.env };
-    // These describe the `npm test` that runs this file, not the package npm is asked to pack.
-    for (const key of Object.keys(env)) {
-      if (/^(npm_package_|npm_lifecycle_|npm_config_local_prefix$|INIT_CWD$)/.test(key)) delete env[key];
-    }
-    const child = spawn(file, [...args], { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (d: string) => {
-      stdout += d;
-    });
-    child.stderr.setEncoding("utf8").on("data", (d: string) => {
-      stderr += d;
-    });
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
-}
 
 const script = join(REPO_ROOT, "scripts", "pack-manifest.mjs");
 

@@ -1,13 +1,13 @@
-import { spawn } from "node:child_process";
 import { existsSync, statSync } from "node:fs";
 import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { packStaged } from "../../scripts/pack-staged.mjs";
 import { MARK, packageReadme } from "../../scripts/package-readme.mjs";
 import { REPO_ROOT } from "../cli/run-cli.js";
 import { brokenLinks } from "../docs/markdown-links.js";
+import { npm, run } from "./npm-run.js";
 
 /**
  * The docs as the people who install runlet get them: the package's README (package-readme.md,
@@ -18,43 +18,6 @@ import { brokenLinks } from "../docs/markdown-links.js";
  * on a small package, to show that the tarball gets the package's README and the checkout keeps
  * its own, also after a pack that stopped half-way.
  */
-
-interface Run {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-/** npm's own CLI: the one running `npm test`, else the one installed beside this Node. */
-const NPM_CLI = process.env["npm_execpath"]?.endsWith("npm-cli.js")
-  ? process.env["npm_execpath"]
-  : join(dirname(process.execPath), "..", "lib", "node_modules", "npm", "bin", "npm-cli.js");
-
-/** Runs `file args...` in `cwd` to completion, without the variables of the `npm test` running this file. */
-function run(file: string, args: readonly string[], cwd: string): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const env = { ...process.env };
-    // These describe the `npm test` that runs this file, not the package npm is asked to pack.
-    for (const key of Object.keys(env)) {
-      if (/^(npm_package_|npm_lifecycle_|npm_config_local_prefix$|INIT_CWD$)/.test(key)) delete env[key];
-    }
-    const child = spawn(file, [...args], { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (d: string) => {
-      stdout += d;
-    });
-    child.stderr.setEncoding("utf8").on("data", (d: string) => {
-      stderr += d;
-    });
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
-}
-
-function npm(args: readonly string[], cwd: string): Promise<Run> {
-  return run(process.execPath, [NPM_CLI, ...args], cwd);
-}
 
 let packed: Map<string, string | undefined>;
 let tmp: string;
