@@ -90,6 +90,7 @@ describe.skipIf(!HAS_CHROMIUM)("runlet dev's dashboard in Chromium", { timeout: 
     await page.locator("#conn", { hasText: /^live$/ }).waitFor({ timeout: WAIT_MS });
     expect(await page.isHidden("#locked")).toBe(true);
     await send(page, { input: { prompt: "a hen" } });
-    expect(await page.textContent("#job-output")).toContain('"drew": "a hen"');
+    // The status can show COMPLETED a moment before the output is drawn: wait for the output itself.
+    await page.locator("#job-output", { hasText: '"drew": "a hen"' }).waitFor({ timeout: WAIT_MS });
   });
 });
