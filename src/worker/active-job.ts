@@ -126,7 +126,9 @@ export class ActiveJob {
     this.#state = to;
     // Entering "running" arms the watchdog before the handler can run; it is disarmed when the
     // handler's outcome exists or the main thread hard-stops it itself.
-    if (to === "running") this.#watch(Date.now() + this.#timeoutMs);
+    // A queuing executor (batches) tells when the job's turn comes instead (hooks.launching).
+    if (to === "running" && this.#parts.executor.room === undefined)
+      this.#watch(Date.now() + this.#timeoutMs);
     return true;
   }
 
@@ -164,6 +166,9 @@ export class ActiveJob {
     const handle = executor.run(
       { job: this.#job, timeoutMs: this.#timeoutMs, log: this.#log },
       {
+        launching: (at) => {
+          if (this.#state === "running") this.#watch(at + this.#timeoutMs);
+        },
         streaming: () => {
           this.#streaming = true;
           // A watchdog armed before the handler turned out to stream must post its failure as a stream's final.

@@ -141,8 +141,14 @@ export class BatchExecutor implements Executor {
 
   /** Validates a job's input alone: a bad one fails at once and takes no seat in a batch. */
   async #validate(member: Member): Promise<void> {
-    const parsed = await parseInput(this.#options.definition.input, member.request.job.input);
-    this.#validating -= 1;
+    let parsed: Awaited<ReturnType<typeof parseInput>>;
+    try {
+      parsed = await parseInput(this.#options.definition.input, member.request.job.input);
+    } finally {
+      // Even when parsing rejects (the caller's catch fails the job): a seat counted as
+      // validating for ever would shrink the worker's room for the rest of its life.
+      this.#validating -= 1;
+    }
     if (member.phase !== "validating") return this.#roomChanged();
     if (!parsed.ok) {
       const { refreshWorker } = this.#options.definition;
@@ -211,6 +217,8 @@ export class BatchExecutor implements Executor {
     }
     this.#running.add(batch);
     log.debug({ size: members.length, jobIds: members.map((m) => m.request.job.id) }, "running a batch");
+    // Before runBatch: an in-process batch's handler may block the thread from its first line.
+    for (const member of members) member.hooks.launching?.(Date.now());
     const run = this.#options.runner.runBatch({
       batchId: id,
       log,
