@@ -169,8 +169,15 @@ export function toTombstone(job: JobEntry): void {
   job.progress = [];
   job.stream = [];
   job.readers.clear();
+  // An error text may be as large as a result (20 MiB): a tombstone keeps its first KiB.
+  if (job.error !== undefined && job.error.length > TOMBSTONE_ERROR_CHARS) {
+    job.error = `${job.error.slice(0, TOMBSTONE_ERROR_CHARS)}… (cut: the job was deleted)`;
+  }
   job.bytes = 0;
 }
+
+/** How much of a deleted job's error text its tombstone keeps, in UTF-16 units. */
+const TOMBSTONE_ERROR_CHARS = 1_024;
 
 /** A job as a job-take hands it out: the entry and its answer, already written as JSON. */
 export interface Delivery {

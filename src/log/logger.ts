@@ -85,8 +85,12 @@ export interface LoggerOptions {
   secrets?: readonly string[];
 }
 
-/** `user:password@` (or a lone token) in a URL: `https://user:pw@host` becomes `https://[redacted]@host`. */
-const URL_CREDENTIALS = /\b([a-z][a-z0-9+.-]*:\/\/)[^/\s"'@]+@/gi;
+/**
+ * `user:password@` (or a lone token) in a URL: `https://user:pw@host` becomes `https://[redacted]@host`.
+ * The scheme is bounded (32 characters): unbounded, a long dotted run in a line that holds an `@`
+ * made the match quadratic (seconds for 100 KB), on every logger's every line.
+ */
+const URL_CREDENTIALS = /\b([a-z][a-z0-9+.-]{0,31}:\/\/)[^/\s"'@]+@/gi;
 /** Shorter secrets are only replaced where they stand alone, so a 2-character key does not blank every word holding it. */
 const ALONE_BELOW_CHARS = 8;
 

@@ -82,4 +82,21 @@ describe("memory bounded in bytes, deleted jobs as tombstones (issue 22, items 2
     expect(await postDone(h, id, { output: "late" })).toBe(200);
     expect(h.job(id)?.duplicateResults).toBe(1);
   });
+
+  it("keeps only the first KiB of a deleted failed job's error text", async () => {
+    await using h = await startHarness({ maxFinishedJobBytes: MiB, takeTimeoutMs: 200 });
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const id = h.enqueue("local", { input: {} });
+      await takeJob(h);
+      expect(await postDone(h, id, { error: "e".repeat(2 * MiB) })).toBe(200);
+      ids.push(id);
+    }
+    // Each failure is over the bound alone, so every older one became a tombstone.
+    const gone = h.job(ids[0]!)!;
+    expect(gone).toMatchObject({ status: "FAILED", deleted: true });
+    expect(gone.error?.startsWith("eeee")).toBe(true);
+    expect(gone.error?.length).toBeLessThan(2 * KiB);
+    expect(h.job(ids[2]!)?.error?.length).toBe(2 * MiB);
+  });
 });

@@ -68,4 +68,14 @@ describe("secrets never reach a log line (issue 22, item 5)", () => {
       message: "sent [redacted] to [redacted]",
     });
   });
+
+  it("scrubs a line holding an @ and a 200 KB dotted run in one pass, credentials still masked", () => {
+    // The shape that made an unbounded scheme backtrack quadratically (about 5 s for 100 KB, in
+    // review): this checks the bounded pattern still masks credentials in it. It asserts no time,
+    // so the old pattern passes too, only slowly; the speed is what logger.ts's comment records.
+    const { log, text } = capture();
+    log.info({ input: `${"a.".repeat(100_000)} mail@x https://u:p@h.example/` }, "odd input");
+    const line = JSON.parse(text()) as { input: string };
+    expect(line.input.endsWith("mail@x https://[redacted]@h.example/")).toBe(true);
+  });
 });

@@ -108,7 +108,8 @@ function parsePythonObject(text: string): unknown {
 export function statusOf(body: OpenAIErrorBody): number {
   const { code, type } = body.error;
   if (typeof code === "number" && Number.isInteger(code) && code >= 400 && code <= 499) return code;
-  return STATUS_OF_TYPE[type] ?? 500;
+  // Own keys only: a `type` such as "constructor" must not find Object.prototype's members.
+  return Object.hasOwn(STATUS_OF_TYPE, type) ? STATUS_OF_TYPE[type]! : 500;
 }
 
 /**
