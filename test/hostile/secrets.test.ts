@@ -1,18 +1,5 @@
-import { Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
-import { createLogger } from "../../src/log/index.js";
-
-/** A platform-mode logger writing into a string. */
-function capture(secrets: readonly string[] = []) {
-  let text = "";
-  const destination = new Writable({
-    write(chunk: Buffer, _enc, callback) {
-      text += chunk.toString("utf8");
-      callback();
-    },
-  });
-  return { log: createLogger({ platform: true, destination, secrets }), text: () => text };
-}
+import { capture } from "../unit/log-capture.js";
 
 describe("secrets never reach a log line (issue 22, item 5)", () => {
   it("masks s3Config's accessId and accessSecret when a handler logs ctx.job", () => {

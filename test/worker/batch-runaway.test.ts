@@ -2,8 +2,8 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { ManualClock } from "../../src/harness/index.js";
 import { defineBatchHandler } from "../../src/index.js";
-import { numbers, turn } from "./batch-helpers.js";
-import { logSink, testHarness, waitFor, workerFor } from "./helpers.js";
+import { numbers } from "./batch-helpers.js";
+import { logSink, testHarness, turn, waitFor, workerFor } from "./helpers.js";
 
 /**
  * A batch that ignores its signal once no job of it is wanted: in an isolation thread it is

@@ -2,8 +2,8 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { ManualClock } from "../../src/harness/index.js";
 import { defineBatchHandler } from "../../src/index.js";
 import { Heartbeat } from "../../src/worker/heartbeat.js";
-import { gate, numbers } from "./batch-helpers.js";
-import { testHarness, waitFor, workerFor } from "./helpers.js";
+import { numbers } from "./batch-helpers.js";
+import { gate, testHarness, waitFor, workerFor } from "./helpers.js";
 
 /**
  * The in-process watchdog (docs/worker.md) and batches: a job waiting for its batch's turn is not

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { defineHandler } from "../../src/index.js";
-import { logSink, testHarness, waitFor, workerFor } from "./helpers.js";
+import { gate, logSink, testHarness, waitFor, workerFor } from "./helpers.js";
 
 /**
  * Issue 21, item 4: a heartbeat thread that dies was only logged; the worker went on taking jobs
@@ -10,15 +10,12 @@ describe("a heartbeat thread that dies", () => {
   it("makes the worker stop taking, finish and report its job, and stop as unfit (fails on the old code: it keeps taking)", async () => {
     await using h = await testHarness();
     const sink = logSink();
-    let release!: () => void;
-    const gate = new Promise<void>((resolve) => {
-      release = resolve;
-    });
+    const hold = gate();
     const w = await workerFor(
       h,
       defineHandler({
         handler: async () => {
-          await gate;
+          await hold.promise;
           return "finished";
         },
       }),
@@ -35,12 +32,12 @@ describe("a heartbeat thread that dies", () => {
         sink.lines.some((l) => l["code"] === "RUNLET_WORKER_UNFIT"),
       );
       const later = h.enqueue("local", { input: 2 });
-      release();
+      hold.open();
       expect(await w.stopped).toEqual({ reason: "unhealthy", exitCode: 1 });
       expect((await h.waitForJob(held, { timeoutMs: 10_000 })).output).toBe("finished");
       expect(h.job(later)?.status).toBe("IN_QUEUE");
     } finally {
-      release();
+      hold.open();
       await w.close();
     }
   });

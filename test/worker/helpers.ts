@@ -71,3 +71,15 @@ export async function waitFor<T>(
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
+
+/** Lets pending promise callbacks and I/O callbacks run. */
+export const turn = () => new Promise((resolve) => setImmediate(resolve));
+
+/** A promise with its resolver, for a handler the test lets go. */
+export function gate<T = void>(): { promise: Promise<T>; open(value: T): void } {
+  let open!: (value: T) => void;
+  const promise = new Promise<T>((resolve) => {
+    open = resolve;
+  });
+  return { promise, open };
+}
