@@ -208,6 +208,8 @@ describe.skipIf(!HAS_CHROMIUM)("the dashboard in Chromium", { timeout: 90_000 },
   it("runs a job submitted from the form and shows its output", async () => {
     const id = await submit("local", { input: { text: "hello" } });
     await statusIs("COMPLETED");
+    // The status can be drawn a moment before the output: wait for the output itself.
+    await page.locator("#job-output", { hasText: "HELLO" }).waitFor({ timeout: WAIT_MS });
     expect(JSON.parse((await page.textContent("#job-output"))!)).toEqual({ echo: "HELLO" });
     expect(h.harness.job(id)).toMatchObject({ status: "COMPLETED", kind: "run", output: { echo: "HELLO" } });
     await page.locator(`#jobs tr[data-job="${id}"]`, { hasText: "COMPLETED" }).waitFor({ timeout: WAIT_MS });
