@@ -57,6 +57,8 @@ export interface ExecuteOptions {
   /** Binds ctx.s3 to the job (the job's s3Config or the default store). */
   readonly s3: Omit<JobS3Options, "signal" | "log" | "jobId">;
   readonly hooks: ExecuteHooks;
+  /** `ctx.state`: what setup returned where this job runs. */
+  readonly state: unknown;
 }
 
 /** What a job ended with, plus its metrics for the `Finished.` line. */
@@ -127,8 +129,9 @@ async function runJob(options: ExecuteOptions): Promise<ExecuteOutcome> {
   // A job without a store never loads the S3 module (and the AWS SDK behind it).
   const createJobS3 = hasStore ? await loadS3() : undefined;
   let s3: JobS3 | undefined;
-  const context: HandlerContext<unknown> = {
+  const context: HandlerContext<unknown, unknown> = {
     job: Object.freeze({ id: job.id, raw: job }),
+    state: options.state,
     input: parsed.data,
     signal,
     deadline: options.deadline,
