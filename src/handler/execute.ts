@@ -38,12 +38,6 @@ export interface ExecuteHooks {
    * whatever it ends with (an error, a timeout, a shutdown), as the reference worker's does.
    */
   streaming?(): void;
-  /**
-   * An executor that queues jobs (a batch waiting for its seat) calls this synchronously just
-   * before the job's handler can run, with the epoch ms it starts at: the watchdog is armed from
-   * then, not from the take, so a job waiting its turn is never taken for one holding the thread.
-   */
-  launching?(at: number): void;
 }
 
 /** Everything {@link executeJob} needs. */

@@ -217,7 +217,7 @@ export class BatchExecutor implements Executor {
     this.#running.add(batch);
     log.debug({ size: members.length, jobIds: members.map((m) => m.request.job.id) }, "running a batch");
     // Before runBatch: an in-process batch's handler may block the thread from its first line.
-    for (const member of members) member.hooks.launching?.(Date.now());
+    for (const member of members) member.request.onLaunch(Date.now());
     const run = this.#options.runner.runBatch({
       batchId: id,
       log,

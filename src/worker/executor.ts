@@ -17,6 +17,13 @@ export interface ExecRequest {
   /** The job's time limit; its clock starts when the handler starts (after a thread has loaded). */
   readonly timeoutMs: number;
   readonly log: Logger;
+  /**
+   * The job is launched: every executor calls this synchronously just before the job's handler
+   * can run (at once for a plain handler; when its batch takes its seat for a batch handler), with
+   * the epoch ms it starts at. ActiveJob arms its watchdog here, the one place for both kinds, so
+   * a job waiting for its turn is never taken for one holding the main thread.
+   */
+  readonly onLaunch: (at: number) => void;
 }
 
 /** A running job, made by the executor that runs it (its abort and hard stop differ between the two). */
@@ -141,6 +148,7 @@ export class InProcessRunner implements Runner {
   run(request: ExecRequest, hooks: ExecuteHooks): ExecHandle {
     const controller = new AbortController();
     const startedAt = Date.now();
+    request.onLaunch(startedAt);
     const outcome = executeJob({
       definition: this.#definition,
       job: request.job,

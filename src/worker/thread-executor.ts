@@ -267,6 +267,7 @@ export class ThreadRunner implements Runner {
       };
     }
     const runId = this.#nextRunId();
+    request.onLaunch(Date.now());
     const onThread = this.#launch(
       { type: "run", runId, job: request.job, timeoutMs: request.timeoutMs },
       request.log,
