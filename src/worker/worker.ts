@@ -102,7 +102,10 @@ export class Worker {
       this.#closing.signal,
     );
     if (config.handleSignals) {
-      this.#removeSignalHandlers = installSignalHandlers(log, this.#stopper);
+      this.#removeSignalHandlers = installSignalHandlers(log, {
+        first: () => void this.#stopper.signal().then((exitCode) => this.#exitProcess(exitCode)),
+        second: () => this.#exitProcess(1),
+      });
     }
     log.info({ workerId: config.podId, isolation: definition.isolation }, "worker started");
     for (const warning of config.warnings) log.warn(warning);
@@ -239,7 +242,18 @@ export class Worker {
       this.#log.info({ reason: info.reason }, "worker stopped");
       this.#resolveStopped(info);
       this.#events.emit("stopped", info);
+      // A runaway in-process handler still holds the main thread's work: end the process.
+      if (info.reason === "runaway" && this.#config.exitOnHardStop) this.#exitProcess(1);
     }
+  }
+
+  /**
+   * The one place the worker ends its process: after a signal's shutdown (`handleSignals`), at a
+   * second signal, and after a runaway handler (`exitOnHardStop`). Nothing else in the worker
+   * calls process.exit.
+   */
+  #exitProcess(code: number): void {
+    process.exit(code);
   }
 }
 
