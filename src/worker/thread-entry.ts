@@ -192,7 +192,7 @@ function serveJobs(
         identity,
         s3: s3Options(data.settings),
         state,
-        // This thread's ExecuteHooks: each call becomes a message; ThreadExecutor on the main thread
+        // This thread's ExecuteHooks: each call becomes a message; ThreadRunner on the main thread
         // hands it to the job's ActiveJob, and a "credit" answers a chunk once it may go on.
         hooks: {
           progress: (json) => port.postMessage({ type: "progress", json } satisfies FromThread),
