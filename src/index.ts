@@ -30,6 +30,9 @@ export {
   type HealthCheckContext,
   isHandlerDefinition,
   type JobMetrics,
+  type Setup,
+  type SetupContext,
+  type Teardown,
   WorkerUnfitError,
 } from "./handler/index.js";
 export type { JobS3, S3Reference } from "./s3/types.js";

@@ -30,7 +30,7 @@ export interface BatchJob {
 }
 
 /** What a batch handler receives. */
-export interface BatchContext<Input> {
+export interface BatchContext<Input, State = undefined> {
   /** Each job's validated `input` (defaults applied), in the order of `jobs`. */
   readonly inputs: readonly Input[];
   /** Each job of the batch, in the order of `inputs`. */
@@ -43,6 +43,8 @@ export interface BatchContext<Input> {
   readonly signal: AbortSignal;
   /** A pino child logger bound to `batchId`. */
   readonly log: Logger;
+  /** What `setup` returned (the same object for every batch run in this place); `undefined` without a `setup`. */
+  readonly state: State;
   /** The batch's id (also on the dashboard) and its size (`inputs.length`). */
   readonly batch: { readonly id: string; readonly size: number };
 }
@@ -54,8 +56,8 @@ export interface BatchContext<Input> {
 export type BatchOutputs<Output> = readonly (Output | Error)[];
 
 /** A batch handler: sync or async; never a generator (streaming from a batch is not supported). */
-export type BatchHandlerFunction<Input, Output> = (
-  context: BatchContext<Input>,
+export type BatchHandlerFunction<Input, Output, State = undefined> = (
+  context: BatchContext<Input, State>,
 ) => BatchOutputs<Output> | Promise<BatchOutputs<Output>>;
 
 /** How a batch fills, as given to `defineBatchHandler`. */
@@ -74,5 +76,5 @@ export interface BatchSettings {
   readonly maxSize: number;
   readonly maxWaitMs: number;
   // biome-ignore lint/suspicious/noExplicitAny: the worker calls it with validated inputs of any schema
-  readonly handler: BatchHandlerFunction<any, unknown>;
+  readonly handler: BatchHandlerFunction<any, unknown, any>;
 }

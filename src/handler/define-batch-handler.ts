@@ -18,9 +18,9 @@ import { batchOutputsOf, STREAMING_REFUSED } from "./execute-batch.js";
  */
 
 /** Options of {@link defineBatchHandler}: those of `defineHandler` that make sense for a batch, plus `batch`. */
-export interface BatchHandlerOptions<Schema extends z.ZodType, Output>
+export interface BatchHandlerOptions<Schema extends z.ZodType, Output, State = undefined>
   extends Omit<
-    HandlerOptions<Schema, unknown>,
+    HandlerOptions<Schema, unknown, State>,
     "handler" | "concurrency" | "returnAggregateStream" | "streamCoalesceMs" | "maxBufferedStreamBytes"
   > {
   /** How a batch fills: `maxSize` jobs at most, `maxWaitMs` of waiting for them. @default { maxSize: 8, maxWaitMs: 10 } */
@@ -34,7 +34,7 @@ export interface BatchHandlerOptions<Schema extends z.ZodType, Output>
    * Runs one batch: gets every job's validated input (`inputs`) and returns one output per job, in
    * order. Its output type flows to `client.endpoint<typeof handler>()` as each job's output.
    */
-  handler: BatchHandlerFunction<z.output<Schema>, Output>;
+  handler: BatchHandlerFunction<z.output<Schema>, Output, State>;
 }
 
 /** A checked batch handler definition: a `HandlerDefinition` whose jobs run in batches. */
@@ -81,9 +81,11 @@ function isGeneratorFunction(fn: unknown): boolean {
  *   handler: async ({ inputs }) => (await model.embed(inputs.map((i) => i.text))).map((vector) => ({ vector })),
  * });
  */
-export function defineBatchHandler<Schema extends z.ZodType = z.ZodUnknown, Output = unknown>(
-  options: BatchHandlerOptions<Schema, Output>,
-): BatchHandlerDefinition<Schema, Output> {
+export function defineBatchHandler<
+  Schema extends z.ZodType = z.ZodUnknown,
+  Output = unknown,
+  State = undefined,
+>(options: BatchHandlerOptions<Schema, Output, State>): BatchHandlerDefinition<Schema, Output> {
   if (typeof options !== "object" || options === null)
     throw invalid(`expected an options object, got ${describeValue(options)}`);
   const handler = options.handler;
@@ -108,7 +110,7 @@ export function defineBatchHandler<Schema extends z.ZodType = z.ZodUnknown, Outp
   const settings: BatchSettings = Object.freeze({ ...limits, handler });
   type Out = Exclude<Output, Error>;
   // Whatever calls the per-job handler gets a batch of one: same validation, same outputs rule.
-  const one: HandlerFunction<z.output<Schema>, Promise<Out>> = async (ctx) => {
+  const one: HandlerFunction<z.output<Schema>, Promise<Out>, State> = async (ctx) => {
     const job: BatchJob = {
       id: ctx.job.id,
       raw: ctx.job.raw,
@@ -123,13 +125,14 @@ export function defineBatchHandler<Schema extends z.ZodType = z.ZodUnknown, Outp
       jobs: [job],
       signal: ctx.signal,
       log: ctx.log,
+      state: ctx.state,
       batch: { id: ctx.job.id, size: 1 },
     });
     const [place] = batchOutputsOf(returned, 1);
     if (place instanceof Error) throw place;
     return place as Out;
   };
-  const definition = checkedDefinition<Schema, Promise<Out>>(options, one, settings, NAME);
+  const definition = checkedDefinition<Schema, Promise<Out>, State>(options, one, settings, NAME);
   return Object.freeze({ ...definition, batch: settings });
 }
 

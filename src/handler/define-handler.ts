@@ -22,8 +22,36 @@ import type { JobMetrics } from "./metrics.js";
 /** Marks a definition so `runlet start` can check a module's default export (works across package copies). */
 export const HANDLER_BRAND: unique symbol = Symbol.for("runlet.handler-definition") as never;
 
+/** What `setup` receives (docs/handler.md, "Loading a model: setup and teardown"). */
+export interface SetupContext {
+  /** The worker's logger (in an isolation thread, that thread's). */
+  readonly log: Logger;
+  /** Fires when setup runs past `setupTimeoutMs` or the worker closes while it runs. */
+  readonly signal: AbortSignal;
+  /**
+   * Reports how far setup is, as one short line (e.g. `"weights 40 %"`): logged, and sent as the
+   * worker's `setupProgress` event, which `runlet dev`, the harness and the dashboard show.
+   */
+  progress(text: string): void;
+}
+
+/**
+ * Loads what every job needs once (a model, a session, a pool), before the worker takes its first
+ * job; what it returns is `ctx.state` in every handler call. Runs where the handler runs: once
+ * in-process (shared by every concurrent job), or once per isolation thread.
+ */
+export type Setup<State> = (context: SetupContext) => State | Promise<State>;
+
+/** Releases what `setup` made, at shutdown, after the running jobs ended (within the shutdown grace). */
+export type Teardown<State> = (state: State) => unknown;
+
 /** What a handler receives for one job. */
-export interface HandlerContext<Input> {
+export interface HandlerContext<Input, State = undefined> {
+  /**
+   * What `setup` returned (the same object for every job run in this place: the process, or this
+   * isolation thread); `undefined` without a `setup`.
+   */
+  readonly state: State;
   /** The job: its id and the job object exactly as the platform delivered it. */
   readonly job: { readonly id: string; readonly raw: DeliveredJob };
   /** The job's `input`, validated by the `input` schema (defaults applied). */
@@ -54,7 +82,9 @@ export interface HandlerContext<Input> {
 }
 
 /** A handler: sync, async, a generator or an async generator (each yielded value is one stream item). */
-export type HandlerFunction<Input, Result = unknown> = (context: HandlerContext<Input>) => Result;
+export type HandlerFunction<Input, Result = unknown, State = undefined> = (
+  context: HandlerContext<Input, State>,
+) => Result;
 
 /** What a health check receives. */
 export interface HealthCheckContext {
@@ -75,14 +105,25 @@ export type HealthCheck = (context: HealthCheckContext) => unknown;
 export type Concurrency = number | ((current: number) => number);
 
 /** Options of {@link defineHandler}. */
-export interface HandlerOptions<Schema extends z.ZodType, Result = unknown> {
+export interface HandlerOptions<Schema extends z.ZodType, Result = unknown, State = undefined> {
   /** zod schema of the job's `input`; the handler's `input` is its output type. @default z.unknown() */
   input?: Schema;
+  /**
+   * Runs once before the worker takes its first job (in each isolation thread under
+   * `isolation: "thread"`); its return value is `ctx.state`. A setup that throws or runs past
+   * `setupTimeoutMs` takes no job: the worker pings unhealthy with `check=setup` and exits 1.
+   * Write it before `handler` so `ctx.state` is typed from it. @default none
+   */
+  setup?: Setup<State>;
+  /** Runs at shutdown with setup's state, after the running jobs ended, within the shutdown grace. @default none */
+  teardown?: Teardown<State>;
+  /** A setup that has not settled after this many ms has failed. @default 600_000 (10 minutes) */
+  setupTimeoutMs?: number;
   /**
    * The function that runs each job: its result is the job's output; a generator's yields are
    * the stream. Its type flows to `client.endpoint<typeof handler>()`.
    */
-  handler: HandlerFunction<z.output<Schema>, Result>;
+  handler: HandlerFunction<z.output<Schema>, Result, State>;
   /** Jobs run at once by one worker, or `(current) => next`; a bad return is logged and ignored. @default 1 */
   concurrency?: Concurrency;
   /** A job's time limit when it carries no `policy.executionTimeout`, in ms. @default 600_000 */
@@ -119,7 +160,13 @@ export interface HandlerOptions<Schema extends z.ZodType, Result = unknown> {
 export interface HandlerDefinition<Schema extends z.ZodType = z.ZodType, Result = unknown> {
   readonly [HANDLER_BRAND]: true;
   readonly input: Schema;
-  readonly handler: HandlerFunction<z.output<Schema>, Result>;
+  // biome-ignore lint/suspicious/noExplicitAny: the state's type is the definition's own business; a definition passes wherever a HandlerDefinition goes
+  readonly handler: HandlerFunction<z.output<Schema>, Result, any>;
+  /** Undefined: no setup (`ctx.state` is undefined). */
+  readonly setup: Setup<unknown> | undefined;
+  // biome-ignore lint/suspicious/noExplicitAny: as for `handler`
+  readonly teardown: Teardown<any> | undefined;
+  readonly setupTimeoutMs: number;
   readonly concurrency: Concurrency;
   readonly executionTimeoutMs: number;
   readonly refreshWorker: boolean;
@@ -154,6 +201,7 @@ export const HANDLER_DEFAULTS = Object.freeze({
   maxBufferedStreamBytes: 4_194_304, // 4 MiB
   healthCheckIntervalMs: 0,
   healthCheckTimeoutMs: 30_000,
+  setupTimeoutMs: 600_000,
   presignExpiresSec: 604_800, // 7 days, the SigV4 maximum
   allowPrivateAddresses: false,
 });
@@ -173,6 +221,7 @@ const plainOptionsSchema = z.object({
   maxBufferedStreamBytes: integerOption(1, D.maxBufferedStreamBytes),
   healthCheckIntervalMs: integerOption(0, D.healthCheckIntervalMs),
   healthCheckTimeoutMs: integerOption(1, D.healthCheckTimeoutMs),
+  setupTimeoutMs: integerOption(1, D.setupTimeoutMs),
   presignExpiresSec: integer(1, D.presignExpiresSec, "7 days, the SigV4 maximum").optional(),
   allowPrivateAddresses: boolean().optional(),
 });
@@ -195,8 +244,8 @@ function isZodSchema(value: unknown): value is z.ZodType {
  *   handler: ({ input }) => ({ echo: input.text }),
  * });
  */
-export function defineHandler<Schema extends z.ZodType = z.ZodUnknown, Result = unknown>(
-  options: HandlerOptions<Schema, Result>,
+export function defineHandler<Schema extends z.ZodType = z.ZodUnknown, Result = unknown, State = undefined>(
+  options: HandlerOptions<Schema, Result, State>,
 ): HandlerDefinition<Schema, Result> {
   if (typeof options !== "object" || options === null)
     throw invalid(`expected an options object, got ${describeValue(options)}`);
@@ -210,9 +259,9 @@ export function defineHandler<Schema extends z.ZodType = z.ZodUnknown, Result = 
  * The definition of `options` with every option but the handler checked (`name` starts each
  * message): shared by defineHandler and defineBatchHandler, which checks its handler itself.
  */
-export function checkedDefinition<Schema extends z.ZodType, Result>(
-  options: Omit<HandlerOptions<Schema, Result>, "handler">,
-  handler: HandlerFunction<z.output<Schema>, Result>,
+export function checkedDefinition<Schema extends z.ZodType, Result, State>(
+  options: Omit<HandlerOptions<Schema, Result, State>, "handler">,
+  handler: HandlerFunction<z.output<Schema>, Result, State>,
   batch: BatchSettings | undefined,
   name: string,
 ): HandlerDefinition<Schema, Result> {
@@ -233,8 +282,11 @@ export function checkedDefinition<Schema extends z.ZodType, Result>(
   if (isolation !== "in-process" && isolation !== "thread") {
     throw invalid(`isolation must be "in-process" or "thread", got ${describeValue(isolation)}`, name);
   }
-  if (options.healthCheck !== undefined && typeof options.healthCheck !== "function") {
-    throw invalid(`healthCheck must be a function, got ${describeValue(options.healthCheck)}`, name);
+  for (const key of ["healthCheck", "setup", "teardown"] as const) {
+    const fn = options[key];
+    if (fn !== undefined && typeof fn !== "function") {
+      throw invalid(`${key} must be a function, got ${describeValue(fn)}`, name);
+    }
   }
   const plain = parseOptions(
     plainOptionsSchema,
@@ -247,6 +299,7 @@ export function checkedDefinition<Schema extends z.ZodType, Result>(
       maxBufferedStreamBytes: options.maxBufferedStreamBytes,
       healthCheckIntervalMs: options.healthCheckIntervalMs,
       healthCheckTimeoutMs: options.healthCheckTimeoutMs,
+      setupTimeoutMs: options.setupTimeoutMs,
       presignExpiresSec: options.presignExpiresSec,
       allowPrivateAddresses: options.allowPrivateAddresses,
     },
@@ -260,6 +313,8 @@ export function checkedDefinition<Schema extends z.ZodType, Result>(
     concurrency,
     isolation,
     healthCheck: options.healthCheck,
+    setup: options.setup as Setup<unknown> | undefined,
+    teardown: options.teardown,
     ...plain,
     presignExpiresSec: plain.presignExpiresSec,
     allowPrivateAddresses: plain.allowPrivateAddresses,

@@ -41,6 +41,8 @@ export interface ExecuteBatchOptions {
   readonly signal: AbortSignal;
   readonly log: Logger;
   readonly identity: ReportIdentity;
+  /** `ctx.state`: what setup returned where this batch runs. */
+  readonly state: unknown;
 }
 
 /**
@@ -120,6 +122,7 @@ export async function executeBatch(options: ExecuteBatchOptions): Promise<Execut
         jobs,
         signal: options.signal,
         log,
+        state: options.state,
         batch: { id: options.batchId, size: runs.length },
       });
       const places = batchOutputsOf(returned, runs.length);

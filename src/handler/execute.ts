@@ -20,7 +20,7 @@ import { type Unfitness, unfitnessOf } from "./unfit.js";
  * Where a running job's intermediate output goes. Injected, not imported, because there are two
  * implementations: on the main thread, the job's ActiveJob (worker/run-job.ts) queues them in its
  * outbox; inside an isolation thread, runExecutorThread (worker/thread-entry.ts) sends them to the
- * main thread as messages, where ThreadExecutor (worker/thread-executor.ts) hands them to the
+ * main thread as messages, where ThreadRunner (worker/thread-executor.ts) hands them to the
  * job's ActiveJob hooks.
  */
 export interface ExecuteHooks {
@@ -38,12 +38,6 @@ export interface ExecuteHooks {
    * whatever it ends with (an error, a timeout, a shutdown), as the reference worker's does.
    */
   streaming?(): void;
-  /**
-   * An executor that queues jobs (a batch waiting for its seat) calls this synchronously just
-   * before the job's handler can run, with the epoch ms it starts at: the watchdog is armed from
-   * then, not from the take, so a job waiting its turn is never taken for one holding the thread.
-   */
-  launching?(at: number): void;
 }
 
 /** Everything {@link executeJob} needs. */
@@ -57,6 +51,8 @@ export interface ExecuteOptions {
   /** Binds ctx.s3 to the job (the job's s3Config or the default store). */
   readonly s3: Omit<JobS3Options, "signal" | "log" | "jobId">;
   readonly hooks: ExecuteHooks;
+  /** `ctx.state`: what setup returned where this job runs. */
+  readonly state: unknown;
 }
 
 /** What a job ended with, plus its metrics for the `Finished.` line. */
@@ -127,8 +123,9 @@ async function runJob(options: ExecuteOptions): Promise<ExecuteOutcome> {
   // A job without a store never loads the S3 module (and the AWS SDK behind it).
   const createJobS3 = hasStore ? await loadS3() : undefined;
   let s3: JobS3 | undefined;
-  const context: HandlerContext<unknown> = {
+  const context: HandlerContext<unknown, unknown> = {
     job: Object.freeze({ id: job.id, raw: job }),
+    state: options.state,
     input: parsed.data,
     signal,
     deadline: options.deadline,

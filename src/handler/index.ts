@@ -26,6 +26,9 @@ export {
   type HealthCheck,
   type HealthCheckContext,
   isHandlerDefinition,
+  type Setup,
+  type SetupContext,
+  type Teardown,
 } from "./define-handler.js";
 export {
   type BatchInfo,

@@ -1,8 +1,8 @@
 import type { ServerResponse } from "node:http";
-import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
 import { readBatchQuery } from "../protocol/batch-query.js";
 import { streamChunkSchema } from "../protocol/worker-bodies.js";
+import { sleep } from "../wait.js";
 import type { KeyRing } from "./auth.js";
 import { hangUpSignal, headersOf, queryOf, sendEmpty, sendError, sendJson } from "./http-util.js";
 import type { JobStore } from "./job-store.js";

@@ -1,10 +1,10 @@
-import { setTimeout as sleep } from "node:timers/promises";
 import { type Dispatcher, request } from "undici";
 import { RunletError } from "../errors.js";
 import { timedOut, withLinkedSignal } from "../linked-signal.js";
 import type { Logger } from "../log/index.js";
 import { nextRetry, type RetryPolicy, retryPolicy } from "../retry-policy.js";
 import { USER_AGENT } from "../version.js";
+import { sleep } from "../wait.js";
 import { managementHttpError, parseRetryAfterMs } from "./problem.js";
 
 /** HTTP methods the management API uses. */
@@ -174,10 +174,6 @@ export async function send(settings: TransportSettings, spec: CallSpec): Promise
       { method: spec.method, path: prepared.path, attempt, delayMs },
       "management call rate limited; retrying",
     );
-    try {
-      await sleep(delayMs, undefined, spec.signal === undefined ? undefined : { signal: spec.signal });
-    } catch (err) {
-      throw spec.signal?.aborted === true ? spec.signal.reason : err;
-    }
+    if (!(await sleep(delayMs, spec.signal))) throw spec.signal?.reason;
   }
 }

@@ -24,7 +24,7 @@ import {
 } from "./schemas.js";
 
 /** What chat and completions functions receive besides the request: the job's usual context. */
-export type OpenAIContext = HandlerContext<unknown>;
+export type OpenAIContext<State = undefined> = HandlerContext<unknown, State>;
 
 /** A model the endpoint serves, as `/v1/models` lists it. */
 export interface OpenAIModel {
@@ -36,15 +36,16 @@ export interface OpenAIModel {
 }
 
 /** Options of {@link defineOpenAIHandler}: the OpenAI functions, plus any `defineHandler` option. */
-export interface OpenAIHandlerOptions extends Omit<HandlerOptions<z.ZodType>, "input" | "handler"> {
+export interface OpenAIHandlerOptions<State = undefined>
+  extends Omit<HandlerOptions<z.ZodType, unknown, State>, "input" | "handler"> {
   /** The models served: `/v1/models` lists them, and a request naming another model answers 404. */
   readonly models: readonly (string | OpenAIModel)[];
   /** Serves `/v1/chat/completions`: yield text deltas (or chunk objects); return finish_reason/usage if you know them. */
-  readonly chat?: (request: ChatCompletionRequest, context: OpenAIContext) => Generation;
+  readonly chat?: (request: ChatCompletionRequest, context: OpenAIContext<State>) => Generation;
   /** Serves `/v1/completions`, as `chat` does. */
-  readonly completions?: (request: CompletionRequest, context: OpenAIContext) => Generation;
+  readonly completions?: (request: CompletionRequest, context: OpenAIContext<State>) => Generation;
   /** Runs jobs that are not OpenAI requests (no `input.openai_route`), so one endpoint serves both. @default none: such jobs fail */
-  readonly handler?: HandlerFunction<unknown>;
+  readonly handler?: HandlerFunction<unknown, unknown, State>;
 }
 
 function invalid(message: string): RunletError {
@@ -79,7 +80,9 @@ function checkModels(models: unknown): OpenAIModel[] {
  *   },
  * });
  */
-export function defineOpenAIHandler(options: OpenAIHandlerOptions): HandlerDefinition {
+export function defineOpenAIHandler<State = undefined>(
+  options: OpenAIHandlerOptions<State>,
+): HandlerDefinition {
   if (typeof options !== "object" || options === null) throw invalid("expected an options object");
   const { models: rawModels, chat, completions, handler: plain, ...rest } = options;
   const models = checkModels(rawModels);
@@ -97,7 +100,7 @@ export function defineOpenAIHandler(options: OpenAIHandlerOptions): HandlerDefin
     data: models.map((m) => ({ id: m.id, object: "model", created: m.created, owned_by: m.owned_by })),
   };
 
-  const serve = (route: string, body: unknown, context: OpenAIContext): unknown => {
+  const serve = (route: string, body: unknown, context: OpenAIContext<State>): unknown => {
     if (route === "/v1/models") return list;
     if (route === "/v1/chat/completions" && chat !== undefined) {
       const request = parseBody(chatCompletionRequestSchema, body, modelIds);
@@ -125,7 +128,7 @@ export function defineOpenAIHandler(options: OpenAIHandlerOptions): HandlerDefin
     });
   };
 
-  return defineHandler({
+  return defineHandler<z.ZodType, unknown, State>({
     ...rest,
     // Accepts anything (plain jobs go to `handler`); the mark tells the dashboard and `runlet dev` what this is.
     input: z.unknown().meta({ [OPENAI_SCHEMA_MARK]: models.map((m) => m.id) }),
@@ -171,7 +174,7 @@ function generate(
   kind: GenerationKind,
   request: ChatCompletionRequest | CompletionRequest,
   maxTokens: number | undefined,
-  context: OpenAIContext,
+  context: OpenAIContext<unknown>,
   start: () => Generation,
 ): AsyncGenerator<string> | Promise<Record<string, unknown>> {
   const wire: GenerationRequest = {

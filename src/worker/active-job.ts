@@ -124,11 +124,6 @@ export class ActiveJob {
   transition(to: ActiveJobState): boolean {
     if (!NEXT[this.#state].includes(to)) return false;
     this.#state = to;
-    // Entering "running" arms the watchdog before the handler can run; it is disarmed when the
-    // handler's outcome exists or the main thread hard-stops it itself.
-    // A queuing executor (batches) tells when the job's turn comes instead (hooks.launching).
-    if (to === "running" && this.#parts.executor.room === undefined)
-      this.#watch(Date.now() + this.#timeoutMs);
     return true;
   }
 
@@ -158,17 +153,23 @@ export class ActiveJob {
     this.#log.info("Started.");
     this.#parts.events?.emit("started", { jobId: this.id });
     const streamUrl = config.urls.stream(this.id);
-    // Armed here, before the executor is asked to run anything: whatever the input validator
-    // does (async or not), a handler that blocks the main thread from its first line is watched.
     this.transition("running");
     // These hooks are where the handler's progress and chunks land, on whichever executor it runs
-    // (a thread's messages are relayed to them by ThreadExecutor).
+    // (a thread's messages are relayed to them by ThreadRunner).
     const handle = executor.run(
-      { job: this.#job, timeoutMs: this.#timeoutMs, log: this.#log },
       {
-        launching: (at) => {
+        job: this.#job,
+        timeoutMs: this.#timeoutMs,
+        log: this.#log,
+        // Launched: the executor calls this synchronously just before the handler can run, so a
+        // handler that blocks the main thread from its first line (or its input validator) is
+        // watched; a batch's job waiting for its seat is not. Disarmed when the outcome exists or
+        // the main thread hard-stops it itself.
+        onLaunch: (at) => {
           if (this.#state === "running") this.#watch(at + this.#timeoutMs);
         },
+      },
+      {
         streaming: () => {
           this.#streaming = true;
           // A watchdog armed before the handler turned out to stream must post its failure as a stream's final.

@@ -5,9 +5,9 @@ import { isRunletError, RunletError } from "../errors.js";
 import type { HandlerDefinition } from "../handler/define-handler.js";
 import type { ExecuteHooks, ExecuteOutcome } from "../handler/execute.js";
 import { type ParsedInput, parseInput } from "../handler/parse-input.js";
-import type { BatchRun, BatchRunner } from "./batch-runner.js";
-import type { ExecHandle, ExecRequest, Executor } from "./executor.js";
-import type { WorkerStopper } from "./worker-stopper.js";
+import type { BatchRun } from "./batch-runner.js";
+import type { ExecHandle, ExecRequest, Executor, Runner, RunnerStart } from "./executor.js";
+import type { SetupOutcome } from "./setup.js";
 
 /**
  * Dynamic batching (docs/handler.md, "Batching"): an Executor that gathers the jobs it is given into
@@ -25,14 +25,13 @@ import type { WorkerStopper } from "./worker-stopper.js";
 export interface BatchExecutorOptions {
   /** A definition with `batch` set. */
   readonly definition: HandlerDefinition;
-  readonly runner: BatchRunner;
-  /** The executor whose close() ends the runner's resources (the thread pool), if any. */
-  readonly closeRunner: () => Promise<void>;
+  /** Where the batches run (in-process or isolation threads); it owns setup's state. */
+  readonly runner: Runner;
   /** The worker's clock: the window and the hard stop's grace run on it. */
   readonly clock: Clock;
   readonly log: Logger;
   /** Told when an in-process batch ignores its aborted signal past the grace (the worker must be replaced). */
-  readonly stopper: WorkerStopper;
+  readonly runaway: (jobId: string) => void;
 }
 
 type Phase = "validating" | "waiting" | "running" | "ended";
@@ -218,7 +217,7 @@ export class BatchExecutor implements Executor {
     this.#running.add(batch);
     log.debug({ size: members.length, jobIds: members.map((m) => m.request.job.id) }, "running a batch");
     // Before runBatch: an in-process batch's handler may block the thread from its first line.
-    for (const member of members) member.hooks.launching?.(Date.now());
+    for (const member of members) member.request.onLaunch(Date.now());
     const run = this.#options.runner.runBatch({
       batchId: id,
       log,
@@ -283,7 +282,7 @@ export class BatchExecutor implements Executor {
 
   /** No job of `batch` is still wanted: fire its signal, and hard-stop it if it runs on past the grace. */
   #letGo(batch: Batch, reason: Error): void {
-    const { definition, clock, log, stopper } = this.#options;
+    const { definition, clock, log, runaway } = this.#options;
     batch.run?.abortBatch(reason);
     batch.hardStopTimer = clock.setTimeout(() => {
       batch.hardStopTimer = undefined;
@@ -295,7 +294,7 @@ export class BatchExecutor implements Executor {
       void (batch.run?.hardStop() ?? Promise.resolve(false))
         .then((stopped) => {
           // In-process nothing can end the call: the worker stops so the platform replaces it.
-          if (!stopped) stopper.runaway(batch.members[0]?.request.job.id ?? batch.id);
+          if (!stopped) runaway(batch.members[0]?.request.job.id ?? batch.id);
         })
         .catch((err: unknown) => log.error({ err }, "hard-stopping the batch failed"));
     }, definition.hardStopGraceMs);
@@ -319,9 +318,18 @@ export class BatchExecutor implements Executor {
     this.#onRoom?.();
   }
 
+  /** The runner's setup: a batch runs where the handler lives. */
+  setup(start: RunnerStart): Promise<SetupOutcome> {
+    return this.#options.runner.setup(start);
+  }
+
+  teardown(withinMs: number): Promise<void> {
+    return this.#options.runner.teardown(withinMs);
+  }
+
   async close(): Promise<void> {
     this.#closed = true;
     this.#closeWindow();
-    await this.#options.closeRunner();
+    await this.#options.runner.close();
   }
 }

@@ -1,14 +1,11 @@
 import type { Logger } from "pino";
-import type { HandlerDefinition } from "../handler/define-handler.js";
 import type { ExecuteOutcome } from "../handler/execute.js";
-import { executeBatch } from "../handler/execute-batch.js";
 import type { ParsedInput } from "../handler/parse-input.js";
 import type { DeliveredJob } from "../protocol/index.js";
-import type { ExecutorSettings } from "./executor.js";
 
 /**
- * Where a batch runs, once it is launched: on the main thread ({@link InProcessBatchRunner}) or in
- * an isolation thread (ThreadExecutor.runBatch, thread-executor.ts). The batch executor
+ * Where a batch runs, once it is launched: on the main thread (InProcessRunner.runBatch, executor.ts)
+ * or in an isolation thread (ThreadRunner.runBatch, thread-executor.ts). The batch executor
  * (batch-executor.ts) fills the batches and keeps each job's fate; a runner only runs them.
  */
 
@@ -49,52 +46,4 @@ export interface BatchRun {
 /** Runs batches. */
 export interface BatchRunner {
   runBatch(request: BatchRunRequest): BatchRun;
-}
-
-/** Runs batches on the main thread: a batch that ignores its signal cannot be stopped (the worker then stops). */
-export class InProcessBatchRunner implements BatchRunner {
-  readonly #definition: HandlerDefinition;
-  readonly #settings: ExecutorSettings;
-
-  constructor(definition: HandlerDefinition, settings: ExecutorSettings) {
-    this.#definition = definition;
-    this.#settings = settings;
-  }
-
-  runBatch(request: BatchRunRequest): BatchRun {
-    const startedAt = Date.now();
-    const jobControllers = request.members.map(() => new AbortController());
-    const batchController = new AbortController();
-    const outcomes = executeBatch({
-      definition: this.#definition,
-      batchId: request.batchId,
-      members: request.members.map((member, index) => ({
-        job: member.job,
-        parsed: member.parsed,
-        signal: jobControllers[index]!.signal,
-        deadline: startedAt + member.timeoutMs,
-        log: member.log,
-        progress: (json) => member.progress(json),
-      })),
-      signal: batchController.signal,
-      log: request.log,
-      identity: this.#settings.identity,
-    });
-    let ended = false;
-    void outcomes.finally(() => {
-      ended = true;
-    });
-    return {
-      started: Promise.resolve(startedAt),
-      outcomes,
-      // Inert once the outcomes exist: a late stop must not fire a signal the handler left behind.
-      abortJob: (index, reason) => {
-        if (!ended) jobControllers[index]?.abort(reason);
-      },
-      abortBatch: (reason) => {
-        if (!ended) batchController.abort(reason);
-      },
-      hardStop: async () => false,
-    };
-  }
 }

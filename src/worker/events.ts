@@ -1,5 +1,8 @@
 import type { Logger } from "pino";
 
+/** The start-up phases before the first take, in their order (docs/worker.md, "Start-up"). */
+export type StartupPhaseName = "fitness" | "cache" | "sidecar" | "setup";
+
 /**
  * Typed lifecycle events of a worker (bullmq's WorkerListener is the model), so users can hook
  * metrics without parsing logs: `worker.on("finished", ({ jobId, executionTimeMs }) => ...)`.
@@ -39,6 +42,23 @@ export interface WorkerEvents {
     /** The network error's message, when it did not. */
     readonly error?: string;
   };
+  /**
+   * A start-up phase began or ended (startup-phases.ts): the fitness checks, the warm cache, the
+   * model servers (sidecars), the handler's `setup`. `ms` (on done and failed) is how long it took.
+   */
+  readonly phase: {
+    readonly phase: StartupPhaseName;
+    readonly state: "started" | "done" | "failed";
+    readonly ms?: number;
+  };
+  /** setup's `progress(text)` (e.g. `"weights 40 %"`); under threads, the first thread's. */
+  readonly setupProgress: { readonly text: string };
+  /**
+   * Start-up is done and the first job-take follows at once. `phases`: ms each phase took, by
+   * name (`runlet`: process start → worker started; then each phase that ran; `total`: process
+   * start → now).
+   */
+  readonly ready: { readonly phases: Readonly<Record<string, number>> };
   /** The worker stopped; the same value `worker.stopped` resolves with. */
   readonly stopped: { readonly reason: string; readonly exitCode: number };
 }

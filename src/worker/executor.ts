@@ -1,9 +1,13 @@
 import type { Logger } from "pino";
+import type { Clock } from "../clock.js";
 import type { HandlerDefinition } from "../handler/define-handler.js";
 import { type ExecuteHooks, type ExecuteOutcome, executeJob } from "../handler/execute.js";
+import { executeBatch } from "../handler/execute-batch.js";
 import type { ReportIdentity } from "../handler/outcome.js";
 import type { DeliveredJob } from "../protocol/index.js";
 import type { JobS3Options } from "../s3/types.js";
+import type { BatchRun, BatchRunner, BatchRunRequest } from "./batch-runner.js";
+import { runSetup, runTeardown, type SetupOutcome } from "./setup.js";
 
 /** Where jobs run: on the main thread, or in killable worker threads (see thread-executor.ts). */
 
@@ -13,6 +17,13 @@ export interface ExecRequest {
   /** The job's time limit; its clock starts when the handler starts (after a thread has loaded). */
   readonly timeoutMs: number;
   readonly log: Logger;
+  /**
+   * The job is launched: every executor calls this synchronously just before the job's handler
+   * can run (at once for a plain handler; when its batch takes its seat for a batch handler), with
+   * the epoch ms it starts at. ActiveJob arms its watchdog here, the one place for both kinds, so
+   * a job waiting for its turn is never taken for one holding the main thread.
+   */
+  readonly onLaunch: (at: number) => void;
 }
 
 /** A running job, made by the executor that runs it (its abort and hard stop differ between the two). */
@@ -30,13 +41,31 @@ export interface ExecHandle {
   hardStop(): Promise<boolean>;
 }
 
+/** What a runner's setup reports to the worker while it runs. */
+export interface RunnerStart {
+  /** The worker closing: setup's signal fires and setup ends as failed. */
+  readonly closing: AbortSignal;
+  /** setup's `progress(text)`, once per call. */
+  progress(text: string): void;
+}
+
 /**
- * Runs jobs. An interface because the handler's `isolation` picks one of two implementations once,
- * at start (worker-parts.ts, createExecutor): {@link InProcessExecutor} or ThreadExecutor
- * (thread-executor.ts); ActiveJob uses whichever it is given.
+ * Runs jobs. An interface because the handler picks one of three implementations once, at start
+ * (worker-parts.ts, createExecutor): a plain handler's runner itself, {@link InProcessRunner} or
+ * ThreadRunner (thread-executor.ts), which runs each job at once; or a batch handler's
+ * BatchExecutor (batch-executor.ts), which gathers jobs into runs of N and hands each to a runner.
+ * ActiveJob uses whichever it is given.
  */
 export interface Executor {
   run(request: ExecRequest, hooks: ExecuteHooks): ExecHandle;
+  /**
+   * Runs the handler's `setup` where the handler runs (in-process: once; threads: in the first
+   * thread, and in every thread before it is offered a job). Resolves once a job can be offered;
+   * a failed outcome means the worker is unfit (`check=setup`). Never rejects.
+   */
+  setup(start: RunnerStart): Promise<SetupOutcome>;
+  /** Runs the handler's `teardown` where setup ran, for at most `withinMs`. Never rejects. */
+  teardown(withinMs: number): Promise<void>;
   close(): Promise<void>;
   /**
    * How many more jobs the worker may take now, when the executor decides it (a batch handler's
@@ -47,6 +76,14 @@ export interface Executor {
   /** Called when {@link room} may have grown without a job ending (a batch started). */
   onRoomChange?(listener: () => void): void;
 }
+
+/**
+ * Where the handler lives and runs: on the main thread ({@link InProcessRunner}) or in isolation
+ * threads (ThreadRunner, thread-executor.ts). It runs a job at once (`run`, an Executor of its
+ * own for a plain handler) or a batch the BatchExecutor launched (`runBatch`), and owns what
+ * `setup` made there.
+ */
+export interface Runner extends Executor, BatchRunner {}
 
 /** How ctx.s3 behaves, resolved once from the worker's options and the handler's. */
 export interface S3Settings {
@@ -68,19 +105,50 @@ export function s3Options(settings: ExecutorSettings): Omit<JobS3Options, "signa
   return { s3Config: undefined, bucket: settings.bucket, ...settings.s3 };
 }
 
-/** Runs handlers on the main thread: cheapest, but a handler that ignores its signal cannot be stopped. */
-export class InProcessExecutor implements Executor {
+/**
+ * Runs handlers on the main thread: cheapest, but a handler that ignores its signal cannot be
+ * stopped. `setup` runs once here, and its state is shared by every concurrent job.
+ */
+export class InProcessRunner implements Runner {
   readonly #definition: HandlerDefinition;
   readonly #settings: ExecutorSettings;
+  readonly #log: Logger;
+  readonly #clock: Clock;
+  /** What setup returned; undefined until it did (and without a setup). */
+  #state: unknown;
+  #setUp = false;
 
-  constructor(definition: HandlerDefinition, settings: ExecutorSettings) {
+  constructor(definition: HandlerDefinition, settings: ExecutorSettings, log: Logger, clock: Clock) {
     this.#definition = definition;
     this.#settings = settings;
+    this.#log = log;
+    this.#clock = clock;
+  }
+
+  async setup(start: RunnerStart): Promise<SetupOutcome> {
+    const outcome = await runSetup(this.#definition, {
+      log: this.#log,
+      clock: this.#clock,
+      closing: start.closing,
+      progress: (text) => start.progress(text),
+    });
+    if (outcome.ok) {
+      this.#state = outcome.state;
+      this.#setUp = true;
+    }
+    return outcome;
+  }
+
+  async teardown(withinMs: number): Promise<void> {
+    if (!this.#setUp) return;
+    this.#setUp = false;
+    await runTeardown(this.#definition, this.#state, withinMs, this.#log, this.#clock);
   }
 
   run(request: ExecRequest, hooks: ExecuteHooks): ExecHandle {
     const controller = new AbortController();
     const startedAt = Date.now();
+    request.onLaunch(startedAt);
     const outcome = executeJob({
       definition: this.#definition,
       job: request.job,
@@ -90,6 +158,7 @@ export class InProcessExecutor implements Executor {
       identity: this.#settings.identity,
       s3: s3Options(this.#settings),
       hooks,
+      state: this.#state,
     });
     let ended = false;
     void outcome.finally(() => {
@@ -101,6 +170,44 @@ export class InProcessExecutor implements Executor {
       // Inert once the outcome exists: a late stop must not fire a signal the handler left behind.
       abort: (reason) => {
         if (!ended) controller.abort(reason);
+      },
+      hardStop: async () => false,
+    };
+  }
+
+  runBatch(request: BatchRunRequest): BatchRun {
+    const startedAt = Date.now();
+    const jobControllers = request.members.map(() => new AbortController());
+    const batchController = new AbortController();
+    const outcomes = executeBatch({
+      definition: this.#definition,
+      batchId: request.batchId,
+      members: request.members.map((member, index) => ({
+        job: member.job,
+        parsed: member.parsed,
+        signal: jobControllers[index]!.signal,
+        deadline: startedAt + member.timeoutMs,
+        log: member.log,
+        progress: (json) => member.progress(json),
+      })),
+      signal: batchController.signal,
+      log: request.log,
+      identity: this.#settings.identity,
+      state: this.#state,
+    });
+    let ended = false;
+    void outcomes.finally(() => {
+      ended = true;
+    });
+    return {
+      started: Promise.resolve(startedAt),
+      outcomes,
+      // Inert once the outcomes exist: a late stop must not fire a signal the handler left behind.
+      abortJob: (index, reason) => {
+        if (!ended) jobControllers[index]?.abort(reason);
+      },
+      abortBatch: (reason) => {
+        if (!ended) batchController.abort(reason);
       },
       hardStop: async () => false,
     };

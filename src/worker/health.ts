@@ -1,4 +1,5 @@
 import type { Logger } from "pino";
+import { type Clock, type ClockTimer, realClock } from "../clock.js";
 import { RunletError } from "../errors.js";
 import type { HandlerDefinition } from "../handler/define-handler.js";
 import { DEFAULT_CHECK_NAME, healthCheckFailure, type Unfitness } from "../handler/unfit.js";
@@ -23,6 +24,7 @@ export async function runHealthCheck(
   definition: HandlerDefinition,
   log: Logger,
   closing: AbortSignal,
+  clock: Clock = realClock(),
 ): Promise<Unfitness | undefined> {
   const check = definition.healthCheck;
   if (check === undefined || closing.aborted) return undefined;
@@ -31,14 +33,14 @@ export async function runHealthCheck(
   // on `closing`, gone with its last callback), not AbortSignal.any, which leaks on Node 20.
   const own = new AbortController();
   const signal = own.signal;
-  let timer: NodeJS.Timeout | undefined;
+  let timer: ClockTimer | undefined;
   let unsubscribe: (() => void) | undefined;
   try {
     const outcome = await Promise.race([
       // Called inside then(): a check that throws synchronously is a rejection like any other.
       Promise.resolve().then(() => check({ signal, log })),
       new Promise<typeof TIMED_OUT>((resolve) => {
-        timer = setTimeout(() => resolve(TIMED_OUT), timeoutMs);
+        timer = clock.setTimeout(() => resolve(TIMED_OUT), timeoutMs);
       }),
       new Promise<typeof CLOSED>((resolve) => {
         unsubscribe = onAbort(closing, () => {
@@ -60,7 +62,7 @@ export async function runHealthCheck(
     if (closing.aborted) return undefined;
     return healthCheckFailure(err);
   } finally {
-    clearTimeout(timer);
+    if (timer !== undefined) clock.clearTimeout(timer);
     unsubscribe?.();
   }
 }
@@ -74,8 +76,9 @@ export async function checkHealth(
   log: Logger,
   closing: AbortSignal,
   stopper: WorkerStopper,
+  clock?: Clock,
 ): Promise<boolean> {
-  const unfit = await runHealthCheck(definition, log, closing);
+  const unfit = await runHealthCheck(definition, log, closing, clock);
   if (unfit === undefined) return true;
   void stopper.unfit(unfit.check, unfit.reason);
   return false;
@@ -90,10 +93,11 @@ export async function runHealthLoop(
   log: Logger,
   closing: AbortSignal,
   stopper: WorkerStopper,
+  clock?: Clock,
 ): Promise<void> {
   const { healthCheck, healthCheckIntervalMs } = definition;
   if (healthCheck === undefined || healthCheckIntervalMs === 0) return;
-  while (await sleep(healthCheckIntervalMs, closing)) {
-    if (!(await checkHealth(definition, log, closing, stopper))) return;
+  while (await sleep(healthCheckIntervalMs, closing, clock)) {
+    if (!(await checkHealth(definition, log, closing, stopper, clock))) return;
   }
 }

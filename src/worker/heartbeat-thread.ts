@@ -34,6 +34,8 @@ export interface HeartbeatWorkerData {
   /** The ping URL (query set but for `job_id`); undefined: no pings, watchdog only. */
   readonly pingUrl: string | undefined;
   readonly intervalMs: number;
+  /** No regular ping until a "begin-pings" message (start-up, e.g. setup, still runs). */
+  readonly pingsHeld: boolean;
   readonly headers: Readonly<Record<string, string>>;
   /** `runpod_version` of each ping. */
   readonly version: string;
@@ -46,6 +48,7 @@ export interface HeartbeatWorkerData {
 export type ToHeartbeat =
   | SlotMessage
   | { readonly type: "unhealthy"; readonly check: string; readonly reason: string }
+  | { readonly type: "begin-pings" }
   | { readonly type: "stop" };
 
 /** Thread → main messages. */
@@ -92,6 +95,8 @@ function runHeartbeatThread(data: HeartbeatWorkerData): void {
   let beatTimer: NodeJS.Timeout | undefined;
   let beat: Promise<unknown> = Promise.resolve();
   let firing = false;
+  /** The regular beat has started (at once, or on "begin-pings"). */
+  let looping = false;
   const report = (level: "warn" | "error", text: string): void =>
     port.postMessage({ type: "log", level, message: text } satisfies FromHeartbeat);
 
@@ -204,6 +209,11 @@ function runHeartbeatThread(data: HeartbeatWorkerData): void {
       void unhealthy(msg.check, msg.reason).then((problem) =>
         port.postMessage({ type: "unhealthy-sent", problem } satisfies FromHeartbeat),
       );
+    } else if (msg.type === "begin-pings") {
+      if (!looping && !stopped && data.pingUrl !== undefined) {
+        looping = true;
+        void loop();
+      }
     } else if (msg.type === "stop") {
       stopped = true;
       clearTimeout(beatTimer);
@@ -211,7 +221,10 @@ function runHeartbeatThread(data: HeartbeatWorkerData): void {
       port.close();
     }
   });
-  if (data.pingUrl !== undefined) void loop();
+  if (data.pingUrl !== undefined && !data.pingsHeld) {
+    looping = true;
+    void loop();
+  }
 }
 
 const data = workerData as Partial<HeartbeatWorkerData> | null;

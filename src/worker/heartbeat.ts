@@ -4,7 +4,7 @@ import { RESULT_POST_HEADERS, withQuery } from "../protocol/index.js";
 import { USER_AGENT, VERSION } from "../version.js";
 import type { FromHeartbeat, HeartbeatWorkerData } from "./heartbeat-thread.js";
 import { JobSlots } from "./job-slots.js";
-import { tsxApiUrl } from "./thread-executor.js";
+import { HEARTBEAT_BOOTSTRAP, tsxApiUrl } from "./thread-bootstrap.js";
 
 /**
  * The heartbeat (docs/protocol.md, "Heartbeat") on its own thread, so a handler that blocks the
@@ -16,15 +16,6 @@ import { tsxApiUrl } from "./thread-executor.js";
  * worker.mjs). A thread that dies is reported to `onDeath`: the worker can no longer be seen
  * holding its jobs, so it must stop taking them.
  */
-
-/** Imports the thread's module, registering tsx first when it is TypeScript (sources). */
-const BOOTSTRAP = `
-const { workerData } = require("node:worker_threads");
-(async () => {
-  if (workerData.tsxApiUrl) (await import(workerData.tsxApiUrl)).register();
-  await import(workerData.entryUrl);
-})().catch((err) => { setImmediate(() => { throw err; }); });
-`;
 
 /** The heartbeat thread's module beside this one: heartbeat-thread.ts (sources) or .js (dist/). */
 export function defaultHeartbeatEntryUrl(): string {
@@ -64,6 +55,12 @@ export interface HeartbeatOptions {
   readonly pingUrl: string | undefined;
   readonly intervalMs: number;
   readonly apiKey: string | undefined;
+  /**
+   * Send no regular ping until {@link Heartbeat.beginPings}: a handler with `setup` is, like the
+   * platform's Python SDK with a model loaded at import, not seen before it can take a job
+   * (docs/protocol.md, "Heartbeat"). @default false
+   */
+  readonly holdPings?: boolean;
   /** Arm the watchdog (only when the worker may end the process), with what it posts. */
   readonly watchdog: WatchdogReport | undefined;
   readonly log: Logger;
@@ -99,6 +96,7 @@ export class Heartbeat {
       tsxApiUrl: new URL(entryUrl).pathname.endsWith(".ts") ? tsxApiUrl() : undefined,
       pingUrl: options.pingUrl === undefined ? undefined : withQuery(options.pingUrl, {}),
       intervalMs: options.intervalMs,
+      pingsHeld: options.holdPings === true,
       headers: this.#headers,
       version: `runlet/${VERSION}`,
       slots: this.#slots.buffer,
@@ -113,7 +111,7 @@ export class Heartbeat {
               pollMs: WATCH_POLL_MS,
             },
     };
-    this.#thread = new Thread(BOOTSTRAP, { eval: true, workerData: data });
+    this.#thread = new Thread(HEARTBEAT_BOOTSTRAP, { eval: true, workerData: data });
     this.#thread.on("message", (msg: FromHeartbeat) => {
       if (msg.type === "log") options.log[msg.level](msg.message);
       else if (msg.type === "unhealthy-sent") {
@@ -135,6 +133,12 @@ export class Heartbeat {
     this.#thread.on("exit", (code) => died(`the heartbeat thread exited (code ${code})`));
     // The beat must not keep a finished process alive.
     this.#thread.unref();
+  }
+
+  /** Starts the regular pings held by `holdPings` (start-up is done); nothing otherwise. */
+  beginPings(): void {
+    if (this.#closed === undefined && this.#dead === undefined)
+      this.#thread.postMessage({ type: "begin-pings" });
   }
 
   /** A job is held: the pings name it from now on (set before its handler can run). */

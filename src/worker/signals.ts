@@ -1,5 +1,4 @@
 import type { Logger } from "pino";
-import type { WorkerStopper } from "./worker-stopper.js";
 
 /**
  * SIGTERM and SIGINT for a worker that owns its process (`handleSignals`): the first signal starts
@@ -7,21 +6,26 @@ import type { WorkerStopper } from "./worker-stopper.js";
  * one exits at once with code 1, for an operator who will not wait.
  */
 
-/**
- * Installs the handlers: the first signal goes to `stopper.signal()` (the graceful shutdown, which
- * resolves with the exit code). Returns the function that removes them (call it once the worker
- * has stopped).
- */
-export function installSignalHandlers(log: Logger, stopper: WorkerStopper): () => void {
+/** What the worker does on each signal (the worker's lifecycle decides; this module only listens). */
+export interface SignalActions {
+  /** The first SIGTERM/SIGINT: the graceful shutdown, then the process's exit. */
+  first(): void;
+  /** A second one: exit at once with code 1. */
+  second(): void;
+}
+
+/** Installs the handlers. Returns the function that removes them (call it once the worker has stopped). */
+export function installSignalHandlers(log: Logger, actions: SignalActions): () => void {
   let received = 0;
   const onSignal = (signal: NodeJS.Signals): void => {
     received += 1;
     if (received > 1) {
       log.warn({ signal }, "second signal: exiting at once");
-      process.exit(1);
+      actions.second();
+      return;
     }
     log.info({ signal }, "shutting down: finishing running jobs");
-    void stopper.signal().then((exitCode) => process.exit(exitCode));
+    actions.first();
   };
   process.on("SIGTERM", onSignal);
   process.on("SIGINT", onSignal);

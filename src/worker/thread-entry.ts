@@ -1,4 +1,5 @@
 import { isMainThread, parentPort, workerData } from "node:worker_threads";
+import { realClock } from "../clock.js";
 import { RunletError, type RunletErrorCode } from "../errors.js";
 import type { HandlerDefinition } from "../handler/define-handler.js";
 import { executeJob } from "../handler/execute.js";
@@ -7,6 +8,7 @@ import { failedResult, type ReportIdentity } from "../handler/outcome.js";
 import { createLogger } from "../log/index.js";
 import type { DeliveredJob } from "../protocol/index.js";
 import { type ExecutorSettings, s3Options } from "./executor.js";
+import { runSetup, runTeardown } from "./setup.js";
 
 /**
  * The isolation thread's side (`isolation: "thread"`): receives jobs from the main thread, runs
@@ -54,12 +56,23 @@ export type ToThread =
       readonly code: RunletErrorCode;
       readonly message: string;
     }
-  | { readonly type: "credit"; readonly seq: number };
+  | { readonly type: "credit"; readonly seq: number }
+  /** Shutdown: run teardown with setup's state for at most `withinMs`, then answer "torn-down". */
+  | { readonly type: "teardown"; readonly withinMs: number };
 
 /** Thread → main messages. */
 export type FromThread =
-  /** The handler loaded and the thread serves jobs: an error before this is a load failure. */
+  /**
+   * The handler loaded and its setup (if any) finished: the thread serves jobs from now on. An
+   * error before this is a load failure.
+   */
   | { readonly type: "ready" }
+  /** setup's `progress(text)`. */
+  | { readonly type: "setup-progress"; readonly text: string }
+  /** setup threw or timed out: the thread serves no job (the worker is unfit, `check=setup`). */
+  | { readonly type: "setup-failed"; readonly reason: string }
+  /** teardown ended (done, failed or cut short: it logged which). */
+  | { readonly type: "torn-down" }
   | { readonly type: "started"; readonly at: number }
   /** A progress update; `index` names the job within a batch. */
   | { readonly type: "progress"; readonly json: string; readonly index?: number }
@@ -78,7 +91,11 @@ export function isExecutorThread(): boolean {
   return !isMainThread && (workerData as { runletRole?: unknown } | null)?.runletRole === "executor";
 }
 
-/** Serves jobs for `definition` on this isolation thread until the main thread terminates it. */
+/**
+ * Runs `definition.setup` on this isolation thread, then serves jobs until the main thread
+ * terminates it. Jobs sent while setup runs wait in the port (listened to only once it is done),
+ * so setup is never inside a job's execution time.
+ */
 export function runExecutorThread(definition: HandlerDefinition): void {
   if (!isExecutorThread() || parentPort === null) {
     throw new RunletError(
@@ -89,6 +106,28 @@ export function runExecutorThread(definition: HandlerDefinition): void {
   const port = parentPort;
   const data = workerData as ExecutorWorkerData;
   const log = createLogger({ platform: data.log.platform, level: data.log.level, secrets: data.log.secrets });
+  if (definition.setup === undefined) {
+    serveJobs(port, definition, data, log, undefined);
+    return;
+  }
+  void runSetup(definition, {
+    log,
+    clock: realClock({ unref: false }),
+    progress: (text) => port.postMessage({ type: "setup-progress", text } satisfies FromThread),
+  }).then((outcome) => {
+    if (outcome.ok) serveJobs(port, definition, data, log, outcome.state);
+    else port.postMessage({ type: "setup-failed", reason: outcome.reason } satisfies FromThread);
+  });
+}
+
+/** The thread's job loop, once setup is done: `state` is every job's `ctx.state`. */
+function serveJobs(
+  port: NonNullable<typeof parentPort>,
+  definition: HandlerDefinition,
+  data: ExecutorWorkerData,
+  log: ReturnType<typeof createLogger>,
+  state: unknown,
+): void {
   const identity: ReportIdentity = data.settings.identity;
   let controller: AbortController | undefined;
   /** In a batch, each job's own controller. */
@@ -113,6 +152,7 @@ export function runExecutorThread(definition: HandlerDefinition): void {
         signal: controller.signal,
         log: log.child({ batchId: msg.batchId }),
         identity,
+        state,
         members: msg.jobs.map((job, index) => ({
           job,
           signal: jobControllers[index]!.signal,
@@ -131,6 +171,10 @@ export function runExecutorThread(definition: HandlerDefinition): void {
             })),
         )
         .then((outcomes) => port.postMessage({ type: "batch-result", outcomes } satisfies FromThread));
+    } else if (msg.type === "teardown") {
+      void runTeardown(definition, state, msg.withinMs, log, realClock({ unref: false })).then(() =>
+        port.postMessage({ type: "torn-down" } satisfies FromThread),
+      );
     } else if (msg.type === "credit") {
       credits.get(msg.seq)?.();
       credits.delete(msg.seq);
@@ -147,7 +191,8 @@ export function runExecutorThread(definition: HandlerDefinition): void {
         log: log.child({ requestId: msg.job.id }),
         identity,
         s3: s3Options(data.settings),
-        // This thread's ExecuteHooks: each call becomes a message; ThreadExecutor on the main thread
+        state,
+        // This thread's ExecuteHooks: each call becomes a message; ThreadRunner on the main thread
         // hands it to the job's ActiveJob, and a "credit" answers a chunk once it may go on.
         hooks: {
           progress: (json) => port.postMessage({ type: "progress", json } satisfies FromThread),

@@ -1,53 +1,25 @@
-import { readFileSync } from "node:fs";
-import { createRequire } from "node:module";
-import { dirname, join } from "node:path";
-import { pathToFileURL } from "node:url";
 import { Worker as Thread } from "node:worker_threads";
 import type { Logger } from "pino";
+import type { Clock, ClockTimer } from "../clock.js";
 import type { RunletErrorCode } from "../errors.js";
 import type { ExecuteHooks, ExecuteOutcome } from "../handler/execute.js";
-import type { BatchRun, BatchRunner, BatchRunRequest } from "./batch-runner.js";
-import type { ExecHandle, ExecRequest, Executor, ExecutorSettings } from "./executor.js";
+import { onAbort } from "../linked-signal.js";
+import type { BatchRun, BatchRunRequest } from "./batch-runner.js";
+import type { ExecHandle, ExecRequest, ExecutorSettings, Runner, RunnerStart } from "./executor.js";
+import { SETUP_CHECK, type SetupOutcome } from "./setup.js";
+import { EXECUTOR_BOOTSTRAP, TS_FILE, toUrl, tsxApiUrl } from "./thread-bootstrap.js";
 import type { ExecutorWorkerData, FromThread, RunMessage, ToThread } from "./thread-entry.js";
-import type { WorkerStopper } from "./worker-stopper.js";
 
 /**
  * `isolation: "thread"`: each running job owns a worker thread; a hard stop terminates it (even a
- * synchronous `while (true) {}`) and the next job gets a fresh one. Idle threads are reused.
+ * synchronous `while (true) {}`) and the next job gets a fresh one. Idle threads are reused. Each
+ * thread runs the handler's `setup` once, when it starts (before it serves a job, outside any
+ * job's execution time): the first at the worker's start, the others when a job needs one or a
+ * hard-stopped thread is replaced.
  */
 
-/**
- * Bootstraps a thread from any setting: registers tsx when TypeScript must load, imports the
- * entry, and, for sources, hands the handler's default export to the entry's runExecutorThread.
- * A bundle's entry runs itself on import (it checks isExecutorThread()).
- */
-const BOOTSTRAP = `
-const { workerData } = require("node:worker_threads");
-(async () => {
-  if (workerData.tsxApiUrl) (await import(workerData.tsxApiUrl)).register();
-  const entry = await import(workerData.entryUrl);
-  if (workerData.handlerUrl) {
-    const handler = await import(workerData.handlerUrl);
-    entry.runExecutorThread(handler.default);
-  }
-})().catch((err) => { setImmediate(() => { throw err; }); });
-`;
-
-const TS_FILE = /\.(c|m)?tsx?$/;
-
-/** The file URL of tsx's ESM API (its CommonJS build cannot register the ESM loader in a thread). */
-export function tsxApiUrl(): string {
-  const require = createRequire(import.meta.url);
-  const manifestPath = require.resolve("tsx/package.json");
-  const manifest = JSON.parse(readFileSync(manifestPath, "utf8")) as {
-    exports: Record<string, { import?: { default?: string } }>;
-  };
-  const target = manifest.exports["./esm/api"]?.import?.default ?? "./dist/esm/api/index.mjs";
-  return pathToFileURL(join(dirname(manifestPath), target)).href;
-}
-
-/** Options of {@link ThreadExecutor}. */
-export interface ThreadExecutorOptions {
+/** Options of {@link ThreadRunner}. */
+export interface ThreadRunnerOptions {
   /** The thread's entry file URL: thread-entry (sources) or a bundle's own file. */
   readonly entryUrl: string;
   /** Sources: the handler module (path or URL). Undefined for a bundle. */
@@ -57,15 +29,16 @@ export interface ThreadExecutorOptions {
   /** The main thread's logger, for a thread's failure outside any job. */
   readonly logger: Logger;
   /**
-   * Told once, with a one-line reason, when a thread fails before its handler loaded: the handler
-   * loads here but not in a thread, so the worker is unfit (docs/protocol.md, "Unfit workers"). No thread is
-   * started again and every job fails with that reason.
+   * Told once, with a one-line reason, when a thread fails before it could serve: its handler
+   * does not load there (`handler-load`: it loads here but not in a thread), or its setup failed
+   * (`setup`). The worker is unfit (docs/protocol.md, "Unfit workers"); no thread is started
+   * again and every job fails with that reason.
    */
-  readonly stopper: WorkerStopper;
-}
-
-function toUrl(pathOrUrl: string): string {
-  return /^[a-z]+:\/\//i.test(pathOrUrl) ? pathOrUrl : pathToFileURL(pathOrUrl).href;
+  readonly onUnfit: (check: string, reason: string) => void;
+  /** The worker's clock: each thread's setup is bounded on it. */
+  readonly clock: Clock;
+  /** The handler's `setup`, if any: whether it has one, and `setupTimeoutMs`. */
+  readonly setup: { readonly present: boolean; readonly timeoutMs: number };
 }
 
 /** The default entry when running from sources or the CLI: this folder's thread-entry module. */
@@ -96,8 +69,13 @@ interface ThreadRun {
   hardStop(): Promise<boolean>;
 }
 
-export class ThreadExecutor implements Executor, BatchRunner {
+export class ThreadRunner implements Runner {
   readonly #data: ExecutorWorkerData;
+  readonly #options: ThreadRunnerOptions;
+  /** The thread started with the runner: the worker's first take waits for its setup. */
+  readonly #first: Thread;
+  /** Each thread's readiness (its setup done), or why it cannot serve. */
+  readonly #readiness = new WeakMap<Thread, Promise<SetupOutcome>>();
   readonly #idle: Thread[] = [];
   readonly #all = new Set<Thread>();
   /** Threads whose handler loaded. */
@@ -105,16 +83,15 @@ export class ThreadExecutor implements Executor, BatchRunner {
   /** Threads running a job (that job's listener reports the thread's failure). */
   readonly #busy = new WeakSet<Thread>();
   readonly #logger: Logger;
-  readonly #stopper: WorkerStopper;
-  /** Why the handler could not load in a thread; once set, nothing runs. */
+  /** Why the handler could not load (or set up) in a thread; once set, nothing runs. */
   #loadFailure: string | undefined;
   #closed = false;
   /** Numbers each run, so an abort names the run it is for (cancellation is keyed by run). */
   #runs = 0;
 
-  constructor(options: ThreadExecutorOptions) {
+  constructor(options: ThreadRunnerOptions) {
+    this.#options = options;
     this.#logger = options.logger;
-    this.#stopper = options.stopper;
     const handlerUrl = options.handlerModule === undefined ? undefined : toUrl(options.handlerModule);
     const needsTsx =
       TS_FILE.test(new URL(options.entryUrl).pathname) ||
@@ -128,23 +105,67 @@ export class ThreadExecutor implements Executor, BatchRunner {
       log: options.log,
       settings: options.settings,
     };
-    // A warm thread has loaded tsx, zod and the handler before the first job's clock runs.
-    this.#idle.push(this.#spawn());
+    // A warm thread has loaded tsx, zod and the handler (and run setup) before the first job's clock runs.
+    this.#first = this.#spawn();
+    this.#idle.push(this.#first);
   }
 
   #spawn(): Thread {
-    const thread = new Thread(BOOTSTRAP, { eval: true, workerData: this.#data });
+    const thread = new Thread(EXECUTOR_BOOTSTRAP, { eval: true, workerData: this.#data });
     this.#all.add(thread);
+    let settle!: (outcome: SetupOutcome) => void;
+    this.#readiness.set(
+      thread,
+      new Promise<SetupOutcome>((resolve) => {
+        settle = resolve;
+      }),
+    );
+    const { clock, setup } = this.#options;
+    // setup is bounded on the worker's clock here (the thread bounds it on real time too).
+    let setupTimer: ClockTimer | undefined;
+    if (setup.present) {
+      setupTimer = clock.setTimeout(() => {
+        setupTimer = undefined;
+        if (this.#ready.has(thread)) return;
+        const reason = `setup did not finish within ${setup.timeoutMs} ms (setupTimeoutMs)`;
+        this.#failedToServe(SETUP_CHECK, reason);
+        settle({ ok: false, reason });
+        void thread.terminate();
+      }, setup.timeoutMs);
+    }
+    const setupEnded = (): void => {
+      if (setupTimer !== undefined) clock.clearTimeout(setupTimer);
+      setupTimer = undefined;
+    };
     thread.on("message", (msg: FromThread) => {
-      if (msg.type === "ready") this.#ready.add(thread);
+      if (msg.type === "ready") {
+        setupEnded();
+        this.#ready.add(thread);
+        settle({ ok: true, state: undefined });
+      } else if (msg.type === "setup-progress") {
+        if (thread === this.#first && this.#onFirstProgress !== undefined) this.#onFirstProgress(msg.text);
+        else this.#logger.info({ setupProgress: msg.text }, "an isolation thread's setup");
+      } else if (msg.type === "setup-failed") {
+        setupEnded();
+        this.#failedToServe(SETUP_CHECK, `${msg.reason} (in an isolation thread)`);
+        settle({ ok: false, reason: msg.reason });
+        void thread.terminate();
+      }
     });
     // Always listened to: an unheard 'error' of a Worker is thrown in the main thread and ends
     // the process with a stack trace. A running job's own listener reports its failure.
     thread.on("error", (err: Error) => {
-      if (!this.#ready.has(thread)) this.#loadFailed(err);
-      else if (!this.#busy.has(thread)) this.#logger.error({ err }, "an idle isolation thread failed");
+      if (!this.#ready.has(thread)) {
+        setupEnded();
+        // One line, no stack: the user's module did not load, which runlet's frames do not explain.
+        const reason = `the handler failed to load in an isolation thread: ${err.name || "Error"}: ${err.message}`;
+        this.#failedToServe("handler-load", reason);
+        settle({ ok: false, reason });
+      } else if (!this.#busy.has(thread)) this.#logger.error({ err }, "an idle isolation thread failed");
     });
-    thread.once("exit", () => {
+    thread.once("exit", (code) => {
+      setupEnded();
+      settle({ ok: false, reason: `the isolation thread exited (code ${code}) before it could serve` });
       this.#all.delete(thread);
       const at = this.#idle.indexOf(thread);
       if (at >= 0) this.#idle.splice(at, 1);
@@ -152,12 +173,75 @@ export class ThreadExecutor implements Executor, BatchRunner {
     return thread;
   }
 
-  #loadFailed(err: Error): void {
-    if (this.#loadFailure !== undefined) return;
-    // One line, no stack: the user's module did not load, which runlet's frames do not explain.
-    this.#loadFailure = `the handler failed to load in an isolation thread: ${err.name || "Error"}: ${err.message}`;
+  /** Where the first thread's setup progress goes while the worker waits for it. */
+  #onFirstProgress: ((text: string) => void) | undefined;
+
+  /** A thread cannot serve (its handler did not load, or its setup failed): the worker is unfit. */
+  #failedToServe(check: string, reason: string): void {
+    if (this.#loadFailure !== undefined || this.#closed) return;
+    this.#loadFailure = reason;
     this.#idle.length = 0;
-    void this.#stopper.unfit("handler-load", this.#loadFailure);
+    this.#options.onUnfit(check, reason);
+  }
+
+  /**
+   * Waits for the first thread's setup (the worker takes no job before it). Without a setup
+   * nothing is waited for: the first job finds its thread loading, as before setup existed.
+   */
+  async setup(start: RunnerStart): Promise<SetupOutcome> {
+    if (!this.#options.setup.present) return { ok: true, state: undefined };
+    this.#onFirstProgress = (text) => start.progress(text);
+    let unsubscribe: (() => void) | undefined;
+    try {
+      return await Promise.race([
+        this.#readiness.get(this.#first)!,
+        new Promise<SetupOutcome>((resolve) => {
+          unsubscribe = onAbort(start.closing, () =>
+            resolve({ ok: false, reason: "the worker closed while setup ran" }),
+          );
+        }),
+      ]);
+    } finally {
+      unsubscribe?.();
+      this.#onFirstProgress = undefined;
+    }
+  }
+
+  /**
+   * Runs teardown in every thread whose setup is done and that runs no job, for at most
+   * `withinMs`; a thread still running a job is ended by close() without it.
+   */
+  async teardown(withinMs: number): Promise<void> {
+    if (!this.#options.setup.present) return;
+    const { clock } = this.#options;
+    const threads = [...this.#all].filter((t) => this.#ready.has(t) && !this.#busy.has(t));
+    let timer: ClockTimer | undefined;
+    await Promise.race([
+      Promise.all(
+        threads.map(
+          (thread) =>
+            new Promise<void>((resolve) => {
+              const onMessage = (msg: FromThread): void => {
+                if (msg.type !== "torn-down") return;
+                thread.off("message", onMessage);
+                thread.off("exit", onExit);
+                resolve();
+              };
+              const onExit = (): void => {
+                thread.off("message", onMessage);
+                resolve();
+              };
+              thread.on("message", onMessage);
+              thread.once("exit", onExit);
+              thread.postMessage({ type: "teardown", withinMs } satisfies ToThread);
+            }),
+        ),
+      ),
+      new Promise<void>((resolve) => {
+        timer = clock.setTimeout(resolve, Math.max(0, withinMs));
+      }),
+    ]);
+    if (timer !== undefined) clock.clearTimeout(timer);
   }
 
   /** The outcome of a job that cannot run because the handler does not load. */
@@ -183,6 +267,7 @@ export class ThreadExecutor implements Executor, BatchRunner {
       };
     }
     const runId = this.#nextRunId();
+    request.onLaunch(Date.now());
     const onThread = this.#launch(
       { type: "run", runId, job: request.job, timeoutMs: request.timeoutMs },
       request.log,

@@ -1,13 +1,17 @@
 import type { Logger } from "pino";
 import { HANDLER_DEFAULTS, type HandlerDefinition } from "../handler/define-handler.js";
 import { BatchExecutor } from "./batch-executor.js";
-import { InProcessBatchRunner } from "./batch-runner.js";
 import type { WorkerConfig } from "./config.js";
-import { type Executor, type ExecutorSettings, InProcessExecutor, type S3Settings } from "./executor.js";
+import {
+  type Executor,
+  type ExecutorSettings,
+  InProcessRunner,
+  type Runner,
+  type S3Settings,
+} from "./executor.js";
 import { Heartbeat, WATCH_ID_MARK, WATCH_TIMEOUT_MARK, type WatchdogReport } from "./heartbeat.js";
 import { failureBody, timeoutMessage } from "./run-job.js";
-import { defaultThreadEntryUrl, ThreadExecutor } from "./thread-executor.js";
-import type { WorkerStopper } from "./worker-stopper.js";
+import { defaultThreadEntryUrl, ThreadRunner } from "./thread-executor.js";
 
 /**
  * The long-lived parts a worker assembles from its config and handler once, at start: where jobs
@@ -28,40 +32,48 @@ export function s3Settings(config: WorkerConfig, definition: HandlerDefinition):
 }
 
 /**
- * The executor for `definition.isolation`, sharing who reports and ctx.s3's settings; a handler
- * that does not load in an isolation thread declares the worker unfit through `stopper`.
+ * The executor for `definition`: where the handler lives (in-process or isolation threads, the
+ * runner), and, for a batch handler, the BatchExecutor that gathers jobs into runs of N for it.
+ * A thread whose handler does not load or whose setup fails reports it to `onUnfit`.
  */
 export function createExecutor(
   definition: HandlerDefinition,
   config: WorkerConfig,
   settings: ExecutorSettings,
   log: Logger,
-  stopper: WorkerStopper,
+  reports: ExecutorReports,
 ): Executor {
-  if (definition.batch !== undefined) {
-    // Batches: the BatchExecutor fills them and runs each on the main thread or in a thread.
-    const threads =
-      definition.isolation === "thread" ? threadExecutor(config, settings, log, stopper) : undefined;
-    return new BatchExecutor({
-      definition,
-      runner: threads ?? new InProcessBatchRunner(definition, settings),
-      closeRunner: async () => threads?.close(),
-      clock: config.clock,
-      log,
-      stopper,
-    });
-  }
-  if (definition.isolation !== "thread") return new InProcessExecutor(definition, settings);
-  return threadExecutor(config, settings, log, stopper);
+  const runner: Runner =
+    definition.isolation === "thread"
+      ? threadRunner(definition, config, settings, log, reports)
+      : new InProcessRunner(definition, settings, log, config.clock);
+  if (definition.batch === undefined) return runner;
+  // Batches: the BatchExecutor fills them and runs each on the runner.
+  return new BatchExecutor({
+    definition,
+    runner,
+    clock: config.clock,
+    log,
+    runaway: (jobId) => reports.runaway(jobId),
+  });
 }
 
-function threadExecutor(
+/** What the executor reports to the worker (the worker's lifecycle decides what follows). */
+export interface ExecutorReports {
+  /** A place cannot serve jobs: the handler did not load in a thread, or a thread's setup failed. */
+  unfit(check: string, reason: string): void;
+  /** An in-process batch ignored its aborted signal past the grace. */
+  runaway(jobId: string): void;
+}
+
+function threadRunner(
+  definition: HandlerDefinition,
   config: WorkerConfig,
   settings: ExecutorSettings,
   log: Logger,
-  stopper: WorkerStopper,
-): ThreadExecutor {
-  return new ThreadExecutor({
+  reports: ExecutorReports,
+): ThreadRunner {
+  return new ThreadRunner({
     entryUrl: config.threadEntry ?? defaultThreadEntryUrl(),
     handlerModule: config.threadEntry === undefined ? config.handlerModule : undefined,
     log: {
@@ -71,7 +83,9 @@ function threadExecutor(
     },
     settings,
     logger: log,
-    stopper,
+    onUnfit: (check, reason) => reports.unfit(check, reason),
+    clock: config.clock,
+    setup: { present: definition.setup !== undefined, timeoutMs: definition.setupTimeoutMs },
   });
 }
 
@@ -111,6 +125,8 @@ export function createHeartbeat(
     intervalMs: config.pingIntervalMs,
     apiKey: config.apiKey,
     watchdog,
+    // As the Python SDK with a model loaded at import: no ping before setup is done.
+    holdPings: definition.setup !== undefined,
     log,
     onDeath,
     ...(config.heartbeatEntry === undefined ? {} : { entryUrl: config.heartbeatEntry }),

@@ -107,9 +107,8 @@ export class WorkerStopper {
         : "an in-process handler ignored its aborted signal (deadline or job-stop); the worker reports it and stops taking jobs",
     );
     this.#info = { reason: "runaway", exitCode: 1 };
-    void close().then(() => {
-      if (exitOnHardStop) process.exit(1);
-    });
+    // The worker ends the process after closing when exitOnHardStop is set (worker.ts, #exitProcess).
+    void close();
   }
 
   /**

@@ -9,8 +9,10 @@ import { checkHealth, runHealthLoop } from "./health.js";
 import type { Heartbeat } from "./heartbeat.js";
 import { JobBoard } from "./job-board.js";
 import { PlatformHttp } from "./platform-http.js";
+import { SETUP_CHECK } from "./setup.js";
 import { finishJobs } from "./shutdown.js";
 import { installSignalHandlers } from "./signals.js";
+import { StartupPhases } from "./startup-phases.js";
 import { pollJobStops } from "./stop-poll.js";
 import { type LoopParts, runTakeLoop } from "./take-loop.js";
 import { createExecutor, createHeartbeat, s3Settings } from "./worker-parts.js";
@@ -50,6 +52,10 @@ export class Worker {
   /** Resolves once the worker has fully stopped (after close(), a signal, or a runaway handler). */
   readonly stopped: Promise<WorkerStopInfo>;
   readonly #events: WorkerEventHub;
+  /** The start-up phases before the first take (fitness, ..., setup), and the `ready` report. */
+  readonly #phases: StartupPhases;
+  /** When close() began, on the worker's clock: teardown gets what is left of the grace. */
+  #closingAt = 0;
 
   /** @internal use {@link startWorker}. */
   constructor(definition: HandlerDefinition, config: WorkerConfig, log: Logger) {
@@ -57,6 +63,7 @@ export class Worker {
     this.#config = config;
     this.#log = log;
     this.#events = new WorkerEventHub(log);
+    this.#phases = new StartupPhases(this.#events, log);
     this.stopped = new Promise((resolve) => {
       this.#resolveStopped = resolve;
     });
@@ -95,7 +102,10 @@ export class Worker {
       this.#closing.signal,
     );
     if (config.handleSignals) {
-      this.#removeSignalHandlers = installSignalHandlers(log, this.#stopper);
+      this.#removeSignalHandlers = installSignalHandlers(log, {
+        first: () => void this.#stopper.signal().then((exitCode) => this.#exitProcess(exitCode)),
+        second: () => this.#exitProcess(1),
+      });
     }
     log.info({ workerId: config.podId, isolation: definition.isolation }, "worker started");
     for (const warning of config.warnings) log.warn(warning);
@@ -107,7 +117,7 @@ export class Worker {
     const loopParts: LoopParts = { config, http: this.#http, log, closing: this.#closing.signal };
     this.#loops = Promise.all([
       this.#takeLoop(loopParts),
-      runHealthLoop(definition, log, this.#closing.signal, this.#stopper),
+      runHealthLoop(definition, log, this.#closing.signal, this.#stopper, config.clock),
     ]).then(() => undefined);
     this.#stopPoll = pollJobStops({ ...loopParts, closing: this.#stopPolling.signal }, this.#board);
   }
@@ -141,9 +151,38 @@ export class Worker {
   }
 
   async #takeLoop(parts: LoopParts): Promise<void> {
-    // docs/protocol.md, "Unfit workers": a worker unfit from the start takes no job at all.
-    if (!(await checkHealth(this.#definition, this.#log, this.#closing.signal, this.#stopper))) return;
+    // Start-up, in order (docs/worker.md, "Start-up"); docs/protocol.md, "Unfit workers": a
+    // worker unfit from the start takes no job at all.
+    const phases = this.#phases;
+    if (this.#definition.healthCheck !== undefined) {
+      const fit = () =>
+        checkHealth(this.#definition, this.#log, this.#closing.signal, this.#stopper, this.#config.clock);
+      if (!(await phases.run("fitness", fit))) return;
+    }
+    if (this.#definition.setup !== undefined && !(await phases.run("setup", () => this.#setup()))) return;
+    if (this.#closing.signal.aborted) return;
+    // Pings held during setup start now, as the Python SDK's start with serverless.start().
+    this.#heartbeat?.beginPings();
+    phases.ready();
     await runTakeLoop(parts, this.#board);
+  }
+
+  /**
+   * The handler's `setup` where it runs (the runner: in-process, or the first isolation thread);
+   * false when it failed or the worker closed meanwhile. A failure makes the worker unfit with
+   * `check=setup` (docs/protocol.md, "Unfit workers"): no job is taken, exit code 1.
+   */
+  async #setup(): Promise<boolean> {
+    const outcome = await this.#executor.setup({
+      closing: this.#closing.signal,
+      progress: (text) => {
+        this.#log.info({ setupProgress: text }, `setup: ${text}`);
+        this.#events.emit("setupProgress", { text });
+      },
+    });
+    if (outcome.ok) return true;
+    if (!this.#closing.signal.aborted) void this.#stopper.unfit(SETUP_CHECK, outcome.reason);
+    return false;
   }
 
   /**
@@ -174,6 +213,7 @@ export class Worker {
   }
 
   async #shutdown(): Promise<void> {
+    this.#closingAt = this.#config.clock.now();
     // Also ends the loops' waits on the job board.
     this.#closing.abort();
     try {
@@ -184,6 +224,9 @@ export class Worker {
         flushTimeoutMs: this.#config.flushTimeoutMs,
         giveUp: this.#giveUp,
       });
+      // The model goes after the jobs that used it, within what is left of the grace.
+      const left = this.#config.shutdownGraceMs - (this.#config.clock.now() - this.#closingAt);
+      await this.#executor.teardown(Math.max(0, left));
     } finally {
       this.#stopPolling.abort();
       await this.#stopPoll;
@@ -199,7 +242,18 @@ export class Worker {
       this.#log.info({ reason: info.reason }, "worker stopped");
       this.#resolveStopped(info);
       this.#events.emit("stopped", info);
+      // A runaway in-process handler still holds the main thread's work: end the process.
+      if (info.reason === "runaway" && this.#config.exitOnHardStop) this.#exitProcess(1);
     }
+  }
+
+  /**
+   * The one place the worker ends its process: after a signal's shutdown (`handleSignals`), at a
+   * second signal, and after a runaway handler (`exitOnHardStop`). Nothing else in the worker
+   * calls process.exit.
+   */
+  #exitProcess(code: number): void {
+    process.exit(code);
   }
 }
 

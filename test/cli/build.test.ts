@@ -166,6 +166,41 @@ describe("runlet build", () => {
     expect(entries.filter((e) => e.includes("/")).length).toBeGreaterThan(0);
   });
 
+  it("never runs setup with --warm-compile-cache (the image build), and runs it on a real start", async () => {
+    const { mkdir, writeFile } = await import("node:fs/promises");
+    const dir = join(tmp, "warm-setup");
+    await mkdir(dir);
+    await writeFile(join(dir, "package.json"), '{"type": "module"}\n');
+    await writeFile(
+      join(dir, "handler.ts"),
+      [
+        'import { writeFileSync } from "node:fs";',
+        'import { defineHandler } from "runlet";',
+        "export default defineHandler({",
+        "  setup: () => {",
+        '    const marker = process.env["SETUP_MARKER"];',
+        '    if (marker !== undefined) writeFileSync(marker, "setup ran");',
+        '    return { loaded: "set up" };',
+        "  },",
+        "  handler: ({ state }) => state.loaded,",
+        "});",
+        "",
+      ].join("\n"),
+    );
+    expect((await runCli(["build"], { cwd: dir })).code).toBe(0);
+    const marker = join(dir, "setup-ran");
+    const r = await runNode([join(dir, "dist", "worker.mjs"), "--warm-compile-cache"], {
+      node: node.bin,
+      cwd: dir,
+      env: childEnv({ SETUP_MARKER: marker }),
+    });
+    expect([r.code, r.stdout, r.stderr]).toEqual([0, "", ""]);
+    expect(existsSync(marker)).toBe(false);
+    // The same bundle started as a worker runs setup before its first job.
+    const { results } = await runBundle(dir, [{}]);
+    expect(results.map((job) => job.output)).toEqual(["set up"]);
+  });
+
   it("ends a bundle whose handler module exports no definition with exit 1 and one line", async () => {
     const { mkdir, writeFile } = await import("node:fs/promises");
     const dir = join(tmp, "no-definition");

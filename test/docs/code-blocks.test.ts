@@ -36,6 +36,10 @@ declare global {
   const base: string;
   const endpointId: string;
   function gpuResponds(options: { signal: AbortSignal }): Promise<boolean>;
+  function loadModel(options: { signal: AbortSignal; onProgress(percent: number): void }): Promise<{
+    run(text: string, options: { signal: AbortSignal }): Promise<string>;
+    release(): Promise<void>;
+  }>;
   const apiKey: string;
   const baseUrl: string;
   const ep: EndpointClient;

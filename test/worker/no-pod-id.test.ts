@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { startHarness } from "../../src/harness/index.js";
 import { defineHandler } from "../../src/index.js";
 import { startWorker } from "../../src/worker/index.js";
-import { logSink } from "./helpers.js";
+import { logSink, waitFor } from "./helpers.js";
 
 /**
  * Issue 17, item 1: without RUNPOD_POD_ID the platform's Python SDK sends no heartbeat (it is not
@@ -28,11 +28,24 @@ describe("a worker without RUNPOD_POD_ID", () => {
         workerId: w.id,
       });
     }
-    // Ten ping intervals pass with a ping URL in the environment: none is sent.
-    await new Promise((r) => setTimeout(r, 1_000));
-    expect(h.requests({ route: "ping" })).toEqual([]);
+    // A worker with a pod id beside it, pinging at the same interval: once it has pinged ten
+    // times, ten intervals have passed for this one too, which sent no ping in them.
+    await using _witness = await startWorker(defineHandler({ handler: () => "witness" }), {
+      env: {
+        ...h.workerEnv("local", { pingIntervalMs: 100, podId: "witness" }),
+        RUNPOD_ENDPOINT_ID: "local",
+      },
+      logDestination: logSink().stream,
+      shutdownGraceMs: 2_000,
+      flushTimeoutMs: 2_000,
+    });
+    const pings = () => h.requests({ route: "ping" });
+    await waitFor("the witness to ping ten times", () => pings().length >= 10, 20_000);
+    expect(pings().filter((r) => !r.path.endsWith("/witness"))).toEqual([]);
     expect(w.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
-    expect(h.requests({ route: "job-take" })[0]?.path).toBe(`/v2/local/job-take/${w.id}`);
+    expect(h.requests({ route: "job-take" }).find((r) => !r.path.endsWith("/witness"))?.path).toBe(
+      `/v2/local/job-take/${w.id}`,
+    );
     const notices = sink.lines.filter((l) => String(l["message"]).includes("RUNPOD_POD_ID"));
     expect(notices.map((l) => [l["level"], l["message"]])).toEqual([
       [

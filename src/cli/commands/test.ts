@@ -1,6 +1,6 @@
-import { setTimeout as sleep } from "node:timers/promises";
 import { RunletError } from "../../errors.js";
 import type { Harness } from "../../harness/index.js";
+import { sleep } from "../../wait.js";
 import { type Command, EXIT, parseCommandArgs, reportCliError, usageError } from "../command.js";
 import { DEFAULT_HANDLER_PATHS, resolveHandlerPath } from "../handler-path.js";
 import { describeFailure } from "../job-failure.js";
