@@ -11,6 +11,7 @@ import { Upload } from "@aws-sdk/lib-storage";
 import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
 import { z } from "zod";
 import { RunletError } from "../errors.js";
+import { onAbort } from "../linked-signal.js";
 import { integer, parseOptions } from "../option-schema.js";
 import {
   DEFAULT_MAX_DOWNLOAD_BYTES,
@@ -82,7 +83,23 @@ function untrustedEndpoint(
 export function createJobS3(options: JobS3Options): JobS3 {
   checkOptions(options);
   const resolution = resolveStore(options);
-  const { jobId, signal } = options;
+  const { jobId } = options;
+  // Aborted by the job's signal and by cleanup(): the job's end ends its downloads and uploads,
+  // and nothing (no folder, no file) can start after it.
+  const ended = new AbortController();
+  const signal = ended.signal;
+  const unlink = onAbort(options.signal, () => ended.abort(options.signal.reason));
+  if (options.signal.aborted) ended.abort(options.signal.reason);
+  /** Downloads and uploads in flight: cleanup() waits for them before removing the folder. */
+  const inFlight = new Set<Promise<unknown>>();
+  function tracked<T>(work: Promise<T>): Promise<T> {
+    inFlight.add(work);
+    work.then(
+      () => inFlight.delete(work),
+      () => inFlight.delete(work),
+    );
+    return work;
+  }
   const log = options.log.child({ component: "s3" });
   const expiresIn = options.presignExpiresSec ?? MAX_PRESIGN_EXPIRES_SEC;
   const tracker = new MultipartTracker();
@@ -182,6 +199,8 @@ export function createJobS3(options: JobS3Options): JobS3 {
   }
 
   async function jobFolder(): Promise<string> {
+    // Never a folder after the job's end: cleanup() would not see it.
+    if (signal.aborted) throw abortReason(signal);
     tmpDir ??= mkdtemp(join(options.tmpRoot ?? tmpdir(), `runlet-${jobId.replace(/[^A-Za-z0-9_-]/g, "_")}-`));
     return tmpDir;
   }
@@ -248,6 +267,11 @@ export function createJobS3(options: JobS3Options): JobS3 {
   }
 
   async function runCleanup(): Promise<void> {
+    // The job's end aborts what is still downloading or uploading (a download the handler left
+    // running, a stream it never read) and waits for it, so no file is written after the folder goes.
+    ended.abort(new DOMException(`job ${jobId} ended`, "AbortError"));
+    unlink();
+    await Promise.allSettled([...inFlight]);
     // Every step runs even when one fails: a leftover folder must not hide an open upload.
     const errors: unknown[] = [];
     if (client !== undefined) {
@@ -264,9 +288,9 @@ export function createJobS3(options: JobS3Options): JobS3 {
 
   return Object.freeze({
     configured: resolution.kind === "store",
-    upload,
-    download,
-    offloadOutput,
+    upload: (body: UploadBody, opts?: UploadOptions) => tracked(upload(body, opts)),
+    download: (urlOrKey: string, opts?: DownloadOptions) => tracked(download(urlOrKey, opts)),
+    offloadOutput: (json: string) => tracked(offloadOutput(json)),
     cleanup: () => {
       cleanup ??= runCleanup();
       return cleanup;
