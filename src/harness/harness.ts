@@ -29,7 +29,7 @@ import {
 } from "./request-log.js";
 import { type RouterTargets, routeRequest, routeTable } from "./router.js";
 import { Scaler } from "./scaler.js";
-import { type WebhookAttempt, WebhookSender } from "./webhooks.js";
+import { type WebhookAttempt, WebhookSender, webhookUrlProblem } from "./webhooks.js";
 import { type WorkerEnvOptions, workerEnvFor } from "./worker-env.js";
 
 /** What {@link Harness.memory} reports. */
@@ -44,6 +44,10 @@ export interface HarnessMemory {
   readonly finishedBytes: number;
   /** Deleted jobs remembered by id, status and times. */
   readonly tombstones: number;
+  /** Webhook delivery attempts kept for `webhookAttempts()` (at most 1 000). */
+  readonly webhookAttempts: number;
+  /** Bytes they are counted as (at most 1 MiB). */
+  readonly webhookAttemptBytes: number;
 }
 
 /**
@@ -265,6 +269,8 @@ export class Harness {
         `enqueue: input nests objects and arrays deeper than the limit of ${depth} levels of a request body (or holds a cycle)`,
       );
     }
+    const tooLong = job.webhook === undefined ? undefined : webhookUrlProblem(job.webhook);
+    if (tooLong !== undefined) throw new RunletError("RUNLET_HARNESS_CONFIG", `enqueue: ${tooLong}`);
     return this.#store.create(endpointId, "run", job, this.#options.limits.runRetentionMs).id;
   }
 
@@ -286,7 +292,14 @@ export class Harness {
    */
   memory(): HarnessMemory {
     const log = this.#requests.size;
-    return { requestLogRecords: log.records, requestLogBytes: log.bytes, ...this.#store.memory() };
+    const hooks = this.#webhooks.size;
+    return {
+      requestLogRecords: log.records,
+      requestLogBytes: log.bytes,
+      ...this.#store.memory(),
+      webhookAttempts: hooks.records,
+      webhookAttemptBytes: hooks.bytes,
+    };
   }
 
   /** Every worker-route request so far, in arrival order. */

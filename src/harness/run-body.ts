@@ -1,6 +1,7 @@
 import type { z } from "zod";
 import { runRequestSchema } from "../protocol/api.js";
 import type { NewJob } from "./job-entry.js";
+import { webhookUrlProblem } from "./webhooks.js";
 
 /** A `/run` or `/runsync` body, checked: the job to create, or what is wrong with it. */
 export type RunBodyResult =
@@ -40,6 +41,10 @@ export function parseRunBody(body: unknown, bytes = 0): RunBodyResult {
     return { ok: false, message: `invalid request body: ${issues.join("; ")}`, issues };
   }
   const { input, policy, s3Config, webhook, ...extra } = checked.data;
+  const tooLong = webhook === undefined ? undefined : webhookUrlProblem(webhook);
+  if (tooLong !== undefined) {
+    return { ok: false, message: `invalid request body: ${tooLong}`, issues: [tooLong] };
+  }
   return {
     ok: true,
     job: {

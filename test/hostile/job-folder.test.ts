@@ -72,7 +72,7 @@ function jobS3() {
     // A store is configured (ctx.s3 needs one) but URL downloads never talk to it.
     bucket: { endpointUrl: "https://s3.example.com/b", accessKeyId: "a", secretAccessKey: "s" },
     signal: new AbortController().signal,
-    log: createLogger({ level: "silent" }),
+    log: createLogger({ platform: true, level: "silent" }),
     allowPrivateAddresses: true,
     tmpRoot: root,
   });
