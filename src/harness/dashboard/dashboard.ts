@@ -412,6 +412,7 @@ export class Dashboard {
     const bodyLimit = route === "run" ? bodyLimits.runBytes : bodyLimits.runsyncBytes;
     if (Buffer.byteLength(text) > bodyLimit)
       return fail(413, `request body is over the /${route} limit of ${bodyLimit} bytes`);
+    // Not `text`: it was written from the parsed body, where 1e400 is already Infinity (and "null").
     const checked = parseRunBody(body ?? null, Buffer.byteLength(text));
     if (!checked.ok) return fail(400, checked.message, checked.issues);
     const job = store.create(
