@@ -4,6 +4,7 @@ import type { Health } from "../protocol/api.js";
 import { KeyRing } from "./auth.js";
 import { TimerSet } from "./clock.js";
 import { Dashboard, type HandlerInfo } from "./dashboard/index.js";
+import { HostCheck } from "./host-check.js";
 import { closeServer, listen, sendError } from "./http-util.js";
 import { type JobSnapshot, type NewJob, recordOf, snapshotOf } from "./job-entry.js";
 import { JobEventHub, type JobEventListener } from "./job-events.js";
@@ -147,7 +148,9 @@ export class Harness {
       ],
     };
     const table = routeTable(targets);
+    const hosts = new HostCheck(options.allowedHosts, options.host);
     this.#server = createServer((req, res) => {
+      if (hosts.refuse(req, res)) return;
       routeRequest(table, targets.fallbacks, req, res, this.#url).catch((err: unknown) => {
         options.logger?.error({ err, url: req.url }, "harness request failed");
         sendError(res, 500, `internal harness error: ${err instanceof Error ? err.message : String(err)}`);
@@ -385,6 +388,7 @@ export class Harness {
           limiter: this.#limiter,
           apiKey: o.apiKey,
           host: o.host,
+          allowedHosts: o.allowedHosts,
           port: page.port,
           retention: { runMs: o.limits.runRetentionMs, runsyncMs: o.limits.runsyncRetentionMs },
           bodyLimits: {

@@ -71,7 +71,7 @@ export function parseRunBody(body: unknown, bytes = 0, text?: string): RunBodyRe
     const issues = checked.error.issues.map(describe);
     return { ok: false, message: `invalid request body: ${issues.join("; ")}`, issues };
   }
-  // docs/harness.md, "Job bodies": a number beyond a double's range is refused, not turned into null.
+  // docs/harness.md, "Limits and rate limits" (Inputs as sent): a number beyond a double's range is refused, not turned into null.
   if (text === undefined || MAYBE_HUGE_NUMBER.test(text)) {
     const at = nonFiniteAt(body, "");
     if (at !== undefined) {

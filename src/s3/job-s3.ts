@@ -51,7 +51,7 @@ function abortReason(signal: AbortSignal): unknown {
 /**
  * The request handler of a store whose endpoint the job's sender chose (`s3Config`), unless private
  * addresses are allowed: the endpoint is held to the rule of `ctx.s3.download` URLs (docs/s3.md,
- * "Private addresses"). A literal private address is refused here; a name is resolved when each
+ * "`ctx.s3.download(urlOrKey, options?)`"). A literal private address is refused here; a name is resolved when each
  * connection opens and refused when any of its addresses is private (so a second, different DNS
  * answer cannot slip through). The operator's BUCKET_ENDPOINT_URL is trusted: undefined.
  */

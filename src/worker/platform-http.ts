@@ -60,7 +60,7 @@ export const DEFAULT_ANSWER_BODY_MS = 30_000;
 /**
  * Most redirects (3xx with a `Location`) one request follows, the figure of the Python SDK's HTTP
  * client (aiohttp's `max_redirects`); every hop keeps the method and the body (docs/reliability.md,
- * "Redirects").
+ * "Answers, redirects and a take cut by close() (issue 32)").
  */
 export const MAX_REDIRECTS = 10;
 
