@@ -29,6 +29,8 @@ export const ERROR_CODES = {
   RUNLET_REPORT_GAVE_UP: "A result could not be delivered before the worker had to exit.",
   RUNLET_REQUEST_REFUSED:
     "The HTTP client refused a request to the platform before sending it (a URL or header it cannot carry).",
+  RUNLET_REQUEST_REDIRECTS:
+    "A request to the platform was redirected more than 10 times (a loop); it counts as a network error.",
   // streaming
   RUNLET_STREAM_REASSEMBLY: "Stream chunks could not be put back together (missing or out-of-order parts).",
   // S3
@@ -36,6 +38,8 @@ export const ERROR_CODES = {
   RUNLET_S3_REQUEST_FAILED: "The S3-compatible store refused or failed a request.",
   RUNLET_S3_DOWNLOAD_REFUSED: "A download URL points at a private or loopback address that is not allowed.",
   RUNLET_S3_DOWNLOAD_TOO_LARGE: "A download is larger than its size cap.",
+  RUNLET_S3_ENDPOINT_REFUSED:
+    "A job's s3Config.endpointUrl points at a private or loopback address that is not allowed.",
   // clients
   RUNLET_CLIENT_HTTP: "The job API answered with an error status.",
   RUNLET_CLIENT_TIMEOUT: "A client wait ran out before the job finished.",

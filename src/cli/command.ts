@@ -92,6 +92,30 @@ export function integerFlag(
   return n;
 }
 
+/**
+ * The harness's `allowedHosts` from `--allowed-hosts`, else the RUNLET_ALLOWED_HOSTS variable:
+ * comma-separated host names (`.example.com` for a domain and its subdomains), or `all` to answer
+ * any Host (docs/harness.md, "Host names"); undefined when neither is set.
+ */
+export function allowedHostsFlag(
+  value: unknown,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): readonly string[] | true | undefined {
+  const from = typeof value === "string" ? "--allowed-hosts" : "RUNLET_ALLOWED_HOSTS";
+  const text = typeof value === "string" ? value : env["RUNLET_ALLOWED_HOSTS"];
+  if (text === undefined || text.trim() === "") return undefined;
+  if (text.trim().toLowerCase() === "all") return true;
+  const names = text
+    .split(",")
+    .map((n) => n.trim())
+    .filter((n) => n !== "");
+  const bad = names.find((n) => !/^\.?[A-Za-z0-9_.:[\]-]+$/.test(n));
+  if (bad !== undefined) {
+    throw usageError(`${from} must be comma-separated host names (or "all"), got ${JSON.stringify(bad)}`);
+  }
+  return names;
+}
+
 /** Resolves on the first SIGINT or SIGTERM (the long-running commands stop on it). */
 export function interrupted(): Promise<NodeJS.Signals> {
   return new Promise((resolve) => {

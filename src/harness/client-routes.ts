@@ -221,7 +221,7 @@ async function submit(
         : Math.min(Math.max(wait, limits.runsyncRetentionMs), limits.runsyncMaxRetentionMs);
   }
   if (!body.ok) return sendError(res, body.status, body.message);
-  const parsed = parseRunBody(body.value, body.bytes);
+  const parsed = parseRunBody(body.value, body.bytes, body.text);
   if (!parsed.ok) return sendError(res, 400, parsed.message, { issues: parsed.issues });
   const job = ctx.store.create(endpointId, route, parsed.job, retentionMs);
   // The answer says IN_QUEUE even when a waiting worker took the job at once, as the platform's does.

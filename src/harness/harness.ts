@@ -4,6 +4,7 @@ import type { Health } from "../protocol/api.js";
 import { KeyRing } from "./auth.js";
 import { TimerSet } from "./clock.js";
 import { Dashboard, type HandlerInfo } from "./dashboard/index.js";
+import { HostCheck } from "./host-check.js";
 import { closeServer, listen, sendError } from "./http-util.js";
 import { type JobSnapshot, type NewJob, recordOf, snapshotOf } from "./job-entry.js";
 import { JobEventHub, type JobEventListener } from "./job-events.js";
@@ -29,7 +30,7 @@ import {
 } from "./request-log.js";
 import { type RouterTargets, routeRequest, routeTable } from "./router.js";
 import { Scaler } from "./scaler.js";
-import { type WebhookAttempt, WebhookSender } from "./webhooks.js";
+import { type WebhookAttempt, WebhookSender, webhookUrlProblem } from "./webhooks.js";
 import { type WorkerEnvOptions, workerEnvFor } from "./worker-env.js";
 
 /** What {@link Harness.memory} reports. */
@@ -44,6 +45,10 @@ export interface HarnessMemory {
   readonly finishedBytes: number;
   /** Deleted jobs remembered by id, status and times. */
   readonly tombstones: number;
+  /** Webhook delivery attempts kept for `webhookAttempts()` (at most 1 000). */
+  readonly webhookAttempts: number;
+  /** Bytes they are counted as (at most 1 MiB). */
+  readonly webhookAttemptBytes: number;
 }
 
 /**
@@ -143,7 +148,9 @@ export class Harness {
       ],
     };
     const table = routeTable(targets);
+    const hosts = new HostCheck(options.allowedHosts, options.host);
     this.#server = createServer((req, res) => {
+      if (hosts.refuse(req, res)) return;
       routeRequest(table, targets.fallbacks, req, res, this.#url).catch((err: unknown) => {
         options.logger?.error({ err, url: req.url }, "harness request failed");
         sendError(res, 500, `internal harness error: ${err instanceof Error ? err.message : String(err)}`);
@@ -265,6 +272,8 @@ export class Harness {
         `enqueue: input nests objects and arrays deeper than the limit of ${depth} levels of a request body (or holds a cycle)`,
       );
     }
+    const tooLong = job.webhook === undefined ? undefined : webhookUrlProblem(job.webhook);
+    if (tooLong !== undefined) throw new RunletError("RUNLET_HARNESS_CONFIG", `enqueue: ${tooLong}`);
     return this.#store.create(endpointId, "run", job, this.#options.limits.runRetentionMs).id;
   }
 
@@ -286,7 +295,14 @@ export class Harness {
    */
   memory(): HarnessMemory {
     const log = this.#requests.size;
-    return { requestLogRecords: log.records, requestLogBytes: log.bytes, ...this.#store.memory() };
+    const hooks = this.#webhooks.size;
+    return {
+      requestLogRecords: log.records,
+      requestLogBytes: log.bytes,
+      ...this.#store.memory(),
+      webhookAttempts: hooks.records,
+      webhookAttemptBytes: hooks.bytes,
+    };
   }
 
   /** Every worker-route request so far, in arrival order. */
@@ -372,6 +388,7 @@ export class Harness {
           limiter: this.#limiter,
           apiKey: o.apiKey,
           host: o.host,
+          allowedHosts: o.allowedHosts,
           port: page.port,
           retention: { runMs: o.limits.runRetentionMs, runsyncMs: o.limits.runsyncRetentionMs },
           bodyLimits: {

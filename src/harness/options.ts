@@ -100,6 +100,12 @@ export interface HarnessOptions {
   readonly host?: string;
   /** Port to bind; 0 picks a free one. @default 0 */
   readonly port?: number;
+  /**
+   * Host names (besides IP addresses, `localhost` and `host`) the harness and the dashboard answer
+   * to; other Host headers get 403 (docs/harness.md, "Host names"). A leading dot allows a domain
+   * and its subdomains; `true` answers any name. @default []
+   */
+  readonly allowedHosts?: readonly string[] | true;
   /** How long job-take and job-stop long polls are held, ms. @default 30000 */
   readonly takeTimeoutMs?: number;
   /** How long `/stream` waits for a chunk before answering with none, ms. @default 500 */
@@ -164,6 +170,7 @@ export interface ResolvedOptions {
   readonly endpoints: ReadonlyArray<{ readonly id: string } & EndpointOptions>;
   readonly host: string;
   readonly port: number;
+  readonly allowedHosts: readonly string[] | true;
   readonly takeTimeoutMs: number;
   readonly streamHoldMs: number;
   readonly streamGatherMs: number;
@@ -276,6 +283,7 @@ export function resolveOptions(options: HarnessOptions): ResolvedOptions {
     endpoints,
     host: options.host ?? "127.0.0.1",
     port: numbers.port,
+    allowedHosts: allowedHostsOf(options.allowedHosts),
     takeTimeoutMs: numbers.takeTimeoutMs,
     streamHoldMs: numbers.streamHoldMs,
     streamGatherMs: numbers.streamGatherMs,
@@ -294,6 +302,23 @@ export function resolveOptions(options: HarnessOptions): ResolvedOptions {
     logger: options.logger,
     dashboard: dashboardOf(options.dashboard, numbers.dashboard.port),
   });
+}
+
+function allowedHostsOf(option: HarnessOptions["allowedHosts"]): readonly string[] | true {
+  if (option === undefined) return [];
+  if (option === true) return true;
+  if (!Array.isArray(option)) {
+    throw new RunletError("RUNLET_HARNESS_CONFIG", "allowedHosts must be an array of host names or true");
+  }
+  for (const name of option as unknown[]) {
+    if (typeof name !== "string" || !/^\.?[A-Za-z0-9_.:[\]-]+$/.test(name)) {
+      throw new RunletError(
+        "RUNLET_HARNESS_CONFIG",
+        `allowedHosts must hold host names (letters, digits, dots, hyphens; a leading dot for a domain), got ${JSON.stringify(name)}`,
+      );
+    }
+  }
+  return Object.freeze([...option]);
 }
 
 function dashboardOf(option: HarnessOptions["dashboard"], port: number): ResolvedOptions["dashboard"] {

@@ -21,7 +21,13 @@ export function isWorkerRoute(name: string | undefined): name is WorkerRoute {
  * the request, delay then handle normally, or drop the connection without an answer.
  */
 export type Fault =
-  | { readonly status: number; readonly retryAfterSec?: number; readonly body?: string }
+  | {
+      readonly status: number;
+      readonly retryAfterSec?: number;
+      readonly body?: string;
+      /** Sent as the answer's `Location` (a redirect: 307, 308). */
+      readonly location?: string;
+    }
   | { readonly delayMs: number }
   | { readonly drop: true };
 

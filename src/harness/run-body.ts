@@ -1,6 +1,7 @@
 import type { z } from "zod";
 import { runRequestSchema } from "../protocol/api.js";
 import type { NewJob } from "./job-entry.js";
+import { webhookUrlProblem } from "./webhooks.js";
 
 /** A `/run` or `/runsync` body, checked: the job to create, or what is wrong with it. */
 export type RunBodyResult =
@@ -23,7 +24,38 @@ function describe(issue: z.core.$ZodIssue): string {
  * object (no `endpointUrl`) included; the worker's S3 module reports what is missing when a handler
  * uses it.
  */
-export function parseRunBody(body: unknown, bytes = 0): RunBodyResult {
+/** Could `text` hold a number JSON.parse turns into ±Infinity (an exponent of 3+ digits, or 309+ digits)? */
+const MAYBE_HUGE_NUMBER = /[eE][+]?\d{3}|\d{309}/;
+
+/** The path of the first number in `value` that is not finite (`1e400` parses as Infinity), if any. */
+function nonFiniteAt(value: unknown, path: string): string | undefined {
+  if (typeof value === "number") return Number.isFinite(value) ? undefined : path;
+  if (typeof value !== "object" || value === null) return undefined;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const found = nonFiniteAt(value[i], `${path}[${i}]`);
+      if (found !== undefined) return found;
+    }
+    return undefined;
+  }
+  for (const key of Object.keys(value)) {
+    const found = nonFiniteAt((value as Record<string, unknown>)[key], path === "" ? key : `${path}.${key}`);
+    if (found !== undefined) return found;
+  }
+  return undefined;
+}
+
+/**
+ * The job's own keys taken from the body as parsed, not from the schema's copy: zod rebuilds
+ * objects by assignment, which turns an own `__proto__` key into the copy's prototype (lost on
+ * the way to the worker). `Object.fromEntries` defines each key as an own property.
+ */
+function ownEntries(body: object, skip: ReadonlySet<string>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(body).filter(([key]) => !skip.has(key)));
+}
+const BODY_KEYS: ReadonlySet<string> = new Set(["input", "policy", "s3Config", "webhook"]);
+
+export function parseRunBody(body: unknown, bytes = 0, text?: string): RunBodyResult {
   if (body === undefined) {
     return { ok: false, message: "request body is empty: send a JSON object with an input field" };
   }
@@ -39,7 +71,22 @@ export function parseRunBody(body: unknown, bytes = 0): RunBodyResult {
     const issues = checked.error.issues.map(describe);
     return { ok: false, message: `invalid request body: ${issues.join("; ")}`, issues };
   }
-  const { input, policy, s3Config, webhook, ...extra } = checked.data;
+  // docs/harness.md, "Limits and rate limits" (Inputs as sent): a number beyond a double's range is refused, not turned into null.
+  if (text === undefined || MAYBE_HUGE_NUMBER.test(text)) {
+    const at = nonFiniteAt(body, "");
+    if (at !== undefined) {
+      const issue = `${at}: a number beyond the range of a 64-bit float (±1.7976931348623157e308), which JSON readers turn into Infinity or null; send it as a string`;
+      return { ok: false, message: `invalid request body: ${issue}`, issues: [issue] };
+    }
+  }
+  const { policy, s3Config, webhook } = checked.data;
+  // The input and the other keys exactly as sent (an own `__proto__` key included).
+  const input = (body as { input: Record<string, unknown> }).input;
+  const extra = ownEntries(body, BODY_KEYS);
+  const tooLong = webhook === undefined ? undefined : webhookUrlProblem(webhook);
+  if (tooLong !== undefined) {
+    return { ok: false, message: `invalid request body: ${tooLong}`, issues: [tooLong] };
+  }
   return {
     ok: true,
     job: {

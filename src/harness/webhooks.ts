@@ -13,6 +13,28 @@ export interface WebhookOptions {
   readonly timeoutMs?: number;
 }
 
+/**
+ * The longest webhook URL a job may carry, bytes (docs/harness.md, "Limits and rate limits"): a
+ * longer one is refused with 400 naming this limit. Real receivers' URLs, tokens and all, are far
+ * shorter; HTTP servers commonly refuse request lines over 8 KiB.
+ */
+export const MAX_WEBHOOK_URL_BYTES = 8_192;
+/** Most delivery attempts kept for `Harness.webhookAttempts()`; the oldest go first. */
+export const MAX_WEBHOOK_ATTEMPTS = 1_000;
+/** Most bytes the kept attempts are counted as; the oldest go first. */
+export const MAX_WEBHOOK_ATTEMPT_BYTES = 1_048_576;
+/** Bytes counted for an attempt besides its strings. */
+const ATTEMPT_OVERHEAD_BYTES = 100;
+/** Longest error message kept as an attempt's outcome. */
+const MAX_OUTCOME_CHARS = 500;
+
+/** The message refusing a webhook URL over {@link MAX_WEBHOOK_URL_BYTES}, or undefined when it fits. */
+export function webhookUrlProblem(url: string): string | undefined {
+  const bytes = Buffer.byteLength(url);
+  if (bytes <= MAX_WEBHOOK_URL_BYTES) return undefined;
+  return `webhook is ${bytes} bytes, over the limit of ${MAX_WEBHOOK_URL_BYTES} bytes for a webhook URL`;
+}
+
 /** One delivery attempt, for tests and tools (`Harness.webhookAttempts`). */
 export interface WebhookAttempt {
   readonly jobId: string;
@@ -34,7 +56,9 @@ export class WebhookSender {
   readonly #timeoutMs: number;
   readonly #timers: TimerSet;
   readonly #logger: Logger | undefined;
-  readonly #attempts: WebhookAttempt[] = [];
+  /** Kept attempts, oldest first, with the bytes each is counted as. */
+  readonly #attempts: Array<{ readonly attempt: WebhookAttempt; readonly bytes: number }> = [];
+  #attemptBytes = 0;
   readonly #closing = new AbortController();
   readonly #inFlight = new Set<Promise<void>>();
 
@@ -46,9 +70,31 @@ export class WebhookSender {
     this.#logger = logger;
   }
 
-  /** Every attempt so far, in order. */
+  /** The attempts kept (the latest {@link MAX_WEBHOOK_ATTEMPTS}, within {@link MAX_WEBHOOK_ATTEMPT_BYTES}), in order. */
   attempts(): WebhookAttempt[] {
-    return [...this.#attempts];
+    return this.#attempts.map((a) => a.attempt);
+  }
+
+  /** How many attempts are kept and the bytes they are counted as (`Harness.memory()`). */
+  get size(): { readonly records: number; readonly bytes: number } {
+    return { records: this.#attempts.length, bytes: this.#attemptBytes };
+  }
+
+  #record(attempt: WebhookAttempt): void {
+    const bytes =
+      ATTEMPT_OVERHEAD_BYTES +
+      attempt.jobId.length +
+      attempt.url.length +
+      (typeof attempt.outcome === "string" ? attempt.outcome.length : 0);
+    this.#attempts.push({ attempt, bytes });
+    this.#attemptBytes += bytes;
+    while (
+      this.#attempts.length > MAX_WEBHOOK_ATTEMPTS ||
+      (this.#attemptBytes > MAX_WEBHOOK_ATTEMPT_BYTES && this.#attempts.length > 1)
+    ) {
+      const dropped = this.#attempts.shift();
+      this.#attemptBytes -= dropped?.bytes ?? 0;
+    }
   }
 
   /** Starts delivering `record` to `url` (does not wait). */
@@ -85,7 +131,8 @@ export class WebhookSender {
       }
       if (this.#closing.signal.aborted) return;
       const ok = typeof outcome === "number" && outcome >= 200 && outcome < 300;
-      this.#attempts.push({ jobId, url, attempt, outcome, ok });
+      if (typeof outcome === "string") outcome = outcome.slice(0, MAX_OUTCOME_CHARS);
+      this.#record({ jobId, url, attempt, outcome, ok });
       if (ok) return;
       if (attempt <= this.#retries) {
         this.#logger?.warn({ jobId, attempt, outcome }, "webhook delivery failed; retrying");

@@ -146,8 +146,10 @@ async function serveWorkerRoute(
   }
   if (fault !== undefined && "status" in fault) {
     answer(fault.status);
-    const headers: Record<string, string> =
-      fault.retryAfterSec === undefined ? {} : { "retry-after": String(fault.retryAfterSec) };
+    const headers: Record<string, string> = {
+      ...(fault.retryAfterSec === undefined ? {} : { "retry-after": String(fault.retryAfterSec) }),
+      ...(fault.location === undefined ? {} : { location: fault.location }),
+    };
     if (fault.body !== undefined) {
       if (!res.headersSent) res.writeHead(fault.status, { "content-type": "application/json", ...headers });
       res.end(fault.body);

@@ -1,5 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
+import { Agent as HttpAgent } from "node:http";
+import { Agent as HttpsAgent } from "node:https";
+import { isIP } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Readable } from "node:stream";
@@ -8,6 +11,7 @@ import { Upload } from "@aws-sdk/lib-storage";
 import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
 import { z } from "zod";
 import { RunletError } from "../errors.js";
+import { onAbort } from "../linked-signal.js";
 import { integer, parseOptions } from "../option-schema.js";
 import {
   DEFAULT_MAX_DOWNLOAD_BYTES,
@@ -18,6 +22,7 @@ import {
   toStream,
 } from "./download.js";
 import { MultipartTracker } from "./multipart-tracker.js";
+import { endpointRefusedError, guardedLookup, isPrivateAddress } from "./private-address.js";
 import { toRequestError } from "./request-error.js";
 import { resolveStore, type StoreConfig } from "./store-config.js";
 import type { DownloadOptions, JobS3, JobS3Options, S3Reference, UploadOptions } from "./types.js";
@@ -44,6 +49,28 @@ function abortReason(signal: AbortSignal): unknown {
 }
 
 /**
+ * The request handler of a store whose endpoint the job's sender chose (`s3Config`), unless private
+ * addresses are allowed: the endpoint is held to the rule of `ctx.s3.download` URLs (docs/s3.md,
+ * "`ctx.s3.download(urlOrKey, options?)`"). A literal private address is refused here; a name is resolved when each
+ * connection opens and refused when any of its addresses is private (so a second, different DNS
+ * answer cannot slip through). The operator's BUCKET_ENDPOINT_URL is trusted: undefined.
+ */
+function untrustedEndpoint(
+  store: StoreConfig,
+  allowPrivate: boolean,
+): { httpAgent: HttpAgent; httpsAgent: HttpsAgent } | undefined {
+  if (store.source !== "s3Config" || allowPrivate) return undefined;
+  const url = new URL(store.endpoint);
+  const host = url.hostname.replace(/^\[|\]$/g, "");
+  if (isIP(host) !== 0 && isPrivateAddress(host)) throw endpointRefusedError(url, host);
+  const lookup = guardedLookup(() => url, endpointRefusedError);
+  return {
+    httpAgent: new HttpAgent({ keepAlive: true, lookup }),
+    httpsAgent: new HttpsAgent({ keepAlive: true, lookup }),
+  };
+}
+
+/**
  * Binds an S3-compatible store to one job: the job's `s3Config`, else the BUCKET_* default. The
  * client is built on first use; without a store every method but `configured` and `cleanup` throws
  * RUNLET_S3_NOT_CONFIGURED saying how to configure one.
@@ -56,7 +83,23 @@ function abortReason(signal: AbortSignal): unknown {
 export function createJobS3(options: JobS3Options): JobS3 {
   checkOptions(options);
   const resolution = resolveStore(options);
-  const { jobId, signal } = options;
+  const { jobId } = options;
+  // Aborted by the job's signal and by cleanup(): the job's end ends its downloads and uploads,
+  // and nothing (no folder, no file) can start after it.
+  const ended = new AbortController();
+  const signal = ended.signal;
+  const unlink = onAbort(options.signal, () => ended.abort(options.signal.reason));
+  if (options.signal.aborted) ended.abort(options.signal.reason);
+  /** Downloads and uploads in flight: cleanup() waits for them before removing the folder. */
+  const inFlight = new Set<Promise<unknown>>();
+  function tracked<T>(work: Promise<T>): Promise<T> {
+    inFlight.add(work);
+    work.then(
+      () => inFlight.delete(work),
+      () => inFlight.delete(work),
+    );
+    return work;
+  }
   const log = options.log.child({ component: "s3" });
   const expiresIn = options.presignExpiresSec ?? MAX_PRESIGN_EXPIRES_SEC;
   const tracker = new MultipartTracker();
@@ -65,7 +108,8 @@ export function createJobS3(options: JobS3Options): JobS3 {
   let fileCount = 0;
   let cleanup: Promise<void> | undefined;
 
-  function requireStore(): { store: StoreConfig; client: S3Client } {
+  /** The job's store, or the error saying why there is none. */
+  function requireStore(): StoreConfig {
     if (resolution.kind === "none") {
       throw new RunletError("RUNLET_S3_NOT_CONFIGURED", resolution.message, { details: { jobId } });
     }
@@ -77,9 +121,19 @@ export function createJobS3(options: JobS3Options): JobS3 {
         details: { jobId },
       });
     }
-    const store = resolution.store;
+    return resolution.store;
+  }
+
+  /**
+   * The store and its client, built on first use: only what talks to the store (upload, a key
+   * download) builds it, so a URL download never meets the store's endpoint check.
+   */
+  function requireClient(): { store: StoreConfig; client: S3Client } {
+    const store = requireStore();
     if (client === undefined) {
+      const guard = untrustedEndpoint(store, options.allowPrivateAddresses === true);
       client = new S3Client({
+        ...(guard === undefined ? {} : { requestHandler: guard }),
         endpoint: store.endpoint,
         region: store.region,
         forcePathStyle: true,
@@ -104,7 +158,7 @@ export function createJobS3(options: JobS3Options): JobS3 {
   }
 
   async function upload(body: UploadBody, opts: UploadOptions = {}): Promise<S3Reference> {
-    const { store, client: c } = requireStore();
+    const { store, client: c } = requireClient();
     signal.throwIfAborted();
     const prepared = await prepareBody(body, opts.contentType);
     const key = opts.key ?? `${jobId}/${randomUUID()}${prepared.extension}`;
@@ -145,6 +199,8 @@ export function createJobS3(options: JobS3Options): JobS3 {
   }
 
   async function jobFolder(): Promise<string> {
+    // Never a folder after the job's end: cleanup() would not see it.
+    if (signal.aborted) throw abortReason(signal);
     tmpDir ??= mkdtemp(join(options.tmpRoot ?? tmpdir(), `runlet-${jobId.replace(/[^A-Za-z0-9_-]/g, "_")}-`));
     return tmpDir;
   }
@@ -165,7 +221,7 @@ export function createJobS3(options: JobS3Options): JobS3 {
     urlOrKey: string,
     opts: DownloadOptions = {},
   ): Promise<{ path: string; bytes: number } | { stream: Readable }> {
-    const { store, client: c } = requireStore();
+    requireStore();
     signal.throwIfAborted();
     const maxBytes = opts.maxBytes ?? DEFAULT_MAX_DOWNLOAD_BYTES;
     if (!Number.isSafeInteger(maxBytes) || maxBytes < 0) {
@@ -188,8 +244,10 @@ export function createJobS3(options: JobS3Options): JobS3 {
           `an s3:// URL must be s3://<bucket>/<key>, got ${urlOrKey}`,
         );
       }
+      const { store, client: c } = requireClient();
       source = await openKey(c, store, rest.slice(0, slash), rest.slice(slash + 1));
     } else {
+      const { store, client: c } = requireClient();
       source = await openKey(c, store, store.bucket, urlOrKey);
     }
     if ((opts.to ?? "file") === "stream") return toStream(source, maxBytes, signal);
@@ -209,6 +267,11 @@ export function createJobS3(options: JobS3Options): JobS3 {
   }
 
   async function runCleanup(): Promise<void> {
+    // The job's end aborts what is still downloading or uploading (a download the handler left
+    // running, a stream it never read) and waits for it, so no file is written after the folder goes.
+    ended.abort(new DOMException(`job ${jobId} ended`, "AbortError"));
+    unlink();
+    await Promise.allSettled([...inFlight]);
     // Every step runs even when one fails: a leftover folder must not hide an open upload.
     const errors: unknown[] = [];
     if (client !== undefined) {
@@ -225,9 +288,9 @@ export function createJobS3(options: JobS3Options): JobS3 {
 
   return Object.freeze({
     configured: resolution.kind === "store",
-    upload,
-    download,
-    offloadOutput,
+    upload: (body: UploadBody, opts?: UploadOptions) => tracked(upload(body, opts)),
+    download: (urlOrKey: string, opts?: DownloadOptions) => tracked(download(urlOrKey, opts)),
+    offloadOutput: (json: string) => tracked(offloadOutput(json)),
     cleanup: () => {
       cleanup ??= runCleanup();
       return cleanup;

@@ -26,6 +26,7 @@ for (const [net, prefix] of [
 for (const [net, prefix] of [
   ["::", 128], // unspecified
   ["::1", 128], // loopback
+  ["64:ff9b:1::", 48], // local-use NAT64 (RFC 8215)
   ["fc00::", 7], // unique local
   ["fe80::", 10], // link-local
   ["ff00::", 8], // multicast
@@ -43,13 +44,46 @@ function mappedIPv4(address: string): string | undefined {
   return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
 }
 
+/** NAT64's well-known prefix (RFC 6052): the IPv4 address a gateway reaches is in the last 32 bits. */
+const NAT64 = new BlockList();
+NAT64.addSubnet("64:ff9b::", 96, "ipv6");
+
+/** The eight 16-bit groups of an IPv6 address (a trailing dotted IPv4 part counts as two). */
+function groups(address: string): number[] | undefined {
+  let text = address;
+  const dotted = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
+  if (dotted !== null) {
+    const [a, b, c, d] = dotted.slice(1).map(Number) as [number, number, number, number];
+    text = `${text.slice(0, dotted.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const [head = "", tail] = text.split("::");
+  const left = head === "" ? [] : head.split(":");
+  const right = tail === undefined || tail === "" ? [] : tail.split(":");
+  const fill = tail === undefined ? 0 : 8 - left.length - right.length;
+  const all = [...left, ...Array<string>(Math.max(0, fill)).fill("0"), ...right].map((g) =>
+    Number.parseInt(g, 16),
+  );
+  return all.length === 8 && all.every((g) => Number.isInteger(g)) ? all : undefined;
+}
+
+/** The IPv4 address a NAT64 address (`64:ff9b::7f00:1`) stands for, if it is one. */
+function nat64IPv4(address: string): string | undefined {
+  if (!NAT64.check(address, "ipv6")) return undefined;
+  const g = groups(address);
+  if (g === undefined) return "0.0.0.0"; // unreadable: judged as the unspecified address, refused
+  const hi = g[6] ?? 0;
+  const lo = g[7] ?? 0;
+  return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
+}
+
 /** True for loopback, private, link-local, unspecified, multicast and reserved addresses. */
 export function isPrivateAddress(address: string): boolean {
   const bare = address.replace(/^\[|\]$/g, "").replace(/%.*$/, "");
   const family = isIP(bare);
   if (family === 4) return PRIVATE.check(bare, "ipv4");
   if (family === 6) {
-    const v4 = mappedIPv4(bare);
+    // IPv4-mapped and NAT64 addresses are judged by the IPv4 address they reach.
+    const v4 = mappedIPv4(bare) ?? nat64IPv4(bare);
     return v4 !== undefined ? PRIVATE.check(v4, "ipv4") : PRIVATE.check(bare, "ipv6");
   }
   return false;
@@ -67,6 +101,22 @@ export function refusedError(url: URL, address: string): RunletError {
   );
 }
 
+/**
+ * The error for a job's `s3Config.endpointUrl` on a refused address: the client who sends the job
+ * chooses that host, so it is held to the rule of download URLs; the operator's BUCKET_ENDPOINT_URL
+ * is not.
+ */
+export function endpointRefusedError(url: URL, address: string): RunletError {
+  return new RunletError(
+    "RUNLET_S3_ENDPOINT_REFUSED",
+    `the job's s3Config.endpointUrl ${url.origin} was refused: ${url.hostname} resolves to ${address}, a private, ` +
+      "loopback or link-local address; send a public store, set the endpoint's BUCKET_ENDPOINT_URL (the " +
+      "operator's store is trusted), or start the worker with allowPrivateAddresses: true when this is intended " +
+      "(local tests, a store on the worker's own network)",
+    { details: { endpoint: url.origin, address } },
+  );
+}
+
 type LookupCallback = (
   err: NodeJS.ErrnoException | null,
   address: string | LookupAddress[],
@@ -78,7 +128,10 @@ type LookupCallback = (
  * connect time (not before the request) closes the window where DNS answers differently the
  * second time (DNS rebinding).
  */
-export function guardedLookup(url: () => URL) {
+export function guardedLookup(
+  url: () => URL,
+  refuse: (url: URL, address: string) => RunletError = refusedError,
+) {
   return (hostname: string, options: LookupOptions, callback: LookupCallback): void => {
     lookup(hostname, { ...options, all: true }, (err, addresses) => {
       if (err) {
@@ -87,7 +140,7 @@ export function guardedLookup(url: () => URL) {
       }
       const bad = addresses.find((a) => isPrivateAddress(a.address));
       if (bad !== undefined) {
-        callback(refusedError(url(), bad.address) as unknown as NodeJS.ErrnoException, "", 4);
+        callback(refuse(url(), bad.address) as unknown as NodeJS.ErrnoException, "", 4);
         return;
       }
       if (options.all === true) callback(null, addresses);

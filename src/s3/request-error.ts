@@ -35,6 +35,16 @@ const NETWORK_CODES = new Set([
   "EPIPE",
 ]);
 
+/** A RUNLET_S3_ENDPOINT_REFUSED error in `err`'s cause chain (the SDK wraps socket errors). */
+function refusedInChain(err: unknown): RunletError | undefined {
+  let e: unknown = err;
+  for (let i = 0; i < 5 && typeof e === "object" && e !== null; i++) {
+    if (e instanceof RunletError && e.code === "RUNLET_S3_ENDPOINT_REFUSED") return e;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
 /** Replaces every occurrence of the secret in `text`: stores sometimes echo request material. */
 export function scrub(text: string, secret: string): string {
   return secret.length > 0 ? text.replaceAll(secret, "[redacted]") : text;
@@ -59,6 +69,9 @@ function describe(err: unknown): { storeCode: string | undefined; status: number
  * secret; the original error stays as `cause`.
  */
 export function toRequestError(err: unknown, store: StoreConfig, ctx: RequestContext): RunletError {
+  // A refused endpoint (a job's s3Config on a private address) surfaces as a socket error: say so.
+  const refused = refusedInChain(err);
+  if (refused !== undefined) return refused;
   const { storeCode, status, text } = describe(err);
   const where = `the store at ${store.endpoint}`;
   const object =

@@ -56,20 +56,39 @@ export type FromHeartbeat =
   | { readonly type: "log"; readonly level: "warn" | "error"; readonly message: string }
   | { readonly type: "unhealthy-sent"; readonly problem: string | undefined };
 
-/** One request, body drained; resolves with the status or rejects on a network fault or the timeout. */
+/** Most of an answer's body drained, bytes: past it the status is taken and the connection dropped. */
+const MAX_DRAIN_BYTES = 65_536;
+/** Most redirects followed, as the main thread's PlatformHttp (its MAX_REDIRECTS). */
+const MAX_HOPS = 10;
+
+/**
+ * One request, body drained (up to {@link MAX_DRAIN_BYTES}); resolves with the status or rejects on
+ * a network fault or the timeout, which bounds the whole exchange. A 3xx with a `Location` is sent
+ * again, method and body kept, up to {@link MAX_HOPS} times; `Authorization` only to the same host.
+ */
 function send(
   url: URL,
   options: { method?: string; headers: Readonly<Record<string, string>>; body?: string; timeoutMs: number },
+  hops = 0,
 ): Promise<number> {
-  return new Promise((resolve, reject) => {
+  return new Promise<{ status: number; location: string | undefined }>((resolve, reject) => {
     const request = url.protocol === "https:" ? httpsRequest : httpRequest;
     const req = request(url, { method: options.method ?? "GET", headers: options.headers }, (res) => {
-      res.on("error", fail);
-      res.on("end", () => {
+      const done = (): void => {
         clearTimeout(timer);
-        resolve(res.statusCode ?? 0);
+        resolve({ status: res.statusCode ?? 0, location: res.headers.location });
+      };
+      let drained = 0;
+      res.on("error", fail);
+      res.on("end", done);
+      res.on("data", (chunk: Buffer) => {
+        drained += chunk.length;
+        if (drained <= MAX_DRAIN_BYTES) return;
+        // An endless answer: its status is the answer; the rest is not read.
+        res.off("end", done);
+        done();
+        req.destroy();
       });
-      res.resume();
     });
     const timer = setTimeout(
       () => req.destroy(new Error(`timed out after ${options.timeoutMs} ms`)),
@@ -81,6 +100,19 @@ function send(
     }
     req.on("error", fail);
     req.end(options.body);
+  }).then(({ status, location }) => {
+    if (status < 300 || status > 399 || location === undefined || hops >= MAX_HOPS) return status;
+    let next: URL;
+    try {
+      next = new URL(location, url);
+    } catch {
+      return status;
+    }
+    if (next.protocol !== "http:" && next.protocol !== "https:") return status;
+    const { authorization, ...rest } = options.headers;
+    const headers = next.hostname === url.hostname ? options.headers : rest;
+    void authorization;
+    return send(next, { ...options, headers }, hops + 1);
   });
 }
 

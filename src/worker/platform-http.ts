@@ -15,6 +15,11 @@ export interface PlatformResponse {
   readonly status: number;
   readonly headers: Readonly<Record<string, string | string[] | undefined>>;
   readonly text: string;
+  /**
+   * Set when the body was not read to its end: it ran past `maxAnswerBytes` (`"bytes"`) or past
+   * `answerBodyMs` (`"time"`). `status` and `headers` are still the server's, and `text` is the part read.
+   */
+  readonly truncated?: "bytes" | "time";
 }
 
 /** Options of one request. */
@@ -29,11 +34,35 @@ export interface PlatformRequestOptions {
    */
   readonly answerTimeoutMs?: number;
   /**
-   * Largest answer body read, bytes; a longer one fails the request (a
-   * `RUNLET_PROTOCOL_BAD_JOB` error) without reading the rest. @default no limit
+   * Largest answer body read, bytes; past it the rest is not read (the connection is dropped) and
+   * the answer comes back with what was read and `truncated: "bytes"`: its status still counts.
+   * @default {@link DEFAULT_MAX_ANSWER_BYTES}
    */
   readonly maxAnswerBytes?: number;
+  /**
+   * Longest time spent reading an answer's body once its headers came, ms; past it the answer
+   * comes back with `truncated: "time"`. @default {@link DEFAULT_ANSWER_BODY_MS}
+   */
+  readonly answerBodyMs?: number;
+  /**
+   * When `signal` aborts before the answer's headers came, how long to wait for them first, ms:
+   * an answer already on the wire (a take the platform has handed over) is then read rather than
+   * cut off unread. Once the headers came, `signal` no longer cuts the answer: its body is read
+   * within `maxAnswerBytes` and `answerBodyMs`. @default 0 (a request without headers is cut at once)
+   */
+  readonly settleMs?: number;
 }
+
+/** The default bound on an answer's body, bytes: the platform's answers to posts, pings and job-stop are a few bytes. */
+export const DEFAULT_MAX_ANSWER_BYTES = 1_048_576; // 1 MiB
+/** The default bound on the time an answer's body may take once its headers came, ms. */
+export const DEFAULT_ANSWER_BODY_MS = 30_000;
+/**
+ * Most redirects (3xx with a `Location`) one request follows, the figure of the Python SDK's HTTP
+ * client (aiohttp's `max_redirects`); every hop keeps the method and the body (docs/reliability.md,
+ * "Answers, redirects and a take cut by close() (issue 32)").
+ */
+export const MAX_REDIRECTS = 10;
 
 /**
  * How many connections the worker opens to the platform at most; more requests wait for one.
@@ -56,6 +85,22 @@ function refusal(err: unknown, method: string): unknown {
     `the HTTP client refused the ${method} before sending it: ${(err as Error).message}`,
     { cause: err },
   );
+}
+
+/** True when `to` is the same host and port as `from`, or its http→https upgrade (a load balancer's redirect). */
+function sameServer(from: URL, to: URL): boolean {
+  if (from.hostname !== to.hostname) return false;
+  if (from.protocol === to.protocol) return from.port === to.port;
+  return from.protocol === "http:" && to.protocol === "https:" && (to.port === "" || to.port === "443");
+}
+
+/** The origin a redirect named, for messages (never its path or query, which may carry a token). */
+function originOf(location: string, base: string): string {
+  try {
+    return new URL(location, base).origin;
+  } catch {
+    return "an unparsable Location";
+  }
 }
 
 /** How many parsed URLs to keep: a job's stream and done URLs, the take and stop polls. */
@@ -119,7 +164,7 @@ export class PlatformHttp {
 
   /** GET `url`. Throws on network errors and aborts; any status is an answer. */
   get(url: string, options: PlatformRequestOptions = {}): Promise<PlatformResponse> {
-    return this.#send("GET", url, this.#headers(options.jobId, false), undefined, options);
+    return this.#follow("GET", url, options.jobId, undefined, options);
   }
 
   /** POST JSON (text, or its UTF-8 bytes) to `url`. Throws on network errors and aborts; any status is an answer. */
@@ -128,7 +173,54 @@ export class PlatformHttp {
     body: string | Uint8Array,
     options: PlatformRequestOptions = {},
   ): Promise<PlatformResponse> {
-    return this.#send("POST", url, this.#headers(options.jobId, true), body, options);
+    return this.#follow("POST", url, options.jobId, body, options);
+  }
+
+  /**
+   * Sends the request and follows redirects: a 3xx with a `Location` is sent again, same method and
+   * same body (the bodies are strings or bytes, so each hop replays them), up to
+   * {@link MAX_REDIRECTS} hops. The Python SDK's aiohttp does so for 307 and 308; for 301, 302 and
+   * 303 it turns a POST into a GET without its body, which would drop a job's result, so runlet
+   * keeps the POST there too. `Authorization` goes only to the same host (or its http→https
+   * upgrade), never to another host a redirect names. The last answer is returned, a 3xx too when
+   * the hops ran out.
+   */
+  async #follow(
+    method: "GET" | "POST",
+    url: string,
+    jobId: string | undefined,
+    body: string | Uint8Array | undefined,
+    options: PlatformRequestOptions,
+  ): Promise<PlatformResponse> {
+    let headers = this.#headers(jobId, body !== undefined);
+    let current = url;
+    for (let hop = 0; ; hop++) {
+      const response = await this.#send(method, current, headers, body, options);
+      const location = response.headers["location"];
+      const to = Array.isArray(location) ? location[0] : location;
+      if (response.status < 300 || response.status > 399 || to === undefined) return response;
+      if (hop >= MAX_REDIRECTS) {
+        // Not an answer to act on (a result must not be replaced by an error for it): a network error.
+        throw new RunletError(
+          "RUNLET_REQUEST_REDIRECTS",
+          `the ${method} was redirected more than ${MAX_REDIRECTS} times (last to ${originOf(to, current)})`,
+          { details: { status: response.status } },
+        );
+      }
+      let next: URL;
+      try {
+        next = new URL(to, current);
+      } catch {
+        return response;
+      }
+      if (next.protocol !== "http:" && next.protocol !== "https:") return response;
+      if (!sameServer(new URL(current), next) && headers["authorization"] !== undefined) {
+        const { authorization: _dropped, ...rest } = headers;
+        headers = rest;
+      }
+      if (options.signal?.aborted) throw options.signal.reason;
+      current = next.href;
+    }
   }
 
   /**
@@ -144,7 +236,10 @@ export class PlatformHttp {
     body: string | Uint8Array | undefined,
     options: PlatformRequestOptions,
   ): Promise<PlatformResponse> {
-    const { signal, answerTimeoutMs, maxAnswerBytes } = options;
+    const { signal, answerTimeoutMs } = options;
+    const maxAnswerBytes = options.maxAnswerBytes ?? DEFAULT_MAX_ANSWER_BYTES;
+    const answerBodyMs = options.answerBodyMs ?? DEFAULT_ANSWER_BODY_MS;
+    const settleMs = options.settleMs ?? 0;
     return new Promise<PlatformResponse>((resolve, reject) => {
       if (signal?.aborted) {
         reject(signal.reason);
@@ -153,50 +248,85 @@ export class PlatformHttp {
       let controller: { abort(reason: Error): void } | undefined;
       let status = 0;
       let answerHeaders: PlatformResponse["headers"] = {};
+      let headersCame = false;
+      let settled = false;
+      let cutNow = false;
       const chunks: Buffer[] = [];
       let answerBytes = 0;
+      let bodyTimer: NodeJS.Timeout | undefined;
+      let settleTimer: NodeJS.Timeout | undefined;
+      const cut = (): void => {
+        // Once the headers came the answer is the server's: read it (bounded) rather than drop it.
+        if (headersCame || signal === undefined) return;
+        cutNow = true;
+        controller?.abort(signal.reason);
+      };
       // One listener per signal however many requests share it (every in-flight post shares the
       // worker's give-up signal): a listener each tripped MaxListenersExceededWarning under a burst.
       const unsubscribe =
-        signal === undefined ? undefined : onAbort(signal, () => controller?.abort(signal.reason));
-      const settle = (): void => unsubscribe?.();
+        signal === undefined
+          ? undefined
+          : onAbort(signal, () => {
+              if (settleMs <= 0 || headersCame) cut();
+              else if (settleTimer === undefined) settleTimer = setTimeout(cut, settleMs);
+            });
+      const finish = (outcome: { ok: true; truncated?: "bytes" | "time" } | { ok: false; err: unknown }) => {
+        if (settled) return;
+        settled = true;
+        unsubscribe?.();
+        clearTimeout(bodyTimer);
+        clearTimeout(settleTimer);
+        if (!outcome.ok) {
+          reject(refusal(outcome.err, method));
+          return;
+        }
+        const text = Buffer.concat(chunks).toString("utf8");
+        resolve(
+          outcome.truncated === undefined
+            ? { status, headers: answerHeaders, text }
+            : { status, headers: answerHeaders, text, truncated: outcome.truncated },
+        );
+      };
+      const stopReading = (why: "bytes" | "time"): void => {
+        finish({ ok: true, truncated: why });
+        // The rest is not wanted: drop the connection (its error is ignored, the answer is out).
+        controller?.abort(new Error(`the answer to ${method} was not read to its end (${why})`));
+      };
       try {
         this.#dispatch(method, url, headers, body, answerTimeoutMs, {
           onRequestStart(c) {
             controller = c;
             // Aborted while the request waited for a connection.
-            if (signal?.aborted) c.abort(signal.reason);
+            if (signal?.aborted && (cutNow || settleMs <= 0)) c.abort(signal.reason);
           },
           onResponseStart(_c, statusCode, responseHeaders) {
             status = statusCode;
             answerHeaders = responseHeaders;
+            headersCame = true;
+            clearTimeout(settleTimer);
+            bodyTimer = setTimeout(() => stopReading("time"), answerBodyMs);
           },
-          onResponseData(c, chunk) {
+          onResponseData(_c, chunk) {
+            if (settled) return;
+            const room = maxAnswerBytes - answerBytes;
             answerBytes += chunk.length;
-            if (maxAnswerBytes !== undefined && answerBytes > maxAnswerBytes) {
-              c.abort(
-                new RunletError(
-                  "RUNLET_PROTOCOL_BAD_JOB",
-                  `the answer to ${method} is over ${maxAnswerBytes} bytes; not read further`,
-                ),
-              );
+            if (answerBytes > maxAnswerBytes) {
+              if (room > 0) chunks.push(chunk.subarray(0, room));
+              stopReading("bytes");
               return;
             }
             chunks.push(chunk);
           },
           onResponseEnd() {
-            settle();
-            resolve({ status, headers: answerHeaders, text: Buffer.concat(chunks).toString("utf8") });
+            finish({ ok: true });
           },
           onResponseError(_c, err) {
-            settle();
-            reject(refusal(err, method));
+            finish({ ok: false, err });
           },
         });
       } catch (err) {
         // A closed agent, or a header or URL undici will not send, refuses synchronously.
-        settle();
-        reject(refusal(err, method));
+        finish({ ok: false, err });
       }
     });
   }

@@ -74,6 +74,10 @@ export async function pollJobStops(
         waitMs =
           retryAfterMs(response.headers["retry-after"], { capMs: config.pollRetry.maxRetryAfterMs }) ??
           slowDownMs;
+      } else if (response.truncated !== undefined) {
+        throw new Error(
+          `job-stop answered HTTP ${response.status} with a body not read to its end (${response.truncated})`,
+        );
       } else if (response.status === 200 || response.status === 204) {
         faults = 0;
         const ids = response.status === 200 ? readJobsToStop(response.text) : [];

@@ -40,6 +40,16 @@ export function takeAnswerLimit(asked: number): number {
 }
 
 /**
+ * When the take's signal aborts (the worker closing, or its own long-poll cap) before the answer
+ * came, how long the answer still has to arrive, ms: a job the platform handed over in that
+ * moment is on the wire, and cutting the connection then would leave it IN_PROGRESS there, held
+ * by nobody, until the worker's pings lapse. An answer whose headers came is read to its end.
+ */
+export const TAKE_SETTLE_MS = 250;
+/** Longest time a take answer's body may take once its headers came, ms. */
+const TAKE_BODY_MS = 120_000;
+
+/**
  * Sends one take for `asked` jobs and reads the answer; never throws except when `signal` aborts.
  */
 export async function take(
@@ -51,12 +61,23 @@ export async function take(
   let status: number;
   let text: string;
   let headers: Readonly<Record<string, string | string[] | undefined>>;
+  let truncated: "bytes" | "time" | undefined;
+  const limit = takeAnswerLimit(asked);
   try {
-    ({ status, text, headers } = await http.get(url, { signal, maxAnswerBytes: takeAnswerLimit(asked) }));
+    ({ status, text, headers, truncated } = await http.get(url, {
+      signal,
+      maxAnswerBytes: limit,
+      answerBodyMs: TAKE_BODY_MS,
+      settleMs: TAKE_SETTLE_MS,
+    }));
   } catch (err) {
     if (signal.aborted) throw err;
     return { kind: "fault", reason: err instanceof Error ? err.message : String(err) };
   }
+  if (truncated === "bytes")
+    return { kind: "fault", reason: `the take answer is over ${limit} bytes; not read further` };
+  if (truncated === "time")
+    return { kind: "fault", reason: `the take answer's body took over ${TAKE_BODY_MS} ms; not read further` };
   // Like the reference worker, any answer below 400 with a body is read as jobs (not only 200).
   if (status === 204 || status === 400 || (status < 400 && text.trim() === ""))
     return { kind: "none", status };

@@ -35,7 +35,7 @@ describe("the key before the bytes (issue 22, item 1)", () => {
     await using h = await startHarness({ takeTimeoutMs: 200 });
     const line = await headOnly(
       h.url,
-      "POST /v2/local/job-done/w1/j1 HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 20000000\r\n\r\n",
+      "POST /v2/local/job-done/w1/j1 HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: 20000000\r\n\r\n",
     );
     expect(line).toBe("HTTP/1.1 401 Unauthorized");
   });
@@ -56,7 +56,7 @@ describe("the key before the bytes (issue 22, item 1)", () => {
     await using h = await startHarness({ limits: { runBytes: 1_000 } });
     const line = await headOnly(
       h.url,
-      `POST /v2/local/run HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${h.apiKey}\r\ncontent-type: application/json\r\ncontent-length: 5000\r\n\r\n`,
+      `POST /v2/local/run HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer ${h.apiKey}\r\ncontent-type: application/json\r\ncontent-length: 5000\r\n\r\n`,
     );
     expect(line).toBe("HTTP/1.1 413 Payload Too Large");
   });
@@ -65,7 +65,7 @@ describe("the key before the bytes (issue 22, item 1)", () => {
     await using h = await startHarness();
     const line = await headOnly(
       h.url,
-      "POST /v2/serverless HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 900000\r\n\r\n",
+      "POST /v2/serverless HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: 900000\r\n\r\n",
     );
     expect(line).toBe("HTTP/1.1 401 Unauthorized");
   });

@@ -47,6 +47,8 @@ async function run(
       },
     }),
     takeTimeoutMs: 300,
+    // The jobs' s3Config names s3rver on loopback, which a job may name only with this opt-in.
+    allowPrivateAddresses: true,
     ...(options.maxResultBytes === undefined ? {} : { maxResultBytes: options.maxResultBytes }),
   });
   return {

@@ -55,6 +55,15 @@ function s3Config(overrides: Partial<S3Config> = {}): S3Config {
   };
 }
 
+/** The operator's BUCKET_* store: s3rver, with the bucket as the endpoint's first path segment. */
+function envStore(): JobS3Options["bucket"] {
+  return {
+    endpointUrl: `${s3rver.endpoint}/${BUCKET}`,
+    accessKeyId: s3rver.accessKeyId,
+    secretAccessKey: s3rver.secretAccessKey,
+  };
+}
+
 function jobS3(overrides: Partial<JobS3Options> = {}): JobS3 {
   const s3 = createJobS3({
     jobId: "job-1",
@@ -394,11 +403,18 @@ describe("download", () => {
     }
   });
 
-  it("fetches keys of the bound bucket with GetObject even when private addresses are refused", async () => {
+  it("fetches keys of the bound bucket with GetObject: from the operator's store whatever its address, from a job's s3Config on loopback only when private addresses are allowed", async () => {
     const ref = await jobS3().upload("by key");
-    const got = await jobS3({ allowPrivateAddresses: false }).download(ref.key);
+    const got = await jobS3({
+      allowPrivateAddresses: false,
+      s3Config: undefined,
+      bucket: envStore(),
+    }).download(ref.key);
     if (!("path" in got)) throw new Error("expected a file");
     expect(await readFile(got.path, "utf8")).toBe("by key");
+    // issue 32: the job's own s3Config is chosen by its sender, and held to the rule of URLs.
+    const err = await caught(jobS3({ allowPrivateAddresses: false }).download(ref.key));
+    expect(isRunletError(err) && err.code).toBe("RUNLET_S3_ENDPOINT_REFUSED");
   });
 
   it("refuses a body over maxBytes and leaves no partial file", async () => {

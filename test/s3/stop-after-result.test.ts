@@ -74,7 +74,13 @@ async function stopDuringOffload(handler: HandlerDefinition, options: { handlerM
   await using h = await testHarness();
   await using store = await gate();
   const sink = logSink();
-  await using w = await workerFor(h, handler, { sink, maxResultBytes: 2_000, ...options });
+  // s3Config names a store on loopback: allowed only with the opt-in.
+  await using w = await workerFor(h, handler, {
+    sink,
+    maxResultBytes: 2_000,
+    allowPrivateAddresses: true,
+    ...options,
+  });
   const big = h.enqueue("local", { input: { mode: "big" }, s3Config: s3Config(store.endpoint) });
   // A thread loads tsx, zod and the handler first: slow on a busy machine.
   await waitFor("the offload to reach the store", () => store.held() > 0, 30_000);

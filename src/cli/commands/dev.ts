@@ -3,6 +3,7 @@ import { dirname, join, relative } from "node:path";
 import { RunletError } from "../../errors.js";
 import type { HandlerInfo } from "../../harness/index.js";
 import {
+  allowedHostsFlag,
   type Command,
   EXIT,
   integerFlag,
@@ -24,7 +25,7 @@ import { WorkerPool } from "../worker-pool.js";
 const ENDPOINT_ID = "local";
 const DEFAULT_PORT = 8787;
 
-const HELP = `Usage: runlet dev [handler] [--port N] [--dashboard-port N] [--api-key KEY] [--workers N]
+const HELP = `Usage: runlet dev [handler] [--port N] [--dashboard-port N] [--api-key KEY] [--workers N] [--allowed-hosts NAMES]
 
 Starts runlet's local copy of the platform with one endpoint ("${ENDPOINT_ID}") and worker
 processes for the handler, and prints the URL, the API key, the live dashboard's link (it
@@ -45,6 +46,9 @@ Options:
                                                                            (a free one with --port 0)
   --api-key KEY         the API key to use                                 default: kept in ${STATE_DIR}/dev-api-key
   --workers N           worker processes                                   default: 1
+  --allowed-hosts NAMES Host names answered besides IP addresses and localhost
+                        (comma-separated, .example.com for a domain, "all" for any);
+                        others get 403 (DNS rebinding)           default: $RUNLET_ALLOWED_HOSTS
   -h, --help            show this help
 
 Exit codes: 0 stopped with Ctrl-C, 1 could not start (e.g. a port is taken), 2 bad usage.`;
@@ -87,6 +91,7 @@ export const command: Command = {
       "dashboard-port": { type: "string" },
       "api-key": { type: "string" },
       workers: { type: "string" },
+      "allowed-hosts": { type: "string" },
     });
     if ("exitCode" in parsed) return parsed.exitCode;
     try {
@@ -104,6 +109,7 @@ export const command: Command = {
       const keyArg = typeof rawKey === "string" ? rawKey : undefined;
       if (keyArg !== undefined && !isApiKey(keyArg)) throw usageError(`--api-key must be ${API_KEY_RULE}`);
       const workers = integerFlag("workers", workersArg, 1, 1, 64);
+      const allowedHosts = allowedHostsFlag(parsed.values["allowed-hosts"]);
       const cwd = process.cwd();
       const handlerPath = await resolveHandlerPath(parsed.positionals[0], cwd);
       const apiKey = keyArg ?? (await projectApiKey(cwd));
@@ -116,6 +122,7 @@ export const command: Command = {
         port,
         apiKey,
         endpoints: [{ id: ENDPOINT_ID }],
+        ...(allowedHosts === undefined ? {} : { allowedHosts }),
         // Endpoints deployed to this harness (POST /v2/serverless) run the same handler.
         managementSpawn: (env) => deployed.spawn(env),
         // The live page; its request form starts from test_input.json, else the handler's schema.

@@ -1,5 +1,6 @@
 import { startHarness } from "../../harness/index.js";
 import {
+  allowedHostsFlag,
   type Command,
   EXIT,
   integerFlag,
@@ -9,7 +10,7 @@ import {
   usageError,
 } from "../command.js";
 
-const HELP = `Usage: runlet harness [--endpoint ID]... [--port N] [--host H] [--api-key KEY]
+const HELP = `Usage: runlet harness [--endpoint ID]... [--port N] [--host H] [--api-key KEY] [--allowed-hosts NAMES]
 
 Starts runlet's local copy of the platform alone, with no worker of its own, and prints what
 any worker needs to connect to it: the API key and, per endpoint, the RUNPOD_WEBHOOK_*,
@@ -23,6 +24,9 @@ Options:
   -p, --port N        the port (0 picks a free one)                     default: 0
   --host H            the address to bind                               default: 127.0.0.1
   --api-key KEY       the API key clients and workers use               default: a random key
+  --allowed-hosts NAMES  Host names answered besides IP addresses, localhost and --host
+                      (comma-separated, .example.com for a domain, "all" for any);
+                      others get 403 (DNS rebinding)            default: $RUNLET_ALLOWED_HOSTS
   -h, --help          show this help
 
 Exit codes: 0 stopped with Ctrl-C, 1 could not start (e.g. the port is taken), 2 bad usage.`;
@@ -43,6 +47,7 @@ export const command: Command = {
       port: { type: "string", short: "p" },
       host: { type: "string" },
       "api-key": { type: "string" },
+      "allowed-hosts": { type: "string" },
     });
     if ("exitCode" in parsed) return parsed.exitCode;
     try {
@@ -50,6 +55,7 @@ export const command: Command = {
       const { endpoint, port: portArg, host, "api-key": apiKey } = parsed.values;
       const ids = (Array.isArray(endpoint) ? endpoint : []).map(String);
       const port = integerFlag("port", portArg, 0, 0, 65_535);
+      const allowedHosts = allowedHostsFlag(parsed.values["allowed-hosts"]);
       if (new Set(ids).size !== ids.length) throw usageError("an --endpoint is given twice");
       const harness = await startHarness({
         port,
@@ -57,6 +63,7 @@ export const command: Command = {
         dashboard: true,
         ...(typeof host === "string" ? { host } : {}),
         ...(typeof apiKey === "string" ? { apiKey } : {}),
+        ...(allowedHosts === undefined ? {} : { allowedHosts }),
       }).catch((err: unknown) => {
         if ((err as NodeJS.ErrnoException).code === "EADDRINUSE") {
           throw new Error(`port ${port} is in use; pass --port N (0 picks a free one)`);

@@ -1,6 +1,7 @@
 import { timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Logger } from "pino";
+import { HostCheck } from "../host-check.js";
 import { closeServer, listen, sendError, sendJson } from "../http-util.js";
 import type { JobEntry } from "../job-entry.js";
 import type { JobEvent } from "../job-events.js";
@@ -51,6 +52,8 @@ export interface DashboardSource {
   readonly apiKey: string;
   readonly host: string;
   readonly port: number;
+  /** Host header names answered besides IP addresses, localhost and `host` (docs/harness.md, "Host names"). */
+  readonly allowedHosts?: readonly string[] | true;
   readonly retention: { readonly runMs: number; readonly runsyncMs: number };
   readonly bodyLimits: {
     readonly runBytes: number;
@@ -107,7 +110,9 @@ export class Dashboard {
         sendError(res, 404, `no route for ${req.method} ${url.pathname}`, { headers: SECURITY_HEADERS });
       },
     };
+    const hosts = new HostCheck(source.allowedHosts ?? [], source.host);
     this.#server = createServer((req, res) => {
+      if (hosts.refuse(req, res, SECURITY_HEADERS)) return;
       this.#route(req, res).catch((err: unknown) => {
         source.logger?.error({ err }, "dashboard request failed");
         sendError(res, 500, `internal dashboard error: ${err instanceof Error ? err.message : String(err)}`);
@@ -412,6 +417,7 @@ export class Dashboard {
     const bodyLimit = route === "run" ? bodyLimits.runBytes : bodyLimits.runsyncBytes;
     if (Buffer.byteLength(text) > bodyLimit)
       return fail(413, `request body is over the /${route} limit of ${bodyLimit} bytes`);
+    // Not `text`: it was written from the parsed body, where 1e400 is already Infinity (and "null").
     const checked = parseRunBody(body ?? null, Buffer.byteLength(text));
     if (!checked.ok) return fail(400, checked.message, checked.issues);
     const job = store.create(
