@@ -1,4 +1,4 @@
-import { mkdir, readdir, stat, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, stat, writeFile } from "node:fs/promises";
 import { basename, join, relative, resolve } from "node:path";
 import { VERSION } from "../../version.js";
 import { type Command, EXIT, parseCommandArgs, reportCliError, usageError } from "../command.js";
@@ -92,7 +92,15 @@ export const command: Command = {
       });
       if (runlet.file !== undefined) files.push(runlet.file);
       // The one Dockerfile `runlet build` also writes, rendered here rather than kept as a copy per starter.
-      await writeFile(join(dir, "Dockerfile"), renderProjectDockerfile());
+      const deps = (
+        JSON.parse(await readFile(join(dir, "package.json"), "utf8")) as {
+          dependencies?: Record<string, string>;
+        }
+      ).dependencies;
+      await writeFile(
+        join(dir, "Dockerfile"),
+        renderProjectDockerfile({ onnxruntime: deps?.["onnxruntime-node"] !== undefined }),
+      );
       files.push("Dockerfile");
       files.sort();
       const shown = relative(process.cwd(), dir) || ".";
