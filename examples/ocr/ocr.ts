@@ -113,6 +113,10 @@ async function session(path: string, device: Device, threads: number): Promise<o
  * itself unfit (handler.ts).
  */
 export async function loadOcr(options: LoadOptions = {}): Promise<OcrModel> {
+  // onnxruntime 1.30 sends usage telemetry over HTTPS unless this is set (it reads it when the
+  // first session creates its environment); a worker has no business phoning home. Set it to
+  // "0" beforehand to keep ORT's default.
+  process.env["ORT_DISABLE_TELEMETRY"] ??= "1";
   const wanted = options.device ?? "auto";
   let { device, reason } = chooseDevice(wanted);
   const threads = options.threads ?? 0;

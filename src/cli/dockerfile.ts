@@ -146,6 +146,12 @@ export function renderProjectDockerfile(options: ProjectDockerfileOptions = {}):
     "# NODE_ENV=production: libraries skip their development paths. --enable-source-maps: stack",
     "# traces point at the TypeScript sources. The compile cache, filled here, saves start-up time.",
     `ENV NODE_ENV=production NODE_OPTIONS=--enable-source-maps NODE_COMPILE_CACHE=${IMAGE_LAYOUT.compileCacheDir}`,
+    ...(options.onnxruntime === true
+      ? [
+          "# onnxruntime-node 1.30 sends usage telemetry over HTTPS unless told not to.",
+          "ENV ORT_DISABLE_TELEMETRY=1",
+        ]
+      : []),
     `RUN ${execForm([...cmd, WARM_COMPILE_CACHE_FLAG])}`,
     `WORKDIR ${workdir}`,
     `USER ${user}`,

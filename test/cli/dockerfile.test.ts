@@ -236,11 +236,15 @@ describe("the project Dockerfile runlet init and runlet build write", () => {
     });
   }
 
-  it("takes onnxruntime-node's install switch as a build argument only in a project that uses it", () => {
+  it("takes onnxruntime-node's install switch as a build argument, and turns its telemetry off, only in a project that uses it", () => {
     const args = (options: { onnxruntime?: boolean }) =>
       only(stages(parseDockerfile(renderProjectDockerfile(options)))[1]?.body ?? [], "ARG");
     expect(args({ onnxruntime: true })).toEqual(["NODE_EXTRA_CA_CERTS", "ONNXRUNTIME_NODE_INSTALL"]);
     expect(args({})).toEqual(["NODE_EXTRA_CA_CERTS"]);
+    const finalEnv = (options: { onnxruntime?: boolean }) =>
+      only(stages(parseDockerfile(renderProjectDockerfile(options))).at(-1)?.body ?? [], "ENV").join(" ");
+    expect(finalEnv({ onnxruntime: true })).toContain("ORT_DISABLE_TELEMETRY=1");
+    expect(finalEnv({})).not.toContain("ORT_DISABLE_TELEMETRY");
     // The build stage installs nothing apart from npm ci: runlet build fills dist/node_modules.
     const runs = only(
       stages(parseDockerfile(renderProjectDockerfile({ onnxruntime: true })))[1]?.body ?? [],
