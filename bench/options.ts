@@ -62,6 +62,16 @@ export interface BenchOptions {
     /** How often the worker is probed (RSS, heap after GC, handles, event-loop delay), ms. */
     readonly sampleMs: number;
   };
+  readonly ocr: {
+    /** Worker starts measured (start → first take with the model loaded, idle RSS); 0 leaves the OCR figures out. */
+    readonly starts: number;
+    /** Jobs one after another for the latency percentiles (after 3 warm-up jobs). */
+    readonly jobs: number;
+    /** Recogniser batch sizes compared (the first is the baseline). */
+    readonly batchSizes: readonly number[];
+    /** Pictures read at each batch size. */
+    readonly pictures: number;
+  };
   /** Call `bench/cold-start.ts` when it exists. */
   readonly coldStart: boolean;
 }
@@ -85,6 +95,7 @@ export const FULL_OPTIONS: BenchOptions = Object.freeze({
   },
   batching: { sizes: [1, 8, 32], jobs: 512, maxWaitMs: 10, loneJobs: 20 },
   soak: { durationMs: 4 * 60_000, sampleMs: 15_000 },
+  ocr: { starts: 5, jobs: 100, batchSizes: [1, 2, 4, 8, 16], pictures: 8 },
   coldStart: true,
 });
 
@@ -107,5 +118,7 @@ export const QUICK_OPTIONS: BenchOptions = Object.freeze({
   batching: { sizes: [1, 8, 32], jobs: 16, maxWaitMs: 10, loneJobs: 2 },
   // Seconds, not minutes: the quick run only checks the soak's figures come out.
   soak: { durationMs: 2_000, sampleMs: 1_000 },
+  // The real model takes minutes on 2 cores: the quick run leaves it out (`--only ocr` runs it).
+  ocr: { starts: 0, jobs: 0, batchSizes: [], pictures: 0 },
   coldStart: false,
 });

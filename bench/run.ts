@@ -5,6 +5,7 @@ import { parseArgs } from "node:util";
 import { measureBatching } from "./figures/batching.js";
 import { numericLeaves, runColdStart } from "./figures/cold-start-glue.js";
 import { measureMemory } from "./figures/memory.js";
+import { measureOcr } from "./figures/ocr.js";
 import { measureOpenAI } from "./figures/openai.js";
 import { measureS3 } from "./figures/s3.js";
 import { measureSoak } from "./figures/soak.js";
@@ -53,6 +54,8 @@ export async function runBench(
   const memory = await step("memory", () => measureMemory(options));
   figures.push(...memory.figures);
   figures.push(...(await step("real-time soak", () => measureSoak(options))));
+  if (options.ocr.starts > 0)
+    figures.push(...(await step("OCR model (examples/ocr)", () => measureOcr(options))));
   let coldStart: BenchResults["coldStart"] = { available: false, reason: "skipped (--quick)" };
   if (options.coldStart) {
     const cold = await step("cold start", () => runColdStart());
@@ -78,6 +81,7 @@ start, prints a table and writes the results as JSON (docs/benchmarks.md says wh
 
   --quick            tiny sizes: checks the bench runs, measures nothing meaningful
   --only batching    only the batching figures (the table is printed; JSON only with --out)
+  --only ocr         only the OCR model's figures (examples/ocr: start, RSS, latency, batch sizes)
   --out <file>       where to write the JSON   default: bench/results.json
 `;
 
@@ -105,13 +109,19 @@ async function main(): Promise<number> {
   return results.memoryWithinBound ? 0 : 1;
 }
 
-/** `--only batching`: that section alone, with the same table (and JSON when `--out` names a file). */
+/** `--only batching|ocr`: that section alone, with the same table (and JSON when `--out` names a file). */
 async function runOnly(section: string, quick: boolean, out: string | undefined): Promise<number> {
-  if (section !== "batching") {
-    process.stderr.write(`--only takes "batching", got ${JSON.stringify(section)}\n${HELP}`);
+  const sections: Record<string, (o: BenchOptions) => Promise<Figure[]>> = {
+    batching: measureBatching,
+    ocr: measureOcr,
+  };
+  const measure = sections[section];
+  if (measure === undefined) {
+    process.stderr.write(`--only takes "batching" or "ocr", got ${JSON.stringify(section)}\n${HELP}`);
     return 2;
   }
-  const options = quick ? QUICK_OPTIONS : FULL_OPTIONS;
+  // The OCR figures have no quick sizes: `--only ocr` always measures them in full.
+  const options = quick && section !== "ocr" ? QUICK_OPTIONS : FULL_OPTIONS;
   const startedAt = new Date();
   const t0 = performance.now();
   const results: BenchResults = {
@@ -119,9 +129,9 @@ async function runOnly(section: string, quick: boolean, out: string | undefined)
     mode: quick ? "quick" : "full",
     machine: describeMachine(startedAt),
     options,
-    figures: await measureBatching(options),
+    figures: await measure(options),
     memoryWithinBound: true,
-    coldStart: { available: false, reason: "skipped (--only batching)" },
+    coldStart: { available: false, reason: `skipped (--only ${section})` },
     durationMs: 0,
   };
   const done = { ...results, durationMs: Math.round(performance.now() - t0) };

@@ -26,7 +26,16 @@ const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const WORK = join(ROOT, ".tmp", "image");
 const BASE_TAG = "localhost/runlet-base:node22";
 const PROJECT_TAG = "localhost/runlet-image-check:latest";
+const OCR_TAG = "localhost/runlet-image-ocr:latest";
 const ENDPOINT = "image-check";
+
+/** `npm run test:image -- --only basic|ocr` runs one of the two projects; both by default. */
+const ONLY = ((): "basic" | "ocr" | undefined => {
+  const at = process.argv.indexOf("--only");
+  const value = at < 0 ? undefined : process.argv[at + 1];
+  if (value === undefined || value === "basic" || value === "ocr") return value;
+  throw new Error(`--only takes basic or ocr, got ${value}`);
+})();
 
 const t0 = performance.now();
 function step(text: string): void {
@@ -57,7 +66,7 @@ function extraCaArgs(): string[] {
  * in the checkout, `npx --package <tarball> runlet init my-worker` (init copies the tarball
  * into the project's vendor/ and depends on it there), `npm install` in the project.
  */
-async function makeProject(dir: string): Promise<string> {
+async function makeProject(dir: string, name = "my-worker", template = "basic"): Promise<string> {
   const packed = (
     await run("npm", ["pack", "--silent", "--pack-destination", dir], { cwd: ROOT, echo: false })
   )
@@ -68,13 +77,19 @@ async function makeProject(dir: string): Promise<string> {
     throw new Error(`npm pack printed no tarball: ${packed}`);
   const tarball = join(dir, packed);
   step(`npm pack → ${packed}`);
-  const init = await run("npx", ["--yes", "--package", tarball, "runlet", "init", "my-worker"], {
-    env: process.env,
-    cwd: dir,
-    echo: false,
-  });
-  step(`npx --package ${packed} runlet init my-worker:\n${init.trimEnd().replace(/^/gm, "    ")}`);
-  const project = join(dir, "my-worker");
+  const init = await run(
+    "npx",
+    ["--yes", "--package", tarball, "runlet", "init", name, "--template", template],
+    {
+      env: process.env,
+      cwd: dir,
+      echo: false,
+    },
+  );
+  step(
+    `npx --package ${packed} runlet init ${name} --template ${template}:\n${init.trimEnd().replace(/^/gm, "    ")}`,
+  );
+  const project = join(dir, name);
   await run("npm", ["install", "--no-audit", "--no-fund"], { env: process.env, cwd: project, echo: false });
   const pkg = JSON.parse(await readFile(join(project, "package.json"), "utf8")) as {
     dependencies: Record<string, string>;
@@ -180,6 +195,76 @@ async function imageConfig(image: string): Promise<ImageConfig> {
   return (JSON.parse(out) as { OCIv1: { config: ImageConfig } }).OCIv1.config;
 }
 
+/**
+ * Starts `runlet harness`, runs the image's entrypoint and command in container `ctr` with the
+ * variables it prints, sends `inputFile`'s job through /runsync and checks its output with
+ * `expected`; then SIGTERM to tini, and the worker must exit 0.
+ */
+async function serveOneJob(
+  tag: string,
+  ctr: string,
+  inputFile: string,
+  expected: (output: unknown) => boolean,
+  state: { harness?: ChildProcess; worker?: ChildProcess },
+): Promise<void> {
+  const config = await imageConfig(tag);
+  try {
+    const h = await startHarnessCli();
+    state.harness = h.child;
+    step(`runlet harness on ${h.url}, endpoint ${ENDPOINT}`);
+    const envArgs = Object.entries({ ...h.env, RUNPOD_ENDPOINT_ID: ENDPOINT }).flatMap(([k, v]) => [
+      "--env",
+      `${k}=${v}`,
+    ]);
+    const command = [...(config.Entrypoint ?? []), ...(config.Cmd ?? [])];
+    step(`running the image's command: ${command.join(" ")}`);
+    const worker = spawn("buildah", ["run", "--isolation", "chroot", ...envArgs, ctr, "--", ...command], {
+      env: BUILDAH_ENV,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let workerLog = "";
+    const collect = (d: Buffer) => {
+      workerLog += d.toString();
+    };
+    worker.stdout?.on("data", collect);
+    worker.stderr?.on("data", collect);
+
+    state.worker = worker;
+    const input = JSON.parse(await readFile(inputFile, "utf8")) as unknown;
+    const res = await fetch(`${h.url}/v2/${ENDPOINT}/runsync?wait=90000`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${h.key}`, "content-type": "application/json" },
+      body: JSON.stringify(input),
+      signal: AbortSignal.timeout(120_000),
+    });
+    const body = (await res.json()) as { status?: string; output?: unknown };
+    step(`POST /runsync ${JSON.stringify(input).slice(0, 120)} → HTTP ${res.status} ${JSON.stringify(body)}`);
+    check(
+      res.status === 200 && body.status === "COMPLETED" && expected(body.output),
+      `the image's worker took the job from the harness and completed it (${tag})`,
+    );
+    // SIGTERM to tini, as a container runtime sends it to PID 1: tini passes it to node, the
+    // worker shuts down gracefully and exits 0, and so do tini and buildah run.
+    const tini = worker.pid === undefined ? undefined : await descendantNamed(worker.pid, "tini");
+    if (tini === undefined) throw new Error(`no tini process under buildah run:\n${workerLog}`);
+    const exited = new Promise<number | null>((resolve) => worker.once("close", (c) => resolve(c)));
+    process.kill(tini, "SIGTERM");
+    const code = await Promise.race([
+      exited,
+      new Promise<"timeout">((r) => setTimeout(() => r("timeout"), 30_000)),
+    ]);
+    step(
+      `SIGTERM to tini (pid ${tini}): buildah run exited ${code}; the worker's output:\n${workerLog.trimEnd().replace(/^/gm, "    ")}`,
+    );
+    check(code === 0, "the worker shut down gracefully on SIGTERM through tini (exit 0)");
+  } finally {
+    if (state.worker !== undefined) await stop(state.worker, 5_000);
+    if (state.harness !== undefined) await stop(state.harness, 5_000);
+    delete state.worker;
+    delete state.harness;
+  }
+}
+
 function check(ok: boolean, what: string): void {
   if (!ok) throw new Error(`check failed: ${what}`);
   step(`ok: ${what}`);
@@ -203,9 +288,13 @@ async function main(): Promise<void> {
 
   const dir = await mkdtemp(join(tmpdir(), "runlet-image-project-"));
   const containers: string[] = [];
-  let harness: ChildProcess | undefined;
-  let worker: ChildProcess | undefined;
+  const state: { harness?: ChildProcess; worker?: ChildProcess } = {};
   try {
+    if (ONLY === "ocr") {
+      await ocrImage(dir, containers, state);
+      step("PASS");
+      return;
+    }
     const project = await makeProject(dir);
     step("building the project's image from its own Dockerfile (npm ci + runlet build inside)");
     await bud(["-t", PROJECT_TAG, ...extraCaArgs(), project]);
@@ -237,63 +326,110 @@ async function main(): Promise<void> {
       `image: ${await inside("node --version")}, tini ${await inside("test -x /usr/bin/tini && echo present")}`,
     );
 
-    const h = await startHarnessCli();
-    harness = h.child;
-    step(`runlet harness on ${h.url}, endpoint ${ENDPOINT}`);
-    const envArgs = Object.entries({ ...h.env, RUNPOD_ENDPOINT_ID: ENDPOINT }).flatMap(([k, v]) => [
-      "--env",
-      `${k}=${v}`,
-    ]);
-    const command = [...(config.Entrypoint ?? []), ...(config.Cmd ?? [])];
-    step(`running the image's command: ${command.join(" ")}`);
-    worker = spawn("buildah", ["run", "--isolation", "chroot", ...envArgs, ctr, "--", ...command], {
-      env: BUILDAH_ENV,
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let workerLog = "";
-    const collect = (d: Buffer) => {
-      workerLog += d.toString();
-    };
-    worker.stdout?.on("data", collect);
-    worker.stderr?.on("data", collect);
-
-    const input = JSON.parse(await readFile(join(project, "test_input.json"), "utf8")) as unknown;
-    const res = await fetch(`${h.url}/v2/${ENDPOINT}/runsync?wait=90000`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${h.key}`, "content-type": "application/json" },
-      body: JSON.stringify(input),
-      signal: AbortSignal.timeout(120_000),
-    });
-    const body = (await res.json()) as { status?: string; output?: unknown };
-    step(`POST /runsync ${JSON.stringify(input)} → HTTP ${res.status} ${JSON.stringify(body)}`);
-    check(
-      res.status === 200 &&
-        body.status === "COMPLETED" &&
-        JSON.stringify(body.output) === '{"message":"Hello, Ada!"}',
-      "the image's worker took the job from the harness and completed it",
+    await serveOneJob(
+      PROJECT_TAG,
+      ctr,
+      join(project, "test_input.json"),
+      (output) => JSON.stringify(output) === '{"message":"Hello, Ada!"}',
+      state,
     );
-    // SIGTERM to tini, as a container runtime sends it to PID 1: tini passes it to node, the
-    // worker shuts down gracefully and exits 0, and so do tini and buildah run.
-    const tini = worker.pid === undefined ? undefined : await descendantNamed(worker.pid, "tini");
-    if (tini === undefined) throw new Error(`no tini process under buildah run:\n${workerLog}`);
-    const exited = new Promise<number | null>((resolve) => worker?.once("close", (c) => resolve(c)));
-    process.kill(tini, "SIGTERM");
-    const code = await Promise.race([
-      exited,
-      new Promise<"timeout">((r) => setTimeout(() => r("timeout"), 30_000)),
-    ]);
-    step(
-      `SIGTERM to tini (pid ${tini}): buildah run exited ${code}; the worker's output:\n${workerLog.trimEnd().replace(/^/gm, "    ")}`,
-    );
-    check(code === 0, "the worker shut down gracefully on SIGTERM through tini (exit 0)");
+    if (ONLY !== "basic") await ocrImage(dir, containers, state);
     step("PASS");
   } finally {
-    if (worker !== undefined) await stop(worker, 5_000);
-    if (harness !== undefined) await stop(harness, 5_000);
+    if (state.worker !== undefined) await stop(state.worker, 5_000);
+    if (state.harness !== undefined) await stop(state.harness, 5_000);
     for (const c of containers) await buildah(["rm", c], { echo: false }).catch(() => undefined);
     await dropNpxCopies(dir);
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+/** Bytes of a folder or file on this machine. */
+async function bytesOf(path: string): Promise<number> {
+  return Number((await run("du", ["-sb", path], { echo: false })).split("\t")[0]);
+}
+
+const mib = (bytes: number) => `${(bytes / 1_048_576).toFixed(1)} MiB`;
+
+/**
+ * The OCR starter from init to image: `runlet init ocr-app --template ocr`, `npm install` (no
+ * variable set: the starter's .npmrc skips ORT's CUDA download), its own `npm test` (the real
+ * model), `npx runlet build` with no flag, the project's own Dockerfile built with buildah, and
+ * the image answering an OCR job through `runlet harness` with the text of test_input.json's
+ * picture; the image holds this platform's ORT binaries only.
+ */
+async function ocrImage(
+  dir: string,
+  containers: string[],
+  state: { harness?: ChildProcess; worker?: ChildProcess },
+): Promise<void> {
+  const clean = { ...process.env };
+  for (const k of Object.keys(clean)) if (/^(npm_config_)?onnxruntime_node_install/i.test(k)) delete clean[k];
+  const project = await makeProject(dir, "ocr-app", "ocr");
+  step("npm test in ocr-app (the real model on pictures its tests render)");
+  await run("npm", ["test"], { env: clean, cwd: project, echo: false });
+  step("ok: the ocr starter's own tests pass");
+  const built = await run("npx", ["runlet", "build"], { env: clean, cwd: project, echo: false });
+  step(`npx runlet build:\n${built.trimEnd().replace(/^/gm, "    ")}`);
+  check(
+    /^external: onnxruntime-node {2}declared in package\.json/m.test(built) &&
+      /^external: sharp {2}declared/m.test(built),
+    "runlet build kept the declared externals out of the bundle, with no flag",
+  );
+  const ortAll = await bytesOf(join(project, "node_modules", "onnxruntime-node"));
+  const ortDist = await bytesOf(join(project, "dist", "node_modules", "onnxruntime-node"));
+  step(
+    `onnxruntime-node: ${mib(ortAll)} in node_modules (every platform), ${mib(ortDist)} in dist/node_modules`,
+  );
+
+  step("building the ocr project's image from its own Dockerfile");
+  const t = performance.now();
+  await bud(["-t", OCR_TAG, ...extraCaArgs(), project]);
+  step(`image built in ${((performance.now() - t) / 1000).toFixed(0)} s`);
+  const ctr = (await buildah(["from", "--pull=never", OCR_TAG], { echo: false })).trim();
+  containers.push(ctr);
+  const inside = (cmd: string) =>
+    buildah(["run", "--isolation", "chroot", ctr, "--", "sh", "-c", cmd], { echo: false }).then((o) =>
+      o.trim(),
+    );
+  const arch = await inside("node -p process.arch");
+  const binaries = (
+    await inside(
+      "find /app/node_modules -name '*.node' -o -name '*.so*' -o -name '*.dll' -o -name '*.dylib' | sort",
+    )
+  )
+    .split("\n")
+    .filter((l) => l !== "");
+  step(`native files in the image:\n${binaries.map((b) => `    ${b}`).join("\n")}`);
+  check(
+    binaries.some((b) =>
+      b.endsWith(`/onnxruntime-node/bin/napi-v6/linux/${arch}/onnxruntime_binding.node`),
+    ) &&
+      binaries
+        .filter((b) => b.includes("/onnxruntime-node/"))
+        .every((b) => b.includes(`/bin/napi-v6/linux/${arch}/`)),
+    `the image holds onnxruntime-node's linux/${arch} binaries and no other platform's`,
+  );
+  const ortImage = Number((await inside("du -sb /app/node_modules/onnxruntime-node")).split("\t")[0]);
+  const appBytes = Number((await inside("du -sb /app")).split("\t")[0]);
+  const size = (
+    await buildah(["images", "--noheading", "--format", "{{.Size}}", OCR_TAG], { echo: false })
+  ).trim();
+  step(
+    `image ${OCR_TAG}: ${size}; /app ${mib(appBytes)}, onnxruntime-node in it ${mib(ortImage)} (${mib(ortAll)} as npm installs it)`,
+  );
+  const uid = await inside("id -u");
+  check(uid !== "" && uid !== "0", `the ocr image runs as uid ${uid}, not root`);
+  await serveOneJob(
+    OCR_TAG,
+    ctr,
+    join(project, "test_input.json"),
+    (output) => {
+      const lines = (output as { lines?: { text?: string }[] } | undefined)?.lines ?? [];
+      return lines.length === 1 && lines[0]?.text === "Hello runlet";
+    },
+    state,
+  );
 }
 
 /** npx keeps each package it ran in its cache's _npx/ folder: drop the ones made from `dir`'s tarball. */

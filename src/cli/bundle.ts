@@ -1,12 +1,13 @@
 import { existsSync } from "node:fs";
-import { readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { basename, dirname, join, resolve, sep } from "node:path";
 import type * as Esbuild from "esbuild";
-import type { Message, Plugin } from "esbuild";
+import type { BuildOptions, Message, Plugin } from "esbuild";
 import { RunletError } from "../errors.js";
 import { AWS_SDK_PEERS, importPeer } from "../optional-peers.js";
 import { WARM_COMPILE_CACHE_FLAG } from "./dockerfile.js";
+import { type External, findUnbundlable } from "./externals.js";
 import { RUNLET_ROOT, runletExports } from "./paths.js";
 
 /** Options of {@link bundleHandler}. */
@@ -15,8 +16,17 @@ export interface BundleOptions {
   readonly handlerPath: string;
   /** Folder the bundle is written to. */
   readonly outDir: string;
-  /** Packages left out of the bundle (native addons); the image must provide them. @default [] */
+  /**
+   * Packages left out of the bundle (native addons; declared in package.json or named with
+   * `--external`): `runlet build` copies them into `<outDir>/node_modules`. @default []
+   */
   readonly externals?: readonly string[];
+  /**
+   * Also leave out, and report in `externals` of the result, every package found that cannot
+   * be bundled: native binaries, or code that finds its own files through `__dirname` or
+   * `import.meta.url` (src/cli/externals.ts). @default true
+   */
+  readonly findExternals?: boolean;
   /** Minify the bundle (stack traces stay readable through the source maps). @default true */
   readonly minify?: boolean;
   /**
@@ -40,6 +50,8 @@ export interface BundleResult {
   readonly mapBytes: number;
   /** esbuild's warnings, formatted for a terminal. */
   readonly warnings: readonly string[];
+  /** Every package left out of the bundle, each with why (the ones asked for, then the ones found). */
+  readonly externals: readonly External[];
 }
 
 /** The file name of the bundle; the image's CMD runs it as /app/worker.mjs. */
@@ -241,6 +253,32 @@ async function bundleHeartbeatThread(outDir: string, minify: boolean, sourceMap:
   }
 }
 
+/** What esbuild says when it meets a file it has no loader for, such as a native addon. */
+const NO_LOADER = /No loader is configured for "\.(\w+)" files/;
+
+/** Runs esbuild; a failure becomes RUNLET_BUILD_FAILED with esbuild's messages and what to do. */
+async function runEsbuild(
+  options: BuildOptions & { metafile: true },
+): Promise<Esbuild.BuildResult<BuildOptions & { metafile: true }>> {
+  // Loaded here, not at the top: only `runlet build` needs esbuild (an optional peer), and
+  // `runlet --help` loads this module.
+  const { build } = await importPeer<typeof Esbuild>("esbuild", "esbuild", "runlet build");
+  try {
+    return await build(options);
+  } catch (err) {
+    const errors = (err as { errors?: Message[] }).errors;
+    const detail = errors === undefined ? String(err) : errors.map(formatMessage).join("\n");
+    const ext = NO_LOADER.exec(detail)?.[1];
+    const hint =
+      ext === undefined
+        ? ""
+        : `\nA .${ext} file cannot go into a bundle. If it belongs to a package, name the package in package.json as "runlet": {"externals": ["<package>"]} (runlet build then copies it into dist/node_modules); if it is the project's own, load it at run time from a path outside the bundle.`;
+    throw new RunletError("RUNLET_BUILD_FAILED", `esbuild could not bundle the handler:\n${detail}${hint}`, {
+      cause: err,
+    });
+  }
+}
+
 /**
  * Bundles a handler and runlet into `<outDir>/worker.mjs` with source maps: platform node,
  * target node22, minified, every npm dependency inlined except `externals`. Code reached only
@@ -253,53 +291,65 @@ export async function bundleHandler(options: BundleOptions): Promise<BundleResul
   const outDir = resolve(options.outDir);
   const bundlePath = join(outDir, BUNDLE_FILE);
   const mapPath = `${bundlePath}.map`;
-  // Loaded here, not at the top: only `runlet build` needs esbuild (an optional peer), and
-  // `runlet --help` loads this module.
-  const { build } = await importPeer<typeof Esbuild>("esbuild", "esbuild", "runlet build");
-  let warnings: Message[];
-  let outputs: Record<
-    string,
-    { bytes: number; imports: { path: string; kind: string }[]; inputs: Record<string, unknown> }
-  >;
-  try {
-    const result = await build({
-      stdin: {
-        contents: renderEntry(options.handlerPath),
-        resolveDir: dirname(options.handlerPath),
-        sourcefile: ENTRY_SOURCE,
-        loader: "ts",
-      },
-      bundle: true,
-      splitting: true,
-      format: "esm",
-      platform: "node",
-      target: "node22",
-      outdir: outDir,
-      entryNames: BUNDLE_FILE.replace(/\.mjs$/, ""),
-      chunkNames: `${CHUNK_DIR}/[name]-[hash]`,
-      outExtension: { ".js": ".mjs" },
-      sourcemap: "linked",
-      // The image runs with --enable-source-maps, which makes Node parse every map when its
-      // module loads: without the sources' text the maps are a fraction of the size, and stack
-      // traces still name the original files and lines.
-      sourcesContent: false,
-      external: [...(options.externals ?? []), "pino-pretty", ...missingAwsSdk()],
-      banner: { js: CJS_BANNER },
-      plugins: [runletResolver()],
-      minify: options.minify ?? true,
-      legalComments: "none",
-      logLevel: "silent",
-      metafile: true,
+  const asked = [...new Set(options.externals ?? [])];
+  const common: BuildOptions & { metafile: true } = {
+    stdin: {
+      contents: renderEntry(options.handlerPath),
+      resolveDir: dirname(options.handlerPath),
+      sourcefile: ENTRY_SOURCE,
+      loader: "ts",
+    },
+    bundle: true,
+    splitting: true,
+    format: "esm",
+    platform: "node",
+    target: "node22",
+    outdir: outDir,
+    entryNames: BUNDLE_FILE.replace(/\.mjs$/, ""),
+    chunkNames: `${CHUNK_DIR}/[name]-[hash]`,
+    outExtension: { ".js": ".mjs" },
+    sourcemap: "linked",
+    // The image runs with --enable-source-maps, which makes Node parse every map when its
+    // module loads: without the sources' text the maps are a fraction of the size, and stack
+    // traces still name the original files and lines.
+    sourcesContent: false,
+    banner: { js: CJS_BANNER },
+    plugins: [runletResolver()],
+    minify: options.minify ?? true,
+    legalComments: "none",
+    logLevel: "silent",
+    metafile: true,
+  };
+  const alwaysOut = ["pino-pretty", ...missingAwsSdk()];
+  // First pass in memory: its metafile lists what esbuild read, which tells the packages that
+  // cannot be bundled. A `.node` file is read as empty there (esbuild has no loader for one, and
+  // would stop at the first); a package holding one is then left out, and the second pass
+  // writes. Without such packages, the first pass's files are the bundle.
+  let result = await runEsbuild({
+    ...common,
+    external: [...asked, ...alwaysOut],
+    write: false,
+    loader: { ".node": "empty" },
+  });
+  const found =
+    options.findExternals === false
+      ? []
+      : await findUnbundlable(Object.keys(result.metafile.inputs), process.cwd(), new Set(asked));
+  if (found.length > 0) {
+    result = await runEsbuild({
+      ...common,
+      external: [...asked, ...found.map((f) => f.name), ...alwaysOut],
+      write: true,
     });
-    warnings = result.warnings;
-    outputs = result.metafile.outputs;
-  } catch (err) {
-    const errors = (err as { errors?: Message[] }).errors;
-    const detail = errors === undefined ? String(err) : errors.map(formatMessage).join("\n");
-    throw new RunletError("RUNLET_BUILD_FAILED", `esbuild could not bundle the handler:\n${detail}`, {
-      cause: err,
-    });
+  } else {
+    for (const file of result.outputFiles ?? []) {
+      await mkdir(dirname(file.path), { recursive: true });
+      await writeFile(file.path, file.contents);
+    }
   }
+  const warnings: Message[] = result.warnings;
+  const outputs = result.metafile.outputs;
+  const externals: External[] = [...asked.map((name) => ({ name, reason: "declared external" })), ...found];
   // esbuild writes nothing (not even the folder) when the build fails: a failed build leaves an
   // earlier dist/ as it was, and no empty one. Chunk names carry content hashes: an earlier
   // build's are dropped only now, or they would pile up in the image.
@@ -329,5 +379,13 @@ export async function bundleHandler(options: BundleOptions): Promise<BundleResul
     else lazyBytes += out.bytes;
   }
   await Promise.all([stat(bundlePath), stat(mapPath)]); // Both written, or esbuild changed its layout.
-  return { bundlePath, mapPath, bundleBytes, lazyBytes, mapBytes, warnings: warnings.map(formatMessage) };
+  return {
+    bundlePath,
+    mapPath,
+    bundleBytes,
+    lazyBytes,
+    mapBytes,
+    warnings: warnings.map(formatMessage),
+    externals,
+  };
 }

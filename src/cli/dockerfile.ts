@@ -40,11 +40,14 @@ export const IMAGE_LAYOUT = {
   cmd: ["node", ...WORKER_NODE_FLAGS, "/app/worker.mjs"],
 } as const;
 
-/** A native addon left out of the bundle, installed into the image at the version the project uses. */
-export interface ExternalPackage {
-  readonly name: string;
-  /** The installed version, from the project's node_modules; `undefined` installs the latest. */
-  readonly version: string | undefined;
+/** Options of {@link renderProjectDockerfile}. */
+export interface ProjectDockerfileOptions {
+  /**
+   * The project depends on onnxruntime-node: the build stage takes `ONNXRUNTIME_NODE_INSTALL`
+   * as a build argument, so a GPU image can fetch ORT's CUDA provider (`cuda12`) while the
+   * project's `.npmrc` skips it everywhere else (docs/gpu.md). @default false
+   */
+  readonly onnxruntime?: boolean;
 }
 
 /** The argument of `runlet`'s bundle that fills Node's compile cache and exits (image build only). */
@@ -62,14 +65,15 @@ function execForm(args: readonly string[]): string {
  * - stage `manifests` picks out package.json, package-lock.json, .npmrc and every `*.tgz` (a
  *   `file:` dependency on a packed tarball, e.g. runlet's own before it is on the registry),
  *   so the `npm ci` layer below is reused until one of them changes;
- * - stage `build` runs `npm ci` and the project's `build` script (`runlet build`), and, when
- *   packages are external (native addons), installs just those into their own folder;
+ * - stage `build` runs `npm ci` and the project's `build` script (`runlet build`), which puts
+ *   the packages that cannot be bundled into `dist/node_modules`, installed by that `npm ci`
+ *   for the image's platform and pruned of other platforms' binaries;
  * - the final stage is Node 22 slim with tini, the non-root user and the bundle; npm, npx,
  *   corepack and yarn are removed (no build tools at run time). `RUNLET_BASE_IMAGE` picks
  *   another base, e.g. a CUDA image built from Dockerfile.base; tini and the user are added
  *   only when that base lacks them.
  */
-export function renderProjectDockerfile(externals: readonly ExternalPackage[] = []): string {
+export function renderProjectDockerfile(options: ProjectDockerfileOptions = {}): string {
   const { baseImage, buildImage, runletBaseTag, buildDir, workdir, user, uid, entrypoint, cmd } =
     IMAGE_LAYOUT;
   const lines = [
@@ -100,22 +104,21 @@ export function renderProjectDockerfile(externals: readonly ExternalPackage[] = 
     "# Behind a proxy that re-signs TLS, npm needs its CA: pass a path to it inside the build",
     "# (--build-arg NODE_EXTRA_CA_CERTS=... with the file mounted or copied there). Unset: none.",
     "ARG NODE_EXTRA_CA_CERTS",
+    ...(options.onnxruntime === true
+      ? [
+          "# onnxruntime-node: the project's .npmrc skips the download of ORT's CUDA provider; a GPU",
+          "# image fetches it here with --build-arg ONNXRUNTIME_NODE_INSTALL=cuda12 (docs/gpu.md).",
+          "ARG ONNXRUNTIME_NODE_INSTALL",
+        ]
+      : []),
     `WORKDIR ${buildDir}`,
     `COPY --from=manifests /manifests/ ./`,
     "RUN npm ci --no-audit --no-fund",
     "COPY . .",
-    "# The project's build script runs `runlet build`: dist/ gets the bundle and its source map.",
+    "# The project's build script runs `runlet build`: dist/ gets the bundle, its source map, and",
+    "# in dist/node_modules the packages it cannot hold, for this platform only.",
     "RUN npm run build",
   ];
-  if (externals.length > 0) {
-    const specs = externals.map((e) => (e.version === undefined ? e.name : `${e.name}@${e.version}`));
-    lines.push(
-      "# Native addons are not bundled (runlet build --external): install just them, at the",
-      "# project's versions, into a folder of their own; the final stage copies that folder only.",
-      `RUN mkdir /externals && cd /externals && echo '{"private":true}' > package.json \\`,
-      `    && npm install --omit=dev --no-audit --no-fund ${specs.join(" ")}`,
-    );
-  }
   lines.push(
     "",
     // biome-ignore lint/suspicious/noTemplateCurlyInString: Docker's own variable syntax
@@ -134,16 +137,21 @@ export function renderProjectDockerfile(externals: readonly ExternalPackage[] = 
     "      /usr/local/bin/npm /usr/local/bin/npx /usr/local/bin/corepack /usr/local/bin/yarn /usr/local/bin/yarnpkg",
     "",
   );
-  if (externals.length > 0) {
-    lines.push(`COPY --from=build /externals/node_modules ${workdir}/node_modules`);
-  }
   lines.push(
-    "# The bundle carries runlet and every other dependency; the map makes stack traces readable.",
+    "# The bundle carries runlet and every dependency it could hold; dist/node_modules, the ones it",
+    "# could not (native addons, packages that read their own files), built in the stage above",
+    "# on the same libc. The map makes stack traces readable.",
     "# Owned by root: the worker cannot rewrite its own code.",
     `COPY --from=build ${buildDir}/dist/ ${workdir}/`,
     "# NODE_ENV=production: libraries skip their development paths. --enable-source-maps: stack",
     "# traces point at the TypeScript sources. The compile cache, filled here, saves start-up time.",
     `ENV NODE_ENV=production NODE_OPTIONS=--enable-source-maps NODE_COMPILE_CACHE=${IMAGE_LAYOUT.compileCacheDir}`,
+    ...(options.onnxruntime === true
+      ? [
+          "# onnxruntime-node 1.30 sends usage telemetry over HTTPS unless told not to.",
+          "ENV ORT_DISABLE_TELEMETRY=1",
+        ]
+      : []),
     `RUN ${execForm([...cmd, WARM_COMPILE_CACHE_FLAG])}`,
     `WORKDIR ${workdir}`,
     `USER ${user}`,

@@ -12,6 +12,7 @@ const TEXT_EXTENSIONS = new Set([".json", ".md", ".ts", ".mts", ".js", ".mjs", "
 const RENAMES: Readonly<Record<string, string>> = {
   _gitignore: ".gitignore",
   _dockerignore: ".dockerignore",
+  _npmrc: ".npmrc",
 };
 
 /** Values substituted into a starter. */

@@ -215,7 +215,7 @@ describe("runlet build", () => {
     );
   });
 
-  it("keeps an existing Dockerfile and names the externals it must install", async () => {
+  it("keeps an existing Dockerfile that copies dist/ whole, and copies an --external package into dist/node_modules", async () => {
     const { dir } = await buildIn("ext", "examples/token-stream/handler.ts");
     const again = await runCli(
       ["build", join(REPO_ROOT, "examples/token-stream/handler.ts"), "--external", "zod"],
@@ -223,13 +223,17 @@ describe("runlet build", () => {
         cwd: dir,
       },
     );
-    expect(again.code).toBe(0);
-    expect(again.stdout).toContain("note: Dockerfile kept as it is; it must install zod");
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stdout).toContain("external: zod  --external\n");
+    expect(again.stdout).toMatch(/\nCopied 1 package into dist\/node_modules {2}\d/);
     expect(await readFile(join(dir, "Dockerfile"), "utf8")).toBe(renderProjectDockerfile());
     const texts = await Promise.all(
-      (await jsFiles(join(dir, "dist"))).map((f) => readFile(join(dir, "dist", f), "utf8")),
+      (await jsFiles(join(dir, "dist")))
+        .filter((f) => !f.startsWith("node_modules"))
+        .map((f) => readFile(join(dir, "dist", f), "utf8")),
     );
     expect(texts.filter((t) => /from\s*"zod"/.test(t)).length).toBeGreaterThan(0);
+    expect(existsSync(join(dir, "dist", "node_modules", "zod", "package.json"))).toBe(true);
   });
 
   it("loads the S3 SDK only on demand and never bundles pino-pretty", async () => {

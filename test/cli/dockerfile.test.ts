@@ -100,7 +100,6 @@ function stages(instructions: Instruction[]): { from: string; body: Instruction[
 }
 
 const FROM_BUILD = "$" + "{RUNLET_BUILD_IMAGE}";
-const SHARP = [{ name: "sharp", version: "0.33.5" }] as const;
 
 /**
  * Allocates objects that live a little while (as a job's do) and prints the largest young
@@ -199,12 +198,12 @@ describe("the project Dockerfile runlet init and runlet build write", () => {
     }
   });
 
-  for (const [label, externals] of [
-    ["without externals", []],
-    ["with a native addon", SHARP],
+  for (const [label, options] of [
+    ["a plain project", {}],
+    ["a project on onnxruntime-node", { onnxruntime: true }],
   ] as const) {
     it(`puts the bundle where the image's CMD runs it, under tini, as the non-root user (${label})`, () => {
-      const final = stages(parseDockerfile(renderProjectDockerfile(externals))).at(-1);
+      const final = stages(parseDockerfile(renderProjectDockerfile(options))).at(-1);
       const body = final?.body ?? [];
       expect(final?.from).toBe(FROM_RUNLET_BASE);
       // Root for the set-up (the CUDA base ends as runlet), and the last USER is the worker's.
@@ -212,11 +211,8 @@ describe("the project Dockerfile runlet init and runlet build write", () => {
       expect(only(body, "USER").at(-1)).toBe(IMAGE_LAYOUT.user);
       const copies = only(body, "COPY");
       const bundleCopy = `--from=build ${IMAGE_LAYOUT.buildDir}/dist/ ${IMAGE_LAYOUT.workdir}/`;
-      expect(copies).toEqual(
-        externals.length === 0
-          ? [bundleCopy]
-          : [`--from=build /externals/node_modules ${IMAGE_LAYOUT.workdir}/node_modules`, bundleCopy],
-      );
+      // dist/ whole: the bundle, and in dist/node_modules what it cannot hold.
+      expect(copies).toEqual([bundleCopy]);
       expect(posix.join(IMAGE_LAYOUT.workdir, "worker.mjs")).toBe(IMAGE_LAYOUT.bundlePath);
       expect(only(body, "WORKDIR")).toEqual([IMAGE_LAYOUT.workdir]);
       expect(JSON.parse(only(body, "ENTRYPOINT")[0] ?? "null")).toEqual(IMAGE_LAYOUT.entrypoint);
@@ -240,11 +236,21 @@ describe("the project Dockerfile runlet init and runlet build write", () => {
     });
   }
 
-  it("installs declared externals alone, at their installed version, in the build stage", () => {
-    const [, build] = stages(parseDockerfile(renderProjectDockerfile(SHARP)));
-    expect(only(build?.body ?? [], "RUN").at(-1)).toBe(
-      `mkdir /externals && cd /externals && echo '{"private":true}' > package.json && npm install --omit=dev --no-audit --no-fund sharp@0.33.5`,
+  it("takes onnxruntime-node's install switch as a build argument, and turns its telemetry off, only in a project that uses it", () => {
+    const args = (options: { onnxruntime?: boolean }) =>
+      only(stages(parseDockerfile(renderProjectDockerfile(options)))[1]?.body ?? [], "ARG");
+    expect(args({ onnxruntime: true })).toEqual(["NODE_EXTRA_CA_CERTS", "ONNXRUNTIME_NODE_INSTALL"]);
+    expect(args({})).toEqual(["NODE_EXTRA_CA_CERTS"]);
+    const finalEnv = (options: { onnxruntime?: boolean }) =>
+      only(stages(parseDockerfile(renderProjectDockerfile(options))).at(-1)?.body ?? [], "ENV").join(" ");
+    expect(finalEnv({ onnxruntime: true })).toContain("ORT_DISABLE_TELEMETRY=1");
+    expect(finalEnv({})).not.toContain("ORT_DISABLE_TELEMETRY");
+    // The build stage installs nothing apart from npm ci: runlet build fills dist/node_modules.
+    const runs = only(
+      stages(parseDockerfile(renderProjectDockerfile({ onnxruntime: true })))[1]?.body ?? [],
+      "RUN",
     );
+    expect(runs).toEqual(["npm ci --no-audit --no-fund", "npm run build"]);
   });
 
   it("is not kept as a copy in any starter template (runlet init renders it)", () => {

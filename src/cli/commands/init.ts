@@ -1,4 +1,4 @@
-import { mkdir, readdir, stat, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, stat, writeFile } from "node:fs/promises";
 import { basename, join, relative, resolve } from "node:path";
 import { VERSION } from "../../version.js";
 import { type Command, EXIT, parseCommandArgs, reportCliError, usageError } from "../command.js";
@@ -8,7 +8,7 @@ import { defaultSource, runletFrom } from "../runlet-source.js";
 import { copyTemplate, packageNameFor } from "../scaffold.js";
 import { VENDOR_DIR, vendorRunlet } from "../vendor-runlet.js";
 
-const HELP = `Usage: runlet init [dir] [--template basic|stream|s3|openai|batch] [--runlet-from PATH]
+const HELP = `Usage: runlet init [dir] [--template basic|stream|s3|openai|batch|ocr] [--runlet-from PATH]
 
 Creates a worker project from a starter: a TypeScript handler, package.json, tsconfig.json,
 test_input.json, a vitest test using runlet/testing, the multi-stage Dockerfile,
@@ -22,7 +22,8 @@ Options:
   -t, --template NAME  the starter: basic (a JSON in, JSON out handler), stream (a generator
                        that streams tokens with metrics), s3 (a file through S3), openai
                        (an OpenAI-compatible chat/completions handler), batch (many
-                       jobs, one call: a batch handler)
+                       jobs, one call: a batch handler), ocr (PaddleOCR
+                       on onnxruntime-node: a real model, loaded once)
                        default: basic
   --runlet-from PATH   a runlet tarball (npm pack) or folder: copied (a folder: packed)
                        into the project's ${VENDOR_DIR}/, which the project depends on
@@ -65,7 +66,7 @@ function isTemplateName(value: string): value is TemplateName {
 /** `runlet init`: copies a starter from templates/ into a new project folder. */
 export const command: Command = {
   name: "init",
-  summary: "create a worker project from a starter (basic, stream, s3, openai, batch)",
+  summary: "create a worker project from a starter (basic, stream, s3, openai, batch, ocr)",
   help: HELP,
   async run(argv) {
     const parsed = parseCommandArgs(command, argv, {
@@ -92,7 +93,15 @@ export const command: Command = {
       });
       if (runlet.file !== undefined) files.push(runlet.file);
       // The one Dockerfile `runlet build` also writes, rendered here rather than kept as a copy per starter.
-      await writeFile(join(dir, "Dockerfile"), renderProjectDockerfile());
+      const deps = (
+        JSON.parse(await readFile(join(dir, "package.json"), "utf8")) as {
+          dependencies?: Record<string, string>;
+        }
+      ).dependencies;
+      await writeFile(
+        join(dir, "Dockerfile"),
+        renderProjectDockerfile({ onnxruntime: deps?.["onnxruntime-node"] !== undefined }),
+      );
       files.push("Dockerfile");
       files.sort();
       const shown = relative(process.cwd(), dir) || ".";

@@ -1,0 +1,344 @@
+import { existsSync } from "node:fs";
+import { cp, readdir, readFile, rm, stat } from "node:fs/promises";
+import { dirname, join, relative, sep } from "node:path";
+import { RunletError } from "../errors.js";
+import { AWS_SDK_PEERS } from "../optional-peers.js";
+import { RUNLET_ROOT } from "./paths.js";
+
+/**
+ * Packages a bundle cannot hold (docs/images.md, "What cannot be bundled"): those with native
+ * binaries, and those that find their own files through `__dirname`, `__filename` or
+ * `import.meta.url` (inside a bundle those name the bundle's folder, not the package's). `runlet
+ * build` finds them in esbuild's inputs, leaves them out of the bundle, and copies them with
+ * their dependencies into `dist/node_modules`, pruned of other platforms' binaries, so `dist/`
+ * stays the one folder an image needs.
+ */
+
+/** A package kept out of the bundle and why. */
+export interface External {
+  readonly name: string;
+  /** Why: "declared in package.json", "native binary (bin/x.node)", "finds its own files through __dirname (lib/a.js)". */
+  readonly reason: string;
+}
+
+/** The package.json key holding a project's declared externals: `"runlet": { "externals": [...] }`. */
+export const EXTERNALS_KEY = "runlet.externals";
+
+/** Names npm allows for a package (scoped or not). */
+const PACKAGE_NAME = /^(@[a-z0-9][\w.-]*\/)?[a-z0-9][\w.-]*$/i;
+
+/**
+ * The externals a project declares in its package.json (`"runlet": {"externals": ["sharp"]}`), or
+ * `[]` without one. A malformed field is an error naming it.
+ */
+export async function declaredExternals(projectDir: string): Promise<string[]> {
+  let text: string;
+  try {
+    text = await readFile(join(projectDir, "package.json"), "utf8");
+  } catch {
+    return []; // No package.json (a lone handler file): nothing declared.
+  }
+  let pkg: { runlet?: { externals?: unknown } };
+  try {
+    pkg = JSON.parse(text) as typeof pkg;
+  } catch (err) {
+    throw new RunletError("RUNLET_BUILD_FAILED", `package.json is not JSON: ${(err as Error).message}`);
+  }
+  const value = pkg.runlet?.externals;
+  if (value === undefined) return [];
+  if (!Array.isArray(value) || !value.every((v) => typeof v === "string" && PACKAGE_NAME.test(v))) {
+    throw new RunletError(
+      "RUNLET_BUILD_FAILED",
+      `package.json's "runlet": {"externals": ...} must be a list of package names, got ${JSON.stringify(value).slice(0, 200)}`,
+    );
+  }
+  return [...new Set(value as string[])];
+}
+
+/** The package a path inside a node_modules folder belongs to: its name and folder. */
+export function packageOf(file: string): { name: string; dir: string } | undefined {
+  const parts = file.split(/[\\/]/);
+  const at = parts.lastIndexOf("node_modules");
+  if (at < 0 || at + 1 >= parts.length) return undefined;
+  const scoped = parts[at + 1]?.startsWith("@") === true;
+  const nameParts = parts.slice(at + 1, at + (scoped ? 3 : 2));
+  if (nameParts.length < (scoped ? 2 : 1)) return undefined;
+  return { name: nameParts.join("/"), dir: parts.slice(0, at + 1 + nameParts.length).join(sep) };
+}
+
+/** The folder of package `name` as Node finds it from `fromDir`: the nearest node_modules/<name> up the tree. */
+export function findPackageDir(name: string, fromDir: string): string | undefined {
+  let dir = fromDir;
+  for (;;) {
+    const candidate = join(dir, "node_modules", name);
+    if (existsSync(join(candidate, "package.json"))) return candidate;
+    const up = dirname(dir);
+    if (up === dir) return undefined;
+    dir = up;
+  }
+}
+
+interface Manifest {
+  name?: string;
+  version?: string;
+  dependencies?: Record<string, string>;
+  optionalDependencies?: Record<string, string>;
+  peerDependencies?: Record<string, string>;
+}
+
+async function manifest(dir: string): Promise<Manifest> {
+  return JSON.parse(await readFile(join(dir, "package.json"), "utf8")) as Manifest;
+}
+
+/** Package folders reachable from `roots` through dependencies (optional and installed peers too), in order found. */
+async function dependencyClosure(roots: readonly { name: string; from: string }[]): Promise<string[]> {
+  const seen = new Set<string>();
+  const queue = roots.map((r) => findPackageDir(r.name, r.from)).filter((d) => d !== undefined);
+  while (queue.length > 0) {
+    const dir = queue.shift() as string;
+    if (seen.has(dir)) continue;
+    seen.add(dir);
+    const m = await manifest(dir).catch(() => ({}) as Manifest);
+    const names = [
+      ...Object.keys(m.dependencies ?? {}),
+      ...Object.keys(m.optionalDependencies ?? {}),
+      ...Object.keys(m.peerDependencies ?? {}),
+    ];
+    for (const name of names) {
+      // A missing optional dependency is another platform's; a missing peer is not needed.
+      const found = findPackageDir(name, dir);
+      if (found !== undefined && !seen.has(found)) queue.push(found);
+    }
+  }
+  return [...seen];
+}
+
+let runletOwn: Promise<Set<string>> | undefined;
+
+/**
+ * The names of runlet's own dependencies (and their dependencies): runlet's tests prove they
+ * bundle, though some mention `__dirname` (pino's transports, undici), so they are never
+ * reported.
+ */
+function runletDependencyNames(): Promise<Set<string>> {
+  runletOwn ??= (async () => {
+    const own = await manifest(RUNLET_ROOT);
+    const roots = [...Object.keys(own.dependencies ?? {}), ...AWS_SDK_PEERS, "pino-pretty"].map((name) => ({
+      name,
+      from: RUNLET_ROOT,
+    }));
+    const dirs = await dependencyClosure(roots);
+    const names = new Set(["runlet"]);
+    for (const dir of dirs) names.add((await manifest(dir)).name ?? "");
+    return names;
+  })();
+  return runletOwn;
+}
+
+/** Code that locates files relative to itself. */
+const SELF_LOCATING = /\b__dirname\b|\b__filename\b|\bimport\.meta\.url\b/;
+
+/** The first native-binary marker in a package's folder (depth-bounded, own files only). */
+async function nativeMarker(dir: string, depth = 0): Promise<string | undefined> {
+  if (depth > 4) return undefined;
+  let entries: import("node:fs").Dirent[];
+  try {
+    entries = await readdir(dir, { withFileTypes: true });
+  } catch {
+    return undefined;
+  }
+  // Another platform's binaries say as much, but this platform's name the file that loads.
+  entries.sort((a, b) => Number(isOtherPlatform(a.name)) - Number(isOtherPlatform(b.name)));
+  for (const e of entries) {
+    if (e.isFile() && (e.name.endsWith(".node") || (depth === 0 && e.name === "binding.gyp"))) {
+      return join(dir, e.name);
+    }
+    if (e.isDirectory() && e.name === "prebuilds" && depth === 0) return join(dir, e.name);
+  }
+  for (const e of entries) {
+    if (e.isDirectory() && e.name !== "node_modules" && !e.name.startsWith(".")) {
+      const found = await nativeMarker(join(dir, e.name), depth + 1);
+      if (found !== undefined) return found;
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Looks at the files esbuild read (a metafile's inputs, relative to `cwd`) and returns the
+ * packages that cannot be bundled, each with its reason. `skip` names packages already external.
+ */
+export async function findUnbundlable(
+  inputs: readonly string[],
+  cwd: string,
+  skip: ReadonlySet<string>,
+): Promise<External[]> {
+  const own = await runletDependencyNames();
+  const byPackage = new Map<string, { dir: string; files: string[] }>();
+  for (const input of inputs) {
+    if (input.startsWith("<")) continue;
+    const file = join(cwd, input.replace(/^[a-z-]+:/, ""));
+    const pkg = packageOf(file);
+    if (pkg === undefined && file.endsWith(".node")) {
+      throw new RunletError(
+        "RUNLET_BUILD_FAILED",
+        `${relative(cwd, file)} is a native addon, which cannot go into a bundle: load it at run time from a path outside the bundle, or install it as a package and name that package in package.json as "runlet": {"externals": [...]}`,
+      );
+    }
+    if (pkg === undefined || own.has(pkg.name) || skip.has(pkg.name)) continue;
+    const entry = byPackage.get(pkg.name) ?? { dir: pkg.dir, files: [] };
+    entry.files.push(file);
+    byPackage.set(pkg.name, entry);
+  }
+  const found: External[] = [];
+  for (const [name, { dir, files }] of byPackage) {
+    const binaries = files.filter((f) => f.endsWith(".node"));
+    // This platform's binary, when esbuild met several (a loader that picks one by platform).
+    const binary =
+      binaries.find((f) => !isOtherPlatform(relative(dir, f))) ?? binaries[0] ?? (await nativeMarker(dir));
+    if (binary !== undefined) {
+      found.push({ name, reason: `native binary (${relative(dir, binary).split(sep).join("/")})` });
+      continue;
+    }
+    for (const file of files) {
+      if (!/\.[cm]?[jt]sx?$/.test(file)) continue;
+      const match = SELF_LOCATING.exec(await readFile(file, "utf8").catch(() => ""));
+      if (match !== null) {
+        found.push({
+          name,
+          reason: `finds its own files through ${match[0]} (${relative(dir, file).split(sep).join("/")})`,
+        });
+        break;
+      }
+    }
+  }
+  return found.sort((a, b) => a.name.localeCompare(b.name));
+}
+
+const PLATFORMS = new Set([
+  "aix",
+  "android",
+  "darwin",
+  "freebsd",
+  "linux",
+  "linuxmusl",
+  "openbsd",
+  "sunos",
+  "win32",
+]);
+const ARCHS = new Set([
+  "arm",
+  "arm64",
+  "ia32",
+  "loong64",
+  "mips",
+  "mipsel",
+  "ppc64",
+  "riscv64",
+  "s390x",
+  "x64",
+  "wasm32",
+]);
+
+/**
+ * Whether a path inside a package holds another platform's binaries: `<os>/<arch>` folder pairs
+ * (onnxruntime-node's `bin/napi-v6/darwin/arm64`) and `<os>-<arch>` folders (node-gyp-build's
+ * `prebuilds/win32-x64`). Anything else is kept.
+ */
+export function isOtherPlatform(
+  relPath: string,
+  platform: string = process.platform,
+  arch: string = process.arch,
+): boolean {
+  const parts = relPath.split(/[\\/]/);
+  for (let i = 0; i < parts.length; i++) {
+    const part = parts[i] ?? "";
+    const next = parts[i + 1];
+    if (PLATFORMS.has(part) && next !== undefined && ARCHS.has(next)) {
+      if (part !== platform || next !== arch) return true;
+    }
+    const dash = /^([a-z0-9]+)-([a-z0-9]+)(?:[-.].*)?$/.exec(part);
+    if (dash !== null && PLATFORMS.has(dash[1] ?? "") && ARCHS.has(dash[2] ?? "")) {
+      if (dash[1] !== platform || dash[2] !== arch) return true;
+    }
+  }
+  return false;
+}
+
+/** What {@link copyExternals} copied. */
+export interface CopiedExternals {
+  /** Packages copied (the externals and their dependencies). */
+  readonly packages: number;
+  /** Bytes copied. */
+  readonly bytes: number;
+  /** Bytes of other platforms' binaries left behind. */
+  readonly prunedBytes: number;
+}
+
+async function folderBytes(path: string): Promise<number> {
+  const info = await stat(path);
+  if (!info.isDirectory()) return info.size;
+  let total = 0;
+  for (const e of await readdir(path)) total += await folderBytes(join(path, e));
+  return total;
+}
+
+/**
+ * Copies the externals, as installed in the project's node_modules (found from `fromDir`), and
+ * their dependencies into `<outDir>/node_modules`, where the bundle's imports find them. Other
+ * platforms' binary folders are left behind. The folder is replaced whole on each build.
+ */
+export async function copyExternals(
+  names: readonly string[],
+  fromDir: string,
+  outDir: string,
+): Promise<CopiedExternals> {
+  const target = join(outDir, "node_modules");
+  await rm(target, { recursive: true, force: true });
+  if (names.length === 0) return { packages: 0, bytes: 0, prunedBytes: 0 };
+  const missing = names.filter((n) => findPackageDir(n, fromDir) === undefined);
+  if (missing.length > 0) {
+    throw new RunletError(
+      "RUNLET_BUILD_FAILED",
+      `the external package${missing.length > 1 ? "s" : ""} ${missing.join(", ")} ${missing.length > 1 ? "are" : "is"} not installed: run npm install (externals are copied from node_modules into dist/node_modules)`,
+    );
+  }
+  const dirs = await dependencyClosure(names.map((name) => ({ name, from: fromDir })));
+  let bytes = 0;
+  let prunedBytes = 0;
+  const placed = new Map<string, string>(); // name → version placed at the top of dist/node_modules
+  for (const dir of dirs) {
+    const m = await manifest(dir);
+    const name = m.name ?? packageOf(join(dir, "x"))?.name ?? "";
+    const version = m.version ?? "";
+    // One copy per name at the top; a second version goes beside the package that wanted it
+    // (npm nested it there too, inside the first package's own node_modules, copied with it).
+    if (placed.has(name)) {
+      if (placed.get(name) !== version && !dirs.some((d) => dir.startsWith(`${d}${sep}node_modules${sep}`))) {
+        throw new RunletError(
+          "RUNLET_BUILD_FAILED",
+          `two versions of ${name} (${placed.get(name)}, ${version}) are needed by the externals; run npm dedupe or declare fewer externals`,
+        );
+      }
+      continue;
+    }
+    // A package nested in another's node_modules is copied along with that one.
+    if (dirs.some((d) => d !== dir && dir.startsWith(`${d}${sep}node_modules${sep}`))) continue;
+    placed.set(name, version);
+    await cp(dir, join(target, name), {
+      recursive: true,
+      dereference: true,
+      filter: async (src) => {
+        const rel = relative(dir, src);
+        if (rel !== "" && isOtherPlatform(rel)) {
+          prunedBytes += await folderBytes(src);
+          return false;
+        }
+        const info = await stat(src);
+        if (info.isFile()) bytes += info.size;
+        return true;
+      },
+    });
+  }
+  return { packages: placed.size, bytes, prunedBytes };
+}

@@ -1,0 +1,102 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import handler from "../../examples/ocr/handler.js";
+import { BadImageError, loadOcr, type OcrModel, recognise } from "../../examples/ocr/ocr.js";
+import { textPicture } from "../../examples/ocr/picture.js";
+import { defineHandler, startWorker } from "../../src/index.js";
+import { createHarness } from "../../src/testing/index.js";
+
+// The real PaddleOCR models on onnxruntime-node's CPU provider, on pictures rendered here.
+const LINES = ["Hello runlet", "The quick brown fox", "Invoice 4521 paid"];
+
+describe("examples/ocr: the model", () => {
+  let model: OcrModel;
+  let picture: Buffer;
+  beforeAll(async () => {
+    [model, picture] = await Promise.all([loadOcr({ device: "auto" }), textPicture(LINES)]);
+  }, 60_000);
+  afterAll(async () => {
+    await model?.release();
+  });
+
+  it("reads each line of a rendered picture, in order, with its box and score", async () => {
+    expect(model.device).toBe("cpu"); // no GPU here; deviceReason says why
+    expect(model.deviceReason).not.toBe("");
+    const lines = await recognise(model, picture);
+    expect(lines.map((l) => l.text)).toEqual(LINES);
+    for (const [i, line] of lines.entries()) {
+      expect(line.score).toBeGreaterThan(0.8);
+      const [[x0, y0], , [x1, y1]] = line.box;
+      expect(x0).toBeGreaterThanOrEqual(0);
+      expect(x1).toBeGreaterThan(x0 + 100);
+      // Each box sits below the one before it.
+      if (i > 0) expect(y0).toBeGreaterThan(lines[i - 1]!.box[2][1] - 5);
+      expect(y1).toBeGreaterThan(y0);
+    }
+  }, 60_000);
+
+  it("reads the same whatever the recogniser's batch size", async () => {
+    const one = await recognise(model, picture, { batchSize: 1 });
+    const all = await recognise(model, picture, { batchSize: 16 });
+    expect(one.map((l) => l.text)).toEqual(LINES);
+    expect(all.map((l) => l.text)).toEqual(LINES);
+    expect(all.map((l) => l.box)).toEqual(one.map((l) => l.box));
+  }, 60_000);
+
+  it("finds no line on a blank picture, and refuses what is not a picture or too large", async () => {
+    const blank = await textPicture([""]);
+    expect(await recognise(model, blank)).toEqual([]);
+    await expect(recognise(model, Buffer.from("not a picture"))).rejects.toThrow(BadImageError);
+    await expect(recognise(model, picture, { maxPixels: 1000 })).rejects.toThrow(
+      "the picture has more than 1000 pixels (maxPixels)",
+    );
+  }, 60_000);
+});
+
+describe("examples/ocr: the handler", () => {
+  it("answers a base64 picture with its lines, and fails bad input with a reason", async () => {
+    await using h = await createHarness({ handler });
+    const picture = await textPicture(LINES);
+    const job = await h.endpoint.runsync(
+      { input: { image: picture.toString("base64") } },
+      { waitMs: 120_000 },
+    );
+    expect(job.status, job.error).toBe("COMPLETED");
+    expect(job.output?.lines.map((l) => l.text)).toEqual(LINES);
+    expect(job.output?.device).toBe("cpu");
+    const dataUrl = await h.endpoint.runsync({
+      input: { image: `data:image/png;base64,${picture.toString("base64")}`, batchSize: 1 },
+    });
+    expect(dataUrl.output?.lines.map((l) => l.text)).toEqual(LINES);
+
+    const notPicture = await h.endpoint.runsync({
+      input: { image: Buffer.from("hello").toString("base64") },
+    });
+    expect(notPicture.status).toBe("FAILED");
+    expect(notPicture.error).toMatch(/^the picture could not be decoded/);
+    const both = await h.endpoint.runsync({ input: { image: "aGk=", url: "https://example.com/a.png" } });
+    expect(both.status).toBe("FAILED");
+    expect(both.error).toContain("give exactly one of image (base64) and url");
+    const noStore = await h.endpoint.runsync({ input: { url: "http://127.0.0.1:9/a.png" } });
+    expect(noStore.status).toBe("FAILED");
+    expect(noStore.error).toContain("ctx.s3 has no store");
+  }, 120_000);
+
+  it("makes a worker told to expect a GPU unfit when it runs on the CPU (check=gpu)", async () => {
+    await using h = await createHarness({
+      endpoints: [{ id: "local", workers: 0, handler: defineHandler({ handler: () => 1 }) }],
+    });
+    process.env["OCR_EXPECT_GPU"] = "1";
+    try {
+      const w = await startWorker(handler, { env: h.harness.workerEnv("local") });
+      expect(await w.stopped).toEqual({ reason: "unhealthy", exitCode: 1 });
+    } finally {
+      delete process.env["OCR_EXPECT_GPU"];
+    }
+    const unhealthy = h.harness.requests({ route: "ping" }).filter((r) => r.query["status"] === "unhealthy");
+    expect(unhealthy.map((r) => r.query["check"])).toEqual(["gpu"]);
+    expect(unhealthy[0]?.query["reason"]).toMatch(
+      /^OCR_EXPECT_GPU is set but OCR runs on the CPU: no NVIDIA device/,
+    );
+    expect(h.harness.requests({ route: "job-take" })).toEqual([]);
+  }, 120_000);
+});
