@@ -5,7 +5,8 @@ import { createLogger } from "../log/index.js";
 import { resolveWorkerConfig, type WorkerConfig, type WorkerOptions } from "./config.js";
 import { WorkerEventHub, type WorkerEvents, type WorkerListener } from "./events.js";
 import type { Executor, ExecutorSettings } from "./executor.js";
-import { checkHealth, runHealthLoop } from "./health.js";
+import { checkFitness } from "./fitness/run-fitness.js";
+import { runHealthLoop } from "./health.js";
 import type { Heartbeat } from "./heartbeat.js";
 import { JobBoard } from "./job-board.js";
 import { PlatformHttp } from "./platform-http.js";
@@ -142,7 +143,14 @@ export class Worker {
 
   async #takeLoop(parts: LoopParts): Promise<void> {
     // docs/protocol.md, "Unfit workers": a worker unfit from the start takes no job at all.
-    if (!(await checkHealth(this.#definition, this.#log, this.#closing.signal, this.#stopper))) return;
+    const fitness = {
+      definition: this.#definition,
+      config: this.#config.fitness,
+      builtIn: this.#config.fitnessChecks,
+      log: this.#log,
+      closing: this.#closing.signal,
+    };
+    if (!(await checkFitness(fitness, this.#stopper))) return;
     await runTakeLoop(parts, this.#board);
   }
 
