@@ -1,4 +1,6 @@
 import type { Logger } from "pino";
+import { hydrateWarmCache } from "../cache/start-cache.js";
+import type { CacheRun, WarmCache } from "../cache/warm-cache.js";
 import { RunletError } from "../errors.js";
 import { type HandlerDefinition, isHandlerDefinition } from "../handler/define-handler.js";
 import { createLogger } from "../log/index.js";
@@ -51,6 +53,8 @@ export class Worker {
   /** Resolves once the worker has fully stopped (after close(), a signal, or a runaway handler). */
   readonly stopped: Promise<WorkerStopInfo>;
   readonly #events: WorkerEventHub;
+  /** The handler's warm cache, once hydrated (docs/fitness.md, "Warm cache"). */
+  #cache: WarmCache | undefined;
 
   /** @internal use {@link startWorker}. */
   constructor(definition: HandlerDefinition, config: WorkerConfig, log: Logger) {
@@ -151,7 +155,27 @@ export class Worker {
       closing: this.#closing.signal,
     };
     if (!(await checkFitness(fitness, this.#stopper))) return;
+    // Start-up step 2: the warm cache, before setup; a failure is a cold start (unfit only under `strict`).
+    try {
+      this.#cache = await hydrateWarmCache(this.#definition.warmCache, this.#log, this.#config.endpointId);
+    } catch (err) {
+      void this.#stopper.unfit("cache", err instanceof Error ? err.message : String(err));
+      return;
+    }
+    // Start-up step 5, after setup: send what setup produced to the volume, without delaying the first take.
+    this.#cache?.startSync();
     await runTakeLoop(parts, this.#board);
+  }
+
+  /**
+   * Sends the warm cache's new files to the network volume now (docs/fitness.md, "Warm cache"), e.g.
+   * after a job compiled a kernel; undefined without `warmCache` or before it was hydrated.
+   *
+   * @example
+   * worker.on("finished", () => void worker.syncWarmCache());
+   */
+  syncWarmCache(): Promise<CacheRun | undefined> {
+    return this.#cache === undefined ? Promise.resolve(undefined) : this.#cache.sync();
   }
 
   /**
@@ -192,6 +216,8 @@ export class Worker {
         flushTimeoutMs: this.#config.flushTimeoutMs,
         giveUp: this.#giveUp,
       });
+      // The last sync, bounded by warmCache.shutdownSyncMs; never throws.
+      await this.#cache?.close();
     } finally {
       this.#stopPolling.abort();
       await this.#stopPoll;
