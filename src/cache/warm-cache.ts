@@ -43,6 +43,9 @@ export interface CacheRun {
 
 type TarStream = typeof import("tar-stream");
 
+/** Largest packed file read into memory, in bytes: the largest `smallFileBytes` allowed. */
+const MAX_PACKED_BYTES = 67_108_864; // 64 MiB
+
 /** Archives and temporary files older than this may be removed by a sync (a reader may still hold a newer one). */
 const STALE_MS = 10 * 60_000;
 
@@ -124,7 +127,8 @@ export class WarmCache {
   readonly #namespace: string | undefined;
   readonly #dirs: ReadonlyMap<string, CacheDir>;
   #syncing: Promise<CacheRun> | undefined;
-  #again = false;
+  /** The one sync that runs after the current one, shared by every call made meanwhile. */
+  #queued: Promise<CacheRun> | undefined;
   readonly #stop = new AbortController();
 
   constructor(settings: WarmCacheSettings, log: Logger, endpointId: string | undefined) {
@@ -208,7 +212,7 @@ export class WarmCache {
               if (safeJoin("/x", name) === undefined) refused += 1;
               return false;
             }
-            return t.entry.packed && t.entry.size === size;
+            return t.entry.packed && t.entry.size === size && size <= MAX_PACKED_BYTES;
           },
           async (name, data) => {
             const t = todo.get(name) as { entry: ManifestEntry; dest: string };
@@ -248,15 +252,17 @@ export class WarmCache {
    * a call during one runs once more after it (calls in between share that run).
    */
   sync(): Promise<CacheRun> {
-    if (this.#syncing !== undefined) {
-      this.#again = true;
-      return this.#syncing.then(() => this.sync());
+    if (this.#syncing === undefined) {
+      this.#syncing = this.#syncOnce().finally(() => {
+        this.#syncing = undefined;
+      });
+      return this.#syncing;
     }
-    const run = this.#syncOnce().finally(() => {
-      this.#syncing = undefined;
+    this.#queued ??= this.#syncing.then(() => {
+      this.#queued = undefined;
+      return this.sync();
     });
-    this.#syncing = run;
-    return run;
+    return this.#queued;
   }
 
   /** Starts a sync in the background (after setup, without delaying jobs); its outcome is logged. */
@@ -290,7 +296,6 @@ export class WarmCache {
   }
 
   async #syncOnce(): Promise<CacheRun> {
-    this.#again = false;
     const started = performance.now();
     const ms = () => Math.round(performance.now() - started);
     const off = await this.#off();
@@ -347,8 +352,6 @@ export class WarmCache {
       return this.#report("sync", { status: "synced", files: send.length, bytes, ms: ms() });
     } catch (err) {
       return this.#failed("sync", err, ms());
-    } finally {
-      if (this.#again) this.#again = false;
     }
   }
 
@@ -393,7 +396,7 @@ export class WarmCache {
         await readArchive(
           tar,
           join(root, old.archive),
-          (member, size) => fromOld.get(member)?.size === size,
+          (member, size) => fromOld.get(member)?.size === size && size <= MAX_PACKED_BYTES,
           async (member, data) => {
             const e = fromOld.get(member) as ManifestEntry;
             await add(e, data);

@@ -331,9 +331,18 @@ describe("the warm cache in the worker", () => {
     const id = h.enqueue("local", { input: {} });
     const job = await h.waitForJob(id);
     expect(job.output).toBe("from an earlier worker");
+    // On demand, while the worker runs: what the job made goes up now...
+    // (the background sync after start-up may have sent it already, when its scan came after the job).
+    expect(["synced", "unchanged"]).toContain((await w.syncWarmCache())?.status);
+    expect(((await readManifest(root)) as Manifest).files.map((f) => f.path).sort()).toEqual([
+      "compiled.txt",
+      "warm.txt",
+    ]);
+    await writeFile(join(b.dir, "late.txt"), "after the on-demand sync");
+    // ...and what came after it, with the last sync at shutdown.
     await w.close();
     const manifest = (await readManifest(root)) as Manifest;
-    expect(manifest.files.map((f) => f.path).sort()).toEqual(["compiled.txt", "warm.txt"]);
+    expect(manifest.files.map((f) => f.path).sort()).toEqual(["compiled.txt", "late.txt", "warm.txt"]);
     // The job read the hydrated file, so the hydrate came before the first take.
     expect(sink.lines.filter((l) => l["cache"] === "hydrate").map((l) => [l["status"], l["files"]])).toEqual([
       ["hydrated", 1],
