@@ -14,7 +14,7 @@ import {
   runFitnessChecks,
 } from "../../src/worker/fitness/index.js";
 import { startWorker } from "../../src/worker/index.js";
-import { childEnv, REPO_ROOT, startCli } from "../cli/run-cli.js";
+import { childEnv, REPO_ROOT, runCli, startCli } from "../cli/run-cli.js";
 import { startRunletChild, stopRunletChild } from "./child.js";
 import { type LogSink, logSink, testHarness } from "./helpers.js";
 
@@ -451,5 +451,13 @@ describe("runlet dev", () => {
     } finally {
       await dev.stop();
     }
+  });
+
+  it("`runlet test` runs one job without them, as the Python SDK's test mode does", async () => {
+    const r = await runCli(["test", "test/fixtures/echo-plain.mjs", "--input", '{"input": {}}'], {
+      env: childEnv({ RUNPOD_SKIP_AUTO_SYSTEM_CHECKS: "false", RUNPOD_MIN_MEMORY_GB: "1000000" }),
+    });
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(r.stdout + r.stderr).not.toContain("fitness memory");
   });
 });
