@@ -11,6 +11,7 @@ import { measureS3 } from "./figures/s3.js";
 import { measureSoak } from "./figures/soak.js";
 import { measureStreaming } from "./figures/streaming.js";
 import { measureOverhead, measureThroughput } from "./figures/throughput.js";
+import { measureWarmCache } from "./figures/warm-cache.js";
 import { describeMachine } from "./machine.js";
 import { type BenchOptions, FULL_OPTIONS, QUICK_OPTIONS } from "./options.js";
 import type { BenchResults } from "./results.js";
@@ -56,6 +57,7 @@ export async function runBench(
   figures.push(...(await step("real-time soak", () => measureSoak(options))));
   if (options.ocr.starts > 0)
     figures.push(...(await step("OCR model (examples/ocr)", () => measureOcr(options))));
+  figures.push(...(await step("warm cache", () => measureWarmCache(options))));
   let coldStart: BenchResults["coldStart"] = { available: false, reason: "skipped (--quick)" };
   if (options.coldStart) {
     const cold = await step("cold start", () => runColdStart());
@@ -76,8 +78,8 @@ export async function runBench(
 const HELP = `Usage: npm run bench [-- --quick] [-- --out <file>]
 
 Measures job throughput, per-job overhead, streaming, S3, batching, worker memory, a real-time
-soak (mixed jobs for a few minutes: slopes of RSS, heap, handles, event-loop delay) and cold
-start, prints a table and writes the results as JSON (docs/benchmarks.md says what each figure is).
+soak (mixed jobs for a few minutes: slopes of RSS, heap, handles, event-loop delay), the warm
+cache's cold and warm start-up, and cold start, prints a table and writes the results as JSON (docs/benchmarks.md says what each figure is).
 
   --quick            tiny sizes: checks the bench runs, measures nothing meaningful
   --only batching    only the batching figures (the table is printed; JSON only with --out)

@@ -57,6 +57,7 @@ export const ERROR_CODES = {
   RUNLET_CLI_WORKER_EXITED: "`runlet test`'s worker process exited before its job ended.",
   RUNLET_CLI_VENDOR_FAILED:
     "`runlet init` could not put runlet's tarball into the new project's vendor/ folder.",
+  RUNLET_WARM_CACHE_FAILED: "The warm cache could not hydrate or sync and `warmCache.strict` is set.",
   RUNLET_MISSING_PEER: "runlet needs an optional package (esbuild, tsx, the AWS SDK) that is not installed.",
   RUNLET_BUILD_FAILED: "Bundling a handler with esbuild failed.",
 } as const;

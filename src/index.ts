@@ -2,6 +2,8 @@
  * runlet's public surface: define a handler, run the worker loop, and the errors it raises.
  * Everything not exported here is internal.
  */
+
+export type { CacheRun, WarmCacheDir, WarmCacheOptions } from "./cache/index.js";
 export {
   ERROR_CODES,
   isRunletError,

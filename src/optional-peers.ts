@@ -13,6 +13,7 @@ export const OPTIONAL_PEERS = {
   esbuild: "^0.28.2",
   "pino-pretty": "^13.2.0",
   tsx: "^4.23.15",
+  "tar-stream": "^3.2.2",
 } as const;
 
 /** The name of an optional peer dependency. */
@@ -45,7 +46,8 @@ export function missingPeerError(
   neededFor: string,
   cause?: unknown,
 ): RunletError {
-  const dev = names.every((n) => !n.startsWith("@aws-sdk/"));
+  // Packages a worker loads at run time (the AWS SDK, tar-stream for the warm cache) go to dependencies.
+  const dev = names.every((n) => !n.startsWith("@aws-sdk/") && n !== "tar-stream");
   const specs = names.map((n) => `${n}@${OPTIONAL_PEERS[n]}`).join(" ");
   const which = names.length === 1 ? `the package ${names[0]}, which is` : `${names.join(", ")}, which are`;
   return new RunletError(

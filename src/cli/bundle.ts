@@ -152,13 +152,14 @@ function runletResolver(): Plugin {
 }
 
 /**
- * The AWS SDK packages runlet's S3 module cannot resolve (they are optional peers): left out of
- * the bundle, so a project without them still builds, and a job that needs S3 fails with an
- * error that names them (RUNLET_MISSING_PEER) instead of the build failing.
+ * The run-time optional peers runlet cannot resolve (the AWS SDK for S3, tar-stream for the warm
+ * cache): left out of the bundle, so a project without them still builds, and a job that needs S3
+ * (or a worker with `warmCache`) gets an error that names them (RUNLET_MISSING_PEER) instead of
+ * the build failing.
  */
 function missingAwsSdk(): string[] {
   const fromS3 = createRequire(join(RUNLET_ROOT, "dist", "s3", "index.js"));
-  return AWS_SDK_PEERS.filter((name) => {
+  return [...AWS_SDK_PEERS, "tar-stream"].filter((name) => {
     try {
       fromS3.resolve(name);
       return false;

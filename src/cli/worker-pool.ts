@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import { FITNESS_ENV } from "../protocol/index.js";
 import { RUNLET_ROOT } from "./paths.js";
 
 /** Options of {@link WorkerPool}. */
@@ -163,11 +164,17 @@ export function pipeLines(child: ChildProcess, onLine: (line: string) => void): 
   }
 }
 
-/** The CLI's environment without platform variables, so a worker sees only the harness's. */
+/** The fitness variables a worker does take from the CLI's environment (docs/fitness.md). */
+const FITNESS_NAMES: ReadonlySet<string> = new Set(Object.values(FITNESS_ENV));
+
+/**
+ * The CLI's environment without platform variables, so a worker sees only the harness's; the
+ * fitness checks' thresholds (RUNPOD_MIN_MEMORY_GB, ...) pass through, being the user's settings.
+ */
 export function inheritedEnv(): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) {
-    if (!k.startsWith("RUNPOD_")) env[k] = v;
+    if (!k.startsWith("RUNPOD_") || FITNESS_NAMES.has(k)) env[k] = v;
   }
   return env;
 }

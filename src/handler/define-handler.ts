@@ -1,5 +1,10 @@
 import type { Logger } from "pino";
 import { z } from "zod";
+import {
+  checkWarmCacheOptions,
+  type WarmCacheOptions,
+  type WarmCacheSettings,
+} from "../cache/cache-options.js";
 import { RunletError } from "../errors.js";
 import {
   boolean,
@@ -154,6 +159,12 @@ export interface HandlerOptions<Schema extends z.ZodType, Result = unknown, Stat
   presignExpiresSec?: number;
   /** Let `ctx.s3.download` fetch URLs on private and loopback addresses. A worker's own `allowPrivateAddresses` wins. @default false */
   allowPrivateAddresses?: boolean;
+  /**
+   * Folders mirrored on the network volume (docs/fitness.md, "Warm cache"): hydrated before the
+   * first job, synced in the background after start-up and at shutdown. Needs the optional
+   * package tar-stream. @default none
+   */
+  warmCache?: WarmCacheOptions;
 }
 
 /** A checked, frozen handler definition: what `export default defineHandler(...)` gives. */
@@ -182,6 +193,8 @@ export interface HandlerDefinition<Schema extends z.ZodType = z.ZodType, Result 
   readonly presignExpiresSec: number | undefined;
   /** Undefined: the default (or the worker's option). */
   readonly allowPrivateAddresses: boolean | undefined;
+  /** The checked `warmCache` option, or undefined without one. */
+  readonly warmCache: WarmCacheSettings | undefined;
   /**
    * Set by `defineBatchHandler`: the worker gathers jobs into batches and calls `batch.handler`
    * once per batch (`handler` then runs a batch of one). Undefined for `defineHandler`.
@@ -318,6 +331,10 @@ export function checkedDefinition<Schema extends z.ZodType, Result, State>(
     ...plain,
     presignExpiresSec: plain.presignExpiresSec,
     allowPrivateAddresses: plain.allowPrivateAddresses,
+    warmCache:
+      options.warmCache === undefined
+        ? undefined
+        : checkWarmCacheOptions(options.warmCache, `${prefix}warmCache.`),
     batch,
   };
 }

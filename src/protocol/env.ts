@@ -28,3 +28,30 @@ export const PLATFORM_ENV = Object.freeze({
   /** Log level, older name. */
   debugLevel: "RUNPOD_DEBUG_LEVEL",
 } as const);
+
+/**
+ * The fitness-check variables (docs/fitness.md): the names and defaults of the platform's Python
+ * SDK, so an image behaves the same whichever SDK it runs; the last two are runlet's own.
+ */
+export const FITNESS_ENV = Object.freeze({
+  /** Least memory available to the worker, in GB (decimal allowed). */
+  minMemoryGb: "RUNPOD_MIN_MEMORY_GB",
+  /** Least free share of `/`, in percent (0–100). */
+  minDiskPercent: "RUNPOD_MIN_DISK_PERCENT",
+  /** The network check's connect timeout, in seconds. */
+  networkCheckTimeout: "RUNPOD_NETWORK_CHECK_TIMEOUT",
+  /** Oldest CUDA version the driver may support, `major.minor`. */
+  minCudaVersion: "RUNPOD_MIN_CUDA_VERSION",
+  /** Bound on each GPU probe (nvidia-smi, the gpu_test binary), in seconds. */
+  gpuTestTimeout: "RUNPOD_GPU_TEST_TIMEOUT",
+  /** The Python SDK's bound on its compute benchmark, in seconds (read and validated; see docs/fitness.md). */
+  gpuBenchmarkTimeout: "RUNPOD_GPU_BENCHMARK_TIMEOUT",
+  /** `true`: no built-in memory, disk, network and CUDA checks. */
+  skipAutoSystemChecks: "RUNPOD_SKIP_AUTO_SYSTEM_CHECKS",
+  /** `true`: no GPU device check. */
+  skipGpuCheck: "RUNPOD_SKIP_GPU_CHECK",
+  /** A gpu_test-style binary to run for the allocation test (the Python SDK's name for its override). */
+  gpuTestBinary: "RUNPOD_BINARY_GPU_TEST_PATH",
+  /** runlet's own: where the network check connects, `host:port[,host:port...]`, or `off`. */
+  networkCheckTarget: "RUNPOD_NETWORK_CHECK_TARGET",
+} as const);

@@ -19,7 +19,7 @@ export {
   TERMINAL_STATUSES,
 } from "./api.js";
 export { type BatchQuery, readBatchQuery, withBatchQuery } from "./batch-query.js";
-export { PLATFORM_ENV } from "./env.js";
+export { FITNESS_ENV, PLATFORM_ENV } from "./env.js";
 export {
   type DeliveredJob,
   deliveredJobSchema,

@@ -14,6 +14,7 @@ import {
 import { DEFAULT_MAX_RESULT_BYTES } from "../protocol/index.js";
 import type { RetryPolicy } from "../retry-policy.js";
 import { pollRetryPolicy, postRetryPolicy } from "./backoff.js";
+import { type FitnessConfig, readFitnessConfig } from "./fitness/fitness-config.js";
 import { type PlatformUrls, platformUrls } from "./platform-urls.js";
 
 /** Options of `startWorker()`. Every number is validated once; the merged config is frozen. */
@@ -76,6 +77,13 @@ export interface WorkerOptions {
    * @default the real clock
    */
   clock?: Clock;
+  /**
+   * Run the built-in fitness checks (memory, disk, network, CUDA, GPU; docs/fitness.md) before the
+   * first take. `runlet start` and a bundle's entry turn them on, as the platform's Python SDK runs
+   * them only on the platform; the `RUNPOD_SKIP_*` variables still turn each group off. The
+   * handler's own `healthCheck` runs either way. @default false
+   */
+  fitnessChecks?: boolean;
 }
 
 /** The worker's settings: the platform env plus options, merged and frozen. */
@@ -103,6 +111,9 @@ export interface WorkerConfig extends PlatformEnv {
   readonly presignExpiresSec: number | undefined;
   readonly tmpRoot: string | undefined;
   readonly clock: Clock;
+  readonly fitnessChecks: boolean;
+  /** The fitness checks' thresholds, from the RUNPOD_* variables of docs/fitness.md. */
+  readonly fitness: FitnessConfig;
 }
 
 const ms = (fallback: number, min = 0) => integerOption(min, fallback);
@@ -121,11 +132,13 @@ const optionsSchema = z.object({
   allowPrivateAddresses: boolean().optional(),
   presignExpiresSec: integer(1, 604_800).optional(),
   tmpRoot: nonEmptyString().optional(),
+  fitnessChecks: booleanOption(false),
 });
 
 /** Merges `options` and the env (RUNLET_CONFIG_INVALID names a bad value); local mode (no job-take URL) is an error here. */
 export function resolveWorkerConfig(options: WorkerOptions): WorkerConfig {
   const env = readPlatformEnv(options.env);
+  const fitness = readFitnessConfig(options.env);
   const checked = parseOptions(
     optionsSchema,
     { ...options, env: undefined, logger: undefined, logDestination: undefined, clock: undefined },
@@ -150,6 +163,7 @@ export function resolveWorkerConfig(options: WorkerOptions): WorkerConfig {
     allowPrivateAddresses: checked.allowPrivateAddresses,
     presignExpiresSec: checked.presignExpiresSec,
     tmpRoot: checked.tmpRoot,
+    fitness,
     postRetry: postRetryPolicy(checked),
     pollRetry: pollRetryPolicy(checked),
     urls: platformUrls({ ...env, jobTakeUrl: env.jobTakeUrl, jobDoneUrl: env.jobDoneUrl }),

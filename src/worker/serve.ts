@@ -50,6 +50,8 @@ export async function serveHandler(definition: HandlerDefinition, options: Serve
     env: options.env,
     handleSignals: true,
     exitOnHardStop: true,
+    // In a container (and under `runlet dev`): the built-in fitness checks run (docs/fitness.md).
+    fitnessChecks: true,
     ...(options.handlerModule === undefined ? {} : { handlerModule: options.handlerModule }),
     ...(options.threadEntry === undefined ? {} : { threadEntry: options.threadEntry }),
     ...(options.heartbeatEntry === undefined ? {} : { heartbeatEntry: options.heartbeatEntry }),

@@ -1,11 +1,14 @@
 import type { Logger } from "pino";
+import { hydrateWarmCache } from "../cache/start-cache.js";
+import type { CacheRun, WarmCache } from "../cache/warm-cache.js";
 import { RunletError } from "../errors.js";
 import { type HandlerDefinition, isHandlerDefinition } from "../handler/define-handler.js";
 import { createLogger } from "../log/index.js";
 import { resolveWorkerConfig, type WorkerConfig, type WorkerOptions } from "./config.js";
 import { WorkerEventHub, type WorkerEvents, type WorkerListener } from "./events.js";
 import type { Executor, ExecutorSettings } from "./executor.js";
-import { checkHealth, runHealthLoop } from "./health.js";
+import { checkFitness } from "./fitness/run-fitness.js";
+import { runHealthLoop } from "./health.js";
 import type { Heartbeat } from "./heartbeat.js";
 import { JobBoard } from "./job-board.js";
 import { PlatformHttp } from "./platform-http.js";
@@ -56,6 +59,8 @@ export class Worker {
   readonly #phases: StartupPhases;
   /** When close() began, on the worker's clock: teardown gets what is left of the grace. */
   #closingAt = 0;
+  /** The handler's warm cache, once hydrated (docs/fitness.md, "Warm cache"). */
+  #cache: WarmCache | undefined;
 
   /** @internal use {@link startWorker}. */
   constructor(definition: HandlerDefinition, config: WorkerConfig, log: Logger) {
@@ -154,13 +159,21 @@ export class Worker {
     // Start-up, in order (docs/worker.md, "Start-up"); docs/protocol.md, "Unfit workers": a
     // worker unfit from the start takes no job at all.
     const phases = this.#phases;
-    if (this.#definition.healthCheck !== undefined) {
-      const fit = () =>
-        checkHealth(this.#definition, this.#log, this.#closing.signal, this.#stopper, this.#config.clock);
-      if (!(await phases.run("fitness", fit))) return;
-    }
+    const fitness = {
+      definition: this.#definition,
+      config: this.#config.fitness,
+      builtIn: this.#config.fitnessChecks,
+      log: this.#log,
+      closing: this.#closing.signal,
+      clock: this.#config.clock,
+    };
+    if (!(await phases.run("fitness", () => checkFitness(fitness, this.#stopper)))) return;
+    // The warm cache, before setup; a failure is a cold start (unfit only under `strict`).
+    if (this.#definition.warmCache !== undefined && !(await phases.run("cache", () => this.#hydrate()))) return;
     if (this.#definition.setup !== undefined && !(await phases.run("setup", () => this.#setup()))) return;
     if (this.#closing.signal.aborted) return;
+    // After setup: send what setup produced to the volume, without delaying the first take.
+    this.#cache?.startSync();
     // Pings held during setup start now, as the Python SDK's start with serverless.start().
     this.#heartbeat?.beginPings();
     phases.ready();
@@ -183,6 +196,28 @@ export class Worker {
     if (outcome.ok) return true;
     if (!this.#closing.signal.aborted) void this.#stopper.unfit(SETUP_CHECK, outcome.reason);
     return false;
+  }
+
+  /** Hydrates the warm cache (docs/fitness.md, "Warm cache"); false when the worker became unfit. */
+  async #hydrate(): Promise<boolean> {
+    try {
+      this.#cache = await hydrateWarmCache(this.#definition.warmCache, this.#log, this.#config.endpointId);
+      return true;
+    } catch (err) {
+      void this.#stopper.unfit("cache", err instanceof Error ? err.message : String(err));
+      return false;
+    }
+  }
+
+  /**
+   * Sends the warm cache's new files to the network volume now (docs/fitness.md, "Warm cache"), e.g.
+   * after a job compiled a kernel; undefined without `warmCache` or before it was hydrated.
+   *
+   * @example
+   * worker.on("finished", () => void worker.syncWarmCache());
+   */
+  syncWarmCache(): Promise<CacheRun | undefined> {
+    return this.#cache === undefined ? Promise.resolve(undefined) : this.#cache.sync();
   }
 
   /**
@@ -227,6 +262,8 @@ export class Worker {
       // The model goes after the jobs that used it, within what is left of the grace.
       const left = this.#config.shutdownGraceMs - (this.#config.clock.now() - this.#closingAt);
       await this.#executor.teardown(Math.max(0, left));
+      // The last sync, bounded by warmCache.shutdownSyncMs; never throws.
+      await this.#cache?.close();
     } finally {
       this.#stopPolling.abort();
       await this.#stopPoll;

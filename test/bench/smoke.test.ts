@@ -83,6 +83,9 @@ const FIGURE_IDS = [
   "soak.loopDelayP99",
   "soak.jobs",
   "soak.unexpected",
+  "cache.coldStart",
+  "cache.warmStart",
+  "cache.sync",
 ];
 
 describe("npm run bench (quick smoke run: shape only, never speed)", () => {

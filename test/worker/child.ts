@@ -21,8 +21,9 @@ export function startRunletChild(
   options: { podId?: string; env?: Record<string, string>; args?: readonly string[] } = {},
 ): RunletChild {
   const inherited: Record<string, string> = {};
+  // RUNPOD_SKIP_*: the test run turns the built-in fitness checks off (vitest.config.ts).
   for (const [k, v] of Object.entries(process.env))
-    if (!k.startsWith("RUNPOD_") && v !== undefined) inherited[k] = v;
+    if ((!k.startsWith("RUNPOD_") || k.startsWith("RUNPOD_SKIP_")) && v !== undefined) inherited[k] = v;
   const child = spawn(process.execPath, ["bin/runlet.mjs", "start", file, ...(options.args ?? [])], {
     cwd: ROOT,
     env: { ...inherited, ...h.workerEnv("local", { podId: options.podId ?? "pod-child" }), ...options.env },

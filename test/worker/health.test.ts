@@ -131,7 +131,7 @@ describe("health checks and the unhealthy ping", () => {
     await using h = await testHarness();
     const inherited: Record<string, string> = {};
     for (const [k, v] of Object.entries(process.env))
-      if (!k.startsWith("RUNPOD_") && v !== undefined) inherited[k] = v;
+      if ((!k.startsWith("RUNPOD_") || k.startsWith("RUNPOD_SKIP_")) && v !== undefined) inherited[k] = v;
     const child = spawn(process.execPath, ["bin/runlet.mjs", "start", "test/fixtures/unfit.ts"], {
       cwd: ROOT,
       env: {

@@ -1,6 +1,7 @@
 import { RunletError } from "../../errors.js";
 import type { Harness } from "../../harness/index.js";
 import { sleep } from "../../wait.js";
+import { FITNESS_ENV } from "../../protocol/index.js";
 import { type Command, EXIT, parseCommandArgs, reportCliError, usageError } from "../command.js";
 import { DEFAULT_HANDLER_PATHS, resolveHandlerPath } from "../handler-path.js";
 import { describeFailure } from "../job-failure.js";
@@ -107,7 +108,12 @@ export const command: Command = {
       // Queued before the worker starts, so its first take finds them all (one batch for a batch handler).
       const ids: string[] = [];
       for (const job of jobs) ids.push(await submit(harness, job));
-      const worker = await spawn(harness.workerEnv(ENDPOINT_ID));
+      // One job, as the Python SDK's test mode: no built-in fitness checks (docs/fitness.md).
+      const worker = await spawn({
+        ...harness.workerEnv(ENDPOINT_ID),
+        [FITNESS_ENV.skipAutoSystemChecks]: "true",
+        [FITNESS_ENV.skipGpuCheck]: "true",
+      });
       let workerExited = false;
       // processSpawner's workers always have `exited`; a settled promise stands in for the type's sake.
       void (worker.exited ?? Promise.resolve()).then(() => {

@@ -1,0 +1,25 @@
+export { type CheckOutcome, type FitnessCheck, FitnessFailure } from "./check.js";
+export {
+  DEFAULT_NETWORK_TARGET,
+  type FitnessConfig,
+  type NetworkTarget,
+  readFitnessConfig,
+} from "./fitness-config.js";
+export {
+  checkDeviceRows,
+  checkGpuTestOutput,
+  cudaCheck,
+  cudaVersionOf,
+  type GpuProbe,
+  gpuCheck,
+  probeGpu,
+} from "./gpu-checks.js";
+export { builtInChecks, checkFitness, type FitnessParts, runFitnessChecks } from "./run-fitness.js";
+export {
+  diskCheck,
+  type MemoryReading,
+  type MemorySources,
+  memoryCheck,
+  networkCheck,
+  readMemory,
+} from "./system-checks.js";

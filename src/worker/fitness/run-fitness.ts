@@ -1,0 +1,111 @@
+import type { Logger } from "pino";
+import type { Clock } from "../../clock.js";
+import type { HandlerDefinition } from "../../handler/define-handler.js";
+import type { Unfitness } from "../../handler/unfit.js";
+import { runHealthCheck } from "../health.js";
+import type { WorkerStopper } from "../worker-stopper.js";
+import { type FitnessCheck, FitnessFailure } from "./check.js";
+import type { FitnessConfig } from "./fitness-config.js";
+import { cudaCheck, type GpuProbe, gpuCheck, probeGpu } from "./gpu-checks.js";
+import { diskCheck, memoryCheck, networkCheck } from "./system-checks.js";
+
+/**
+ * Step 1 of the worker's start-up (docs/fitness.md): the built-in checks in a fixed order, then the
+ * handler's own `healthCheck`, each logging one line; the first failure is the worker's unfitness
+ * (docs/protocol.md, "Unfit workers": one unhealthy ping with the check's name, exit 1).
+ */
+
+/** What the fitness step works with. */
+export interface FitnessParts {
+  readonly definition: HandlerDefinition;
+  readonly config: FitnessConfig;
+  /** Run the built-in checks (the worker's `fitnessChecks`); the handler's `healthCheck` runs either way. */
+  readonly builtIn: boolean;
+  readonly log: Logger;
+  /** Aborts when the worker closes: a check cut short says nothing about fitness. */
+  readonly closing: AbortSignal;
+  /** The worker's clock: the handler's health check times out on it. */
+  readonly clock?: Clock;
+}
+
+/**
+ * The built-in checks for `config`, in their order: memory, disk, network, cuda (all skipped by
+ * RUNPOD_SKIP_AUTO_SYSTEM_CHECKS), gpu (skipped by RUNPOD_SKIP_GPU_CHECK). The GPU is probed once,
+ * on first use, for both GPU checks.
+ */
+export function builtInChecks(config: FitnessConfig, closing: AbortSignal): FitnessCheck[] {
+  let probed: Promise<GpuProbe> | undefined;
+  const probe = () => {
+    probed ??= probeGpu(config, closing);
+    return probed;
+  };
+  const checks: FitnessCheck[] = [];
+  if (!config.skipSystemChecks) {
+    checks.push(memoryCheck(config), diskCheck(config), networkCheck(config), cudaCheck(config, probe));
+  }
+  if (!config.skipGpuCheck) checks.push(gpuCheck(config, probe));
+  return checks;
+}
+
+/** Runs the checks in order; resolves with the first unfitness, or undefined when all passed (or the worker closed). Never rejects. */
+export async function runFitnessChecks(
+  parts: FitnessParts,
+  checks: readonly FitnessCheck[] = parts.builtIn ? builtInChecks(parts.config, parts.closing) : [],
+): Promise<Unfitness | undefined> {
+  const { log, closing, definition } = parts;
+  const started = performance.now();
+  for (const check of checks) {
+    if (closing.aborted) return undefined;
+    const at = performance.now();
+    try {
+      const outcome = await check.run(closing);
+      const ms = Math.round(performance.now() - at);
+      const fields = { fitness: check.name, status: outcome.status, ms, ...outcome.fields };
+      const line = `fitness ${check.name}: ${outcome.status === "skipped" ? "skipped, " : ""}${outcome.figure}`;
+      // A CPU-only machine skips the GPU checks silently (debug), as the Python SDK does.
+      if (outcome.status === "skipped" && outcome.figure.startsWith("no GPU")) log.debug(fields, line);
+      else log.info(fields, line);
+    } catch (err) {
+      if (closing.aborted) return undefined;
+      const reason =
+        err instanceof FitnessFailure
+          ? err.message
+          : `the check threw: ${err instanceof Error ? err.message : String(err)}`;
+      log.error(
+        { fitness: check.name, status: "failed", ms: Math.round(performance.now() - at) },
+        `fitness ${check.name} failed: ${reason}`,
+      );
+      return { check: check.name, reason };
+    }
+  }
+  if (definition.healthCheck !== undefined) {
+    const at = performance.now();
+    const unfit = await runHealthCheck(definition, log, closing, parts.clock);
+    if (closing.aborted) return undefined;
+    const ms = Math.round(performance.now() - at);
+    if (unfit !== undefined) {
+      log.error(
+        { fitness: unfit.check, status: "failed", ms },
+        `fitness ${unfit.check} failed: ${unfit.reason}`,
+      );
+      return unfit;
+    }
+    log.info({ fitness: "healthCheck", status: "passed", ms }, `fitness healthCheck: passed in ${ms} ms`);
+  }
+  if (checks.length > 0) {
+    const ms = Math.round(performance.now() - started);
+    log.info({ ms }, `fitness checks passed in ${ms} ms`);
+  }
+  return undefined;
+}
+
+/**
+ * The worker's fitness step: runs every check and, on a failure, declares the worker unfit through
+ * `stopper` (unhealthy ping with `check=<name>`, stop, exit code 1). False when it failed.
+ */
+export async function checkFitness(parts: FitnessParts, stopper: WorkerStopper): Promise<boolean> {
+  const unfit = await runFitnessChecks(parts);
+  if (unfit === undefined) return true;
+  void stopper.unfit(unfit.check, unfit.reason);
+  return false;
+}
