@@ -11,6 +11,12 @@ import {
 } from "../option-schema.js";
 import type { DeliveredJob } from "../protocol/index.js";
 import type { JobS3 } from "../s3/types.js";
+import {
+  checkSidecars,
+  type SidecarInfo,
+  type SidecarOptions,
+  type SidecarSettings,
+} from "../sidecar/options.js";
 import type { BatchSettings } from "./batch-types.js";
 import type { JobMetrics } from "./metrics.js";
 
@@ -51,6 +57,13 @@ export interface HandlerContext<Input> {
    * return { text };
    */
   refreshWorker(): void;
+  /**
+   * The handler's sidecar (the first, with several): `ctx.sidecar.url` is its base URL
+   * (docs/models.md, "Sidecars"). Reading it in a handler without a `sidecar` option throws.
+   */
+  readonly sidecar: SidecarInfo;
+  /** Every sidecar of the handler by name (`ctx.sidecars.llm.url`); `{}` without any. */
+  readonly sidecars: Readonly<Record<string, SidecarInfo>>;
 }
 
 /** A handler: sync, async, a generator or an async generator (each yielded value is one stream item). */
@@ -113,6 +126,12 @@ export interface HandlerOptions<Schema extends z.ZodType, Result = unknown> {
   presignExpiresSec?: number;
   /** Let `ctx.s3.download` fetch URLs on private and loopback addresses. A worker's own `allowPrivateAddresses` wins. @default false */
   allowPrivateAddresses?: boolean;
+  /**
+   * A model server (or several, with distinct names) runlet starts before the first job, waits
+   * for, logs, and stops at shutdown; its death makes the worker unfit (docs/models.md, "Sidecars").
+   * @default none
+   */
+  sidecar?: SidecarOptions | readonly SidecarOptions[];
 }
 
 /** A checked, frozen handler definition: what `export default defineHandler(...)` gives. */
@@ -140,6 +159,8 @@ export interface HandlerDefinition<Schema extends z.ZodType = z.ZodType, Result 
    * once per batch (`handler` then runs a batch of one). Undefined for `defineHandler`.
    */
   readonly batch: BatchSettings | undefined;
+  /** The checked `sidecar` option, as a list (empty: none). */
+  readonly sidecars: readonly SidecarSettings[];
 }
 
 /** Defaults of the options, in one place. */
@@ -264,6 +285,7 @@ export function checkedDefinition<Schema extends z.ZodType, Result>(
     presignExpiresSec: plain.presignExpiresSec,
     allowPrivateAddresses: plain.allowPrivateAddresses,
     batch,
+    sidecars: checkSidecars(options.sidecar, name),
   };
 }
 

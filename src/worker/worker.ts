@@ -2,6 +2,7 @@ import type { Logger } from "pino";
 import { RunletError } from "../errors.js";
 import { type HandlerDefinition, isHandlerDefinition } from "../handler/define-handler.js";
 import { createLogger } from "../log/index.js";
+import { type RunningSidecars, startSidecars } from "../sidecar/start-sidecars.js";
 import { resolveWorkerConfig, type WorkerConfig, type WorkerOptions } from "./config.js";
 import { WorkerEventHub, type WorkerEvents, type WorkerListener } from "./events.js";
 import type { Executor, ExecutorSettings } from "./executor.js";
@@ -50,9 +51,19 @@ export class Worker {
   /** Resolves once the worker has fully stopped (after close(), a signal, or a runaway handler). */
   readonly stopped: Promise<WorkerStopInfo>;
   readonly #events: WorkerEventHub;
+  /** The env the worker was started with: sidecars inherit it. */
+  readonly #env: Readonly<Record<string, string | undefined>>;
+  /** The handler's sidecars once started (docs/models.md, "Sidecars"); stopped after the jobs at shutdown. */
+  #sidecars: RunningSidecars | undefined;
 
   /** @internal use {@link startWorker}. */
-  constructor(definition: HandlerDefinition, config: WorkerConfig, log: Logger) {
+  constructor(
+    definition: HandlerDefinition,
+    config: WorkerConfig,
+    log: Logger,
+    env: Readonly<Record<string, string | undefined>> = {},
+  ) {
+    this.#env = env;
     this.#definition = definition;
     this.#config = config;
     this.#log = log;
@@ -143,6 +154,19 @@ export class Worker {
   async #takeLoop(parts: LoopParts): Promise<void> {
     // docs/protocol.md, "Unfit workers": a worker unfit from the start takes no job at all.
     if (!(await checkHealth(this.#definition, this.#log, this.#closing.signal, this.#stopper))) return;
+    // Start-up step 3 (docs/models.md, "Start-up phases"): the sidecars, started and answering.
+    this.#sidecars = await startSidecars({
+      sidecars: this.#definition.sidecars,
+      log: this.#log,
+      clock: this.#config.clock,
+      closing: this.#closing.signal,
+      env: this.#env,
+      unfit: (check, reason) => this.#stopper.unfit(check, reason),
+      failRunningJobs: (reason) => {
+        for (const job of this.#board.jobs()) job.shutdown(reason);
+      },
+    });
+    if (this.#sidecars === undefined) return;
     await runTakeLoop(parts, this.#board);
   }
 
@@ -191,7 +215,12 @@ export class Worker {
       this.#removeSignalHandlers?.();
       // The heartbeat thread sends the unhealthy ping: let it finish before the thread ends.
       await this.#stopper.unhealthyPing;
-      const steps = [this.#executor.close(), this.#heartbeat?.close(), this.#http.close()];
+      // The sidecars stop after the running jobs (finishJobs above) and the executor's close.
+      const steps = [
+        this.#executor.close().finally(() => this.#sidecars?.close()),
+        this.#heartbeat?.close(),
+        this.#http.close(),
+      ];
       for (const result of await Promise.allSettled(steps)) {
         if (result.status === "rejected") this.#log.warn({ err: result.reason }, "a clean-up step failed");
       }
@@ -233,5 +262,5 @@ export async function startWorker(definition: HandlerDefinition, options: Worker
       ...(options.logDestination === undefined ? {} : { destination: options.logDestination }),
       secrets: config.apiKey === undefined ? [] : [config.apiKey],
     });
-  return new Worker(definition, config, log);
+  return new Worker(definition, config, log, options.env);
 }
