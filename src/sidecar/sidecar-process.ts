@@ -207,7 +207,8 @@ export class SidecarProcess {
       const timer = setTimeout(() => this.#killGroup("SIGKILL"), this.settings.stopGraceMs + KILL_SLACK_MS);
       try {
         const exit = await this.exited;
-        this.#log.info({ code: exit.code, signal: exit.signal }, `sidecar "${this.settings.name}" stopped`);
+        // Its exit status says little here: after a stop the guard ends the whole group, itself too.
+        this.#log.info(`sidecar "${this.settings.name}" stopped`);
         return exit;
       } finally {
         clearTimeout(timer);
