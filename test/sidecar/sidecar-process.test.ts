@@ -14,7 +14,7 @@ function start(
   clock = realClock(),
 ) {
   const sink = logSink();
-  const log = createLogger({ platform: true, destination: sink.stream, secrets: ["platform-api-key"] });
+  const log = createLogger({ platform: true, destination: sink.stream, secrets: ["the-worker-api-key"] });
   const { env, port, ...more } = options;
   const [settings] = checkSidecars(fixtureSidecar(port, env, more));
   const proc = new SidecarProcess({ settings: settings!, log, clock, baseEnv: process.env });
