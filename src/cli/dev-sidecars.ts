@@ -3,7 +3,7 @@ import type { Logger } from "pino";
 import { type Clock, realClock } from "../clock.js";
 import type { SidecarSettings } from "../sidecar/options.js";
 import { SidecarProcess } from "../sidecar/sidecar-process.js";
-import { type DevSidecarMessage, isDevSidecarMessage } from "../sidecar/start-sidecars.js";
+import { type DevSidecarMessage, isDevSidecarMessage, sidecarEnv } from "../sidecar/start-sidecars.js";
 
 /**
  * `runlet dev`'s sidecars (docs/models.md, "Sidecars under runlet dev"): the worker processes ask
@@ -131,7 +131,7 @@ export class DevSidecars {
 
   #start(settings: SidecarSettings, key: string): Entry {
     const { log, env, clock } = this.#options;
-    const proc = new SidecarProcess({ settings, log, clock: clock ?? realClock(), baseEnv: env });
+    const proc = new SidecarProcess({ settings, log, clock: clock ?? realClock(), baseEnv: sidecarEnv(env) });
     const ready = proc.waitReady(this.#closing.signal).then(
       () => undefined,
       (err: unknown) => {

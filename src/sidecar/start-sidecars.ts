@@ -90,6 +90,22 @@ export async function startSidecars(parts: StartSidecarsParts): Promise<RunningS
   return running;
 }
 
+/** The worker's API key: a model server has no use for it, and might log its environment. */
+const WITHHELD = ["RUNPOD_AI_API_KEY"];
+
+/**
+ * What a sidecar inherits: the process's own environment (what any child gets: PATH, HOME,
+ * CUDA_VISIBLE_DEVICES, a token for the model hub), then the worker's `env` option over it (the
+ * same object under `runlet start`; in tests, the harness's variables), without the worker's API key.
+ */
+export function sidecarEnv(
+  workerEnv: Readonly<Record<string, string | undefined>>,
+): Record<string, string | undefined> {
+  const env = { ...process.env, ...workerEnv };
+  for (const name of WITHHELD) delete env[name];
+  return env;
+}
+
 function urlsOf(sidecars: readonly SidecarSettings[]): Readonly<Record<string, string>> {
   return Object.freeze(Object.fromEntries(sidecars.map((s) => [s.name, s.url])));
 }
@@ -106,9 +122,10 @@ async function ownSidecars(parts: StartSidecarsParts): Promise<RunningSidecars |
   // Loaded only for a handler with sidecars: the worker's own start does not pay for child_process.
   const { SidecarProcess } = await import("./sidecar-process.js");
   const procs: SidecarProcess[] = [];
+  const baseEnv = sidecarEnv(parts.env);
   try {
     for (const settings of parts.sidecars) {
-      procs.push(new SidecarProcess({ settings, log: parts.log, clock: parts.clock, baseEnv: parts.env }));
+      procs.push(new SidecarProcess({ settings, log: parts.log, clock: parts.clock, baseEnv }));
     }
     await Promise.all(procs.map((p) => p.waitReady(parts.closing)));
   } catch (err) {

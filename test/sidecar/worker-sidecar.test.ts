@@ -37,6 +37,8 @@ describe("a worker with a sidecar", () => {
       const ready = messages.indexOf("sidecars ready");
       expect(ready).toBeGreaterThan(messages.indexOf('sidecar "llm" is ready'));
       expect(ready).toBeLessThan(messages.indexOf("Started."));
+      // It inherits the environment (PATH) but not the worker's API key.
+      expect(eventsOf(tmp.events)[0]).toMatchObject({ event: "started", apiKey: null, hasPath: true });
     } finally {
       await w.close();
     }

@@ -174,7 +174,8 @@ export const command: Command = {
       });
       const deployed = new DevSpawner({
         handlerPath,
-        env: { [DESCRIBE_ENV]: "1" },
+        env: { [DESCRIBE_ENV]: "1", [DEV_SIDECARS_ENV]: "ipc" },
+        ipc: (child) => sidecars.attach(child),
         onLine: (label, line) => onWorkerLine(label.slice(0, label.lastIndexOf("/")), label, line),
       });
       await using pool = new WorkerPool({
