@@ -31,7 +31,7 @@ function handlerSource(version: number, port: number, events: string, model: str
     "    stopGraceMs: 1000,",
     "  },",
     "  handler: async ({ sidecar }) => {",
-    "    const res = await fetch(sidecar.url + \"/health\");",
+    '    const res = await fetch(sidecar.url + "/health");',
     `    return { version: ${version}, sidecar: res.status };`,
     "  },",
     "});",
