@@ -1,3 +1,4 @@
+import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import type { Harness } from "../../src/harness/index.js";
 import { defineHandler } from "../../src/index.js";
@@ -158,5 +159,21 @@ describe("a worker with a sidecar", () => {
     const pid = eventsOf(tmp.events)[0]!["pid"] as number;
     await waitFor("the sidecar to be gone", () => !alive(pid), 5_000);
     expect(h.requests({ route: "job-take" })).toEqual([]);
+  }, 30_000);
+
+  it("gives an isolation thread's handler the same sidecar URL", async () => {
+    await using h = await testHarness();
+    const port = await freePort();
+    process.env["SIDECAR_THREAD_PORT"] = String(port);
+    try {
+      const { default: definition } = await import("../fixtures/sidecar-thread.js");
+      const module = fileURLToPath(new URL("../fixtures/sidecar-thread.ts", import.meta.url));
+      await using _w = await workerFor(h, definition, { handlerModule: module });
+      const id = h.enqueue("local", { input: {} });
+      const job = await h.waitForJob(id, { timeoutMs: 20_000 });
+      expect(job.output).toEqual({ url: `http://127.0.0.1:${port}`, status: 200 });
+    } finally {
+      delete process.env["SIDECAR_THREAD_PORT"];
+    }
   }, 30_000);
 });
