@@ -268,33 +268,47 @@ function describeReady(settings: SidecarSettings): string {
   return "url" in settings.ready ? settings.ready.url : `127.0.0.1:${settings.ready.port}`;
 }
 
-/** One readiness probe: true when the sidecar answered as `ready` asks. Never rejects. */
+/**
+ * One readiness probe: true when the sidecar answered as `ready` asks. Never rejects. `signal` is
+ * watched through onAbort (one listener however many probes run), not handed to the request: a
+ * listener per probe piled up on the wait's signal (MaxListenersExceededWarning after 11 probes).
+ */
 function probe(settings: SidecarSettings, signal: AbortSignal): Promise<boolean> {
   const ready = settings.ready;
   if (signal.aborted) return Promise.resolve(false);
   return new Promise((resolve) => {
+    let unsubscribe: (() => void) | undefined;
+    let destroy: (() => void) | undefined;
+    let settled = false;
+    const finish = (ok: boolean): void => {
+      if (settled) return;
+      settled = true;
+      unsubscribe?.();
+      destroy?.();
+      resolve(ok);
+    };
     if ("port" in ready) {
-      const socket = connect({ host: "127.0.0.1", port: ready.port, signal });
-      socket.setTimeout(PROBE_TIMEOUT_MS, () => socket.destroy());
-      socket.once("connect", () => {
-        socket.destroy();
-        resolve(true);
+      const socket = connect({ host: "127.0.0.1", port: ready.port });
+      destroy = () => socket.destroy();
+      socket.setTimeout(PROBE_TIMEOUT_MS, () => finish(false));
+      socket.once("connect", () => finish(true));
+      socket.once("error", () => finish(false));
+      socket.once("close", () => finish(false));
+    } else {
+      const url = new URL(ready.url);
+      const send = url.protocol === "https:" ? httpsRequest : httpRequest;
+      const req = send(url, { method: "GET", timeout: PROBE_TIMEOUT_MS, agent: false }, (res) => {
+        const ok = res.statusCode !== undefined && res.statusCode >= 200 && res.statusCode < 300;
+        res.resume();
+        res.once("end", () => finish(ok));
+        res.once("error", () => finish(false));
+        res.once("close", () => finish(ok));
       });
-      socket.once("error", () => resolve(false));
-      socket.once("close", () => resolve(false));
-      return;
+      destroy = () => req.destroy();
+      req.once("timeout", () => finish(false));
+      req.once("error", () => finish(false));
+      req.end();
     }
-    const url = new URL(ready.url);
-    const send = url.protocol === "https:" ? httpsRequest : httpRequest;
-    const req = send(url, { method: "GET", signal, timeout: PROBE_TIMEOUT_MS, agent: false }, (res) => {
-      const ok = res.statusCode !== undefined && res.statusCode >= 200 && res.statusCode < 300;
-      res.resume();
-      res.once("end", () => resolve(ok));
-      res.once("error", () => resolve(false));
-      res.once("close", () => resolve(ok));
-    });
-    req.once("timeout", () => req.destroy());
-    req.once("error", () => resolve(false));
-    req.end();
+    unsubscribe = onAbort(signal, () => finish(false));
   });
 }
