@@ -23,6 +23,8 @@ export const ERROR_CODES = {
   RUNLET_OUTPUT_TOO_LARGE: "An output is over the size the platform accepts and no store is configured.",
   RUNLET_WORKER_UNFIT:
     "The worker found itself unfit (a failed health check); it pings unhealthy and exits 1.",
+  RUNLET_SIDECAR_FAILED:
+    "A sidecar (model server) did not start, did not answer within readyTimeoutMs, or exited while the worker ran.",
   // talking to the platform
   RUNLET_PROTOCOL_BAD_JOB: "The platform delivered a job without an id or input.",
   RUNLET_REPORT_REJECTED: "The platform refused a result with a 4xx; the worker reported why instead.",

@@ -15,6 +15,8 @@ export interface DevSpawnerOptions {
   readonly onLine: (label: string, line: string) => void;
   /** How long a stopped worker may finish its jobs before it is killed, in ms. @default 30_000 */
   readonly stopGraceMs?: number;
+  /** Given each worker process, spawned with an IPC channel (runlet dev's sidecars). @default no IPC channel */
+  readonly ipc?: (child: ChildProcess) => void;
 }
 
 interface Child {
@@ -56,9 +58,11 @@ export class DevSpawner {
       {
         // Platform mode (JSON lines), so each worker line is rendered as one readable line.
         env: { ...inheritedEnv(), ...this.#options.env, ...env, RUNPOD_ENDPOINT_ID: endpointId },
-        stdio: ["ignore", "pipe", "pipe"],
+        stdio:
+          this.#options.ipc === undefined ? ["ignore", "pipe", "pipe"] : ["ignore", "pipe", "pipe", "ipc"],
       },
     );
+    this.#options.ipc?.(child);
     pipeLines(child, (line) => this.#options.onLine(label, line));
     await new Promise<void>((resolve, reject) => {
       child.once("spawn", resolve);

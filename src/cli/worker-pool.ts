@@ -25,6 +25,8 @@ export interface WorkerPoolOptions {
   readonly stopGraceMs?: number;
   /** Pause before replacing a started worker that exited on its own, in ms (a crashing handler must not spin). @default 1_000 */
   readonly restartDelayMs?: number;
+  /** Given each worker process, spawned with an IPC channel (runlet dev's sidecars). @default no IPC channel */
+  readonly ipc?: (child: ChildProcess) => void;
 }
 
 interface Member {
@@ -101,8 +103,13 @@ export class WorkerPool {
     const child = spawn(
       process.execPath,
       [join(RUNLET_ROOT, "bin", "runlet.mjs"), "start", this.#options.handlerPath],
-      { env: { ...inheritedEnv(), ...this.#options.envFor() }, stdio: ["ignore", "pipe", "pipe"] },
+      {
+        env: { ...inheritedEnv(), ...this.#options.envFor() },
+        stdio:
+          this.#options.ipc === undefined ? ["ignore", "pipe", "pipe"] : ["ignore", "pipe", "pipe", "ipc"],
+      },
     );
+    this.#options.ipc?.(child);
     const member: Member = {
       label,
       child,

@@ -16,6 +16,12 @@ import {
 } from "../option-schema.js";
 import type { DeliveredJob } from "../protocol/index.js";
 import type { JobS3 } from "../s3/types.js";
+import {
+  checkSidecars,
+  type SidecarInfo,
+  type SidecarOptions,
+  type SidecarSettings,
+} from "../sidecar/options.js";
 import type { BatchSettings } from "./batch-types.js";
 import type { JobMetrics } from "./metrics.js";
 
@@ -84,6 +90,13 @@ export interface HandlerContext<Input, State = undefined> {
    * return { text };
    */
   refreshWorker(): void;
+  /**
+   * The handler's sidecar (the first, with several): `ctx.sidecar.url` is its base URL
+   * (docs/models.md, "Sidecars"). Reading it in a handler without a `sidecar` option throws.
+   */
+  readonly sidecar: SidecarInfo;
+  /** Every sidecar of the handler by name (`ctx.sidecars.llm.url`); `{}` without any. */
+  readonly sidecars: Readonly<Record<string, SidecarInfo>>;
 }
 
 /** A handler: sync, async, a generator or an async generator (each yielded value is one stream item). */
@@ -165,6 +178,12 @@ export interface HandlerOptions<Schema extends z.ZodType, Result = unknown, Stat
    * package tar-stream. @default none
    */
   warmCache?: WarmCacheOptions;
+  /**
+   * A model server (or several, with distinct names) runlet starts before the first job, waits
+   * for, logs, and stops at shutdown; its death makes the worker unfit (docs/models.md, "Sidecars").
+   * @default none
+   */
+  sidecar?: SidecarOptions | readonly SidecarOptions[];
 }
 
 /** A checked, frozen handler definition: what `export default defineHandler(...)` gives. */
@@ -200,6 +219,8 @@ export interface HandlerDefinition<Schema extends z.ZodType = z.ZodType, Result 
    * once per batch (`handler` then runs a batch of one). Undefined for `defineHandler`.
    */
   readonly batch: BatchSettings | undefined;
+  /** The checked `sidecar` option, as a list (empty: none). */
+  readonly sidecars: readonly SidecarSettings[];
 }
 
 /** Defaults of the options, in one place. */
@@ -336,6 +357,7 @@ export function checkedDefinition<Schema extends z.ZodType, Result, State>(
         ? undefined
         : checkWarmCacheOptions(options.warmCache, `${prefix}warmCache.`),
     batch,
+    sidecars: checkSidecars(options.sidecar, name),
   };
 }
 

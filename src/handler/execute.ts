@@ -4,6 +4,7 @@ import { s3LoadError } from "../optional-peers.js";
 import type { DeliveredJob } from "../protocol/index.js";
 import { unconfiguredJobS3 } from "../s3/no-store.js";
 import type { JobS3, JobS3Options } from "../s3/types.js";
+import { type SidecarContext, sidecarContext } from "../sidecar/options.js";
 import { chunkBody, StreamCoalescer, splitItemIter } from "../stream/index.js";
 import type { HandlerContext, HandlerDefinition } from "./define-handler.js";
 import { createJobMetrics, type JobMetrics } from "./metrics.js";
@@ -91,6 +92,18 @@ export function isIterator(value: unknown): value is AsyncIterator<unknown> | It
   );
 }
 
+/** Each definition's sidecar context, made once (definitions are frozen; the list is its key). */
+const sidecarContexts = new WeakMap<object, SidecarContext>();
+
+function sidecarContextOf(list: HandlerDefinition["sidecars"]): SidecarContext {
+  let context = sidecarContexts.get(list);
+  if (context === undefined) {
+    context = sidecarContext(list);
+    sidecarContexts.set(list, context);
+  }
+  return context;
+}
+
 /**
  * Runs `options.job` through `options.definition`; never rejects: whatever the schema, the handler
  * or a hook throws becomes this job's failed result (every floating promise ends in one sink).
@@ -123,6 +136,7 @@ async function runJob(options: ExecuteOptions): Promise<ExecuteOutcome> {
   // A job without a store never loads the S3 module (and the AWS SDK behind it).
   const createJobS3 = hasStore ? await loadS3() : undefined;
   let s3: JobS3 | undefined;
+  const sidecars = sidecarContextOf(definition.sidecars);
   const context: HandlerContext<unknown, unknown> = {
     job: Object.freeze({ id: job.id, raw: job }),
     state: options.state,
@@ -137,6 +151,11 @@ async function runJob(options: ExecuteOptions): Promise<ExecuteOutcome> {
     refreshWorker() {
       refreshAsked = true;
     },
+    // A getter, not a copy: reading ctx.sidecar without a sidecar option throws, saying so.
+    get sidecar() {
+      return sidecars.sidecar;
+    },
+    sidecars: sidecars.sidecars,
     get s3(): JobS3 {
       if (s3 !== undefined) return s3;
       if (createJobS3 === undefined) {

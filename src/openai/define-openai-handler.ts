@@ -22,6 +22,7 @@ import {
   chatCompletionRequestSchema,
   completionRequestSchema,
 } from "./schemas.js";
+import { checkRelay, type OpenAIRelayOptions, relayToSidecar } from "./sidecar-relay.js";
 
 /** What chat and completions functions receive besides the request: the job's usual context. */
 export type OpenAIContext<State = undefined> = HandlerContext<unknown, State>;
@@ -44,6 +45,13 @@ export interface OpenAIHandlerOptions<State = undefined>
   readonly chat?: (request: ChatCompletionRequest, context: OpenAIContext<State>) => Generation;
   /** Serves `/v1/completions`, as `chat` does. */
   readonly completions?: (request: CompletionRequest, context: OpenAIContext<State>) => Generation;
+  /**
+   * Relay every chat and completions request to the handler's OpenAI-compatible sidecar (the
+   * `sidecar` option) instead of `chat`/`completions`: its answer, or its server-sent events as
+   * they come, go back as they are; a job-stop, the deadline or a client that hangs up closes the
+   * upstream request (docs/models.md, "Relaying OpenAI requests to a sidecar"). @default off
+   */
+  readonly relay?: true | OpenAIRelayOptions;
   /** Runs jobs that are not OpenAI requests (no `input.openai_route`), so one endpoint serves both. @default none: such jobs fail */
   readonly handler?: HandlerFunction<unknown, unknown, State>;
 }
@@ -84,8 +92,9 @@ export function defineOpenAIHandler<State = undefined>(
   options: OpenAIHandlerOptions<State>,
 ): HandlerDefinition {
   if (typeof options !== "object" || options === null) throw invalid("expected an options object");
-  const { models: rawModels, chat, completions, handler: plain, ...rest } = options;
+  const { models: rawModels, chat, completions, handler: plain, relay: rawRelay, ...rest } = options;
   const models = checkModels(rawModels);
+  const relay = checkRelay(rawRelay, "defineOpenAIHandler");
   for (const [name, fn] of [
     ["chat", chat],
     ["completions", completions],
@@ -93,7 +102,14 @@ export function defineOpenAIHandler<State = undefined>(
   ] as const) {
     if (fn !== undefined && typeof fn !== "function") throw invalid(`${name} must be a function`);
   }
-  if (chat === undefined && completions === undefined) throw invalid("give chat, completions or both");
+  if (relay !== undefined) {
+    if (chat !== undefined || completions !== undefined) {
+      throw invalid("relay serves chat and completions itself: give relay or chat/completions, not both");
+    }
+    if (rest.sidecar === undefined) throw invalid("relay needs a sidecar option (the server to relay to)");
+  } else if (chat === undefined && completions === undefined) {
+    throw invalid("give chat, completions or both (or relay with a sidecar)");
+  }
   const modelIds = new Set(models.map((m) => m.id));
   const list = {
     object: "list",
@@ -102,6 +118,12 @@ export function defineOpenAIHandler<State = undefined>(
 
   const serve = (route: string, body: unknown, context: OpenAIContext<State>): unknown => {
     if (route === "/v1/models") return list;
+    if (relay !== undefined && (route === "/v1/chat/completions" || route === "/v1/completions")) {
+      const schema = route === "/v1/chat/completions" ? chatCompletionRequestSchema : completionRequestSchema;
+      parseBody(schema, body, modelIds);
+      // The body as the client sent it (fields this side's schema does not know included).
+      return relayToSidecar(relay, route, body as Record<string, unknown>, context);
+    }
     if (route === "/v1/chat/completions" && chat !== undefined) {
       const request = parseBody(chatCompletionRequestSchema, body, modelIds);
       const maxTokens = request.max_completion_tokens ?? request.max_tokens ?? undefined;

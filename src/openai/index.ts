@@ -24,3 +24,4 @@ export {
   chatMessageSchema,
   completionRequestSchema,
 } from "./schemas.js";
+export { MAX_RELAY_BODY_BYTES, type OpenAIRelayOptions } from "./sidecar-relay.js";

@@ -4,6 +4,7 @@ import type { CacheRun, WarmCache } from "../cache/warm-cache.js";
 import { RunletError } from "../errors.js";
 import { type HandlerDefinition, isHandlerDefinition } from "../handler/define-handler.js";
 import { createLogger } from "../log/index.js";
+import { type RunningSidecars, startSidecars } from "../sidecar/start-sidecars.js";
 import { resolveWorkerConfig, type WorkerConfig, type WorkerOptions } from "./config.js";
 import { WorkerEventHub, type WorkerEvents, type WorkerListener } from "./events.js";
 import type { Executor, ExecutorSettings } from "./executor.js";
@@ -61,9 +62,19 @@ export class Worker {
   #closingAt = 0;
   /** The handler's warm cache, once hydrated (docs/fitness.md, "Warm cache"). */
   #cache: WarmCache | undefined;
+  /** The env the worker was started with: sidecars inherit it. */
+  readonly #env: Readonly<Record<string, string | undefined>>;
+  /** The handler's sidecars once started (docs/models.md, "Sidecars"); stopped after the jobs at shutdown. */
+  #sidecars: RunningSidecars | undefined;
 
   /** @internal use {@link startWorker}. */
-  constructor(definition: HandlerDefinition, config: WorkerConfig, log: Logger) {
+  constructor(
+    definition: HandlerDefinition,
+    config: WorkerConfig,
+    log: Logger,
+    env: Readonly<Record<string, string | undefined>> = {},
+  ) {
+    this.#env = env;
     this.#definition = definition;
     this.#config = config;
     this.#log = log;
@@ -169,7 +180,11 @@ export class Worker {
     };
     if (!(await phases.run("fitness", () => checkFitness(fitness, this.#stopper)))) return;
     // The warm cache, before setup; a failure is a cold start (unfit only under `strict`).
-    if (this.#definition.warmCache !== undefined && !(await phases.run("cache", () => this.#hydrate()))) return;
+    if (this.#definition.warmCache !== undefined && !(await phases.run("cache", () => this.#hydrate())))
+      return;
+    // Start-up step 3 (docs/models.md, "Start-up phases"): the sidecars, started and answering.
+    if (this.#definition.sidecars.length > 0 && !(await phases.run("sidecar", () => this.#startSidecars())))
+      return;
     if (this.#definition.setup !== undefined && !(await phases.run("setup", () => this.#setup()))) return;
     if (this.#closing.signal.aborted) return;
     // After setup: send what setup produced to the volume, without delaying the first take.
@@ -196,6 +211,22 @@ export class Worker {
     if (outcome.ok) return true;
     if (!this.#closing.signal.aborted) void this.#stopper.unfit(SETUP_CHECK, outcome.reason);
     return false;
+  }
+
+  /** Starts the handler's sidecars and waits for them; false when the worker became unfit or closed. */
+  async #startSidecars(): Promise<boolean> {
+    this.#sidecars = await startSidecars({
+      sidecars: this.#definition.sidecars,
+      log: this.#log,
+      clock: this.#config.clock,
+      closing: this.#closing.signal,
+      env: this.#env,
+      unfit: (check, reason) => this.#stopper.unfit(check, reason),
+      failRunningJobs: (reason) => {
+        for (const job of this.#board.jobs()) job.shutdown(reason);
+      },
+    });
+    return this.#sidecars !== undefined;
   }
 
   /** Hydrates the warm cache (docs/fitness.md, "Warm cache"); false when the worker became unfit. */
@@ -271,7 +302,12 @@ export class Worker {
       this.#removeSignalHandlers?.();
       // The heartbeat thread sends the unhealthy ping: let it finish before the thread ends.
       await this.#stopper.unhealthyPing;
-      const steps = [this.#executor.close(), this.#heartbeat?.close(), this.#http.close()];
+      // The sidecars stop after the running jobs (finishJobs above) and the executor's close.
+      const steps = [
+        this.#executor.close().finally(() => this.#sidecars?.close()),
+        this.#heartbeat?.close(),
+        this.#http.close(),
+      ];
       for (const result of await Promise.allSettled(steps)) {
         if (result.status === "rejected") this.#log.warn({ err: result.reason }, "a clean-up step failed");
       }
@@ -324,5 +360,5 @@ export async function startWorker(definition: HandlerDefinition, options: Worker
       ...(options.logDestination === undefined ? {} : { destination: options.logDestination }),
       secrets: config.apiKey === undefined ? [] : [config.apiKey],
     });
-  return new Worker(definition, config, log);
+  return new Worker(definition, config, log, options.env);
 }

@@ -1,5 +1,6 @@
 import { readFile } from "node:fs/promises";
 import { dirname, join, relative } from "node:path";
+import { Writable } from "node:stream";
 import { RunletError } from "../../errors.js";
 import type { HandlerInfo } from "../../harness/index.js";
 import {
@@ -14,6 +15,7 @@ import {
 } from "../command.js";
 import { tryLines } from "../dev-banner.js";
 import { API_KEY_RULE, isApiKey, projectApiKey, STATE_DIR } from "../dev-key.js";
+import { DevSidecars } from "../dev-sidecars.js";
 import { DevSpawner } from "../dev-spawner.js";
 import { DEFAULT_HANDLER_PATHS, resolveHandlerPath } from "../handler-path.js";
 import { DESCRIBE_ENV, handlerReportOf } from "../handler-report.js";
@@ -61,6 +63,20 @@ async function sampleBody(cwd: string): Promise<unknown> {
     // No (or no valid) test_input.json: the handler's input schema gives the example instead.
     return undefined;
   }
+}
+
+/** A stream that hands each whole line written to it to `onLine` (the sidecars' log lines). */
+function lineWriter(onLine: (line: string) => void): NodeJS.WritableStream {
+  let pending = "";
+  return new Writable({
+    write(chunk: Buffer | string, _encoding, done) {
+      pending += chunk.toString();
+      const lines = pending.split("\n");
+      pending = lines.pop() ?? "";
+      for (const line of lines) if (line !== "") onLine(line);
+      done();
+    },
+  });
 }
 
 /** A taken port, named: the API's or the dashboard's, and the flag that changes it. */
@@ -152,9 +168,21 @@ export const command: Command = {
         if (info !== undefined) described(endpointId, info);
         else jobs.workerLine(`[${label}] `, line, record);
       };
+      // The handler's sidecars live here, not in the workers: kept across edits (docs/models.md).
+      const { createLogger } = await import("../../log/index.js");
+      const { DEV_SIDECARS_ENV } = await import("../../sidecar/start-sidecars.js");
+      await using sidecars = new DevSidecars({
+        env: process.env,
+        log: createLogger({
+          platform: true,
+          secrets: [harness.apiKey],
+          destination: lineWriter((line) => onWorkerLine(ENDPOINT_ID, "sidecar", line)),
+        }),
+      });
       const deployed = new DevSpawner({
         handlerPath,
-        env: { [DESCRIBE_ENV]: "1" },
+        env: { [DESCRIBE_ENV]: "1", [DEV_SIDECARS_ENV]: "ipc" },
+        ipc: (child) => sidecars.attach(child),
         onLine: (label, line) => onWorkerLine(label.slice(0, label.lastIndexOf("/")), label, line),
       });
       await using pool = new WorkerPool({
@@ -165,7 +193,9 @@ export const command: Command = {
           ...harness.workerEnv(ENDPOINT_ID),
           RUNPOD_ENDPOINT_ID: ENDPOINT_ID,
           [DESCRIBE_ENV]: "1",
+          [DEV_SIDECARS_ENV]: "ipc",
         }),
+        ipc: (child) => sidecars.attach(child),
         onLine: (label, line) => onWorkerLine(ENDPOINT_ID, label, line),
         onExit: (label, code, signal) => {
           harness.workerRestarted(ENDPOINT_ID);

@@ -1,0 +1,256 @@
+import { JobError, RunletError } from "../errors.js";
+import { onAbort } from "../linked-signal.js";
+import type { OpenAIContext } from "./define-openai-handler.js";
+import { openAIJobError } from "./errors.js";
+
+/**
+ * `defineOpenAIHandler({ relay })`: OpenAI requests passed to an OpenAI-compatible sidecar
+ * (llama.cpp's server, vLLM, Ollama) and its answer passed back — its server-sent events
+ * streamed through as they come, one stream item per event (docs/models.md, "Relaying OpenAI
+ * requests to a sidecar"). The upstream request carries the job's signal: a job-stop, the
+ * deadline, the worker's shutdown and (through the platform's cancel) a client that hangs up
+ * all close it, so the server stops generating.
+ */
+
+/** Options of the relay form (`relay: true` takes every default). */
+export interface OpenAIRelayOptions {
+  /** The sidecar to relay to, by name. @default the handler's first (or only) sidecar */
+  readonly sidecar?: string;
+  /** The path of the OpenAI API on the sidecar. @default "/v1" */
+  readonly basePath?: string;
+  /** The model name sent upstream for each model id the endpoint serves, where they differ. @default the same name */
+  readonly upstreamModels?: Readonly<Record<string, string>>;
+}
+
+/** The checked relay settings. */
+export interface RelaySettings {
+  readonly sidecar: string | undefined;
+  readonly basePath: string;
+  readonly upstreamModels: Readonly<Record<string, string>>;
+}
+
+/** Largest answer that does not stream, and largest single event of one that does, in bytes. */
+export const MAX_RELAY_BODY_BYTES = 16_777_216; // 16 MiB
+/** Characters of an upstream error body quoted in a job's error. */
+const ERROR_QUOTE_CHARS = 1_000;
+
+/** The relay option checked (`where` starts each message), or undefined when not given. */
+export function checkRelay(value: unknown, where: string): RelaySettings | undefined {
+  if (value === undefined || value === false) return undefined;
+  const o = (value === true ? {} : value) as Partial<Record<keyof OpenAIRelayOptions, unknown>>;
+  if (typeof o !== "object" || o === null) {
+    throw new RunletError(
+      "RUNLET_HANDLER_INVALID",
+      `${where}: relay must be true or { sidecar?, basePath?, upstreamModels? }`,
+    );
+  }
+  const bad = (message: string) => new RunletError("RUNLET_HANDLER_INVALID", `${where}: relay.${message}`);
+  if (o.sidecar !== undefined && typeof o.sidecar !== "string") throw bad("sidecar must be a sidecar's name");
+  const basePath = o.basePath ?? "/v1";
+  if (typeof basePath !== "string" || (basePath !== "" && !basePath.startsWith("/"))) {
+    throw bad(`basePath must be a path starting with /, got ${JSON.stringify(basePath)}`);
+  }
+  const models = o.upstreamModels ?? {};
+  if (
+    typeof models !== "object" ||
+    models === null ||
+    Object.values(models).some((m) => typeof m !== "string")
+  ) {
+    throw bad("upstreamModels must map model ids to upstream model names (strings)");
+  }
+  return Object.freeze({
+    sidecar: o.sidecar as string | undefined,
+    basePath: basePath.replace(/\/+$/, ""),
+    upstreamModels: Object.freeze({ ...(models as Record<string, string>) }),
+  });
+}
+
+/**
+ * Sends one OpenAI request (`route` is `/v1/chat/completions` or `/v1/completions`, `body` already
+ * checked) to the sidecar. Streaming requests give back the upstream events, each a string
+ * `data: ...\n\n` (what the platform writes to the client as it is); others give back the response.
+ */
+export function relayToSidecar(
+  settings: RelaySettings,
+  route: string,
+  body: Record<string, unknown>,
+  context: OpenAIContext<unknown>,
+): AsyncGenerator<string> | Promise<unknown> {
+  // A streaming request is answered by a generator (so the worker streams it), which sends the
+  // request on its first step: an upstream error then fails the job before anything is streamed.
+  if (body["stream"] === true) {
+    return (async function* () {
+      const call = await send(settings, route, body, context);
+      yield* relayEvents(call);
+    })();
+  }
+  return (async () => {
+    const call = await send(settings, route, body, context);
+    try {
+      const text = await readBounded(call.response, MAX_RELAY_BODY_BYTES);
+      try {
+        return JSON.parse(text) as unknown;
+      } catch {
+        throw new JobError(
+          `sidecar "${call.name}" answered 2xx with a body that is not JSON: ${text.slice(0, ERROR_QUOTE_CHARS)}`,
+        );
+      }
+    } finally {
+      call.unlink();
+    }
+  })();
+}
+
+/** An upstream request that answered 2xx. */
+interface UpstreamCall {
+  readonly name: string;
+  readonly response: Response;
+  readonly upstream: AbortController;
+  readonly unlink: () => void;
+}
+
+/** Sends the request; an error answer or an unreachable sidecar fails the job. */
+async function send(
+  settings: RelaySettings,
+  route: string,
+  body: Record<string, unknown>,
+  context: OpenAIContext<unknown>,
+): Promise<UpstreamCall> {
+  const target = settings.sidecar === undefined ? context.sidecar : context.sidecars[settings.sidecar];
+  if (target === undefined) {
+    throw new RunletError(
+      "RUNLET_HANDLER_INVALID",
+      `defineOpenAIHandler: relay.sidecar names "${settings.sidecar}", but the handler has no sidecar of that name`,
+    );
+  }
+  const url = `${target.url}${settings.basePath}${route.slice("/v1".length)}`;
+  const model = typeof body["model"] === "string" ? body["model"] : "";
+  const upstreamModel = settings.upstreamModels[model] ?? model;
+  // Our own controller, tied to the job's signal: a consumer that stops reading (the generator's
+  // return) also closes the upstream request.
+  const upstream = new AbortController();
+  const unlink = onAbort(context.signal, () => upstream.abort(context.signal.reason));
+  let response: Response;
+  try {
+    response = await fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+      body: JSON.stringify({ ...body, model: upstreamModel }),
+      signal: upstream.signal,
+    });
+  } catch (err) {
+    unlink();
+    context.signal.throwIfAborted();
+    throw new JobError(`sidecar "${target.name}" could not be reached at ${url}: ${causeText(err)}`, {
+      cause: err,
+    });
+  }
+  if (!response.ok) {
+    try {
+      throw upstreamError(target.name, response.status, await readBounded(response, MAX_RELAY_BODY_BYTES));
+    } finally {
+      unlink();
+    }
+  }
+  return { name: target.name, response, upstream, unlink };
+}
+
+/** The upstream events, one string each; closing the generator (or the job's signal) closes the request. */
+async function* relayEvents({ response, upstream, unlink, name }: UpstreamCall): AsyncGenerator<string> {
+  const reader = response.body?.getReader();
+  if (reader === undefined) {
+    unlink();
+    return;
+  }
+  const decoder = new TextDecoder();
+  let pending = "";
+  let done = false;
+  try {
+    for (;;) {
+      const step = await reader.read();
+      if (step.done) {
+        pending += decoder.decode();
+        done = true;
+        break;
+      }
+      pending += decoder.decode(step.value, { stream: true });
+      for (;;) {
+        const end = /\r?\n\r?\n/.exec(pending);
+        if (end === null) break;
+        const event = pending.slice(0, end.index);
+        pending = pending.slice(end.index + end[0].length);
+        if (event.trim() !== "") yield `${event.replace(/\r\n/g, "\n")}\n\n`;
+      }
+      if (pending.length > MAX_RELAY_BODY_BYTES) {
+        throw new JobError(
+          `sidecar "${name}" sent an event over ${MAX_RELAY_BODY_BYTES} bytes without its blank line; the stream was closed`,
+        );
+      }
+    }
+    if (pending.trim() !== "") yield `${pending.replace(/\r\n/g, "\n")}\n\n`;
+  } finally {
+    unlink();
+    // Ended early (job-stop, deadline, a client that hung up, a consumer that stopped): close the
+    // upstream request so the server stops generating.
+    if (!done) {
+      upstream.abort(new RunletError("RUNLET_JOB_STOPPED", "the relayed request was cancelled"));
+      await reader.cancel().catch(() => {
+        // Already errored by the abort above: nothing more to release.
+      });
+    }
+  }
+}
+
+/** The job's error for an upstream error answer: its own OpenAI error when it sent one. */
+function upstreamError(name: string, status: number, text: string): JobError {
+  let parsed: { error?: { message?: unknown; type?: unknown; code?: unknown; param?: unknown } } | undefined;
+  try {
+    parsed = JSON.parse(text) as typeof parsed;
+  } catch {
+    // Not JSON: quoted below.
+  }
+  const e = parsed?.error;
+  if (e !== undefined && typeof e.message === "string") {
+    const type =
+      typeof e.type === "string"
+        ? e.type
+        : status === 404
+          ? "not_found_error"
+          : status < 500
+            ? "invalid_request_error"
+            : "server_error";
+    return openAIJobError(e.message, type, {
+      code: typeof e.code === "string" ? e.code : null,
+      param: typeof e.param === "string" ? e.param : null,
+    });
+  }
+  const type = status === 404 ? "not_found_error" : status < 500 ? "invalid_request_error" : "server_error";
+  return openAIJobError(`sidecar "${name}" answered ${status}: ${text.slice(0, ERROR_QUOTE_CHARS)}`, type);
+}
+
+/** The body as text; fails the job past `limit` bytes. */
+async function readBounded(response: Response, limit: number): Promise<string> {
+  const reader = response.body?.getReader();
+  if (reader === undefined) return "";
+  const parts: Uint8Array[] = [];
+  let bytes = 0;
+  for (;;) {
+    const step = await reader.read();
+    if (step.done) break;
+    bytes += step.value.byteLength;
+    if (bytes > limit) {
+      await reader.cancel().catch(() => {
+        // Cancelling a body already in error: nothing more to release.
+      });
+      throw new JobError(`the sidecar's answer is over ${limit} bytes; the relay stopped reading it`);
+    }
+    parts.push(step.value);
+  }
+  return Buffer.concat(parts).toString("utf8");
+}
+
+function causeText(err: unknown): string {
+  const cause = (err as { cause?: { code?: unknown; message?: unknown } })?.cause;
+  if (typeof cause?.code === "string") return cause.code;
+  return (err as Error)?.message ?? String(err);
+}

@@ -1,0 +1,198 @@
+import type { Logger } from "pino";
+import type { Clock } from "../clock.js";
+import type { SidecarSettings } from "./options.js";
+import type { SidecarProcess } from "./sidecar-process.js";
+
+/**
+ * Step 3 of the worker's start-up (docs/models.md, "Start-up phases"): the handler's sidecars are
+ * started and waited for before `setup` and the first take. A sidecar that dies or does not
+ * answer makes the worker unfit (`check=sidecar`); one that dies later fails the running jobs
+ * with its exit and makes the worker unfit; at shutdown, after the running jobs, they are stopped.
+ *
+ * Under `runlet dev` (RUNLET_DEV_SIDECARS=ipc and an IPC channel to the parent) the sidecars
+ * belong to `runlet dev` instead, which keeps them across handler edits; the worker asks for them
+ * and is told when one dies (dev-sidecars.ts).
+ */
+
+/** The unhealthy check name a sidecar failure pings with. */
+export const SIDECAR_CHECK = "sidecar";
+/** Set by `runlet dev` on its workers: the parent process owns the sidecars. */
+export const DEV_SIDECARS_ENV = "RUNLET_DEV_SIDECARS";
+
+/** What {@link startSidecars} works with, all the worker's. */
+export interface StartSidecarsParts {
+  /** The definition's checked sidecars (`definition.sidecars`); none: nothing is started. */
+  readonly sidecars: readonly SidecarSettings[];
+  readonly log: Logger;
+  /** Times readiness (its probes' pauses and `readyTimeoutMs`). */
+  readonly clock: Clock;
+  /** The worker's closing signal: a close during start-up stops what was started. */
+  readonly closing: AbortSignal;
+  /** The environment sidecars inherit (their own `env` is added): the worker's `env` option. */
+  readonly env: Readonly<Record<string, string | undefined>>;
+  /** The worker's unfit path (`WorkerStopper.unfit`): ping unhealthy with the check and reason, stop, exit 1. */
+  readonly unfit: (check: string, reason: string) => Promise<void>;
+  /** Fails every running job with `reason` (their handlers are aborted with it). */
+  readonly failRunningJobs: (reason: string) => void;
+  /** Told when the phase starts and ends (ms from its start), for start-up phase events. */
+  readonly phase?: (state: "started" | "done" | "failed", ms?: number) => void;
+}
+
+/** The sidecars of a running worker. */
+export interface RunningSidecars {
+  /** Each sidecar's base URL by name. */
+  readonly urls: Readonly<Record<string, string>>;
+  /** Stops them (after the running jobs: call it once they ended). Idempotent. */
+  close(): Promise<void>;
+}
+
+const NONE: RunningSidecars = Object.freeze({ urls: Object.freeze({}), close: () => Promise.resolve() });
+
+/** A message between a dev worker and `runlet dev` about sidecars. */
+export type DevSidecarMessage =
+  | { readonly runlet: "sidecars.ensure"; readonly sidecars: readonly SidecarSettings[] }
+  | { readonly runlet: "sidecars.ready" }
+  | { readonly runlet: "sidecars.failed"; readonly reason: string }
+  | { readonly runlet: "sidecars.exited"; readonly reason: string };
+
+/** True when `value` is a {@link DevSidecarMessage} (IPC carries anything). */
+export function isDevSidecarMessage(value: unknown): value is DevSidecarMessage {
+  const kind = (value as { runlet?: unknown } | null)?.runlet;
+  return typeof kind === "string" && kind.startsWith("sidecars.");
+}
+
+/**
+ * Starts the definition's sidecars and waits until each answers. Resolves with them, or with
+ * undefined when the worker must not take jobs: a sidecar failed (the worker was declared unfit
+ * with `check=sidecar` and the reason) or the worker closed meanwhile (what was started is stopped).
+ *
+ * @example
+ * // in the worker's start-up, after the fitness checks and before setup:
+ * const sidecars = await startSidecars({ sidecars: definition.sidecars, log, clock, closing, env, unfit, failRunningJobs });
+ * if (sidecars === undefined) return; // unfit or closing: take nothing
+ */
+export async function startSidecars(parts: StartSidecarsParts): Promise<RunningSidecars | undefined> {
+  if (parts.sidecars.length === 0) return NONE;
+  if (parts.closing.aborted) return undefined;
+  const began = parts.clock.now();
+  parts.phase?.("started");
+  const running =
+    parts.env[DEV_SIDECARS_ENV] === "ipc" && typeof process.send === "function"
+      ? await viaDevParent(parts)
+      : await ownSidecars(parts);
+  if (running !== undefined) {
+    const ms = parts.clock.now() - began;
+    parts.log.info({ sidecars: Object.keys(running.urls), ms }, "sidecars ready");
+    parts.phase?.("done", ms);
+  } else if (!parts.closing.aborted) {
+    parts.phase?.("failed", parts.clock.now() - began);
+  }
+  return running;
+}
+
+/** The worker's API key: a model server has no use for it, and might log its environment. */
+const WITHHELD = ["RUNPOD_AI_API_KEY"];
+
+/**
+ * What a sidecar inherits: the process's own environment (what any child gets: PATH, HOME,
+ * CUDA_VISIBLE_DEVICES, a token for the model hub), then the worker's `env` option over it (the
+ * same object under `runlet start`; in tests, the harness's variables), without the worker's API key.
+ */
+export function sidecarEnv(
+  workerEnv: Readonly<Record<string, string | undefined>>,
+): Record<string, string | undefined> {
+  const env = { ...process.env, ...workerEnv };
+  for (const name of WITHHELD) delete env[name];
+  return env;
+}
+
+function urlsOf(sidecars: readonly SidecarSettings[]): Readonly<Record<string, string>> {
+  return Object.freeze(Object.fromEntries(sidecars.map((s) => [s.name, s.url])));
+}
+
+/** What follows a sidecar's death while the worker runs: the jobs fail, the worker is unfit. */
+function died(parts: StartSidecarsParts, reason: string): void {
+  parts.log.error({ code: "RUNLET_SIDECAR_FAILED" }, reason);
+  // Unfit first: it stops the take, so no job arrives after the running ones were failed.
+  void parts.unfit(SIDECAR_CHECK, reason);
+  parts.failRunningJobs(reason);
+}
+
+async function ownSidecars(parts: StartSidecarsParts): Promise<RunningSidecars | undefined> {
+  // Loaded only for a handler with sidecars: the worker's own start does not pay for child_process.
+  const { SidecarProcess } = await import("./sidecar-process.js");
+  const procs: SidecarProcess[] = [];
+  const baseEnv = sidecarEnv(parts.env);
+  try {
+    for (const settings of parts.sidecars) {
+      procs.push(new SidecarProcess({ settings, log: parts.log, clock: parts.clock, baseEnv }));
+    }
+    await Promise.all(procs.map((p) => p.waitReady(parts.closing)));
+  } catch (err) {
+    await Promise.all(procs.map((p) => p.stop()));
+    if (parts.closing.aborted) return undefined;
+    const reason = (err as Error)?.message ?? String(err);
+    void parts.unfit(SIDECAR_CHECK, reason);
+    return undefined;
+  }
+  for (const p of procs) {
+    void p.exited.then((exit) => {
+      if (!p.stopping) died(parts, p.reasonFor(exit, " while the worker ran"));
+    });
+  }
+  let closing: Promise<void> | undefined;
+  return {
+    urls: urlsOf(parts.sidecars),
+    close() {
+      closing ??= Promise.all(procs.map((p) => p.stop())).then(() => undefined);
+      return closing;
+    },
+  };
+}
+
+/** Under `runlet dev`: asks the parent for the sidecars, which it keeps across worker restarts. */
+async function viaDevParent(parts: StartSidecarsParts): Promise<RunningSidecars | undefined> {
+  const send = process.send?.bind(process);
+  if (send === undefined) return undefined;
+  let onMessage: ((message: unknown) => void) | undefined;
+  const answer = await new Promise<DevSidecarMessage | "closed">((resolve) => {
+    const onClose = () => resolve("closed");
+    parts.closing.addEventListener("abort", onClose, { once: true });
+    onMessage = (message) => {
+      if (!isDevSidecarMessage(message)) return;
+      if (message.runlet === "sidecars.exited") {
+        died(parts, message.reason);
+        return;
+      }
+      parts.closing.removeEventListener("abort", onClose);
+      resolve(message);
+    };
+    process.on("message", onMessage);
+    send({ runlet: "sidecars.ensure", sidecars: parts.sidecars } satisfies DevSidecarMessage);
+  });
+  const release = () => {
+    if (onMessage !== undefined) process.off("message", onMessage);
+    // The channel must not keep a stopped worker alive.
+    (process.channel as { unref?: () => void } | undefined)?.unref?.();
+  };
+  if (answer === "closed") {
+    release();
+    return undefined;
+  }
+  if (answer.runlet !== "sidecars.ready") {
+    release();
+    void parts.unfit(
+      SIDECAR_CHECK,
+      answer.runlet === "sidecars.failed" ? answer.reason : "runlet dev refused the sidecars",
+    );
+    return undefined;
+  }
+  return {
+    urls: urlsOf(parts.sidecars),
+    // runlet dev keeps them running for the next worker; this one only stops listening.
+    close() {
+      release();
+      return Promise.resolve();
+    },
+  };
+}
