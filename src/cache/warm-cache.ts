@@ -454,7 +454,6 @@ export class WarmCache {
           ? `warm cache ${what}: cold start (${run.reason})`
           : `warm cache ${what}: ${run.status}, ${run.files} file(s), ${mb} MB in ${run.ms} ms`;
     const fields = {
-      phase: "cache",
       cache: what,
       status: run.status,
       files: run.files,
@@ -478,7 +477,7 @@ export class WarmCache {
       });
     }
     this.#log.warn(
-      { phase: "cache", cache: what, status: "failed", ms, err },
+      { cache: what, status: "failed", ms, err },
       `warm cache ${what} failed (${reason}); ${what === "hydrate" ? "a cold start" : "the volume keeps its previous copy"}`,
     );
     return { status: "failed", files: 0, bytes: 0, ms, reason };
