@@ -157,8 +157,15 @@ export class Worker {
     if (!(await checkFitness(fitness, this.#stopper))) return;
     // Start-up step 2: the warm cache, before setup; a failure is a cold start (unfit only under `strict`).
     try {
-      this.#cache = await hydrateWarmCache(this.#definition.warmCache, this.#log, this.#config.endpointId);
+      this.#cache = await hydrateWarmCache(
+        this.#definition.warmCache,
+        this.#log,
+        this.#config.endpointId,
+        this.#closing.signal,
+      );
     } catch (err) {
+      // Cut short by shutdown (its signal aborts the hydrate): no verdict on the volume.
+      if (this.#closing.signal.aborted) return;
       void this.#stopper.unfit("cache", err instanceof Error ? err.message : String(err));
       return;
     }
