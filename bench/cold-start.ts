@@ -119,6 +119,9 @@ function baseEnv(
     PATH: process.env["PATH"] ?? "",
     NODE_ENV: "production",
     NODE_OPTIONS: "--enable-source-maps",
+    // As bench/worker-process.ts: no built-in fitness checks (their network check leaves loopback).
+    RUNPOD_SKIP_AUTO_SYSTEM_CHECKS: "true",
+    RUNPOD_SKIP_GPU_CHECK: "true",
     ...(options.compileCache ? { NODE_COMPILE_CACHE: join(dir, "compile-cache") } : {}),
   };
 }

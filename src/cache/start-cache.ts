@@ -11,9 +11,10 @@ export async function hydrateWarmCache(
   settings: WarmCacheSettings | undefined,
   log: Logger,
   endpointId: string | undefined,
+  closing?: AbortSignal,
 ): Promise<WarmCache | undefined> {
   if (settings === undefined) return undefined;
   const cache = new WarmCache(settings, log, endpointId);
-  await cache.hydrate();
+  await cache.hydrate(closing);
   return cache;
 }

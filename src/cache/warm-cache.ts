@@ -157,8 +157,12 @@ export class WarmCache {
     return dir === undefined ? undefined : safeJoin(dir.path, e.path);
   }
 
-  /** Volume → container: copies what is missing or newer on the volume. Never rejects unless `strict`. */
-  async hydrate(): Promise<CacheRun> {
+  /**
+   * Volume → container: copies what is missing or newer on the volume. `signal` (the worker's
+   * closing) stops it between files: a shutdown does not wait for a whole hydrate. Never rejects
+   * unless `strict`.
+   */
+  async hydrate(signal: AbortSignal = this.#stop.signal): Promise<CacheRun> {
     const started = performance.now();
     const ms = () => Math.round(performance.now() - started);
     const off = await this.#off();
@@ -206,6 +210,7 @@ export class WarmCache {
           tar,
           join(root, manifest.archive),
           (name, size) => {
+            if (signal.aborted) throw signal.reason;
             const t = todo.get(name);
             if (t === undefined) {
               // A member the manifest does not list, or one that would leave its folder (../, /abs).
@@ -221,7 +226,7 @@ export class WarmCache {
         );
       }
       const big = [...todo.values()].filter((t) => !t.entry.packed);
-      await eachLimited(big, this.#settings.parallelCopies, this.#stop.signal, async ({ entry, dest }) => {
+      await eachLimited(big, this.#settings.parallelCopies, signal, async ({ entry, dest }) => {
         const src = safeJoin(join(root, "big", entry.dir), entry.path);
         const blob = src === undefined ? undefined : await stat(src);
         // Another worker replaced the blob after this manifest was written: leave it cold rather than mislabel it.
@@ -309,7 +314,13 @@ export class WarmCache {
       if (truncated)
         this.#log.warn(`warm cache: more than ${local.length} files; the rest wait for a later sync`);
       const kept = new Map<string, ManifestEntry>();
-      for (const e of old?.files ?? []) if (this.#target(e) !== undefined) kept.set(keyOf(e), e);
+      // Entries of folders this worker does not cache (another handler version's) are kept as they are.
+      for (const e of old?.files ?? []) {
+        const usable = this.#dirs.has(e.dir)
+          ? this.#target(e) !== undefined
+          : safeJoin("/", `${e.dir}/${e.path}`);
+        if (usable) kept.set(keyOf(e), e);
+      }
       // Newer wins: a local file goes up when the volume lacks it or holds an older (or, at the same time, different) copy.
       const send: LocalFile[] = [];
       for (const f of local) {
@@ -454,7 +465,6 @@ export class WarmCache {
           ? `warm cache ${what}: cold start (${run.reason})`
           : `warm cache ${what}: ${run.status}, ${run.files} file(s), ${mb} MB in ${run.ms} ms`;
     const fields = {
-      phase: "cache",
       cache: what,
       status: run.status,
       files: run.files,
@@ -478,7 +488,7 @@ export class WarmCache {
       });
     }
     this.#log.warn(
-      { phase: "cache", cache: what, status: "failed", ms, err },
+      { cache: what, status: "failed", ms, err },
       `warm cache ${what} failed (${reason}); ${what === "hydrate" ? "a cold start" : "the volume keeps its previous copy"}`,
     );
     return { status: "failed", files: 0, bytes: 0, ms, reason };

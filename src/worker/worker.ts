@@ -232,9 +232,16 @@ export class Worker {
   /** Hydrates the warm cache (docs/fitness.md, "Warm cache"); false when the worker became unfit. */
   async #hydrate(): Promise<boolean> {
     try {
-      this.#cache = await hydrateWarmCache(this.#definition.warmCache, this.#log, this.#config.endpointId);
+      this.#cache = await hydrateWarmCache(
+        this.#definition.warmCache,
+        this.#log,
+        this.#config.endpointId,
+        this.#closing.signal,
+      );
       return true;
     } catch (err) {
+      // Cut short by shutdown (its signal aborts the hydrate): no verdict on the volume.
+      if (this.#closing.signal.aborted) return false;
       void this.#stopper.unfit("cache", err instanceof Error ? err.message : String(err));
       return false;
     }

@@ -285,6 +285,24 @@ describe("the warm cache", () => {
     await expect(strict.hydrate()).rejects.toMatchObject({ code: "RUNLET_WARM_CACHE_FAILED" });
   });
 
+  it("keeps the entries of folders another handler version caches under the same namespace", async () => {
+    const { base, volume, container } = await setup();
+    const a = container("a");
+    await put(a.dir, "weights.txt", "hf's");
+    await a.cache.sync();
+    const otherDir = join(base, "other", "kernels");
+    await put(otherDir, "k.txt", "kernels'");
+    const other = new WarmCache(
+      checkWarmCacheOptions({ dirs: [{ path: otherDir, name: "kernels" }], volume, smallFileBytes: 1024 }),
+      createLogger({ platform: true, level: "silent" }),
+      "ep1",
+    );
+    expect(await other.sync()).toMatchObject({ status: "synced", files: 1 });
+    const b = container("b");
+    expect(await b.cache.hydrate()).toMatchObject({ status: "hydrated", files: 1 });
+    expect(await tree(b.dir)).toEqual({ "weights.txt": "hf's" });
+  });
+
   it("refuses bad options, naming them", () => {
     expect(() => checkWarmCacheOptions({ dirs: ["relative/path"] })).toThrow(
       "warmCache.dirs[0] must be an absolute path",
