@@ -56,53 +56,63 @@ const COMBOS: readonly Combo[] = [
 
 /** Runs one job to its end and returns it. */
 async function run(h: Harness, input: Record<string, unknown>) {
-  return h.waitForJob(h.enqueue("local", { input }), { timeoutMs: 20_000 });
+  return h.waitForJob(h.enqueue("local", { input }), { timeoutMs: 60_000 });
 }
 
 /** Enqueues a job that posts progress and then waits; resolves once its deadline timer is armed. */
 async function waiting(h: Harness, mode: "wait" | "ignore"): Promise<string> {
   const id = h.enqueue("local", { input: { mode } });
-  await waitFor("the job's progress", () => h.job(id)?.progress.length === 1, 20_000);
+  await waitFor("the job's progress", () => h.job(id)?.progress.length === 1, 60_000);
   await turn();
   return id;
 }
 
 describe.each(COMBOS)("runner contract: $name", (combo) => {
-  it("reports output, a throw and an unserializable output per job, and serves on", async () => {
-    await using h = await testHarness();
-    await using _w = await workerFor(h, await combo.definition(), {
-      ...(combo.handlerModule === undefined ? {} : { handlerModule: combo.handlerModule }),
-    });
-    expect((await run(h, { n: 21 })).output).toBe(42);
-    const thrown = await run(h, { mode: "throw" });
-    expect([thrown.status, String(thrown.error)]).toEqual(["FAILED", expect.stringContaining("boom")]);
-    const bad = await run(h, { mode: "bad" });
-    expect(bad.status).toBe("FAILED");
-    expect(String(bad.error)).toMatch(/BigInt/i);
-    expect((await run(h, { n: 2 })).output).toBe(4);
-  });
+  // Isolation threads load tsx, zod and the handler each: several seconds on a loaded machine.
+  const allowance = combo.thread ? 90_000 : 30_000;
+  it(
+    "reports output, a throw and an unserializable output per job, and serves on",
+    async () => {
+      await using h = await testHarness();
+      await using _w = await workerFor(h, await combo.definition(), {
+        ...(combo.handlerModule === undefined ? {} : { handlerModule: combo.handlerModule }),
+      });
+      expect((await run(h, { n: 21 })).output).toBe(42);
+      const thrown = await run(h, { mode: "throw" });
+      expect([thrown.status, String(thrown.error)]).toEqual(["FAILED", expect.stringContaining("boom")]);
+      const bad = await run(h, { mode: "bad" });
+      expect(bad.status).toBe("FAILED");
+      expect(String(bad.error)).toMatch(/BigInt/i);
+      expect((await run(h, { n: 2 })).output).toBe(4);
+    },
+    allowance,
+  );
 
-  it("aborts at the deadline and reports the timeout; posts nothing for a job-stop; serves on", async () => {
-    await using h = await testHarness();
-    const clock = new ManualClock();
-    await using _w = await workerFor(h, await combo.definition(), {
-      clock,
-      ...(combo.handlerModule === undefined ? {} : { handlerModule: combo.handlerModule }),
-    });
-    const late = await waiting(h, "wait");
-    clock.advance(1_000);
-    expect((await h.waitForJob(late, { timeoutMs: 20_000 })).error).toBe(
-      "job timed out after 1000 ms (executionTimeout)",
-    );
-    const stopped = await waiting(h, "wait");
-    h.stopJob(stopped);
-    expect((await run(h, { n: 5 })).output).toBe(10);
-    expect(
-      h
-        .requests({ route: "job-done" })
-        .filter((r) => r.path.includes(encodeURIComponent(stopped)) && !r.body.includes('"IN_PROGRESS"')),
-    ).toEqual([]);
-  });
+  it(
+    "aborts at the deadline and reports the timeout; posts nothing for a job-stop; serves on",
+    async () => {
+      await using h = await testHarness();
+      const clock = new ManualClock();
+      await using _w = await workerFor(h, await combo.definition(), {
+        clock,
+        ...(combo.handlerModule === undefined ? {} : { handlerModule: combo.handlerModule }),
+      });
+      const late = await waiting(h, "wait");
+      clock.advance(1_000);
+      expect((await h.waitForJob(late, { timeoutMs: 60_000 })).error).toBe(
+        "job timed out after 1000 ms (executionTimeout)",
+      );
+      const stopped = await waiting(h, "wait");
+      h.stopJob(stopped);
+      expect((await run(h, { n: 5 })).output).toBe(10);
+      expect(
+        h
+          .requests({ route: "job-done" })
+          .filter((r) => r.path.includes(encodeURIComponent(stopped)) && !r.body.includes('"IN_PROGRESS"')),
+      ).toEqual([]);
+    },
+    allowance,
+  );
 
   it(
     combo.thread
@@ -119,7 +129,7 @@ describe.each(COMBOS)("runner contract: $name", (combo) => {
       clock.advance(1_000);
       await turn();
       clock.advance(500);
-      expect((await h.waitForJob(runaway, { timeoutMs: 20_000 })).error).toBe(
+      expect((await h.waitForJob(runaway, { timeoutMs: 60_000 })).error).toBe(
         "job timed out after 1000 ms (executionTimeout)",
       );
       if (combo.thread) {
@@ -129,5 +139,6 @@ describe.each(COMBOS)("runner contract: $name", (combo) => {
         expect(await w.stopped).toEqual({ reason: "runaway", exitCode: 1 });
       }
     },
+    allowance,
   );
 });

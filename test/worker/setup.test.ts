@@ -16,6 +16,8 @@ import { gate, logSink, testHarness, turn, waitFor, workerFor } from "./helpers.
  */
 
 const setupThreadFixture = fileURLToPath(new URL("../fixtures/setup-thread.ts", import.meta.url));
+/** Isolation threads load tsx, zod and the handler each (several seconds on a loaded 2-core machine). */
+const THREAD_ALLOWANCE_MS = 90_000;
 
 function unhealthyPings(h: Harness) {
   return h.requests({ route: "ping" }).filter((r) => r.query["status"] === "unhealthy");
@@ -273,65 +275,77 @@ describe("setup in-process", () => {
 });
 
 describe("setup under isolation: thread", () => {
-  it("runs setup in each thread before it is offered a job, outside the job's time, and again after a hard stop", async () => {
-    const dir = await mkdtemp(join(tmpdir(), "runlet-setup-"));
-    try {
-      process.env["RUNLET_TEST_SETUP_MS"] = "200";
-      process.env["RUNLET_TEST_TEARDOWN_FILE"] = join(dir, "teardown");
-      await using h = await testHarness();
-      const clock = new ManualClock();
-      const sink = logSink();
-      const { default: definition } = await import("../fixtures/setup-thread.js");
-      const w = await workerFor(h, definition, { clock, sink, handlerModule: setupThreadFixture });
-      const first = await h.waitForJob(h.enqueue("local", { input: {} }), { timeoutMs: 20_000 });
-      const a = first.output as {
-        threadId: number;
-        setups: number;
-        loadedAt: number;
-        handlerStartedAt: number;
-      };
-      expect(a.setups).toBe(1);
-      // The job's time (its deadline less its timeout) began after its thread's setup ended.
-      expect(a.handlerStartedAt).toBeGreaterThanOrEqual(a.loadedAt);
-      const readyLine = sink.lines.find((l) => l["phases"] !== undefined);
-      expect(readyLine?.["phases"]).toHaveProperty("setup");
-      // A job that spins is hard-stopped; the replacement thread sets up again before its first job.
-      const spin = h.enqueue("local", { input: { mode: "spin" } });
-      await waitFor("the spinning job to report progress", () => h.job(spin)?.progress.length === 1, 20_000);
-      await turn();
-      clock.advance(10_000);
-      await turn();
-      clock.advance(1_000);
-      expect((await h.waitForJob(spin, { timeoutMs: 20_000 })).error).toBe(
-        "job timed out after 10000 ms (executionTimeout)",
-      );
-      const next = (await h.waitForJob(h.enqueue("local", { input: {} }), { timeoutMs: 20_000 }))
-        .output as typeof a;
-      expect(next.threadId).not.toBe(a.threadId);
-      expect(next.setups).toBe(1);
-      expect(next.loadedAt).toBeGreaterThan(a.loadedAt);
-      expect(next.handlerStartedAt).toBeGreaterThanOrEqual(next.loadedAt);
-      await w.close();
-      // Teardown ran in the thread that served (the idle one), with its own state.
-      expect((await readFile(join(dir, "teardown"), "utf8")).trim()).toBe(String(next.threadId));
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
-  });
+  it(
+    "runs setup in each thread before it is offered a job, outside the job's time, and again after a hard stop",
+    async () => {
+      const dir = await mkdtemp(join(tmpdir(), "runlet-setup-"));
+      try {
+        process.env["RUNLET_TEST_SETUP_MS"] = "200";
+        process.env["RUNLET_TEST_TEARDOWN_FILE"] = join(dir, "teardown");
+        await using h = await testHarness();
+        const clock = new ManualClock();
+        const sink = logSink();
+        const { default: definition } = await import("../fixtures/setup-thread.js");
+        const w = await workerFor(h, definition, { clock, sink, handlerModule: setupThreadFixture });
+        const first = await h.waitForJob(h.enqueue("local", { input: {} }), { timeoutMs: 60_000 });
+        const a = first.output as {
+          threadId: number;
+          setups: number;
+          loadedAt: number;
+          handlerStartedAt: number;
+        };
+        expect(a.setups).toBe(1);
+        // The job's time (its deadline less its timeout) began after its thread's setup ended.
+        expect(a.handlerStartedAt).toBeGreaterThanOrEqual(a.loadedAt);
+        const readyLine = sink.lines.find((l) => l["phases"] !== undefined);
+        expect(readyLine?.["phases"]).toHaveProperty("setup");
+        // A job that spins is hard-stopped; the replacement thread sets up again before its first job.
+        const spin = h.enqueue("local", { input: { mode: "spin" } });
+        await waitFor(
+          "the spinning job to report progress",
+          () => h.job(spin)?.progress.length === 1,
+          20_000,
+        );
+        await turn();
+        clock.advance(10_000);
+        await turn();
+        clock.advance(1_000);
+        expect((await h.waitForJob(spin, { timeoutMs: 60_000 })).error).toBe(
+          "job timed out after 10000 ms (executionTimeout)",
+        );
+        const next = (await h.waitForJob(h.enqueue("local", { input: {} }), { timeoutMs: 60_000 }))
+          .output as typeof a;
+        expect(next.threadId).not.toBe(a.threadId);
+        expect(next.setups).toBe(1);
+        expect(next.loadedAt).toBeGreaterThan(a.loadedAt);
+        expect(next.handlerStartedAt).toBeGreaterThanOrEqual(next.loadedAt);
+        await w.close();
+        // Teardown ran in the thread that served (the idle one), with its own state.
+        expect((await readFile(join(dir, "teardown"), "utf8")).trim()).toBe(String(next.threadId));
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
+    },
+    THREAD_ALLOWANCE_MS,
+  );
 
-  it("takes no job and stops unhealthy (check=setup) when a thread's setup throws", async () => {
-    process.env["RUNLET_TEST_SETUP"] = "throw";
-    await using h = await testHarness();
-    h.enqueue("local", { input: {} });
-    const { default: definition } = await import("../fixtures/setup-thread.js");
-    const w = await workerFor(h, definition, {
-      podId: "pod-thread-setup",
-      handlerModule: setupThreadFixture,
-    });
-    expect(await w.stopped).toEqual({ reason: "unhealthy", exitCode: 1 });
-    expect(unhealthyPings(h).map((p) => [p.query["check"], p.query["reason"]])).toEqual([
-      ["setup", "setup failed: Error: weights not found (in an isolation thread)"],
-    ]);
-    expect(h.requests({ route: "job-take" })).toEqual([]);
-  });
+  it(
+    "takes no job and stops unhealthy (check=setup) when a thread's setup throws",
+    async () => {
+      process.env["RUNLET_TEST_SETUP"] = "throw";
+      await using h = await testHarness();
+      h.enqueue("local", { input: {} });
+      const { default: definition } = await import("../fixtures/setup-thread.js");
+      const w = await workerFor(h, definition, {
+        podId: "pod-thread-setup",
+        handlerModule: setupThreadFixture,
+      });
+      expect(await w.stopped).toEqual({ reason: "unhealthy", exitCode: 1 });
+      expect(unhealthyPings(h).map((p) => [p.query["check"], p.query["reason"]])).toEqual([
+        ["setup", "setup failed: Error: weights not found (in an isolation thread)"],
+      ]);
+      expect(h.requests({ route: "job-take" })).toEqual([]);
+    },
+    THREAD_ALLOWANCE_MS,
+  );
 });
