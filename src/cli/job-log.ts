@@ -1,6 +1,7 @@
 import type { Harness, JobEvent } from "../harness/index.js";
 import { describeFailure } from "./job-failure.js";
 import { formatLogLine, type LogRecord, parseLogLine } from "./log-line.js";
+import { escapeControl } from "./terminal-text.js";
 
 /** Longest preview of an output or stream item in a log line, in characters. */
 const PREVIEW_CHARS = 120;
@@ -54,7 +55,10 @@ export interface JobLog {
  * `Finished.` before the harness has its last stream items, so that line is held until the
  * job's end and printed just before it.
  */
-export function followJobs(harness: JobLogHarness, print: (line: string) => void): JobLog {
+export function followJobs(harness: JobLogHarness, printRaw: (line: string) => void): JobLog {
+  // Every line here carries text from a job (outputs, errors, what a handler logged): its terminal
+  // control characters are escaped, so a job cannot retitle the window or forge a line.
+  const print = (line: string): void => printRaw(escapeControl(line));
   const held = new Map<string, string>();
   const ended = new Set<string>();
   const bounded = (collection: Map<string, string> | Set<string>, onDrop?: (key: string) => void) => {

@@ -5,6 +5,7 @@ import { FITNESS_ENV } from "../../protocol/index.js";
 import { type Command, EXIT, parseCommandArgs, reportCliError, usageError } from "../command.js";
 import { DEFAULT_HANDLER_PATHS, resolveHandlerPath } from "../handler-path.js";
 import { describeFailure } from "../job-failure.js";
+import { escapeControl, escapingStream } from "../terminal-text.js";
 import { type JobRequest, MAX_JOBS, readJobs } from "../test-jobs.js";
 import { allowTypeScript } from "../typescript.js";
 import { inheritedEnv } from "../worker-pool.js";
@@ -71,6 +72,13 @@ function batchNote(harness: Harness, jobId: string): string {
   return ` (batch ${q["batch_id"]}, ${q["batch_size"]} jobs, waited ${q["batch_wait_ms"]} ms)`;
 }
 
+/** process.stderr behind a stream that escapes terminal control characters (the worker's output). */
+function workerOutput(): NodeJS.WritableStream {
+  const escaping = escapingStream();
+  escaping.pipe(process.stderr, { end: false });
+  return escaping;
+}
+
 /** `runlet test`: one job through an in-process harness and worker. */
 export const command: Command = {
   name: "test",
@@ -102,7 +110,8 @@ export const command: Command = {
       const spawn = processSpawner(handlerPath, {
         // The shell's environment without platform variables, as `runlet dev` gives its workers.
         baseEnv: inheritedEnv(),
-        output: process.stderr,
+        // The worker's lines carry what the handler logged of the job: control characters escaped.
+        output: workerOutput(),
         killAfterMs: WORKER_KILL_AFTER_MS,
       });
       // Queued before the worker starts, so its first take finds them all (one batch for a batch handler).
@@ -122,7 +131,9 @@ export const command: Command = {
       // The last lines are printed after the worker has stopped, so its shutdown log comes before them.
       let ending: { readonly code: number; readonly text: string };
       try {
-        const print = (line: string) => process.stdout.write(`${line}\n`);
+        // Outputs and stream items are printed as JSON (control characters escaped by it); the rest
+        // of a job's text is escaped here.
+        const print = (line: string) => process.stdout.write(`${escapeControl(line)}\n`);
         const many = Array.isArray(read);
         const seen = ids.map(() => ({ progress: 0, stream: 0 }));
         let exitSeenAt: number | undefined;
@@ -179,7 +190,7 @@ export const command: Command = {
       } finally {
         await worker.close();
       }
-      process.stderr.write(ending.text);
+      process.stderr.write(escapeControl(ending.text));
       return ending.code;
     } catch (err) {
       return reportCliError("test", err);
