@@ -18,8 +18,8 @@ const input = z
       .max(Math.ceil(MAX_IMAGE_BYTES / 3) * 4 + 100)
       .optional(),
     url: z.url({ protocol: /^https?$/ }).optional(),
-    /** Line crops the recogniser reads in one run. */
-    batchSize: z.number().int().min(1).max(64).default(8),
+    /** Line crops the recogniser reads in one run; default 1 on the CPU, 8 on CUDA. */
+    batchSize: z.number().int().min(1).max(64).optional(),
     /** The detector sees the picture scaled so its longer side is at most this. */
     maxSide: z.number().int().min(64).max(4096).default(960),
   })
@@ -77,7 +77,11 @@ export default defineHandler({
     }
     const m = await model(log);
     try {
-      const lines = await recognise(m, image, { batchSize: input.batchSize, maxSide: input.maxSide, signal });
+      const lines = await recognise(m, image, {
+        ...(input.batchSize === undefined ? {} : { batchSize: input.batchSize }),
+        maxSide: input.maxSide,
+        signal,
+      });
       return { lines, device: m.device };
     } catch (err) {
       if (err instanceof BadImageError) throw new JobError(err.message);

@@ -50,7 +50,11 @@ export interface LoadOptions {
 
 /** Options of {@link recognise}. */
 export interface RecogniseOptions {
-  /** Line crops the recogniser reads in one run (the model's batch axis is free). @default 8 */
+  /**
+   * Line crops the recogniser reads in one run (the model's batch axis is free). On the CPU one
+   * at a time was fastest (docs/benchmarks.md, "OCR: a real model (examples/ocr)": padding to the widest crop costs more than
+   * a run saves there); a GPU gains from larger runs. @default 1 on the CPU, 8 on CUDA
+   */
   readonly batchSize?: number;
   /** The detector sees the picture scaled so its longer side is at most this. @default 960 */
   readonly maxSide?: number;
@@ -358,7 +362,7 @@ export async function recognise(
   image: Buffer,
   options: RecogniseOptions = {},
 ): Promise<OcrLine[]> {
-  const batchSize = options.batchSize ?? 8;
+  const batchSize = options.batchSize ?? (model.device === "cuda" ? 8 : 1);
   if (!Number.isInteger(batchSize) || batchSize < 1)
     throw new RangeError(`batchSize must be an integer ≥ 1, got ${batchSize}`);
   const rgb = await decode(image, options.maxPixels ?? 25_000_000);
