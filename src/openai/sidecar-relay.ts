@@ -1,7 +1,10 @@
 import { JobError, RunletError } from "../errors.js";
+import type { HandlerContext } from "../handler/define-handler.js";
 import { onAbort } from "../linked-signal.js";
-import type { OpenAIContext } from "./define-openai-handler.js";
 import { openAIJobError } from "./errors.js";
+
+/** The context a relayed request runs with (the OpenAI handler's, whatever its state). */
+type OpenAIContext<State> = HandlerContext<unknown, State>;
 
 /**
  * `defineOpenAIHandler({ relay })`: OpenAI requests passed to an OpenAI-compatible sidecar

@@ -1,7 +1,7 @@
 import { RunletError } from "../../errors.js";
 import type { Harness } from "../../harness/index.js";
-import { sleep } from "../../wait.js";
 import { FITNESS_ENV } from "../../protocol/index.js";
+import { sleep } from "../../wait.js";
 import { type Command, EXIT, parseCommandArgs, reportCliError, usageError } from "../command.js";
 import { DEFAULT_HANDLER_PATHS, resolveHandlerPath } from "../handler-path.js";
 import { describeFailure } from "../job-failure.js";
