@@ -6,6 +6,7 @@ import type * as Esbuild from "esbuild";
 import type { Message, Plugin } from "esbuild";
 import { RunletError } from "../errors.js";
 import { AWS_SDK_PEERS, importPeer } from "../optional-peers.js";
+import { TELEMETRY_PEERS } from "../telemetry/index.js";
 import { WARM_COMPILE_CACHE_FLAG } from "./dockerfile.js";
 import { RUNLET_ROOT, runletExports } from "./paths.js";
 
@@ -145,10 +146,15 @@ function runletResolver(): Plugin {
  * error that names them (RUNLET_MISSING_PEER) instead of the build failing.
  */
 function missingAwsSdk(): string[] {
-  const fromS3 = createRequire(join(RUNLET_ROOT, "dist", "s3", "index.js"));
-  return AWS_SDK_PEERS.filter((name) => {
+  return missingFrom(AWS_SDK_PEERS, join("s3", "index.js"));
+}
+
+/** Likewise for telemetry's OpenTelemetry packages (docs/observability.md). */
+function missingFrom(names: readonly string[], module: string): string[] {
+  const from = createRequire(join(RUNLET_ROOT, "dist", module));
+  return names.filter((name) => {
     try {
-      fromS3.resolve(name);
+      from.resolve(name);
       return false;
     } catch {
       // Not installed where runlet's S3 module would import it from.
@@ -283,7 +289,12 @@ export async function bundleHandler(options: BundleOptions): Promise<BundleResul
       // module loads: without the sources' text the maps are a fraction of the size, and stack
       // traces still name the original files and lines.
       sourcesContent: false,
-      external: [...(options.externals ?? []), "pino-pretty", ...missingAwsSdk()],
+      external: [
+        ...(options.externals ?? []),
+        "pino-pretty",
+        ...missingAwsSdk(),
+        ...missingFrom(TELEMETRY_PEERS, join("telemetry", "otel.js")),
+      ],
       banner: { js: CJS_BANNER },
       plugins: [runletResolver()],
       minify: options.minify ?? true,

@@ -44,6 +44,13 @@ export interface ExecuteHooks {
    * then, not from the take, so a job waiting its turn is never taken for one holding the thread.
    */
   launching?(at: number): void;
+  /** The input was checked, from `startedAt` (epoch ms): telemetry's validation span. */
+  validated?(ok: boolean, startedAt: number): void;
+  /**
+   * Runs the handler (and the draining of its stream) and hands it the logger for `ctx.log`:
+   * telemetry's one seam (src/telemetry), which runs it inside the job's span. Absent: as is.
+   */
+  wrapHandler?<T>(log: Logger, run: (log: Logger) => Promise<T>): Promise<T>;
 }
 
 /** Everything {@link executeJob} needs. */
@@ -116,7 +123,9 @@ async function runJob(options: ExecuteOptions): Promise<ExecuteOutcome> {
   const stopPod = definition.refreshWorker;
   // ctx.refreshWorker(): this job's result, whatever it is, asks for the worker to be replaced.
   let refreshAsked = false;
+  const validatingAt = Date.now();
   const parsed = await parseInput(definition.input, job.input);
+  hooks.validated?.(parsed.ok, validatingAt);
   if (!parsed.ok) {
     return {
       result: { kind: "error", message: parsed.message, code: "RUNLET_INPUT_INVALID", stopPod },
@@ -127,12 +136,15 @@ async function runJob(options: ExecuteOptions): Promise<ExecuteOutcome> {
   // A job without a store never loads the S3 module (and the AWS SDK behind it).
   const createJobS3 = hasStore ? await loadS3() : undefined;
   let s3: JobS3 | undefined;
+  let handlerLog = log;
   const context: HandlerContext<unknown> = {
     job: Object.freeze({ id: job.id, raw: job }),
     input: parsed.data,
     signal,
     deadline: options.deadline,
-    log,
+    get log() {
+      return handlerLog;
+    },
     metrics,
     progress(value) {
       hooks.progress(toJsonText(value, "a progress value"));
@@ -163,14 +175,15 @@ async function runJob(options: ExecuteOptions): Promise<ExecuteOutcome> {
     unfit ??= unfitnessOf(err);
     return failedResult(err, identity, stopPod || unfit !== undefined);
   };
+  const wrap = hooks.wrapHandler ?? ((l: Logger, run: (l: Logger) => Promise<JobResult>) => run(l));
   try {
-    const returned = definition.handler(context);
-    if (isIterator(returned)) {
+    result = await wrap(log, async (scoped) => {
+      handlerLog = scoped;
+      const returned = definition.handler(context);
+      if (!isIterator(returned)) return returnedResult(await returned, stopPod);
       hooks.streaming?.();
-      result = await drain(returned, { definition, metrics, hooks, signal }, fail, stopPod);
-    } else {
-      result = returnedResult(await returned, stopPod);
-    }
+      return drain(returned, { definition, metrics, hooks, signal }, fail, stopPod);
+    });
   } catch (err) {
     result = fail(err);
   } finally {

@@ -2,6 +2,7 @@ import type { Logger } from "pino";
 import { RunletError } from "../errors.js";
 import { type HandlerDefinition, isHandlerDefinition } from "../handler/define-handler.js";
 import { createLogger } from "../log/index.js";
+import { loadTelemetry, type WorkerTelemetry } from "../telemetry/index.js";
 import { resolveWorkerConfig, type WorkerConfig, type WorkerOptions } from "./config.js";
 import { WorkerEventHub, type WorkerEvents, type WorkerListener } from "./events.js";
 import type { Executor, ExecutorSettings } from "./executor.js";
@@ -51,12 +52,16 @@ export class Worker {
   readonly stopped: Promise<WorkerStopInfo>;
   readonly #events: WorkerEventHub;
 
+  readonly #telemetry: WorkerTelemetry | undefined;
+
   /** @internal use {@link startWorker}. */
-  constructor(definition: HandlerDefinition, config: WorkerConfig, log: Logger) {
+  constructor(definition: HandlerDefinition, config: WorkerConfig, log: Logger, telemetry?: WorkerTelemetry) {
     this.#definition = definition;
     this.#config = config;
     this.#log = log;
     this.#events = new WorkerEventHub(log);
+    this.#telemetry = telemetry;
+    telemetry?.attach(this.#events, this);
     this.stopped = new Promise((resolve) => {
       this.#resolveStopped = resolve;
     });
@@ -191,7 +196,12 @@ export class Worker {
       this.#removeSignalHandlers?.();
       // The heartbeat thread sends the unhealthy ping: let it finish before the thread ends.
       await this.#stopper.unhealthyPing;
-      const steps = [this.#executor.close(), this.#heartbeat?.close(), this.#http.close()];
+      const steps = [
+        this.#executor.close(),
+        this.#heartbeat?.close(),
+        this.#http.close(),
+        this.#telemetry?.shutdown(),
+      ];
       for (const result of await Promise.allSettled(steps)) {
         if (result.status === "rejected") this.#log.warn({ err: result.reason }, "a clean-up step failed");
       }
@@ -233,5 +243,11 @@ export async function startWorker(definition: HandlerDefinition, options: Worker
       ...(options.logDestination === undefined ? {} : { destination: options.logDestination }),
       secrets: config.apiKey === undefined ? [] : [config.apiKey],
     });
-  return new Worker(definition, config, log);
+  const telemetry = await loadTelemetry(
+    options.telemetry,
+    options.env,
+    { workerId: config.podId, endpointId: config.endpointId },
+    log,
+  );
+  return new Worker(definition, config, log, telemetry);
 }
