@@ -9,6 +9,7 @@ import { measureOpenAI } from "./figures/openai.js";
 import { measureS3 } from "./figures/s3.js";
 import { measureSoak } from "./figures/soak.js";
 import { measureStreaming } from "./figures/streaming.js";
+import { measureTelemetry } from "./figures/telemetry.js";
 import { measureOverhead, measureThroughput } from "./figures/throughput.js";
 import { describeMachine } from "./machine.js";
 import { type BenchOptions, FULL_OPTIONS, QUICK_OPTIONS } from "./options.js";
@@ -52,6 +53,7 @@ export async function runBench(
   figures.push(...(await step("batching", () => measureBatching(options))));
   const memory = await step("memory", () => measureMemory(options));
   figures.push(...memory.figures);
+  figures.push(...(await step("telemetry", () => measureTelemetry(options))));
   figures.push(...(await step("real-time soak", () => measureSoak(options))));
   let coldStart: BenchResults["coldStart"] = { available: false, reason: "skipped (--quick)" };
   if (options.coldStart) {
