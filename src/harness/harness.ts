@@ -331,10 +331,10 @@ export class Harness {
     return this.#timelines.spans(jobId, this.#webhooks.attempts());
   }
 
-  #workerFirstSeen(workerId: string): number | undefined {
+  #workerFirstSeen(workerId: string): { seen: number; ready: number | undefined } | undefined {
     for (const endpointId of this.#store.table.endpointIds()) {
       const worker = this.#store.workers.get(endpointId, workerId);
-      if (worker !== undefined) return worker.firstSeenAt;
+      if (worker !== undefined) return { seen: worker.firstSeenAt, ready: worker.firstTakeAt };
     }
     return undefined;
   }

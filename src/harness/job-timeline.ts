@@ -6,7 +6,7 @@ import type { WebhookAttempt } from "./webhooks.js";
  * sees over HTTP — the job queued, handed out, its progress and stream posts, its result, its
  * webhook — kept in memory with no collector, bounded in jobs and in spans a job, for the
  * dashboard's timeline. A worker's first job also gets a `setup` span: from the worker's first
- * request (its heartbeat starts with it) to the hand-out.
+ * request (its heartbeat starts with it) to its first job-take (it was ready then).
  */
 
 /** One span of a job's timeline; times are epoch ms on the harness's clock. */
@@ -41,12 +41,19 @@ interface Track {
 export class JobTimelines {
   readonly #jobs = new Map<string, Track>();
   readonly #now: () => number;
-  /** When a worker was first seen, for the setup span of its first job. */
-  readonly #firstSeen: (workerId: string) => number | undefined;
+  /** When a worker was first seen and first asked for a job: the setup span of its first job. */
+  readonly #firstSeen: (
+    workerId: string,
+  ) => { readonly seen: number; readonly ready: number | undefined } | undefined;
   /** Workers that already had a job (their next ones have no setup span); bounded like the jobs. */
   readonly #served = new Set<string>();
 
-  constructor(now: () => number, firstSeen: (workerId: string) => number | undefined) {
+  constructor(
+    now: () => number,
+    firstSeen: (
+      workerId: string,
+    ) => { readonly seen: number; readonly ready: number | undefined } | undefined,
+  ) {
     this.#now = now;
     this.#firstSeen = firstSeen;
   }
@@ -125,8 +132,15 @@ export class JobTimelines {
     track.queue = undefined;
     const workerId = job.workerId ?? "";
     const seen = this.#firstSeen(workerId);
-    if (!this.#served.has(workerId) && seen !== undefined && seen <= at) {
-      this.#add(track, { name: "setup", start: seen, end: at, attributes: { worker: text(workerId) } });
+    if (!this.#served.has(workerId) && seen !== undefined) {
+      // Up to its first take: a worker that then waited for work was ready before this job came.
+      const ready = Math.min(seen.ready ?? at, at);
+      this.#add(track, {
+        name: "setup",
+        start: seen.seen,
+        end: ready,
+        attributes: { worker: text(workerId) },
+      });
     }
     this.#served.add(workerId);
     if (this.#served.size > MAX_TIMELINE_JOBS) {

@@ -1,3 +1,4 @@
+import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { defineHandler } from "../../src/index.js";
@@ -10,6 +11,9 @@ import { HAS_CHROMIUM, launchChromium } from "./chromium.js";
  * DOM condition.
  */
 const WAIT_MS = 30_000;
+/** `RUNLET_SCREENSHOTS=1` also saves the picture docs/observability.md shows. */
+const SCREENSHOTS = process.env["RUNLET_SCREENSHOTS"] === "1";
+const DOCS = fileURLToPath(new URL("../../docs/", import.meta.url));
 
 /** What the test reads of an element (the project's TypeScript has no DOM types). */
 interface Bar {
@@ -74,6 +78,8 @@ describe.skipIf(!HAS_CHROMIUM)("the job timeline in Chromium", { timeout: 90_000
     expect(await page.getAttribute('#job-timeline [data-span="stream"] .tl-bar', "title")).toMatch(
       /chunks=3 bytes=\d+/,
     );
+    if (SCREENSHOTS)
+      await page.locator("#job-timeline-box").screenshot({ path: `${DOCS}dashboard-timeline.png` });
     await page.close();
   });
 });

@@ -26,6 +26,8 @@ describe("the harness's job timeline", () => {
     const names = spans.map((s) => s.name);
     expect(names).toEqual(["queue", "setup", "take", "handler", "stream", "result"]);
     const byName = Object.fromEntries(spans.map((s) => [s.name, s]));
+    // Setup ends at the worker's first take, before the job's hand-out.
+    expect(byName["setup"]!.end!).toBeLessThanOrEqual(byName["take"]!.start);
     expect(byName["queue"]?.end).toBe(byName["take"]?.start);
     expect(byName["take"]?.attributes["worker"]).toBe(worker.id);
     expect(byName["stream"]?.attributes["chunks"]).toBe(2);
@@ -33,6 +35,20 @@ describe("the harness's job timeline", () => {
     expect(byName["handler"]?.end).toBe(byName["result"]?.start);
     // The same worker's next job has no setup.
     expect(h.timeline(second).map((s) => s.name)).toEqual(["queue", "take", "handler", "stream", "result"]);
+  });
+
+  it("ends a first job's setup at the worker's first take, not when a job finally came", async () => {
+    await using h = await testHarness();
+    const handler = defineHandler({ input: z.object({}), handler: () => "ok" });
+    const worker = await workerFor(h, handler, { pingIntervalMs: 50 });
+    await waitFor("the worker's first take", () => h.requests({ route: "job-take" }).length > 0);
+    // The worker waits idle for work for a while.
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const id = h.enqueue("local", { input: {} });
+    await waitFor("the job", () => h.job(id)?.status === "COMPLETED");
+    await worker.close();
+    const byName = Object.fromEntries(h.timeline(id).map((s) => [s.name, s]));
+    expect(byName["take"]!.start - byName["setup"]!.end!).toBeGreaterThanOrEqual(40);
   });
 
   it("is bounded: the oldest jobs' timelines go first, and a job requeued for ever stops adding spans", () => {
