@@ -10,6 +10,7 @@ import { measureOpenAI } from "./figures/openai.js";
 import { measureS3 } from "./figures/s3.js";
 import { measureSoak } from "./figures/soak.js";
 import { measureStreaming } from "./figures/streaming.js";
+import { measureTelemetry } from "./figures/telemetry.js";
 import { measureOverhead, measureThroughput } from "./figures/throughput.js";
 import { measureWarmCache } from "./figures/warm-cache.js";
 import { describeMachine } from "./machine.js";
@@ -54,6 +55,7 @@ export async function runBench(
   figures.push(...(await step("batching", () => measureBatching(options))));
   const memory = await step("memory", () => measureMemory(options));
   figures.push(...memory.figures);
+  figures.push(...(await step("telemetry", () => measureTelemetry(options))));
   figures.push(...(await step("real-time soak", () => measureSoak(options))));
   if (options.ocr.starts > 0)
     figures.push(...(await step("OCR model (examples/ocr)", () => measureOcr(options))));

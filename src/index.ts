@@ -38,6 +38,7 @@ export {
   WorkerUnfitError,
 } from "./handler/index.js";
 export type { JobS3, S3Reference } from "./s3/types.js";
+export type { TelemetryOptions, TraceContextField } from "./telemetry/index.js";
 export { VERSION } from "./version.js";
 export {
   startWorker,

@@ -7,6 +7,14 @@ import { RunletError } from "./errors.js";
  * all, so a worker project is `npm install` and go.
  */
 export const OPTIONAL_PEERS = {
+  "@opentelemetry/api": "^1.10.0",
+  "@opentelemetry/context-async-hooks": "^3.1.0",
+  "@opentelemetry/core": "^3.1.0",
+  "@opentelemetry/exporter-metrics-otlp-http": "^0.301.0",
+  "@opentelemetry/exporter-trace-otlp-http": "^0.301.0",
+  "@opentelemetry/resources": "^3.1.0",
+  "@opentelemetry/sdk-metrics": "^3.1.0",
+  "@opentelemetry/sdk-trace": "^3.1.0",
   "@aws-sdk/client-s3": "^3.1169.0",
   "@aws-sdk/lib-storage": "^3.1169.0",
   "@aws-sdk/s3-request-presigner": "^3.1162.0",
@@ -46,8 +54,10 @@ export function missingPeerError(
   neededFor: string,
   cause?: unknown,
 ): RunletError {
-  // Packages a worker loads at run time (the AWS SDK, tar-stream for the warm cache) go to dependencies.
-  const dev = names.every((n) => !n.startsWith("@aws-sdk/") && n !== "tar-stream");
+  // Packages a worker loads at run time (the AWS SDK, tar-stream for the warm cache, OpenTelemetry) go to dependencies.
+  const dev = names.every(
+    (n) => !n.startsWith("@aws-sdk/") && n !== "tar-stream" && !n.startsWith("@opentelemetry/"),
+  );
   const specs = names.map((n) => `${n}@${OPTIONAL_PEERS[n]}`).join(" ");
   const which = names.length === 1 ? `the package ${names[0]}, which is` : `${names.join(", ")}, which are`;
   return new RunletError(

@@ -6,6 +6,7 @@ import type * as Esbuild from "esbuild";
 import type { BuildOptions, Message, Plugin } from "esbuild";
 import { RunletError } from "../errors.js";
 import { AWS_SDK_PEERS, importPeer } from "../optional-peers.js";
+import { TELEMETRY_PEERS } from "../telemetry/index.js";
 import { WARM_COMPILE_CACHE_FLAG } from "./dockerfile.js";
 import { type External, findUnbundlable } from "./externals.js";
 import { RUNLET_ROOT, runletExports } from "./paths.js";
@@ -158,10 +159,15 @@ function runletResolver(): Plugin {
  * the build failing.
  */
 function missingAwsSdk(): string[] {
-  const fromS3 = createRequire(join(RUNLET_ROOT, "dist", "s3", "index.js"));
-  return [...AWS_SDK_PEERS, "tar-stream"].filter((name) => {
+  return missingFrom([...AWS_SDK_PEERS, "tar-stream"], join("s3", "index.js"));
+}
+
+/** Likewise for telemetry's OpenTelemetry packages (docs/observability.md). */
+function missingFrom(names: readonly string[], module: string): string[] {
+  const from = createRequire(join(RUNLET_ROOT, "dist", module));
+  return names.filter((name) => {
     try {
-      fromS3.resolve(name);
+      from.resolve(name);
       return false;
     } catch {
       // Not installed where runlet's S3 module would import it from.
@@ -321,7 +327,11 @@ export async function bundleHandler(options: BundleOptions): Promise<BundleResul
     logLevel: "silent",
     metafile: true,
   };
-  const alwaysOut = ["pino-pretty", ...missingAwsSdk()];
+  const alwaysOut = [
+    "pino-pretty",
+    ...missingAwsSdk(),
+    ...missingFrom(TELEMETRY_PEERS, join("telemetry", "otel.js")),
+  ];
   // First pass in memory: its metafile lists what esbuild read, which tells the packages that
   // cannot be bundled. A `.node` file is read as empty there (esbuild has no loader for one, and
   // would stop at the first); a package holding one is then left out, and the second pass

@@ -7,6 +7,7 @@ import {
   purgeResponseSchema,
   TERMINAL_STATUSES,
 } from "../protocol/index.js";
+import { withTraceContext } from "../telemetry/trace-context.js";
 import { delay } from "./delay.js";
 import { readChunks, readValues } from "./stream-reader.js";
 import type { Transport } from "./transport.js";
@@ -43,7 +44,7 @@ export function createEndpointClient<TInput, TOutput, TStreamItem>(
       transport.send({
         method: "POST",
         path: `${base}/run`,
-        body,
+        body: withTraceContext(body),
         schema: jobRefSchema,
         retryable: false,
         signal: options.signal,
@@ -53,7 +54,7 @@ export function createEndpointClient<TInput, TOutput, TStreamItem>(
         method: "POST",
         path: `${base}/runsync`,
         query: { wait: options.waitMs },
-        body,
+        body: withTraceContext(body),
         schema: jobRecordSchema,
         retryable: false,
         signal: options.signal,

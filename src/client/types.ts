@@ -1,4 +1,5 @@
 import type { Health, JobRecord, JobRef, RunRequest, StreamChunk } from "../protocol/index.js";
+import type { TraceContextField } from "../telemetry/trace-context.js";
 
 /** Options every call takes. */
 export interface CallOptions {
@@ -7,7 +8,14 @@ export interface CallOptions {
 }
 
 /** A `/run` or `/runsync` body (docs/protocol.md, "Job bodies") with a typed `input`. */
-export type RunBody<TInput> = Omit<RunRequest, "input"> & { input: TInput };
+export type RunBody<TInput> = Omit<RunRequest, "input"> & {
+  input: TInput;
+  /**
+   * W3C trace context for the worker's spans (docs/observability.md). @default the active span's,
+   * when the application has set up OpenTelemetry with a propagator; else none
+   */
+  traceContext?: TraceContextField;
+};
 
 /** A job record (docs/protocol.md, "Job bodies") with a typed `output`. */
 export type TypedJobRecord<TOutput> = JobRecord & { output?: TOutput };

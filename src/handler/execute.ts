@@ -39,6 +39,13 @@ export interface ExecuteHooks {
    * whatever it ends with (an error, a timeout, a shutdown), as the reference worker's does.
    */
   streaming?(): void;
+  /** The input was checked, from `startedAt` (epoch ms): telemetry's validation span. */
+  validated?(ok: boolean, startedAt: number): void;
+  /**
+   * Runs the handler (and the draining of its stream) and hands it the logger for `ctx.log`:
+   * telemetry's one seam (src/telemetry), which runs it inside the job's span. Absent: as is.
+   */
+  wrapHandler?<T>(log: Logger, run: (log: Logger) => Promise<T>): Promise<T>;
 }
 
 /** Everything {@link executeJob} needs. */
@@ -125,7 +132,9 @@ async function runJob(options: ExecuteOptions): Promise<ExecuteOutcome> {
   const stopPod = definition.refreshWorker;
   // ctx.refreshWorker(): this job's result, whatever it is, asks for the worker to be replaced.
   let refreshAsked = false;
+  const validatingAt = Date.now();
   const parsed = await parseInput(definition.input, job.input);
+  hooks.validated?.(parsed.ok, validatingAt);
   if (!parsed.ok) {
     return {
       result: { kind: "error", message: parsed.message, code: "RUNLET_INPUT_INVALID", stopPod },
@@ -137,13 +146,16 @@ async function runJob(options: ExecuteOptions): Promise<ExecuteOutcome> {
   const createJobS3 = hasStore ? await loadS3() : undefined;
   let s3: JobS3 | undefined;
   const sidecars = sidecarContextOf(definition.sidecars);
+  let handlerLog = log;
   const context: HandlerContext<unknown, unknown> = {
     job: Object.freeze({ id: job.id, raw: job }),
     state: options.state,
     input: parsed.data,
     signal,
     deadline: options.deadline,
-    log,
+    get log() {
+      return handlerLog;
+    },
     metrics,
     progress(value) {
       hooks.progress(toJsonText(value, "a progress value"));
@@ -179,14 +191,15 @@ async function runJob(options: ExecuteOptions): Promise<ExecuteOutcome> {
     unfit ??= unfitnessOf(err);
     return failedResult(err, identity, stopPod || unfit !== undefined);
   };
+  const wrap = hooks.wrapHandler ?? ((l: Logger, run: (l: Logger) => Promise<JobResult>) => run(l));
   try {
-    const returned = definition.handler(context);
-    if (isIterator(returned)) {
+    result = await wrap(log, async (scoped) => {
+      handlerLog = scoped;
+      const returned = definition.handler(context);
+      if (!isIterator(returned)) return returnedResult(await returned, stopPod);
       hooks.streaming?.();
-      result = await drain(returned, { definition, metrics, hooks, signal }, fail, stopPod);
-    } else {
-      result = returnedResult(await returned, stopPod);
-    }
+      return drain(returned, { definition, metrics, hooks, signal }, fail, stopPod);
+    });
   } catch (err) {
     result = fail(err);
   } finally {

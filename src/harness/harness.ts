@@ -9,6 +9,7 @@ import { closeServer, listen, sendError } from "./http-util.js";
 import { type JobSnapshot, type NewJob, recordOf, snapshotOf } from "./job-entry.js";
 import { JobEventHub, type JobEventListener } from "./job-events.js";
 import { JobStore } from "./job-store.js";
+import { JobTimelines, type TimelineSpan } from "./job-timeline.js";
 import { untilTerminal } from "./job-waits.js";
 import { exceedsValueDepth } from "./json-depth.js";
 import { type HarnessManagement, harnessManagement } from "./management-api/index.js";
@@ -63,6 +64,8 @@ export class Harness {
   readonly #requests: RequestLog;
   readonly #keys: KeyRing;
   readonly #webhooks: WebhookSender;
+  /** Each job's spans as the harness sees it (docs/observability.md, "The harness's timeline"). */
+  readonly #timelines: JobTimelines;
   readonly #limiter: RateLimiter;
   readonly #scaler: Scaler;
   readonly #management: HarnessManagement;
@@ -83,6 +86,10 @@ export class Harness {
       jobId: job.id,
       endpointId: job.endpointId,
     });
+    this.#timelines = new JobTimelines(
+      () => options.clock.now(),
+      (workerId) => this.#workerFirstSeen(workerId),
+    );
     this.#store = new JobStore({
       clock: options.clock,
       timers: this.#timers,
@@ -90,13 +97,23 @@ export class Harness {
       maxFinishedBytes: options.maxFinishedJobBytes,
       events: {
         onTerminal: (job) => {
+          this.#timelines.ended(job);
           if (job.webhook !== undefined) this.#webhooks.send(job.id, job.webhook, recordOf(job));
           if (this.#events.active) this.#events.emit({ type: "end", ...about(job), job: snapshotOf(job) });
         },
-        onProgress: (job, output) => this.#events.emit({ type: "progress", ...about(job), output }),
-        onChunk: (job, chunk, index) => this.#events.emit({ type: "stream", ...about(job), index, chunk }),
+        onProgress: (job, output) => {
+          this.#timelines.progress(job);
+          this.#events.emit({ type: "progress", ...about(job), output });
+        },
+        onChunk: (job, chunk, index) => {
+          this.#timelines.chunk(job, Buffer.byteLength(JSON.stringify(chunk)));
+          this.#events.emit({ type: "stream", ...about(job), index, chunk });
+        },
         onQueueChange: (endpointId) => this.#scaler.schedule(endpointId),
-        onJobChange: (job) => this.#dashboard?.jobChanged(job),
+        onJobChange: (job) => {
+          this.#timelines.changed(job);
+          this.#dashboard?.jobChanged(job);
+        },
         onWorkerChange: (worker, change) => this.#dashboard?.workerChanged(worker, change),
       },
     });
@@ -322,6 +339,22 @@ export class Harness {
     this.#requests.inject(route, fault, count);
   }
 
+  /**
+   * The job's timeline as the harness saw it: queue, setup (a worker's first job), take, handler,
+   * progress, stream, result and webhook spans (docs/observability.md, "The harness's timeline").
+   */
+  timeline(jobId: string): TimelineSpan[] {
+    return this.#timelines.spans(jobId, this.#webhooks.attempts());
+  }
+
+  #workerFirstSeen(workerId: string): { seen: number; ready: number | undefined } | undefined {
+    for (const endpointId of this.#store.table.endpointIds()) {
+      const worker = this.#store.workers.get(endpointId, workerId);
+      if (worker !== undefined) return { seen: worker.firstSeenAt, ready: worker.firstTakeAt };
+    }
+    return undefined;
+  }
+
   /** Every webhook delivery attempt so far. */
   webhookAttempts(): WebhookAttempt[] {
     return this.#webhooks.attempts();
@@ -397,6 +430,7 @@ export class Harness {
             maxJsonDepth: o.limits.maxJsonDepth,
           },
           webhookAttempts: () => this.#webhooks.attempts(),
+          timeline: (jobId) => this.timeline(jobId),
           onJobEvent: (listener) => this.#events.subscribe(listener),
           sampleRequest: page.sampleRequest,
           logger: o.logger,

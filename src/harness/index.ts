@@ -4,6 +4,7 @@ export { describeHandler, type HandlerInfo, handlerInfoSchema } from "./dashboar
 export { Harness, type HarnessMemory, startHarness } from "./harness.js";
 export type { JobKind, JobSnapshot, NewJob } from "./job-entry.js";
 export type { JobEvent, JobEventListener } from "./job-events.js";
+export type { TimelineSpan } from "./job-timeline.js";
 export type {
   DashboardOptions,
   EndpointOptions,

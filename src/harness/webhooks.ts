@@ -44,6 +44,9 @@ export interface WebhookAttempt {
   /** The receiver's status, or the network error's message. */
   readonly outcome: number | string;
   readonly ok: boolean;
+  /** When the attempt started (epoch ms, real time) and how long it took: the dashboard's timeline. */
+  readonly at?: number;
+  readonly ms?: number;
 }
 
 /**
@@ -111,6 +114,7 @@ export class WebhookSender {
   #attempt(jobId: string, url: string, body: string, attempt: number): void {
     if (this.#closing.signal.aborted) return;
     const run = (async () => {
+      const at = Date.now();
       let outcome: number | string;
       try {
         // Linked by one listener removed when the attempt ends: AbortSignal.any with the harness's
@@ -132,7 +136,7 @@ export class WebhookSender {
       if (this.#closing.signal.aborted) return;
       const ok = typeof outcome === "number" && outcome >= 200 && outcome < 300;
       if (typeof outcome === "string") outcome = outcome.slice(0, MAX_OUTCOME_CHARS);
-      this.#record({ jobId, url, attempt, outcome, ok });
+      this.#record({ jobId, url, attempt, outcome, ok, at, ms: Date.now() - at });
       if (ok) return;
       if (attempt <= this.#retries) {
         this.#logger?.warn({ jobId, attempt, outcome }, "webhook delivery failed; retrying");

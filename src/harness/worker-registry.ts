@@ -5,6 +5,8 @@ export interface WorkerState {
   readonly id: string;
   readonly endpointId: string;
   readonly firstSeenAt: number;
+  /** Its first job-take (it was ready then): the end of a first job's setup span (job-timeline.ts). */
+  firstTakeAt: number | undefined;
   /** Its latest request of any kind (informational: only pings keep a worker alive). */
   lastSeenAt: number;
   /** Its latest ping; undefined until it pings. */
@@ -107,7 +109,7 @@ export class WorkerRegistry {
    * worker that never pings lapses `heartbeatTimeoutMs` after it appeared). Other requests do not
    * re-arm the lapse: see {@link pinged}.
    */
-  seen(endpointId: string, workerId: string): WorkerState {
+  seen(endpointId: string, workerId: string, taking = false): WorkerState {
     let workers = this.#byEndpoint.get(endpointId);
     if (workers === undefined) {
       workers = new Map();
@@ -119,6 +121,7 @@ export class WorkerRegistry {
         id: workerId,
         endpointId,
         firstSeenAt: this.#now(),
+        firstTakeAt: undefined,
         lastSeenAt: this.#now(),
         lastPingAt: undefined,
         jobs: new Set(),
@@ -134,6 +137,7 @@ export class WorkerRegistry {
       this.#onChange?.(worker, "seen");
     }
     worker.lastSeenAt = this.#now();
+    if (taking) worker.firstTakeAt ??= worker.lastSeenAt;
     return worker;
   }
 

@@ -168,7 +168,11 @@ async function serveWorkerRoute(
   }
   const workerId = call.params[0]!;
   const jobId = call.params[1];
-  const worker = ctx.store.workers.seen(endpointId, workerId);
+  const worker = ctx.store.workers.seen(
+    endpointId,
+    workerId,
+    route === "job-take" || route === "job-take-batch",
+  );
   switch (route) {
     case "job-take":
     case "job-take-batch":

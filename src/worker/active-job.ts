@@ -88,6 +88,7 @@ export class ActiveJob {
       ...(parts.events === undefined ? {} : { events: parts.events }),
     });
     this.reported = this.#outbox.done.then((delivery) => {
+      parts.events?.emit("reported", { jobId: job.id, delivery });
       if (delivery === "gave-up") parts.stopper.lost(job.id);
       return delivery;
     });
@@ -166,10 +167,14 @@ export class ActiveJob {
         // watched; a batch's job waiting for its seat is not. Disarmed when the outcome exists or
         // the main thread hard-stops it itself.
         onLaunch: (at) => {
+          this.#parts.events?.emit("launched", { jobId: this.id, at });
           if (this.#state === "running") this.#watch(at + this.#timeoutMs);
         },
       },
       {
+        validated: (ok, startedAt) =>
+          this.#parts.events?.emit("validated", { jobId: this.id, ok, startedAt }),
+        wrapHandler: (log, run) => this.#parts.events?.wrapHandler(this.id, log, run) ?? run(log),
         streaming: () => {
           this.#streaming = true;
           // A watchdog armed before the handler turned out to stream must post its failure as a stream's final.
@@ -295,11 +300,14 @@ export class ActiveJob {
         stopPod: result.stopPod,
       };
     }
-    this.#finalize(
-      await fitResult(result, this.#job, this.#parts, this.#log),
-      outcome.metrics,
-      outcome.batch,
-    );
+    const fittingAt = Date.now();
+    const fitted = await fitResult(result, this.#job, this.#parts, this.#log);
+    if (fitted !== result && result.kind === "output") {
+      const bytes = Buffer.byteLength(result.json);
+      const ok = fitted.kind === "output";
+      this.#parts.events?.emit("offloaded", { jobId: this.id, bytes, ok, startedAt: fittingAt });
+    }
+    this.#finalize(fitted, outcome.metrics, outcome.batch);
   }
 
   #finalize(result: JobResult, metrics: Record<string, number | string> = {}, batch?: BatchInfo): void {
@@ -311,7 +319,7 @@ export class ActiveJob {
     const executionTimeMs = Date.now() - this.#startedAt;
     if (result.kind === "output") {
       this.#log.info({ executionTimeMs, metrics }, "Finished.");
-      this.#parts.events?.emit("finished", { jobId: this.id, executionTimeMs, metrics });
+      this.#parts.events?.emit("finished", { jobId: this.id, executionTimeMs, metrics, batch });
     } else {
       this.#log.warn(
         { executionTimeMs, metrics, code: result.code, error: result.message.slice(0, 500) },
@@ -323,6 +331,7 @@ export class ActiveJob {
         metrics,
         code: result.code,
         message: result.message,
+        batch,
       });
     }
   }

@@ -13,6 +13,7 @@ import {
 } from "../option-schema.js";
 import { DEFAULT_MAX_RESULT_BYTES } from "../protocol/index.js";
 import type { RetryPolicy } from "../retry-policy.js";
+import type { TelemetryOptions } from "../telemetry/settings.js";
 import { pollRetryPolicy, postRetryPolicy } from "./backoff.js";
 import { type FitnessConfig, readFitnessConfig } from "./fitness/fitness-config.js";
 import { type PlatformUrls, platformUrls } from "./platform-urls.js";
@@ -24,6 +25,11 @@ export interface WorkerOptions {
    * never reads `process.env` itself.
    */
   env: Readonly<Record<string, string | undefined>>;
+  /**
+   * OpenTelemetry traces and metrics over OTLP/HTTP (docs/observability.md): `true` or settings turn
+   * them on, `false` off. @default on when OTEL_EXPORTER_OTLP_ENDPOINT (or a per-signal one) is set in `env`
+   */
+  telemetry?: boolean | TelemetryOptions;
   /** The logger. @default one from createLogger (JSON lines when RUNPOD_ENDPOINT_ID is set, the API key scrubbed) */
   logger?: Logger;
   /** Where runlet's own logger writes. @default process.stdout */
@@ -141,7 +147,14 @@ export function resolveWorkerConfig(options: WorkerOptions): WorkerConfig {
   const fitness = readFitnessConfig(options.env);
   const checked = parseOptions(
     optionsSchema,
-    { ...options, env: undefined, logger: undefined, logDestination: undefined, clock: undefined },
+    {
+      ...options,
+      env: undefined,
+      logger: undefined,
+      logDestination: undefined,
+      clock: undefined,
+      telemetry: undefined,
+    },
     "RUNLET_CONFIG_INVALID",
     "startWorker: ",
   );

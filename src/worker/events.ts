@@ -1,4 +1,5 @@
 import type { Logger } from "pino";
+import type { BatchInfo } from "../handler/execute.js";
 
 /** The start-up phases before the first take, in their order (docs/worker.md, "Start-up"). */
 export type StartupPhaseName = "fitness" | "cache" | "sidecar" | "setup";
@@ -9,7 +10,26 @@ export type StartupPhaseName = "fitness" | "cache" | "sidecar" | "setup";
  */
 export interface WorkerEvents {
   /** The platform handed this worker a job (before it starts). */
-  readonly taken: { readonly jobId: string };
+  readonly taken: {
+    readonly jobId: string;
+    /** The job's `traceContext` field as delivered (docs/protocol.md, "Trace context"); unchecked. */
+    readonly traceContext?: unknown;
+  };
+  /** The job's input was checked against the handler's schema, from `startedAt` (epoch ms). */
+  readonly validated: { readonly jobId: string; readonly ok: boolean; readonly startedAt: number };
+  /** A batched job's batch launched at `at` (epoch ms): its handler runs from then. */
+  readonly launched: { readonly jobId: string; readonly at: number };
+  /** A stream chunk's post ended: accepted (`ok`) or not; `bytes` is its body's size. */
+  readonly chunkPosted: { readonly jobId: string; readonly bytes: number; readonly ok: boolean };
+  /** An output too large to post was offloaded to S3 (`ok`), or that failed; from `startedAt`. */
+  readonly offloaded: {
+    readonly jobId: string;
+    readonly bytes: number;
+    readonly ok: boolean;
+    readonly startedAt: number;
+  };
+  /** The job's posts ended: its final result `delivered`, `replaced`, `rejected`, `gave-up`, or `discarded` (job-stop). */
+  readonly reported: { readonly jobId: string; readonly delivery: string };
   /** The job's handler was started. */
   readonly started: { readonly jobId: string };
   /** The handler reported progress; `body` is the JSON text posted to the platform. */
@@ -20,6 +40,8 @@ export interface WorkerEvents {
     readonly executionTimeMs: number;
     /** The handler's own metrics (`ctx.metrics`); empty when it set none. */
     readonly metrics: Readonly<Record<string, number | string>>;
+    /** The batch it ran in (a batch handler's job). */
+    readonly batch?: BatchInfo | undefined;
   };
   /** The job ended in an error (its handler threw, it timed out, its output was too large, ...). */
   readonly failed: {
@@ -29,6 +51,7 @@ export interface WorkerEvents {
     readonly metrics: Readonly<Record<string, number | string>>;
     readonly code: string;
     readonly message: string;
+    readonly batch?: BatchInfo | undefined;
   };
   /** A post to the platform (a result, progress, chunks) failed and will be retried after `waitMs`. */
   readonly retrying: {
@@ -63,6 +86,9 @@ export interface WorkerEvents {
   readonly stopped: { readonly reason: string; readonly exitCode: number };
 }
 
+/** See {@link WorkerEventHub.wrapHandler}. */
+export type HandlerWrapper = <T>(jobId: string, log: Logger, run: (log: Logger) => Promise<T>) => Promise<T>;
+
 /** A listener of event `K`. */
 export type WorkerListener<K extends keyof WorkerEvents> = (event: WorkerEvents[K]) => void;
 
@@ -73,6 +99,11 @@ export type WorkerListener<K extends keyof WorkerEvents> = (event: WorkerEvents[
 export class WorkerEventHub {
   readonly #listeners = new Map<keyof WorkerEvents, Set<(event: never) => void>>();
   readonly #log: Logger;
+  /**
+   * Runs a job's handler (and the draining of its stream); telemetry (src/telemetry) replaces it to run
+   * the handler inside the job's span, with a logger that carries the trace ids. Default: as is.
+   */
+  wrapHandler: HandlerWrapper = (_jobId, log, run) => run(log);
 
   constructor(log: Logger) {
     this.#log = log;

@@ -148,7 +148,7 @@ export class JobBoard {
   }
 
   #start(job: DeliveredJob): void {
-    this.#parts.events?.emit("taken", { jobId: job.id });
+    this.#parts.events?.emit("taken", { jobId: job.id, traceContext: job["traceContext"] });
     // Listed before the job's handler can run: one that then blocks the main thread is still named by the pings.
     this.#parts.heartbeat?.addJob(job.id);
     const active = new ActiveJob(job, this.#parts);

@@ -165,7 +165,14 @@ export class JobOutbox {
           return;
         }
         const outcome = await this.#post(entry);
-        if (entry.kind === "chunk") this.#unpostedStreamBytes -= entry.bytes;
+        if (entry.kind === "chunk") {
+          this.#unpostedStreamBytes -= entry.bytes;
+          this.#options.events?.emit("chunkPosted", {
+            jobId: this.#options.jobId,
+            bytes: entry.bytes,
+            ok: outcome.ok,
+          });
+        }
         this.#wake();
         if (this.#discarded) return;
         if (!outcome.ok && typeof outcome.status === "number" && this.#rejected === undefined) {

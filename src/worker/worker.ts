@@ -5,6 +5,7 @@ import { RunletError } from "../errors.js";
 import { type HandlerDefinition, isHandlerDefinition } from "../handler/define-handler.js";
 import { createLogger } from "../log/index.js";
 import { type RunningSidecars, startSidecars } from "../sidecar/start-sidecars.js";
+import { loadTelemetry, type WorkerTelemetry } from "../telemetry/index.js";
 import { resolveWorkerConfig, type WorkerConfig, type WorkerOptions } from "./config.js";
 import { WorkerEventHub, type WorkerEvents, type WorkerListener } from "./events.js";
 import type { Executor, ExecutorSettings } from "./executor.js";
@@ -67,12 +68,15 @@ export class Worker {
   /** The handler's sidecars once started (docs/models.md, "Sidecars"); stopped after the jobs at shutdown. */
   #sidecars: RunningSidecars | undefined;
 
+  readonly #telemetry: WorkerTelemetry | undefined;
+
   /** @internal use {@link startWorker}. */
   constructor(
     definition: HandlerDefinition,
     config: WorkerConfig,
     log: Logger,
     env: Readonly<Record<string, string | undefined>> = {},
+    telemetry?: WorkerTelemetry,
   ) {
     this.#env = env;
     this.#definition = definition;
@@ -80,6 +84,8 @@ export class Worker {
     this.#log = log;
     this.#events = new WorkerEventHub(log);
     this.#phases = new StartupPhases(this.#events, log);
+    this.#telemetry = telemetry;
+    telemetry?.attach(this.#events, this);
     this.stopped = new Promise((resolve) => {
       this.#resolveStopped = resolve;
     });
@@ -314,6 +320,7 @@ export class Worker {
         this.#executor.close().finally(() => this.#sidecars?.close()),
         this.#heartbeat?.close(),
         this.#http.close(),
+        this.#telemetry?.shutdown(),
       ];
       for (const result of await Promise.allSettled(steps)) {
         if (result.status === "rejected") this.#log.warn({ err: result.reason }, "a clean-up step failed");
@@ -367,5 +374,11 @@ export async function startWorker(definition: HandlerDefinition, options: Worker
       ...(options.logDestination === undefined ? {} : { destination: options.logDestination }),
       secrets: config.apiKey === undefined ? [] : [config.apiKey],
     });
-  return new Worker(definition, config, log, options.env);
+  const telemetry = await loadTelemetry(
+    options.telemetry,
+    options.env,
+    { workerId: config.podId, endpointId: config.endpointId },
+    log,
+  );
+  return new Worker(definition, config, log, options.env, telemetry);
 }

@@ -76,6 +76,10 @@ const FIGURE_IDS = [
   "memory.after",
   "memory.growth",
   "memory.heapGrowth",
+  "telemetry.firstTake.off",
+  "telemetry.firstTake.on",
+  "telemetry.idle.off",
+  "telemetry.idle.on",
   "soak.rssSlope",
   "soak.heapSlope",
   "soak.handlesSlope",
@@ -128,7 +132,7 @@ describe("npm run bench (quick smoke run: shape only, never speed)", () => {
         const runs = f["runs"] as number[];
         const expectedRuns = String(f["id"]).startsWith("stream.")
           ? QUICK_OPTIONS.stream.repetitions
-          : String(f["id"]).startsWith("memory.")
+          : String(f["id"]).startsWith("memory.") || String(f["id"]).startsWith("telemetry.")
             ? QUICK_OPTIONS.memory.repetitions
             : String(f["id"]).startsWith("soak.")
               ? 1

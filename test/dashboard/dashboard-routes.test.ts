@@ -132,6 +132,7 @@ describe("the dashboard's listener", () => {
       },
       progress: [],
       stream: [],
+      timeline: [{ name: "queue", start: expect.any(Number), attributes: {} }],
       webhookAttempts: [],
       lapses: 0,
     });

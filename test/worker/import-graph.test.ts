@@ -48,3 +48,22 @@ describe("what the worker loads up front", () => {
     expect([...packagesReached("s3/index.ts").keys()]).toContain("@aws-sdk/client-s3");
   });
 });
+
+describe("telemetry off costs nothing at start", () => {
+  it("never imports OpenTelemetry statically from the worker, the handler API or the client", () => {
+    for (const entry of [
+      "index.ts",
+      "worker/index.ts",
+      "worker/thread-entry.ts",
+      "handler/index.ts",
+      "client/index.ts",
+    ]) {
+      const otel = [...packagesReached(entry)].filter(([name]) => name.startsWith("@opentelemetry/"));
+      expect(otel.map(([, chain]) => chain.join(" → "))).toEqual([]);
+    }
+  });
+
+  it("sees OpenTelemetry behind the telemetry module (so the check above can fail)", () => {
+    expect([...packagesReached("telemetry/otel.ts").keys()]).toContain("@opentelemetry/api");
+  });
+});

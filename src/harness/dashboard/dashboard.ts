@@ -7,6 +7,7 @@ import type { JobEntry } from "../job-entry.js";
 import type { JobEvent } from "../job-events.js";
 import { recentJobs } from "../job-list.js";
 import type { JobStore } from "../job-store.js";
+import type { TimelineSpan } from "../job-timeline.js";
 import type { RateLimiter } from "../rate-limits.js";
 import type { JsonRead } from "../read-json.js";
 import { noBody, type Route, type RouteFamily, serveRoute } from "../route-table.js";
@@ -62,6 +63,8 @@ export interface DashboardSource {
     readonly maxJsonDepth: number;
   };
   readonly webhookAttempts: () => WebhookAttempt[];
+  /** A job's timeline spans (the job view draws them). */
+  readonly timeline?: (jobId: string) => TimelineSpan[];
   /** Subscribes to the harness's job events (progress, stream chunks, ends). */
   readonly onJobEvent: (listener: (event: JobEvent) => void) => () => void;
   /** The body the "run a request" form starts with. */
@@ -392,7 +395,12 @@ export class Dashboard {
     sendJson(
       res,
       200,
-      jobDetailOf(job, this.#source.webhookAttempts(), this.#metrics.get(job.id)),
+      jobDetailOf(
+        job,
+        this.#source.webhookAttempts(),
+        this.#metrics.get(job.id),
+        this.#source.timeline?.(job.id),
+      ),
       SECURITY_HEADERS,
     );
   }

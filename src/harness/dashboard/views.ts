@@ -4,6 +4,7 @@ import type { StreamChunk } from "../../protocol/worker-bodies.js";
 import { deliveredOf, type JobEntry } from "../job-entry.js";
 import { listItemOf } from "../job-list.js";
 import type { JobLookup } from "../job-table.js";
+import type { TimelineSpan } from "../job-timeline.js";
 import type { RateState } from "../rate-limits.js";
 import type { WebhookAttempt } from "../webhooks.js";
 import type { WorkerState } from "../worker-registry.js";
@@ -66,6 +67,8 @@ export interface JobDetail extends JobRow {
   readonly batch?: BatchQuery;
   /** The handler's own metrics (`ctx.metrics`), when its worker reported them (`runlet dev` does). */
   readonly metrics?: Readonly<Record<string, number | string>>;
+  /** The job's timeline as the harness saw it (docs/observability.md, "The harness's timeline"). */
+  readonly timeline?: readonly TimelineSpan[];
 }
 
 function iso(ms: number | undefined): string | undefined {
@@ -101,6 +104,7 @@ export function jobDetailOf(
   job: JobEntry,
   webhookAttempts: readonly WebhookAttempt[],
   metrics?: Readonly<Record<string, number | string>>,
+  timeline?: readonly TimelineSpan[],
 ): JobDetail {
   return {
     ...jobRowOf(job),
@@ -113,6 +117,7 @@ export function jobDetailOf(
     lapses: job.lapses,
     ...(job.batch === undefined ? {} : { batch: job.batch }),
     ...(metrics === undefined ? {} : { metrics }),
+    ...(timeline === undefined ? {} : { timeline }),
   };
 }
 

@@ -404,6 +404,7 @@ function renderJob() {
   $("job-output-box").hidden = !("output" in job);
   $("job-output").textContent = "output" in job ? json(job.output) : "";
   renderFailure(job.error);
+  renderTimeline();
   renderMetrics();
   renderProgress();
   renderStream();
@@ -448,6 +449,46 @@ function renderFailure(error) {
   const traceback = report?.error_traceback;
   $("job-traceback").hidden = typeof traceback !== "string" || traceback === "";
   $("job-traceback").textContent = typeof traceback === "string" ? traceback : "";
+}
+
+/**
+ * The job's timeline (docs/observability.md, "The harness's timeline"): one row a span — queue,
+ * setup (a worker's first job), take, handler, progress, stream, result, webhook — each bar placed
+ * on one time axis from the job's first span to its last end (an open span runs to now).
+ */
+function renderTimeline() {
+  const spans = state.open.timeline ?? [];
+  $("job-timeline-box").hidden = spans.length === 0;
+  if (spans.length === 0) return;
+  const now = Date.now();
+  const t0 = Math.min(...spans.map((s) => s.start));
+  const t1 = Math.max(t0 + 1, ...spans.map((s) => s.end ?? now));
+  const pct = (t) => `${(((t - t0) / (t1 - t0)) * 100).toFixed(2)}%`;
+  $("job-timeline").replaceChildren(
+    ...spans.map((s) => {
+      const end = s.end ?? now;
+      const detail = Object.entries(s.attributes)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(" ");
+      const label = `${s.name} · ${ms(end - s.start)}${s.end === undefined ? " (running)" : ""}${detail === "" ? "" : ` · ${detail}`}`;
+      const bar = h("span", {
+        class: `tl-bar tl-${s.name}${s.end === undefined ? " tl-open" : ""}`,
+        title: label,
+        "data-start": String(s.start - t0),
+        "data-ms": String(end - s.start),
+      });
+      // Through the CSSOM: the page's CSP refuses style attributes.
+      bar.style.left = pct(s.start);
+      bar.style.width = `max(2px, calc(${pct(end)} - ${pct(s.start)}))`;
+      return h(
+        "div",
+        { class: "tl-row", "data-span": s.name },
+        h("span", { class: "tl-name" }, s.name),
+        h("span", { class: "tl-track" }, bar),
+        h("span", { class: "tl-ms" }, ms(end - s.start)),
+      );
+    }),
+  );
 }
 
 /** The handler's own metrics (`ctx.metrics`) of the open job, when its worker reported them. */
