@@ -5,7 +5,6 @@ import { parseArgs } from "node:util";
 import { measureBatching } from "./figures/batching.js";
 import { numericLeaves, runColdStart } from "./figures/cold-start-glue.js";
 import { measureMemory } from "./figures/memory.js";
-import { measureOcr } from "./figures/ocr.js";
 import { measureOpenAI } from "./figures/openai.js";
 import { measureS3 } from "./figures/s3.js";
 import { measureSoak } from "./figures/soak.js";
@@ -21,6 +20,11 @@ import { formatTable } from "./table.js";
 import { ROOT } from "./worker-process.js";
 
 export type { BenchResults } from "./results.js";
+
+/** The OCR figures, loaded only when run: importing them loads onnxruntime-node and sharp. */
+async function measureOcr(options: BenchOptions): Promise<Figure[]> {
+  return (await import("./figures/ocr.js")).measureOcr(options);
+}
 
 /** Runs every figure with `options` and returns the results (writes nothing). */
 export async function runBench(
