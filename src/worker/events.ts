@@ -1,4 +1,5 @@
 import type { Logger } from "pino";
+import type { StartupPhase } from "./startup-phases.js";
 
 /**
  * Typed lifecycle events of a worker (bullmq's WorkerListener is the model), so users can hook
@@ -39,6 +40,23 @@ export interface WorkerEvents {
     /** The network error's message, when it did not. */
     readonly error?: string;
   };
+  /**
+   * A start-up phase began or ended (docs/worker.md, "Start-up phases"); `ms` is its length, on
+   * its end.
+   */
+  readonly phase: {
+    readonly phase: StartupPhase;
+    readonly state: "started" | "done" | "failed";
+    readonly ms?: number;
+  };
+  /** Setup reported how far it got (`progress("weights 40 %")`). */
+  readonly setupProgress: { readonly text: string };
+  /**
+   * Start-up is done, just before the first take: each phase's ms (`runlet`: process start →
+   * ready to set up; then `fitness`, `cache`, `sidecar`, `setup` as they ran; `total`: ms
+   * from process start).
+   */
+  readonly ready: { readonly phases: Readonly<Record<string, number>> };
   /** The worker stopped; the same value `worker.stopped` resolves with. */
   readonly stopped: { readonly reason: string; readonly exitCode: number };
 }

@@ -11,6 +11,7 @@ import { JobBoard } from "./job-board.js";
 import { PlatformHttp } from "./platform-http.js";
 import { finishJobs } from "./shutdown.js";
 import { installSignalHandlers } from "./signals.js";
+import { StartupPhases } from "./startup-phases.js";
 import { pollJobStops } from "./stop-poll.js";
 import { type LoopParts, runTakeLoop } from "./take-loop.js";
 import { createExecutor, createHeartbeat, s3Settings } from "./worker-parts.js";
@@ -50,6 +51,7 @@ export class Worker {
   /** Resolves once the worker has fully stopped (after close(), a signal, or a runaway handler). */
   readonly stopped: Promise<WorkerStopInfo>;
   readonly #events: WorkerEventHub;
+  readonly #phases: StartupPhases;
 
   /** @internal use {@link startWorker}. */
   constructor(definition: HandlerDefinition, config: WorkerConfig, log: Logger) {
@@ -57,6 +59,7 @@ export class Worker {
     this.#config = config;
     this.#log = log;
     this.#events = new WorkerEventHub(log);
+    this.#phases = new StartupPhases(log, this.#events);
     this.stopped = new Promise((resolve) => {
       this.#resolveStopped = resolve;
     });
@@ -113,7 +116,8 @@ export class Worker {
   }
 
   /**
-   * Listens to a lifecycle event (taken, started, progress, finished, failed, retrying, stopped);
+   * Listens to a lifecycle event (phase, setupProgress, ready, taken, started, progress, finished,
+   * failed, retrying, stopped);
    * returns a function that removes the listener. A listener that throws is logged and ignored.
    */
   on<K extends keyof WorkerEvents>(event: K, listener: WorkerListener<K>): () => void {
@@ -141,8 +145,15 @@ export class Worker {
   }
 
   async #takeLoop(parts: LoopParts): Promise<void> {
+    this.#phases.loaded();
+    // One turn first, so a listener added as startWorker resolves sees every start-up event.
+    await new Promise<void>((resolve) => setImmediate(resolve));
     // docs/protocol.md, "Unfit workers": a worker unfit from the start takes no job at all.
-    if (!(await checkHealth(this.#definition, this.#log, this.#closing.signal, this.#stopper))) return;
+    this.#phases.started("fitness");
+    const fit = await checkHealth(this.#definition, this.#log, this.#closing.signal, this.#stopper);
+    this.#phases.ended("fitness", fit ? "done" : "failed");
+    if (!fit || this.#closing.signal.aborted) return;
+    this.#phases.ready();
     await runTakeLoop(parts, this.#board);
   }
 
