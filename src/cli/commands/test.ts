@@ -107,7 +107,9 @@ export const command: Command = {
       // Queued before the worker starts, so its first take finds them all (one batch for a batch handler).
       const ids: string[] = [];
       for (const job of jobs) ids.push(await submit(harness, job));
-      const worker = await spawn(harness.workerEnv(ENDPOINT_ID));
+      const env = harness.workerEnv(ENDPOINT_ID);
+      const podId = env["RUNPOD_POD_ID"] ?? "";
+      const worker = await spawn(env, (update) => harness.reportWorkerStartup(ENDPOINT_ID, podId, update));
       let workerExited = false;
       // processSpawner's workers always have `exited`; a settled promise stands in for the type's sake.
       void (worker.exited ?? Promise.resolve()).then(() => {

@@ -273,6 +273,23 @@ function renderEndpoints() {
   if (state.endpoints.has(chosen)) select.value = chosen;
 }
 
+/**
+ * A worker's state cell: `starting · setup: weights 40 %` while its start-up runs (its phase and
+ * setup's progress), `connected · ready in 412 ms (runlet 80 ms, setup 300 ms)` once ready.
+ */
+function workerState(w) {
+  let text = w.unhealthy ? `${w.state} (unhealthy)` : w.state;
+  if (w.state === "starting" && w.phase !== undefined) text += ` · ${w.phase}`;
+  if (w.state === "starting" && w.progress !== undefined) text += `: ${w.progress}`;
+  if (w.state !== "starting" && w.phases !== undefined) {
+    const { total, ...each } = w.phases;
+    const parts = Object.entries(each).map(([name, ms]) => `${name} ${Math.round(ms)} ms`);
+    const took = total === undefined ? "" : ` in ${Math.round(total)} ms`;
+    text += ` · ready${took}${parts.length === 0 ? "" : ` (${parts.join(", ")})`}`;
+  }
+  return text;
+}
+
 function renderWorkers() {
   const all = [...state.workers.values()].flat();
   const rows = all.map((w) =>
@@ -281,7 +298,7 @@ function renderWorkers() {
       { "data-worker": w.id },
       h("td", { class: "id" }, w.id),
       h("td", {}, w.endpointId),
-      h("td", { class: "state", "data-state": w.state }, w.unhealthy ? `${w.state} (unhealthy)` : w.state),
+      h("td", { class: "state", "data-state": w.state }, workerState(w)),
       h("td", { class: "last-ping" }, clock(w.lastPingAt)),
       h(
         "td",
