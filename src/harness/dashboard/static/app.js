@@ -274,20 +274,19 @@ function renderEndpoints() {
 }
 
 /**
- * A worker's state cell: `starting · setup: weights 40 %` while its start-up runs (its phase and
- * setup's progress), `connected · ready in 412 ms (runlet 80 ms, setup 300 ms)` once ready.
+ * A worker's start-up cell: its phase and setup's progress while starting (`setup: weights 40 %`),
+ * then `ready in 412 ms (runlet 80 ms, setup 300 ms)` once ready (docs/harness.md, "Workers starting").
  */
-function workerState(w) {
-  let text = w.unhealthy ? `${w.state} (unhealthy)` : w.state;
-  if (w.state === "starting" && w.phase !== undefined) text += ` · ${w.phase}`;
-  if (w.state === "starting" && w.progress !== undefined) text += `: ${w.progress}`;
-  if (w.state !== "starting" && w.phases !== undefined) {
-    const { total, ...each } = w.phases;
-    const parts = Object.entries(each).map(([name, ms]) => `${name} ${Math.round(ms)} ms`);
-    const took = total === undefined ? "" : ` in ${Math.round(total)} ms`;
-    text += ` · ready${took}${parts.length === 0 ? "" : ` (${parts.join(", ")})`}`;
+function workerStartup(w) {
+  if (w.state === "starting") {
+    const phase = w.phase ?? "starting";
+    return w.progress === undefined ? phase : `${phase}: ${w.progress}`;
   }
-  return text;
+  if (w.phases === undefined) return "–";
+  const { total, ...each } = w.phases;
+  const parts = Object.entries(each).map(([name, ms]) => `${name} ${Math.round(ms)} ms`);
+  const took = total === undefined ? "" : ` in ${Math.round(total)} ms`;
+  return `ready${took}${parts.length === 0 ? "" : ` (${parts.join(", ")})`}`;
 }
 
 function renderWorkers() {
@@ -298,7 +297,7 @@ function renderWorkers() {
       { "data-worker": w.id },
       h("td", { class: "id" }, w.id),
       h("td", {}, w.endpointId),
-      h("td", { class: "state", "data-state": w.state }, workerState(w)),
+      h("td", { class: "state", "data-state": w.state }, w.unhealthy ? `${w.state} (unhealthy)` : w.state),
       h("td", { class: "last-ping" }, clock(w.lastPingAt)),
       h(
         "td",
@@ -320,6 +319,7 @@ function renderWorkers() {
               ),
             ),
       ),
+      h("td", { class: "startup" }, workerStartup(w)),
     ),
   );
   $("workers").tBodies[0].replaceChildren(...rows);
