@@ -55,9 +55,23 @@ export interface ColdStartFigures {
   readonly idleRssBytes: number;
   /** Every run's idle RSS, in order, bytes. */
   readonly idleRssBytesRuns: readonly number[];
+  /**
+   * Median ms of each start-up phase the worker's `worker ready` line reported (docs/worker.md,
+   * "Start-up phases"): `runlet` (process start → ready to set up: Node, the bundle, the
+   * handler module), `fitness`, `cache`, `sidecar`, `setup` as they ran, `total` (process start →
+   * ready, just before the first take).
+   */
+  readonly phasesMsMedian: Readonly<Record<string, number>>;
+  /** Every run's phases, in order. */
+  readonly phasesMsRuns: ReadonlyArray<Readonly<Record<string, number>>>;
+  /** The target of runlet's own phase (`phasesMsMedian.runlet`), ms (issue 30). */
+  readonly runletPhaseTargetMs: number;
   /** `process.version` of the Node that ran the bundle. */
   readonly nodeVersion: string;
 }
+
+/** The target of runlet's own start-up phase, process start → ready to set up, ms. */
+export const RUNLET_PHASE_TARGET_MS = 100;
 
 const ECHO = fileURLToPath(new URL("../examples/echo/handler.ts", import.meta.url));
 const ENDPOINT = "bench";
@@ -66,6 +80,14 @@ function median(values: readonly number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = Math.floor(sorted.length / 2);
   return sorted.length % 2 === 1 ? (sorted[mid] ?? 0) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
+}
+
+/** The median of each phase over the runs that reported it. */
+function medianPhases(runs: ReadonlyArray<Readonly<Record<string, number>>>): Record<string, number> {
+  const names = [...new Set(runs.flatMap((r) => Object.keys(r)))];
+  return Object.fromEntries(
+    names.map((name) => [name, median(runs.flatMap((r) => (r[name] === undefined ? [] : [r[name]])))]),
+  );
 }
 
 /** Resident set size of a process in bytes, from /proc (Linux) or `ps`. */
@@ -134,7 +156,12 @@ async function startOnce(
   run: number,
   options: Required<Omit<ColdStartOptions, "bundlePath">>,
   readRss: boolean,
-): Promise<{ ms: number; cpuMs: number | undefined; rss: number | undefined }> {
+): Promise<{
+  ms: number;
+  cpuMs: number | undefined;
+  rss: number | undefined;
+  phases: Record<string, number> | undefined;
+}> {
   const podId = `bench-${run}`;
   const env = {
     ...baseEnv(cwd, options),
@@ -142,7 +169,23 @@ async function startOnce(
     RUNPOD_ENDPOINT_ID: ENDPOINT,
   };
   const started = performance.now();
-  const child = spawn(options.node, [...options.nodeFlags, bundle], { cwd, env, stdio: "ignore" });
+  // stdout is read for the `worker ready` line and its phases (JSON lines: RUNPOD_ENDPOINT_ID is set).
+  const child = spawn(options.node, [...options.nodeFlags, bundle], {
+    cwd,
+    env,
+    stdio: ["ignore", "pipe", "ignore"],
+  });
+  let phases: Record<string, number> | undefined;
+  let pending = "";
+  child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+    const lines = (pending + chunk).split("\n");
+    pending = lines.pop() ?? "";
+    for (const line of lines) {
+      if (phases !== undefined || !line.includes('"worker ready"')) continue;
+      const record = JSON.parse(line) as { message?: unknown; phases?: Record<string, number> };
+      if (record.message === "worker ready") phases = record.phases;
+    }
+  });
   const exited = new Promise<void>((resolve) => child.once("close", () => resolve()));
   try {
     await firstTake(harness, podId, options.timeoutMs);
@@ -153,7 +196,7 @@ async function startOnce(
       await sleep(options.idleMs);
       rss = await rssBytes(child.pid);
     }
-    return { ms, cpuMs: cpu, rss };
+    return { ms, cpuMs: cpu, rss, phases };
   } finally {
     child.kill("SIGTERM");
     const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
@@ -205,9 +248,11 @@ export async function measureColdStart(options: ColdStartOptions = {}): Promise<
     const runs: number[] = [];
     const cpu: number[] = [];
     const rss: number[] = [];
+    const phases: Array<Record<string, number>> = [];
     for (let i = 0; i < resolved.runs; i++) {
       const once = await startOnce(harness, built.bundlePath, dir, i, resolved, true);
       runs.push(Math.round(once.ms * 10) / 10);
+      if (once.phases !== undefined) phases.push(once.phases);
       if (once.cpuMs !== undefined) cpu.push(Math.round(once.cpuMs * 10) / 10);
       if (once.rss !== undefined) rss.push(once.rss);
     }
@@ -220,6 +265,9 @@ export async function measureColdStart(options: ColdStartOptions = {}): Promise<
       sourceMapBytes: built.mapBytes,
       idleRssBytes: median(rss),
       idleRssBytesRuns: rss,
+      phasesMsMedian: medianPhases(phases),
+      phasesMsRuns: phases,
+      runletPhaseTargetMs: RUNLET_PHASE_TARGET_MS,
       nodeVersion,
     };
   } finally {

@@ -13,11 +13,19 @@ export interface BannerFacts {
   readonly apiKey: string;
   /** test_input.json, when the project has one. */
   readonly sample: unknown;
+  /**
+   * The file `sample` came from, relative to where `runlet dev` runs: a body longer than
+   * {@link MAX_INLINE_BODY} characters is read from it (`--data-binary @test_input.json`) rather
+   * than printed.
+   */
+  readonly sampleFile?: string;
   /** What the worker said of its handler; undefined before a worker has started. */
   readonly info: HandlerInfo | undefined;
 }
 
 const LABEL = 10;
+/** Longest request body printed in the curl, in characters; a longer one is pointed at in its file. */
+export const MAX_INLINE_BODY = 200;
 const line = (label: string, text: string) => `  ${label.padEnd(LABEL)}${text}`;
 
 /**
@@ -26,7 +34,7 @@ const line = (label: string, text: string) => `  ${label.padEnd(LABEL)}${text}`;
  * answer holds none of the streamed items); any other a `/runsync` curl. The body is
  * test_input.json, else an example of the handler's input schema.
  */
-export function tryLines({ endpoint, apiKey, sample, info }: BannerFacts): string[] {
+export function tryLines({ endpoint, apiKey, sample, sampleFile, info }: BannerFacts): string[] {
   const auth = `-H ${shellQuote(`Authorization: Bearer ${apiKey}`)}`;
   const json = "-H 'Content-Type: application/json'";
   if (info?.openai === true) {
@@ -38,11 +46,16 @@ export function tryLines({ endpoint, apiKey, sample, info }: BannerFacts): strin
     ];
   }
   const body = JSON.stringify(sample ?? { input: info === undefined ? {} : exampleOf(info.inputSchema) });
+  // A large test_input.json (an image in base64, say) would make the line unusable: curl reads it.
+  const data =
+    sample !== undefined && sampleFile !== undefined && body.length > MAX_INLINE_BODY
+      ? `--data-binary ${shellQuote(`@${sampleFile}`)}`
+      : `-d ${shellQuote(body)}`;
   if (info?.streaming === true) {
     return [
       line(
         "try",
-        `id=$(curl -s -X POST ${endpoint}/run ${auth} ${json} -d ${shellQuote(body)} | sed -E 's/.*"id":"([^"]+)".*/\\1/')`,
+        `id=$(curl -s -X POST ${endpoint}/run ${auth} ${json} ${data} | sed -E 's/.*"id":"([^"]+)".*/\\1/')`,
       ),
       line("then", `curl -s ${endpoint}/stream/$id ${auth}`),
       line(
@@ -51,5 +64,5 @@ export function tryLines({ endpoint, apiKey, sample, info }: BannerFacts): strin
       ),
     ];
   }
-  return [line("try", `curl -s -X POST ${endpoint}/runsync ${auth} ${json} -d ${shellQuote(body)}`)];
+  return [line("try", `curl -s -X POST ${endpoint}/runsync ${auth} ${json} ${data}`)];
 }

@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
 import { join } from "node:path";
 import type { SpawnedWorker, WorkerSpawner } from "../harness/index.js";
+import { startupUpdateOfLine } from "../harness/worker-startup.js";
 import { RUNLET_ROOT } from "./paths.js";
 import { inheritedEnv, pipeLines } from "./worker-pool.js";
 
@@ -47,7 +48,7 @@ export class DevSpawner {
   }
 
   /** The spawner to give the harness (`managementSpawn`). */
-  readonly spawn: WorkerSpawner = async (env) => {
+  readonly spawn: WorkerSpawner = async (env, report) => {
     const endpointId = endpointOf(env);
     const n = (this.#counters.get(endpointId) ?? 0) + 1;
     this.#counters.set(endpointId, n);
@@ -63,7 +64,13 @@ export class DevSpawner {
       },
     );
     this.#options.ipc?.(child);
-    pipeLines(child, (line) => this.#options.onLine(label, line));
+    report({ type: "starting" });
+    pipeLines(child, (line) => {
+      // Its start-up lines tell the harness when it is ready (docs/harness.md, "Workers starting").
+      const update = startupUpdateOfLine(line);
+      if (update !== undefined) report(update);
+      this.#options.onLine(label, line);
+    });
     await new Promise<void>((resolve, reject) => {
       child.once("spawn", resolve);
       child.once("error", reject);

@@ -1,7 +1,9 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import { type StartupUpdate, startupUpdateOfRecord } from "../harness/worker-startup.js";
 import { FITNESS_ENV } from "../protocol/index.js";
+import { parseLogLine } from "./log-line.js";
 import { RUNLET_ROOT } from "./paths.js";
 
 /** Options of {@link WorkerPool}. */
@@ -14,38 +16,62 @@ export interface WorkerPoolOptions {
   readonly envFor: () => Record<string, string>;
   /** Receives each line a worker prints, with the worker's label. */
   readonly onLine: (label: string, line: string) => void;
-  /** Told when a worker that had started exits on its own (not stopped by the pool); it is replaced. */
-  readonly onExit: (label: string, code: number | null, signal: NodeJS.Signals | null) => void;
   /**
-   * Told once when a worker exits before it started (its handler did not load): the pool then
-   * starts no replacement until `reload()`, since the same code would fail the same way.
+   * Told when a worker that was ready exits on its own (not stopped by the pool); it is replaced
+   * after `delayMs` (see `restartDelayMs`).
    */
-  readonly onStartFailed: (label: string, code: number | null, signal: NodeJS.Signals | null) => void;
+  readonly onExit: (
+    label: string,
+    code: number | null,
+    signal: NodeJS.Signals | null,
+    delayMs: number,
+  ) => void;
+  /**
+   * Told once when a worker exits before it was ready: its handler did not load (`loaded` false),
+   * or its start-up failed (an unfit worker, a failed setup: `unfit` holds the reason it logged).
+   * The pool then starts no replacement until `reload()`, since the same code would fail the same way.
+   */
+  readonly onStartFailed: (failure: StartFailure) => void;
+  /** Told of each start-up step a worker reports in its log lines, and of its exit (`runlet dev` passes them to the harness). */
+  readonly onStartup?: (label: string, podId: string, update: StartupUpdate) => void;
   /** How long a stopped worker may finish its jobs before it is killed, in ms. @default 30_000 */
   readonly stopGraceMs?: number;
-  /** Pause before replacing a started worker that exited on its own, in ms (a crashing handler must not spin). @default 1_000 */
+  /**
+   * Pause before replacing a ready worker that exited on its own, in ms; it doubles with each
+   * such exit in a row (up to {@link MAX_RESTART_DELAY_MS}) until `reload()`, so a worker that
+   * keeps dying does not spin. @default 1_000
+   */
   readonly restartDelayMs?: number;
   /** Given each worker process, spawned with an IPC channel (runlet dev's sidecars). @default no IPC channel */
   readonly ipc?: (child: ChildProcess) => void;
 }
 
+/** The longest pause before replacing a worker that exited, ms. */
+export const MAX_RESTART_DELAY_MS = 30_000;
+
+/** A worker that exited before it was ready. */
+export interface StartFailure {
+  readonly label: string;
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+  /** It logged `worker started`: its handler loaded. */
+  readonly loaded: boolean;
+  /** The unfitness it logged (`check`: `reason`), when it found itself unfit. */
+  readonly unfit?: { readonly check: string; readonly reason: string };
+}
+
 interface Member {
   readonly label: string;
+  readonly podId: string;
   readonly child: ChildProcess;
   readonly exited: Promise<void>;
   stopping: boolean;
   /** It logged `worker started`: its handler loaded. */
   started: boolean;
-}
-
-/** A worker's `worker started` line (platform mode: one JSON object a line). */
-function isStartedLine(line: string): boolean {
-  if (!line.startsWith("{")) return false;
-  try {
-    return (JSON.parse(line) as { message?: unknown }).message === "worker started";
-  } catch {
-    return false; // not a log line of the worker's: a handler's own output
-  }
+  /** It logged `worker ready`: its start-up (health check, setup) is done. */
+  ready: boolean;
+  /** The unfitness it logged, if any. */
+  unfit: { check: string; reason: string } | undefined;
 }
 
 /**
@@ -61,6 +87,8 @@ export class WorkerPool {
   #closing: Promise<void> | undefined;
   /** A worker of the current code failed to start: no replacements until reload(). */
   #waitingForChange = false;
+  /** Ready workers that exited on their own in a row since the last reload: the restart pause doubles. */
+  #exitsInARow = 0;
 
   constructor(options: WorkerPoolOptions) {
     this.#options = options;
@@ -75,6 +103,7 @@ export class WorkerPool {
   async reload(): Promise<void> {
     const old = [...this.#members];
     this.#waitingForChange = false;
+    this.#exitsInARow = 0;
     this.start();
     await Promise.all(old.map((m) => this.#stop(m)));
   }
@@ -100,11 +129,13 @@ export class WorkerPool {
   #spawn(): void {
     if (this.#closed.signal.aborted) return;
     const label = `w${++this.#counter}`;
+    const env = this.#options.envFor();
+    const podId = env["RUNPOD_POD_ID"] ?? label;
     const child = spawn(
       process.execPath,
       [join(RUNLET_ROOT, "bin", "runlet.mjs"), "start", this.#options.handlerPath],
       {
-        env: { ...inheritedEnv(), ...this.#options.envFor() },
+        env: { ...inheritedEnv(), ...env },
         stdio:
           this.#options.ipc === undefined ? ["ignore", "pipe", "pipe"] : ["ignore", "pipe", "pipe", "ipc"],
       },
@@ -112,28 +143,45 @@ export class WorkerPool {
     this.#options.ipc?.(child);
     const member: Member = {
       label,
+      podId,
       child,
       stopping: false,
       started: false,
+      ready: false,
+      unfit: undefined,
       exited: new Promise((resolve) => child.once("close", () => resolve())),
     };
     this.#members.add(member);
+    this.#options.onStartup?.(label, podId, { type: "starting" });
     pipeLines(child, (line) => {
-      if (!member.started && isStartedLine(line)) member.started = true;
+      this.#follow(member, line);
       this.#options.onLine(label, line);
     });
     child.once("close", (code, signal) => {
       this.#members.delete(member);
+      this.#options.onStartup?.(label, podId, { type: "exited" });
       if (member.stopping || this.#closed.signal.aborted) return;
-      if (!member.started) {
-        // Its handler did not load (a syntax error, a half-saved file): restarting cannot help.
-        if (!this.#waitingForChange) this.#options.onStartFailed(label, code, signal);
+      if (!member.ready) {
+        // Its handler did not load (a syntax error, a half-saved file), or its start-up failed (an
+        // unfit worker, a failed setup): restarting the same code cannot help.
+        if (!this.#waitingForChange) {
+          this.#options.onStartFailed({
+            label,
+            code,
+            signal,
+            loaded: member.started,
+            ...(member.unfit === undefined ? {} : { unfit: member.unfit }),
+          });
+        }
         this.#waitingForChange = true;
         return;
       }
-      this.#options.onExit(label, code, signal);
+      this.#exitsInARow++;
+      const base = this.#options.restartDelayMs ?? 1_000;
+      const delayMs = Math.min(MAX_RESTART_DELAY_MS, base * 2 ** Math.min(this.#exitsInARow - 1, 16));
+      this.#options.onExit(label, code, signal, delayMs);
       // Replace it (a refreshWorker job, a crash) without spinning.
-      sleep(this.#options.restartDelayMs ?? 1_000, undefined, { signal: this.#closed.signal }).then(
+      sleep(delayMs, undefined, { signal: this.#closed.signal }).then(
         () => this.#spawn(),
         () => {
           // Aborted: the pool is closing, so no replacement.
@@ -141,6 +189,21 @@ export class WorkerPool {
       );
     });
     child.once("error", (err) => this.#options.onLine(label, `could not start: ${err.message}`));
+  }
+
+  /** Follows a worker's start-up through its log lines (platform mode: one JSON object a line). */
+  #follow(member: Member, line: string): void {
+    if (member.ready) return;
+    const record = parseLogLine(line);
+    if (record === undefined) return;
+    if (record["message"] === "worker started") member.started = true;
+    if (record["code"] === "RUNLET_WORKER_UNFIT") {
+      member.unfit = { check: String(record["check"] ?? ""), reason: String(record["reason"] ?? "") };
+    }
+    const update = startupUpdateOfRecord(record);
+    if (update === undefined) return;
+    if (update.type === "ready") member.ready = true;
+    this.#options.onStartup?.(member.label, member.podId, update);
   }
 
   async #stop(member: Member): Promise<void> {

@@ -4,6 +4,7 @@ import type { Health } from "../protocol/api.js";
 import { KeyRing } from "./auth.js";
 import { TimerSet } from "./clock.js";
 import { Dashboard, type HandlerInfo } from "./dashboard/index.js";
+import { type WorkerView, workerViewsOf } from "./dashboard/views.js";
 import { HostCheck } from "./host-check.js";
 import { closeServer, listen, sendError } from "./http-util.js";
 import { type JobSnapshot, type NewJob, recordOf, snapshotOf } from "./job-entry.js";
@@ -33,6 +34,7 @@ import { type RouterTargets, routeRequest, routeTable } from "./router.js";
 import { Scaler } from "./scaler.js";
 import { type WebhookAttempt, WebhookSender, webhookUrlProblem } from "./webhooks.js";
 import { type WorkerEnvOptions, workerEnvFor } from "./worker-env.js";
+import { type StartupUpdate, type WorkerStartup, WorkerStartups } from "./worker-startup.js";
 
 /** What {@link Harness.memory} reports. */
 export interface HarnessMemory {
@@ -70,6 +72,7 @@ export class Harness {
   readonly #scaler: Scaler;
   readonly #management: HarnessManagement;
   readonly #events: JobEventHub;
+  readonly #startups = new WorkerStartups();
   #dashboard: Dashboard | undefined;
   #url = "";
   #closing: Promise<void> | undefined;
@@ -114,7 +117,11 @@ export class Harness {
           this.#timelines.changed(job);
           this.#dashboard?.jobChanged(job);
         },
-        onWorkerChange: (worker, change) => this.#dashboard?.workerChanged(worker, change),
+        onWorkerChange: (worker, change) => {
+          // A lapsed worker is forgotten; should it come back, it is counted by its requests.
+          if (change === "lapsed") this.#startups.forget(worker.endpointId, worker.id);
+          this.#dashboard?.workerChanged(worker, change);
+        },
       },
     });
     this.#scaler = new Scaler({
@@ -122,6 +129,8 @@ export class Harness {
       envFor: (endpointId, podId, pingIntervalMs) =>
         this.workerEnv(endpointId, { podId, ...(pingIntervalMs === undefined ? {} : { pingIntervalMs }) }),
       logger: options.logger,
+      onStartup: (endpointId, podId, update) => this.reportWorkerStartup(endpointId, podId, update),
+      startupOf: (endpointId, podId) => this.#startups.get(endpointId, podId),
     });
     // Templates and serverless endpoints in memory (docs/management.md): an endpoint created there
     // is served here, its workers started by managementSpawn (by default the first endpoint's).
@@ -201,6 +210,43 @@ export class Harness {
   }
 
   /**
+   * Tells the harness how a worker of `endpointId` is getting on with its start-up (docs/harness.md,
+   * "Workers starting"): `{type: "starting"}` when it is spawned, its phases and setup progress,
+   * `ready`, and `exited` when its process ends. Until ready, `/health` counts it as initializing,
+   * never idle, and the dashboard shows it starting with its phase and progress; once exited it is
+   * never counted. The spawners the scaler runs report through the function they are given;
+   * `runlet dev` calls this for the worker processes it runs itself.
+   */
+  reportWorkerStartup(endpointId: string, workerId: string, update: StartupUpdate): void {
+    if (!this.#store.table.hasEndpoint(endpointId)) return;
+    this.#startups.report(endpointId, workerId, update);
+    // An exited worker that never connected has nothing left to show.
+    if (update.type === "exited" && this.#store.workers.get(endpointId, workerId) === undefined) {
+      this.#startups.forget(endpointId, workerId);
+    }
+    this.#dashboard?.workerStartupChanged(endpointId);
+  }
+
+  /**
+   * The workers of an endpoint as the dashboard lists them: connected ones (`connected`, or
+   * `starting` with their phase and setup progress until ready, or `exited` once their process
+   * ended), then those starting and not connected yet.
+   */
+  workers(endpointId: string): WorkerView[] {
+    this.#endpoint(endpointId);
+    return workerViewsOf(
+      endpointId,
+      this.#store.workers.list(endpointId),
+      this.#startups.entries(endpointId),
+    );
+  }
+
+  /** What the harness knows of a worker's start-up (undefined for a worker no spawner reports on). */
+  workerStartup(endpointId: string, workerId: string): WorkerStartup | undefined {
+    return this.#startups.get(endpointId, workerId);
+  }
+
+  /**
    * Tells the dashboard what the handler of `endpointId` takes (its input schema) and does
    * (streams, serves OpenAI), so its form starts from a valid example (`runlet dev` and
    * `createHarness` call this; see `describeHandler`). A no-op without the dashboard.
@@ -254,6 +300,7 @@ export class Harness {
     if (!this.#store.table.hasEndpoint(endpointId)) return false;
     const stopping = this.#scaler.remove(endpointId);
     this.#store.removeEndpoint(endpointId);
+    this.#startups.removeEndpoint(endpointId);
     await stopping;
     return true;
   }
@@ -365,8 +412,21 @@ export class Harness {
     this.#endpoint(endpointId);
     return {
       jobs: this.#store.table.counts(endpointId),
-      workers: this.#store.workers.counts(endpointId, this.#scaler.initializing(endpointId)),
+      workers: this.#store.workers.counts(endpointId, this.#initializing(endpointId), (id) =>
+        this.#startups.get(endpointId, id),
+      ),
     };
+  }
+
+  /** Workers starting: the scaler's, and those reported by others (`runlet dev`'s own pool). */
+  #initializing(endpointId: string): number {
+    let n = this.#scaler.initializing(endpointId);
+    for (const [id, startup] of this.#startups.entries(endpointId)) {
+      if (this.#scaler.started(endpointId, id) || startup.state === "exited") continue;
+      // Starting, or ready and not connected yet (its first request is on its way).
+      if (startup.state === "starting" || this.#store.workers.get(endpointId, id) === undefined) n++;
+    }
+    return n;
   }
 
   /** Waits until the workers the scaler is starting for `endpointId` have started. */
@@ -431,6 +491,7 @@ export class Harness {
           },
           webhookAttempts: () => this.#webhooks.attempts(),
           timeline: (jobId) => this.timeline(jobId),
+          startups: this.#startups,
           onJobEvent: (listener) => this.#events.subscribe(listener),
           sampleRequest: page.sampleRequest,
           logger: o.logger,

@@ -1,6 +1,7 @@
 export { type AuthResult, KeyRing, type ScopedKey } from "./auth.js";
 export { type Clock, type ClockTimer, ManualClock, realClock } from "./clock.js";
 export { describeHandler, type HandlerInfo, handlerInfoSchema } from "./dashboard/index.js";
+export type { WorkerView } from "./dashboard/views.js";
 export { Harness, type HarnessMemory, startHarness } from "./harness.js";
 export type { JobKind, JobSnapshot, NewJob } from "./job-entry.js";
 export type { JobEvent, JobEventListener } from "./job-events.js";
@@ -26,3 +27,10 @@ export {
 export type { WebhookAttempt, WebhookOptions } from "./webhooks.js";
 export type { WorkerEnvOptions } from "./worker-env.js";
 export type { WorkerCounts } from "./worker-registry.js";
+export {
+  type StartupReport,
+  type StartupUpdate,
+  startupUpdateOfLine,
+  startupUpdateOfRecord,
+  type WorkerStartup,
+} from "./worker-startup.js";

@@ -19,6 +19,7 @@ import type { RateLimitOptions } from "./rate-limits.js";
 import { STREAM_GATHER_MS } from "./stream-reader.js";
 import type { WebhookOptions } from "./webhooks.js";
 import { DEFAULT_GPU_TYPE_ID } from "./worker-env.js";
+import type { StartupReport } from "./worker-startup.js";
 
 /** A running worker the harness started; `close()` stops it (idempotent). */
 export interface SpawnedWorker {
@@ -31,9 +32,12 @@ export interface SpawnedWorker {
  * Starts one worker connected to the harness. `env` holds the platform variables of
  * docs/protocol.md, "Environment" (`RUNPOD_WEBHOOK_*`, `RUNPOD_AI_API_KEY`, `RUNPOD_POD_ID`, ...).
  * `runlet/testing` passes one that runs the handler in-process; {@link processSpawner} starts
- * `runlet start <handler>` as a child process.
+ * `runlet start <handler>` as a child process. A spawner that calls `report` (first with
+ * `{type: "starting"}`, then the worker's phases, setup progress and `ready`) has its worker shown
+ * as starting until ready (docs/harness.md, "Workers starting"); one that does not has it counted
+ * ready as soon as it connects.
  */
-export type WorkerSpawner = (env: Record<string, string>) => Promise<SpawnedWorker>;
+export type WorkerSpawner = (env: Record<string, string>, report: StartupReport) => Promise<SpawnedWorker>;
 
 /** Settings of one endpoint. */
 export interface EndpointOptions {

@@ -1,7 +1,9 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
 import { fileURLToPath } from "node:url";
+import { readLines } from "./child-lines.js";
 import type { SpawnedWorker, WorkerSpawner } from "./options.js";
+import { startupUpdateOfLine } from "./worker-startup.js";
 
 /** Options of {@link processSpawner}. */
 export interface ProcessSpawnerOptions {
@@ -10,7 +12,10 @@ export interface ProcessSpawnerOptions {
    * `process.env`, passed by the caller: library code never reads it itself).
    */
   readonly baseEnv: Readonly<Record<string, string | undefined>>;
-  /** Where the child's stdout and stderr go. @default discarded */
+  /**
+   * Where the child's stdout and stderr go, as human lines. @default discarded (the child then
+   * logs JSON lines, which the spawner reads to follow its start-up)
+   */
   readonly output?: NodeJS.WritableStream;
   /** After SIGTERM, how long the child may take to exit before SIGKILL, ms. @default 10000 */
   readonly killAfterMs?: number;
@@ -23,6 +28,9 @@ const DEFAULT_CLI = fileURLToPath(new URL("../../bin/runlet.mjs", import.meta.ur
 /**
  * A {@link WorkerSpawner} that runs `runlet start <handlerPath>` as a child process with the
  * platform's variables (docs/protocol.md, "Environment"), the way the platform runs a worker's container.
+ * Without `output`, it follows the child's start-up from its log lines on stdout (`phase`,
+ * `setupProgress`, `worker ready`) and reports it to the harness, so the worker shows as starting
+ * until it is ready (docs/harness.md, "Workers starting").
  *
  * @example
  * const spawn = processSpawner("src/handler.ts", { baseEnv: process.env });
@@ -30,18 +38,30 @@ const DEFAULT_CLI = fileURLToPath(new URL("../../bin/runlet.mjs", import.meta.ur
  */
 export function processSpawner(handlerPath: string, options: ProcessSpawnerOptions): WorkerSpawner {
   const killAfterMs = options.killAfterMs ?? 10_000;
-  return async (env) => {
+  return async (env, report) => {
+    // Without `output`, nobody reads the child's lines but the spawner: they are JSON (platform
+    // mode, as RUNPOD_ENDPOINT_ID gives on the platform), and their start-up lines say when the
+    // worker is ready. With `output`, they are the human lines it is given, and readiness is
+    // not followed (the worker counts as ready once it connects).
+    const follow = options.output === undefined;
+    const endpointId = /\/v2\/([^/]+)\//.exec(env["RUNPOD_WEBHOOK_GET_JOB"] ?? "")?.[1];
     const child = spawn(process.execPath, [options.cliPath ?? DEFAULT_CLI, "start", handlerPath], {
-      env: { ...options.baseEnv, ...env },
-      stdio: [
-        "ignore",
-        options.output === undefined ? "ignore" : "pipe",
-        options.output === undefined ? "ignore" : "pipe",
-      ],
+      env: {
+        ...options.baseEnv,
+        ...env,
+        ...(follow ? { RUNPOD_ENDPOINT_ID: decodeURIComponent(endpointId ?? "endpoint") } : {}),
+      },
+      stdio: ["ignore", "pipe", follow ? "ignore" : "pipe"],
     });
     if (options.output !== undefined) {
       child.stdout?.pipe(options.output, { end: false });
       child.stderr?.pipe(options.output, { end: false });
+    } else if (child.stdout !== null) {
+      report({ type: "starting" });
+      readLines(child.stdout, (line) => {
+        const update = startupUpdateOfLine(line);
+        if (update !== undefined) report(update);
+      });
     }
     await new Promise<void>((resolve, reject) => {
       child.once("spawn", resolve);

@@ -1,6 +1,7 @@
 import type { Logger } from "pino";
 import type { JobStore } from "./job-store.js";
 import type { SpawnedWorker, WorkerSpawner } from "./options.js";
+import type { StartupUpdate, WorkerStartup } from "./worker-startup.js";
 
 interface Slot {
   readonly podId: string;
@@ -36,6 +37,8 @@ export class Scaler {
     pingIntervalMs: number | undefined,
   ) => Record<string, string>;
   readonly #logger: Logger | undefined;
+  readonly #onStartup: (endpointId: string, podId: string, update: StartupUpdate) => void;
+  readonly #startupOf: (endpointId: string, podId: string) => WorkerStartup | undefined;
   readonly #pools = new Map<string, Pool>();
   readonly #scheduled = new Set<string>();
   #closed = false;
@@ -44,10 +47,16 @@ export class Scaler {
     store: JobStore;
     envFor: (endpointId: string, podId: string, pingIntervalMs: number | undefined) => Record<string, string>;
     logger: Logger | undefined;
+    /** A spawned worker's start-up step, as its spawner reports it (exits included). */
+    onStartup: (endpointId: string, podId: string, update: StartupUpdate) => void;
+    /** What the harness knows of a worker's start-up. */
+    startupOf: (endpointId: string, podId: string) => WorkerStartup | undefined;
   }) {
     this.#store = options.store;
     this.#envFor = options.envFor;
     this.#logger = options.logger;
+    this.#onStartup = options.onStartup;
+    this.#startupOf = options.startupOf;
   }
 
   /** Registers an endpoint's spawner and starts its minimum. */
@@ -72,16 +81,31 @@ export class Scaler {
     this.#evaluate(endpointId);
   }
 
-  /** Workers started and not connected yet. */
+  /**
+   * Workers started and not ready yet: starting by their spawner's report (docs/harness.md,
+   * "Workers starting"), or, when the spawner reports nothing, not connected yet.
+   */
   initializing(endpointId: string): number {
     const pool = this.#pools.get(endpointId);
     if (pool === undefined) return 0;
     let n = 0;
     for (const slot of pool.slots.values()) {
+      const startup = this.#startupOf(endpointId, slot.podId);
+      if (startup !== undefined) {
+        const connected = this.#store.workers.get(endpointId, slot.podId) !== undefined;
+        // Starting, or ready and not connected yet (its first request is on its way).
+        if (startup.state === "starting" || (startup.state === "ready" && !connected)) n++;
+        continue;
+      }
       if (!slot.seen && this.#store.workers.get(endpointId, slot.podId) !== undefined) slot.seen = true;
       if (!slot.seen) n++;
     }
     return n;
+  }
+
+  /** Whether the scaler started `podId` (and it has not ended). */
+  started(endpointId: string, podId: string): boolean {
+    return this.#pools.get(endpointId)?.slots.has(podId) ?? false;
   }
 
   /** Waits until every worker being started has started; rejects with the error of a start that failed. */
@@ -162,7 +186,7 @@ export class Scaler {
       seen: false,
       // A spawner that throws synchronously is treated like one that rejects.
       starting: Promise.resolve()
-        .then(() => pool.spawn(env))
+        .then(() => pool.spawn(env, (update) => this.#onStartup(endpointId, podId, update)))
         .then(
           (worker) => {
             slot.worker = worker;
@@ -176,6 +200,7 @@ export class Scaler {
           },
           (err: unknown) => {
             pool.slots.delete(podId);
+            this.#onStartup(endpointId, podId, { type: "exited" });
             pool.pausedUntil = Date.now() + 1_000;
             pool.lastError = err;
             this.#logger?.error({ err, endpointId, podId }, "could not start a worker");
@@ -186,6 +211,8 @@ export class Scaler {
   }
 
   #ended(endpointId: string, pool: Pool, slot: Slot): void {
+    // A dead worker is never counted again, whoever stopped it (docs/harness.md, "Workers starting").
+    this.#onStartup(endpointId, slot.podId, { type: "exited" });
     if (this.#closed || pool.slots.get(slot.podId) !== slot) return;
     pool.slots.delete(slot.podId);
     slot.worker = undefined;

@@ -1,4 +1,5 @@
 import type { ClockTimer, TimerSet } from "./clock.js";
+import type { WorkerStartup } from "./worker-startup.js";
 
 /** One worker (pod) as the harness knows it, from the requests it makes. */
 export interface WorkerState {
@@ -41,11 +42,14 @@ export interface UnlistedJob {
 
 /** Counts of workers for `/health` (docs/protocol.md, "Job API"; the official JS client types every field). */
 export type WorkerCounts = {
-  /** Connected, holding no job. */
+  /** Connected and ready, holding no job. */
   readonly idle: number;
   /** Connected, holding at least one job. */
   readonly running: number;
-  /** Started by the harness's scaler and not connected yet. */
+  /**
+   * Started and not ready yet: connected or not, still in its start-up (fitness checks, setup;
+   * docs/harness.md, "Workers starting"), or started by the scaler and not connected yet.
+   */
   readonly initializing: number;
   /** Connected and able to take work: the same as idle here. */
   readonly ready: number;
@@ -205,15 +209,26 @@ export class WorkerRegistry {
     });
   }
 
-  /** Counts for `/health`; `initializing` comes from the scaler. */
-  counts(endpointId: string, initializing: number): WorkerCounts {
+  /**
+   * Counts for `/health`; `initializing` counts the workers starting (from the scaler and the
+   * spawners' reports). A connected worker whose `startupOf` is `starting` is left to that count;
+   * one whose process `exited` is not counted at all.
+   */
+  counts(
+    endpointId: string,
+    initializing: number,
+    startupOf: (workerId: string) => WorkerStartup | undefined = () => undefined,
+  ): WorkerCounts {
     let idle = 0;
     let running = 0;
     let unhealthy = 0;
     for (const w of this.list(endpointId)) {
+      const startup = startupOf(w.id)?.state;
+      if (startup === "exited") continue;
+      if (w.unhealthy !== undefined) unhealthy++;
+      if (startup === "starting") continue;
       if (w.jobs.size > 0) running++;
       else idle++;
-      if (w.unhealthy !== undefined) unhealthy++;
     }
     return { idle, running, initializing, ready: idle, throttled: 0, unhealthy };
   }

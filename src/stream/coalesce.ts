@@ -1,4 +1,4 @@
-import { MAX_STREAM_CHUNK_BYTES } from "../protocol/index.js";
+import { MAX_STREAM_CHUNK_BYTES } from "../protocol/limits.js";
 import { jsonStringBytes } from "./slice-text.js";
 
 /** Room kept free in a merged chunk for its metrics, so a merged string is never split again. */

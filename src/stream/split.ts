@@ -1,6 +1,6 @@
 import { RunletError } from "../errors.js";
 import type { ChunkMetrics, StreamChunk } from "../protocol/index.js";
-import { MAX_STREAM_CHUNK_BYTES } from "../protocol/index.js";
+import { MAX_STREAM_CHUNK_BYTES } from "../protocol/limits.js";
 import { sliceEnds } from "./slice-text.js";
 
 /** How a chunk's `output` encodes its item (see docs/streaming.md). */

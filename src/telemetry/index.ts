@@ -1,6 +1,5 @@
 import type { Logger } from "pino";
 import { isMissingPackage, missingPeerError } from "../optional-peers.js";
-import type { WorkerEventHub } from "../worker/events.js";
 import { type TelemetryOptions, telemetrySettings } from "./settings.js";
 import type { TelemetryIdentity, WorkerTelemetry } from "./types.js";
 

@@ -1,4 +1,5 @@
 import pino, { type Logger } from "pino";
+import { allowTypeScript } from "../cli/typescript.js";
 import { type Client, createClient } from "../client/index.js";
 import type { EndpointClientOf } from "../client/infer.js";
 import { RunletError } from "../errors.js";
@@ -22,7 +23,10 @@ export interface TestEndpoint extends Omit<EndpointOptions, "spawn" | "minWorker
   readonly id: string;
   /** The handler, as `defineHandler(...)` returned it. */
   readonly handler?: HandlerDefinition;
-  /** A handler file (`.ts`, `.mts`, `.mjs`); needed for `isolation: "thread"`. */
+  /**
+   * A handler file (`.ts`, `.mts`, `.mjs`); needed for `isolation: "thread"`. Alone (without
+   * `handler`) it is imported, a TypeScript file through tsx (an optional peer, as for `runlet start`).
+   */
   readonly handlerPath?: string;
   /** Workers started at once. @default 1 (0 when the endpoint has no handler) */
   readonly workers?: number;
@@ -90,15 +94,21 @@ function kindOf(value: unknown): string {
   return /^[aeiou]/.test(type) ? `an ${type}` : `a ${type}`;
 }
 
-/** A spawner that runs `definition` in this process with `startWorker`. */
+/**
+ * A spawner that runs `definition` in this process with `startWorker`. Each worker's readiness
+ * (its `ready` event; a rejection if it stops first) goes into `readiness.list` while createHarness
+ * waits on it (the first workers); later ones are not collected.
+ */
 function inProcessSpawner(
   definition: HandlerDefinition,
   handlerModule: string | undefined,
   options: CreateHarnessOptions,
   logger: Logger,
   harness: () => Harness | undefined,
+  readiness: { list: Array<Promise<void>> | undefined },
 ): WorkerSpawner {
-  return async (env) => {
+  return async (env, reportStartup) => {
+    reportStartup({ type: "starting" });
     const worker = await startWorker(definition, {
       shutdownGraceMs: 2_000,
       flushTimeoutMs: 2_000,
@@ -121,12 +131,38 @@ function inProcessSpawner(
     };
     worker.on("finished", report);
     worker.on("failed", report);
+    // The harness shows the worker starting until it is ready (docs/harness.md, "Workers starting").
+    worker.on("phase", ({ phase, state, ms }) =>
+      reportStartup({ type: "phase", phase, state, ...(ms === undefined ? {} : { ms }) }),
+    );
+    worker.on("setupProgress", ({ text }) => reportStartup({ type: "progress", text }));
+    readiness.list?.push(
+      new Promise<void>((resolve, reject) => {
+        let ready = false;
+        worker.on("ready", () => {
+          ready = true;
+          resolve();
+        });
+        void worker.stopped.then(({ reason, exitCode }) => {
+          if (ready) return;
+          reject(
+            new RunletError(
+              "RUNLET_HARNESS_CONFIG",
+              `createHarness: worker ${worker.id} stopped before it was ready (${reason}, exit code ${exitCode}); its log says why (pass a logger to see it)`,
+            ),
+          );
+        });
+      }),
+    );
+    worker.on("ready", ({ phases }) => reportStartup({ type: "ready", phases }));
     return { close: () => worker.close(), exited: worker.stopped };
   };
 }
 
 /**
- * Starts a harness with in-process workers running your handler, and a client for it.
+ * Starts a harness with in-process workers running your handler, and a client for it. Resolves
+ * once every worker is ready (its start-up done: health check, setup); rejects, closing the
+ * harness, when a worker stops before that (an unfit worker, a failed setup).
  *
  * @example
  * await using h = await createHarness({ handler });
@@ -147,6 +183,7 @@ export async function createHarness<D extends AnyDefinition = HandlerDefinition>
   if (specs.length === 0)
     throw new RunletError("RUNLET_HARNESS_CONFIG", "createHarness needs at least one endpoint");
   const endpoints: Array<{ id: string } & EndpointOptions> = [];
+  const readiness: { list: Array<Promise<void>> | undefined } = { list: [] };
   const definitions = new Map<string, HandlerDefinition>();
   let started: Harness | undefined;
   for (const spec of specs) {
@@ -159,6 +196,9 @@ export async function createHarness<D extends AnyDefinition = HandlerDefinition>
     }
     let definition = handler;
     if (definition === undefined && handlerPath !== undefined) {
+      // Outside a TypeScript-aware runner (plain Node, a vitest run importing runlet from
+      // node_modules), a .ts handler needs tsx's loader, as `runlet start` registers it.
+      await allowTypeScript(handlerPath);
       definition = (await loadHandler(handlerPath)).definition;
     }
     const count = workers ?? (definition === undefined ? 0 : 1);
@@ -174,7 +214,7 @@ export async function createHarness<D extends AnyDefinition = HandlerDefinition>
       ...(definition === undefined
         ? {}
         : {
-            spawn: inProcessSpawner(definition, handlerPath, options, logger, () => started),
+            spawn: inProcessSpawner(definition, handlerPath, options, logger, () => started, readiness),
             minWorkers: count,
             maxWorkers: Math.max(count, rest.maxWorkers ?? count, 1),
           }),
@@ -202,7 +242,12 @@ export async function createHarness<D extends AnyDefinition = HandlerDefinition>
   }
   try {
     await Promise.all(endpoints.map((ep) => harness.workersStarted(ep.id)));
+    // Resolves once every worker's start-up (health check, setup) is done: a test's first job
+    // does not carry a model's load (docs/harness.md, "createHarness").
+    await Promise.all(readiness.list ?? []);
+    readiness.list = undefined;
   } catch (err) {
+    readiness.list = undefined;
     await harness.close();
     throw err;
   }

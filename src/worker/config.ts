@@ -11,7 +11,7 @@ import {
   nonEmptyString,
   parseOptions,
 } from "../option-schema.js";
-import { DEFAULT_MAX_RESULT_BYTES } from "../protocol/index.js";
+import { DEFAULT_MAX_RESULT_BYTES } from "../protocol/limits.js";
 import type { RetryPolicy } from "../retry-policy.js";
 import type { TelemetryOptions } from "../telemetry/settings.js";
 import { pollRetryPolicy, postRetryPolicy } from "./backoff.js";

@@ -1,6 +1,7 @@
 import { Worker as Thread } from "node:worker_threads";
 import type { Logger } from "pino";
-import { RESULT_POST_HEADERS, withQuery } from "../protocol/index.js";
+import { RESULT_POST_HEADERS } from "../protocol/headers.js";
+import { withQuery } from "../protocol/urls.js";
 import { USER_AGENT, VERSION } from "../version.js";
 import type { FromHeartbeat, HeartbeatWorkerData } from "./heartbeat-thread.js";
 import { JobSlots } from "./job-slots.js";

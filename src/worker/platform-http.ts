@@ -1,7 +1,7 @@
-import { Agent, type Dispatcher } from "undici";
+import type { Agent, Dispatcher } from "undici";
 import { RunletError } from "../errors.js";
 import { onAbort } from "../linked-signal.js";
-import { RESULT_POST_HEADERS } from "../protocol/index.js";
+import { RESULT_POST_HEADERS } from "../protocol/headers.js";
 import { USER_AGENT } from "../version.js";
 import { requestIdHeader } from "./request-id.js";
 
@@ -113,10 +113,21 @@ const SLASH = 47;
  */
 const PLAIN_PATH = /^(?!.*\/\.\.?(?:[/?]|$))[A-Za-z0-9\-._~!$&()*+,;=:@/%?]*$/;
 
+/**
+ * undici, imported once on first use. Its public entry also evaluates its fetch, WebSocket and
+ * cache modules and makes Node load its own internal undici (docs/benchmarks.md, "Cold start"):
+ * imported statically it was most of runlet's start-up phase. The worker starts loading it when
+ * it is created, so it loads while the start-up phases (fitness checks, setup) run, not before them.
+ */
+let undici: Promise<typeof import("undici")> | undefined;
+
 /** Talks to the platform's worker routes. */
 
 export class PlatformHttp {
-  readonly #agent: Agent;
+  /** Set once undici has loaded; every request goes through it. */
+  #agent: Agent | undefined;
+  /** undici's load and the agent's creation; the first requests wait for it. */
+  readonly #loading: Promise<Agent>;
   /** URL text → origin and path. A streaming job posts thousands of chunks to one URL: parse it once. */
   readonly #targets = new Map<string, { readonly origin: string; readonly path: string }>();
   /** Origins of URLs parsed so far (one, on the platform). */
@@ -130,13 +141,21 @@ export class PlatformHttp {
     if (apiKey !== undefined) plain["authorization"] = apiKey;
     this.#plainHeaders = Object.freeze(plain);
     this.#jsonHeaders = Object.freeze({ ...plain, ...RESULT_POST_HEADERS });
-    // Long polls are bounded by the caller's signal (takeTimeoutMs), not by undici's own timers.
-    this.#agent = new Agent({
-      keepAliveTimeout: 30_000,
-      headersTimeout: 0,
-      bodyTimeout: 0,
-      connections: MAX_PLATFORM_CONNECTIONS,
+    undici ??= import("undici");
+    this.#loading = undici.then((mod) => {
+      // undici is CommonJS: its exports are the namespace's default, bundled (runlet build) or not.
+      const { Agent } = mod.default;
+      // Long polls are bounded by the caller's signal (takeTimeoutMs), not by undici's own timers.
+      this.#agent = new Agent({
+        keepAliveTimeout: 30_000,
+        headersTimeout: 0,
+        bodyTimeout: 0,
+        connections: MAX_PLATFORM_CONNECTIONS,
+      });
+      return this.#agent;
     });
+    // A failed load fails each request that waits for it; it is not also an unhandled rejection.
+    this.#loading.catch(() => {});
   }
 
   #target(url: string): { readonly origin: string; readonly path: string } {
@@ -236,6 +255,10 @@ export class PlatformHttp {
     body: string | Uint8Array | undefined,
     options: PlatformRequestOptions,
   ): Promise<PlatformResponse> {
+    const agent = this.#agent;
+    if (agent === undefined) {
+      return this.#loading.then(() => this.#send(method, url, headers, body, options));
+    }
     const { signal, answerTimeoutMs } = options;
     const maxAnswerBytes = options.maxAnswerBytes ?? DEFAULT_MAX_ANSWER_BYTES;
     const answerBodyMs = options.answerBodyMs ?? DEFAULT_ANSWER_BODY_MS;
@@ -293,7 +316,7 @@ export class PlatformHttp {
         controller?.abort(new Error(`the answer to ${method} was not read to its end (${why})`));
       };
       try {
-        this.#dispatch(method, url, headers, body, answerTimeoutMs, {
+        this.#dispatch(agent, method, url, headers, body, answerTimeoutMs, {
           onRequestStart(c) {
             controller = c;
             // Aborted while the request waited for a connection.
@@ -332,6 +355,7 @@ export class PlatformHttp {
   }
 
   #dispatch(
+    agent: Agent,
     method: "GET" | "POST",
     url: string,
     headers: Record<string, string>,
@@ -339,7 +363,7 @@ export class PlatformHttp {
     answerTimeoutMs: number | undefined,
     handler: Dispatcher.DispatchHandler,
   ): void {
-    this.#agent.dispatch(
+    agent.dispatch(
       {
         ...this.#target(url),
         method,
@@ -355,6 +379,7 @@ export class PlatformHttp {
 
   /** Closes idle connections; requests still running are destroyed. */
   async close(): Promise<void> {
-    await this.#agent.destroy();
+    const agent = await this.#loading.catch(() => undefined);
+    await agent?.destroy();
   }
 }

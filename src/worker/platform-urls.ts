@@ -1,4 +1,4 @@
-import { expandTemplate, swapTakeRoute, withQuery } from "../protocol/index.js";
+import { expandTemplate, swapTakeRoute, withQuery } from "../protocol/urls.js";
 
 /**
  * Every URL a worker calls on the platform, built once from the frozen config: the templates'

@@ -43,7 +43,7 @@ export class StartupPhases {
   async run(phase: StartupPhaseName, step: () => Promise<boolean>): Promise<boolean> {
     const started = this.#now();
     this.#events.emit("phase", { phase, state: "started" });
-    this.#log.info({ phase, state: "started" }, `start-up: ${phase}…`);
+    this.#log.info({ phase, phaseState: "started" }, `start-up: ${phase}…`);
     let ok = false;
     try {
       ok = await step();
@@ -53,7 +53,7 @@ export class StartupPhases {
       this.#phases[phase] = ms;
       const state = ok ? "done" : "failed";
       this.#events.emit("phase", { phase, state, ms });
-      const line = { phase, state, ms };
+      const line = { phase, phaseState: state, ms };
       if (ok) this.#log.info(line, `start-up: ${phase} done in ${ms} ms`);
       else this.#log.warn(line, `start-up: ${phase} failed after ${ms} ms`);
     }

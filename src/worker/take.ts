@@ -1,4 +1,4 @@
-import { type DeliveredJob, deliveredJobSchema } from "../protocol/index.js";
+import { type DeliveredJob, deliveredJobSchema } from "../protocol/job.js";
 import { retryAfterMs } from "../wait.js";
 import { MAX_RETRY_AFTER_MS } from "./backoff.js";
 import type { PlatformHttp } from "./platform-http.js";

@@ -145,7 +145,8 @@ export class Worker {
   }
 
   /**
-   * Listens to a lifecycle event (taken, started, progress, finished, failed, retrying, stopped);
+   * Listens to a lifecycle event (phase, setupProgress, ready, taken, started, progress, finished,
+   * failed, retrying, stopped);
    * returns a function that removes the listener. A listener that throws is logged and ignored.
    */
   on<K extends keyof WorkerEvents>(event: K, listener: WorkerListener<K>): () => void {
@@ -176,6 +177,8 @@ export class Worker {
     // Start-up, in order (docs/worker.md, "Start-up"); docs/protocol.md, "Unfit workers": a
     // worker unfit from the start takes no job at all.
     const phases = this.#phases;
+    // One turn first, so a listener added as startWorker resolves sees every start-up event.
+    await new Promise<void>((resolve) => setImmediate(resolve));
     const fitness = {
       definition: this.#definition,
       config: this.#config.fitness,

@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { defineHandler } from "../../src/index.js";
 import { createHarness, ManualClock } from "../../src/testing/index.js";
+import { REPO_ROOT, runNode } from "../cli/run-cli.js";
 
 const upperPath = fileURLToPath(new URL("./fixtures/upper-handler.ts", import.meta.url));
 
@@ -133,4 +134,20 @@ describe("runlet/testing createHarness", () => {
       message: 'endpoint "x" has workers but no handler or handlerPath',
     });
   });
+
+  it("takes a .ts handlerPath alone in plain Node, as a user's test importing runlet from its package runs it", async () => {
+    // Under vitest, src/ is transformed and a .ts import works anyway: plain Node importing dist/
+    // is where `Unknown file extension ".ts"` came from.
+    const script = [
+      `import { createHarness } from ${JSON.stringify(`${REPO_ROOT}dist/testing/index.js`)};`,
+      `const h = await createHarness({ handlerPath: ${JSON.stringify(fileURLToPath(new URL("../fixtures/slow.ts", import.meta.url)))} });`,
+      "const record = await h.endpoint.runsync({ input: { ms: 1 } });",
+      "await h.close();",
+      "process.stdout.write(JSON.stringify(record.output));",
+    ].join("\n");
+    const run = await runNode(["--input-type=module", "-e", script]);
+    expect(run.stderr).toBe("");
+    expect(run.stdout).toBe('{"slept":1}');
+    expect(run.code).toBe(0);
+  }, 60_000);
 });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { defineHandler, JobError } from "../../src/index.js";
-import { testHarness, waitFor, workerFor } from "./helpers.js";
+import { defineHandler, JobError, WorkerUnfitError } from "../../src/index.js";
+import { gate, logSink, testHarness, turn, waitFor, workerFor } from "./helpers.js";
 
 describe("worker lifecycle events", () => {
   it("reports taken, started, progress, finished, failed, retrying and stopped, in order", async () => {
@@ -53,5 +53,61 @@ describe("worker lifecycle events", () => {
       `retrying ${badId} {"what":"the final result","status":503,"attempt":0}`,
       `stopped - {"reason":"closed","exitCode":0}`,
     ]);
+  });
+});
+
+describe('start-up events (docs/worker.md, "Start-up phases")', () => {
+  it("reports the fitness phase, then ready with each phase's ms, before the first take", async () => {
+    await using h = await testHarness();
+    const sink = logSink();
+    const check = gate<boolean>();
+    const worker = await workerFor(
+      h,
+      defineHandler({ healthCheck: () => check.promise, handler: () => "ok" }),
+      { sink },
+    );
+    const seen: string[] = [];
+    let phases: Readonly<Record<string, number>> | undefined;
+    worker.on("phase", ({ phase, state, ms }) => seen.push(`${phase} ${state} ${typeof ms}`));
+    worker.on("ready", (event) => {
+      phases = event.phases;
+      seen.push(`ready (takes so far: ${h.requests({ route: "job-take" }).length})`);
+    });
+    await waitFor("the fitness phase to start", () => seen.length > 0);
+    await turn();
+    expect(seen).toEqual(["fitness started undefined"]);
+    expect(h.requests({ route: "job-take" })).toEqual([]);
+    check.open(true);
+    await waitFor("ready", () => phases);
+    await worker.close();
+    expect(seen).toEqual(["fitness started undefined", "fitness done number", "ready (takes so far: 0)"]);
+    expect(Object.keys(phases!)).toEqual(["runlet", "fitness", "total"]);
+    expect(phases!["total"]).toBeGreaterThanOrEqual(phases!["runlet"]!);
+    // One log line each, whose fields a parent reading the worker's stdout can follow.
+    const lines = sink.lines.filter((l) => l["phase"] !== undefined || l["phases"] !== undefined);
+    expect(lines.map((l) => [l["message"], l["phase"], l["phaseState"]])).toEqual([
+      ["start-up: fitness…", "fitness", "started"],
+      [expect.stringMatching(/^start-up: fitness done in [\d.]+ ms$/), "fitness", "done"],
+      ["worker ready", undefined, undefined],
+    ]);
+    expect(lines[2]!["phases"]).toEqual(phases);
+  });
+
+  it("reports a failed fitness phase and no ready when the health check fails", async () => {
+    await using h = await testHarness();
+    const worker = await workerFor(
+      h,
+      defineHandler({
+        healthCheck: () => {
+          throw new WorkerUnfitError("gpu", "no device");
+        },
+        handler: () => "never",
+      }),
+    );
+    const seen: string[] = [];
+    worker.on("phase", ({ phase, state }) => seen.push(`${phase} ${state}`));
+    worker.on("ready", () => seen.push("ready"));
+    expect(await worker.stopped).toEqual({ reason: "unhealthy", exitCode: 1 });
+    expect(seen).toEqual(["fitness started", "fitness failed"]);
   });
 });

@@ -47,6 +47,30 @@ describe("what the worker loads up front", () => {
   it("sees the AWS SDK behind the S3 module (so the check above can fail)", () => {
     expect([...packagesReached("s3/index.ts").keys()]).toContain("@aws-sdk/client-s3");
   });
+
+  it('loads undici and the client API\'s schemas only on demand (docs/benchmarks.md, "Cold start")', () => {
+    // undici's public entry was most of runlet's start-up phase: the worker imports it when it is
+    // created, while its start-up runs. The client API's and the worker bodies' zod schemas are
+    // not the worker's: it reaches the protocol's modules one by one, not through their index.
+    for (const entry of ["index.ts", "worker/index.ts", "handler/index.ts"]) {
+      const reached = packagesReached(entry);
+      expect(reached.get("undici")?.join(" → ")).toBeUndefined();
+      expect(reached.has("zod")).toBe(true);
+    }
+    const files = new Set<string>();
+    const visit = (file: string): void => {
+      if (files.has(file)) return;
+      files.add(file);
+      for (const spec of staticImports(file)) {
+        if (spec.startsWith(".")) visit(resolve(dirname(file), spec.replace(/\.js$/, ".ts")));
+      }
+    };
+    visit(resolve(SRC, "index.ts"));
+    const protocol = [...files].filter((f) => f.includes("/protocol/")).map((f) => f.slice(SRC.length));
+    expect(protocol).not.toContain("protocol/api.ts");
+    expect(protocol).not.toContain("protocol/worker-bodies.ts");
+    expect(protocol).toContain("protocol/job.ts");
+  });
 });
 
 describe("telemetry off costs nothing at start", () => {

@@ -79,7 +79,7 @@ describe("setup in-process", () => {
     const readyLine = sink.lines.find((l) => l["msg"] === "worker ready" || l["message"] === "worker ready");
     expect(readyLine?.["phases"]).toEqual(ready.phases);
     expect(sink.lines.find((l) => l["setupProgress"] !== undefined)?.["setupProgress"]).toBe("weights 40 %");
-    expect(sink.lines.filter((l) => l["phase"] === "setup").map((l) => l["state"])).toEqual([
+    expect(sink.lines.filter((l) => l["phase"] === "setup").map((l) => l["phaseState"])).toEqual([
       "started",
       "done",
     ]);
@@ -147,7 +147,7 @@ describe("setup in-process", () => {
     expect(h.requests({ route: "job-take" })).toEqual([]);
     const line = sink.lines.find((l) => l["code"] === "RUNLET_WORKER_UNFIT");
     expect(line?.["reason"]).toBe("setup failed: Error: weights not found");
-    expect(sink.lines.filter((l) => l["phase"] === "setup").map((l) => l["state"])).toEqual([
+    expect(sink.lines.filter((l) => l["phase"] === "setup").map((l) => l["phaseState"])).toEqual([
       "started",
       "failed",
     ]);

@@ -3,6 +3,7 @@ import { dirname, join, relative } from "node:path";
 import { Writable } from "node:stream";
 import { RunletError } from "../../errors.js";
 import type { HandlerInfo } from "../../harness/index.js";
+import { startupUpdateOfRecord } from "../../harness/worker-startup.js";
 import {
   allowedHostsFlag,
   type Command,
@@ -22,7 +23,7 @@ import { DESCRIBE_ENV, handlerReportOf } from "../handler-report.js";
 import { followJobs } from "../job-log.js";
 import { parseLogLine } from "../log-line.js";
 import { watchFolder } from "../watch.js";
-import { WorkerPool } from "../worker-pool.js";
+import { type StartFailure, WorkerPool } from "../worker-pool.js";
 
 const ENDPOINT_ID = "local";
 const DEFAULT_PORT = 8787;
@@ -58,7 +59,7 @@ Exit codes: 0 stopped with Ctrl-C, 1 could not start (e.g. a port is taken), 2 b
 /** test_input.json when the folder has a valid one: the printed curl's body and the dashboard form's start. */
 async function sampleBody(cwd: string): Promise<unknown> {
   try {
-    return JSON.parse(await readFile(join(cwd, "test_input.json"), "utf8")) as unknown;
+    return JSON.parse(await readFile(join(cwd, SAMPLE_FILE), "utf8")) as unknown;
   } catch {
     // No (or no valid) test_input.json: the handler's input schema gives the example instead.
     return undefined;
@@ -77,6 +78,33 @@ function lineWriter(onLine: (line: string) => void): NodeJS.WritableStream {
       done();
     },
   });
+}
+
+/** The file the printed curl reads its body from, when the body is too long to print (docs/cli.md). */
+const SAMPLE_FILE = "test_input.json";
+
+/** `ready in 412 ms (runlet 80 ms, fitness 2 ms, setup 300 ms)`: a worker's start-up phases. */
+export function readyText(phases: Readonly<Record<string, number>>): string {
+  const { total, ...each } = phases;
+  const parts = Object.entries(each).map(([name, ms]) => `${name} ${Math.round(ms)} ms`);
+  return `ready${total === undefined ? "" : ` in ${Math.round(total)} ms`}${parts.length === 0 ? "" : ` (${parts.join(", ")})`}`;
+}
+
+/** What `runlet dev` says of a worker that exited before it was ready; no other starts until an edit. */
+export function startFailedText({ label, code, signal, loaded, unfit }: StartFailure): string {
+  const how = signal ?? `code ${code}`;
+  if (!loaded) {
+    return (
+      `runlet dev: worker ${label} did not start (${how}); its error is above. ` +
+      "Save a fix in the handler's folder to try again; a missing environment variable needs " +
+      "runlet dev restarted with it set (workers get runlet dev's environment)"
+    );
+  }
+  const why = unfit === undefined ? "its error is above" : `it is unfit (${unfit.check}: ${unfit.reason})`;
+  return (
+    `runlet dev: worker ${label} stopped before it was ready (${how}): ${why}. ` +
+    "Not starting another with the same code: save a change in the handler's folder to try again"
+  );
 }
 
 /** A taken port, named: the API's or the dashboard's, and the flag that changes it. */
@@ -140,7 +168,7 @@ export const command: Command = {
         endpoints: [{ id: ENDPOINT_ID }],
         ...(allowedHosts === undefined ? {} : { allowedHosts }),
         // Endpoints deployed to this harness (POST /v2/serverless) run the same handler.
-        managementSpawn: (env) => deployed.spawn(env),
+        managementSpawn: (env, report) => deployed.spawn(env, report),
         // The live page; its request form starts from test_input.json, else the handler's schema.
         dashboard: { port: dashboardPort, ...(sample === undefined ? {} : { sampleRequest: sample }) },
       }).catch((err: unknown) => {
@@ -160,13 +188,21 @@ export const command: Command = {
         const kind = info.openai ? "openai" : info.streaming ? "streaming" : "plain";
         if (endpointId !== ENDPOINT_ID || kind === shown) return;
         shown = kind;
-        for (const line of tryLines({ endpoint, apiKey: harness.apiKey, sample, info })) out(line);
+        const facts = { endpoint, apiKey: harness.apiKey, sample, info };
+        for (const line of tryLines(sample === undefined ? facts : { ...facts, sampleFile: SAMPLE_FILE }))
+          out(line);
       };
       const onWorkerLine = (endpointId: string, label: string, line: string) => {
         const record = parseLogLine(line);
         const info = handlerReportOf(record);
-        if (info !== undefined) described(endpointId, info);
-        else jobs.workerLine(`[${label}] `, line, record);
+        if (info !== undefined) return described(endpointId, info);
+        // Start-up: one line when the worker is ready, setup's progress as it comes; the phases'
+        // lines only feed the dashboard (a failure's reason has a line of its own).
+        const update = startupUpdateOfRecord(record);
+        if (update?.type === "ready") return out(`runlet dev: worker ${label} ${readyText(update.phases)}`);
+        if (update?.type === "progress") return out(`[${label}] setup: ${update.text}`);
+        if (update?.type === "phase") return;
+        jobs.workerLine(`[${label}] `, line, record);
       };
       // The handler's sidecars live here, not in the workers: kept across edits (docs/models.md).
       const { createLogger } = await import("../../log/index.js");
@@ -197,16 +233,14 @@ export const command: Command = {
         }),
         ipc: (child) => sidecars.attach(child),
         onLine: (label, line) => onWorkerLine(ENDPOINT_ID, label, line),
-        onExit: (label, code, signal) => {
+        // The harness shows each worker starting until it is ready, and never counts an exited one.
+        onStartup: (_label, podId, update) => harness.reportWorkerStartup(ENDPOINT_ID, podId, update),
+        onExit: (label, code, signal, delayMs) => {
           harness.workerRestarted(ENDPOINT_ID);
-          out(`runlet dev: worker ${label} exited (${signal ?? `code ${code}`}); starting another`);
+          const when = delayMs > 1_000 ? ` in ${Math.round(delayMs / 1_000)} s` : "";
+          out(`runlet dev: worker ${label} exited (${signal ?? `code ${code}`}); starting another${when}`);
         },
-        onStartFailed: (label, code, signal) =>
-          out(
-            `runlet dev: worker ${label} did not start (${signal ?? `code ${code}`}); its error is above. ` +
-              "Save a fix in the handler's folder to try again; a missing environment variable needs " +
-              "runlet dev restarted with it set (workers get runlet dev's environment)",
-          ),
+        onStartFailed: (failure) => out(startFailedText(failure)),
       });
       pool.start();
       const watcher = watchFolder(dirname(handlerPath), (files) => {

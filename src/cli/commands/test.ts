@@ -118,11 +118,13 @@ export const command: Command = {
       const ids: string[] = [];
       for (const job of jobs) ids.push(await submit(harness, job));
       // One job, as the Python SDK's test mode: no built-in fitness checks (docs/fitness.md).
-      const worker = await spawn({
+      const env: Record<string, string> = {
         ...harness.workerEnv(ENDPOINT_ID),
         [FITNESS_ENV.skipAutoSystemChecks]: "true",
         [FITNESS_ENV.skipGpuCheck]: "true",
-      });
+      };
+      const podId = env["RUNPOD_POD_ID"] ?? "";
+      const worker = await spawn(env, (update) => harness.reportWorkerStartup(ENDPOINT_ID, podId, update));
       let workerExited = false;
       // processSpawner's workers always have `exited`; a settled promise stands in for the type's sake.
       void (worker.exited ?? Promise.resolve()).then(() => {

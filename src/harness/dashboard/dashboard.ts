@@ -14,6 +14,7 @@ import { noBody, type Route, type RouteFamily, serveRoute } from "../route-table
 import { parseRunBody } from "../run-body.js";
 import type { WebhookAttempt } from "../webhooks.js";
 import type { WorkerChange, WorkerState } from "../worker-registry.js";
+import type { WorkerStartups } from "../worker-startup.js";
 import type { HandlerInfo } from "./handler-info.js";
 import { SseFeed } from "./sse-feed.js";
 import { isStaticFile, SECURITY_HEADERS, sendStatic } from "./static-files.js";
@@ -26,6 +27,7 @@ import {
   noEnds,
   type WorkerView,
   workerViewOf,
+  workerViewsOf,
 } from "./views.js";
 
 /** Where the page lives on its listener: a prefix no `/v2/…` route can take. */
@@ -65,6 +67,8 @@ export interface DashboardSource {
   readonly webhookAttempts: () => WebhookAttempt[];
   /** A job's timeline spans (the job view draws them). */
   readonly timeline?: (jobId: string) => TimelineSpan[];
+  /** The workers' start-ups, as their spawners report them. */
+  readonly startups: WorkerStartups;
   /** Subscribes to the harness's job events (progress, stream chunks, ends). */
   readonly onJobEvent: (listener: (event: JobEvent) => void) => () => void;
   /** The body the "run a request" form starts with. */
@@ -154,6 +158,11 @@ export class Dashboard {
     this.#touch(worker.endpointId);
   }
 
+  /** A worker of `endpointId` reported a start-up step (or exited). */
+  workerStartupChanged(endpointId: string): void {
+    this.#touch(endpointId);
+  }
+
   /** A worker process of `endpointId` exited on its own and is being replaced. */
   workerRestarted(endpointId: string): void {
     this.#restarts.set(endpointId, (this.#restarts.get(endpointId) ?? 0) + 1);
@@ -240,7 +249,7 @@ export class Dashboard {
   }
 
   #endpoint(id: string): EndpointView {
-    const counts = this.#source.store.workers.counts(id, 0);
+    const counts = this.#source.store.workers.counts(id, 0, (w) => this.#source.startups.get(id, w));
     return endpointViewOf(
       this.#source.store.table,
       id,
@@ -251,7 +260,11 @@ export class Dashboard {
   }
 
   #workers(endpointId: string): WorkerView[] {
-    const connected = this.#source.store.workers.list(endpointId).map((w) => workerViewOf(w, "connected"));
+    const connected = workerViewsOf(
+      endpointId,
+      this.#source.store.workers.list(endpointId),
+      this.#source.startups.entries(endpointId),
+    );
     const lapsed = [...this.#lapsed.values()].filter(
       (w) => w.endpointId === endpointId && !connected.some((c) => c.id === w.id),
     );

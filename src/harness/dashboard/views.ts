@@ -8,6 +8,7 @@ import type { TimelineSpan } from "../job-timeline.js";
 import type { RateState } from "../rate-limits.js";
 import type { WebhookAttempt } from "../webhooks.js";
 import type { WorkerState } from "../worker-registry.js";
+import type { WorkerStartup } from "../worker-startup.js";
 
 /** What the dashboard shows in place of a secret. */
 export const MASKED = "[redacted]";
@@ -38,11 +39,21 @@ export interface EndpointView {
   readonly restarts: number;
 }
 
-/** One worker's line: connected (from the registry) or lapsed (remembered by the dashboard). */
+/**
+ * One worker's line: connected (from the registry) or lapsed (remembered by the dashboard);
+ * `starting` while its start-up runs, connected or not yet (docs/harness.md, "Workers starting"),
+ * and `exited` once its process ended.
+ */
 export interface WorkerView {
   readonly id: string;
   readonly endpointId: string;
-  readonly state: "connected" | "lapsed";
+  readonly state: "connected" | "lapsed" | "starting" | "exited";
+  /** While starting: the phase it is in (`fitness`, `cache`, `sidecar`, `setup`). */
+  readonly phase?: string;
+  /** While starting: setup's latest progress text. */
+  readonly progress?: string;
+  /** Once ready: each start-up phase's ms (docs/worker.md, "Start-up phases"). */
+  readonly phases?: Readonly<Record<string, number>>;
   /** ISO time of its latest ping; absent before its first. */
   readonly lastPingAt?: string;
   /** Ids of the jobs it holds. */
@@ -142,17 +153,60 @@ export function endpointViewOf(
   };
 }
 
-/** A connected worker's line. */
-export function workerViewOf(worker: WorkerState, state: "connected" | "lapsed"): WorkerView {
+/** A connected worker's line, with its start-up when its spawner reports one. */
+export function workerViewOf(
+  worker: WorkerState,
+  state: "connected" | "lapsed",
+  startup?: WorkerStartup,
+): WorkerView {
   const lastPingAt = iso(worker.lastPingAt);
+  const shown =
+    state === "lapsed"
+      ? state
+      : startup?.state === "starting" || startup?.state === "exited"
+        ? startup.state
+        : state;
   return {
     id: worker.id,
     endpointId: worker.endpointId,
-    state,
+    state: shown,
+    ...(startup === undefined ? {} : startupFields(startup)),
     ...(lastPingAt === undefined ? {} : { lastPingAt }),
     jobs: state === "connected" ? [...worker.jobs] : [],
     ...(worker.unhealthy === undefined ? {} : { unhealthy: worker.unhealthy }),
   };
+}
+
+function startupFields(startup: WorkerStartup): Pick<WorkerView, "phase" | "progress" | "phases"> {
+  return {
+    ...(startup.phase === undefined ? {} : { phase: startup.phase }),
+    ...(startup.progress === undefined ? {} : { progress: startup.progress }),
+    ...(startup.phases === undefined ? {} : { phases: startup.phases }),
+  };
+}
+
+/** A worker that is starting and has not connected yet (it made no request so far). */
+export function startingWorkerViewOf(endpointId: string, id: string, startup: WorkerStartup): WorkerView {
+  return { id, endpointId, state: "starting", ...startupFields(startup), jobs: [] };
+}
+
+/**
+ * The workers of an endpoint: the connected ones (with their start-up), then those starting and
+ * not connected yet. What the dashboard lists and `Harness.workers()` returns.
+ */
+export function workerViewsOf(
+  endpointId: string,
+  connected: readonly WorkerState[],
+  startups: ReadonlyArray<readonly [string, WorkerStartup]>,
+): WorkerView[] {
+  const byId = new Map(startups);
+  const views = connected.map((w) => workerViewOf(w, "connected", byId.get(w.id)));
+  const ids = new Set(connected.map((w) => w.id));
+  for (const [id, startup] of startups) {
+    if (!ids.has(id) && startup.state === "starting")
+      views.push(startingWorkerViewOf(endpointId, id, startup));
+  }
+  return views;
 }
 
 /** No ends yet. */

@@ -273,6 +273,22 @@ function renderEndpoints() {
   if (state.endpoints.has(chosen)) select.value = chosen;
 }
 
+/**
+ * A worker's start-up cell: its phase and setup's progress while starting (`setup: weights 40 %`),
+ * then `ready in 412 ms (runlet 80 ms, setup 300 ms)` once ready (docs/harness.md, "Workers starting").
+ */
+function workerStartup(w) {
+  if (w.state === "starting") {
+    const phase = w.phase ?? "starting";
+    return w.progress === undefined ? phase : `${phase}: ${w.progress}`;
+  }
+  if (w.phases === undefined) return "–";
+  const { total, ...each } = w.phases;
+  const parts = Object.entries(each).map(([name, ms]) => `${name} ${Math.round(ms)} ms`);
+  const took = total === undefined ? "" : ` in ${Math.round(total)} ms`;
+  return `ready${took}${parts.length === 0 ? "" : ` (${parts.join(", ")})`}`;
+}
+
 function renderWorkers() {
   const all = [...state.workers.values()].flat();
   const rows = all.map((w) =>
@@ -303,6 +319,7 @@ function renderWorkers() {
               ),
             ),
       ),
+      h("td", { class: "startup" }, workerStartup(w)),
     ),
   );
   $("workers").tBodies[0].replaceChildren(...rows);
