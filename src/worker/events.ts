@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
 import type { BatchInfo } from "../handler/execute.js";
 
-/** The start-up phases before the first take, in their order (docs/worker.md, "Start-up"). */
+/** The start-up phases before the first take, in their order (docs/worker.md, "Start-up phases"). */
 export type StartupPhaseName = "fitness" | "cache" | "sidecar" | "setup";
 
 /**

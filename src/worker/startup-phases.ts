@@ -2,7 +2,7 @@ import type { Logger } from "pino";
 import type { StartupPhaseName, WorkerEventHub } from "./events.js";
 
 /**
- * The worker's start-up, phase by phase (docs/worker.md, "Start-up"): process start → runlet
+ * The worker's start-up, phase by phase (docs/worker.md, "Start-up phases"): process start → runlet
  * loaded (the worker built) → fitness → cache → sidecar → setup → the first take. Each phase is
  * one {@link StartupPhases.run} call at its place in Worker's start (worker.ts), which emits the
  * `phase` events and logs a line with a `phase` field; {@link StartupPhases.ready} emits `ready`

@@ -174,7 +174,7 @@ export class Worker {
   }
 
   async #takeLoop(parts: LoopParts): Promise<void> {
-    // Start-up, in order (docs/worker.md, "Start-up"); docs/protocol.md, "Unfit workers": a
+    // Start-up, in order (docs/worker.md, "Start-up phases"); docs/protocol.md, "Unfit workers": a
     // worker unfit from the start takes no job at all.
     const phases = this.#phases;
     // One turn first, so a listener added as startWorker resolves sees every start-up event.
@@ -187,7 +187,10 @@ export class Worker {
       closing: this.#closing.signal,
       clock: this.#config.clock,
     };
-    if (!(await phases.run("fitness", () => checkFitness(fitness, this.#stopper)))) return;
+    // The fitness phase runs where there is something to check: the built-in checks (on the
+    // platform, docs/fitness.md) or the handler's own healthCheck.
+    const checks = this.#config.fitnessChecks || this.#definition.healthCheck !== undefined;
+    if (checks && !(await phases.run("fitness", () => checkFitness(fitness, this.#stopper)))) return;
     // The warm cache, before setup; a failure is a cold start (unfit only under `strict`).
     if (this.#definition.warmCache !== undefined && !(await phases.run("cache", () => this.#hydrate())))
       return;

@@ -67,12 +67,12 @@ describe("setup in-process", () => {
     await w.close();
     expect(setupCalls).toBe(1);
     expect(takesWhenSetupEnded).toBe(0);
-    // setupProgress was emitted before the listener was added here (the worker started setup at
-    // once); the phase's end, ready and the take come in this order.
+    // The worker waits one turn before its phases, so a listener added as startWorker resolves
+    // sees setup's start, its progress, its end, ready and the take, in this order.
     const names = events.map(([name, event]) =>
       name === "phase" ? `phase:${(event as { state: string }).state}` : name,
     );
-    expect(names).toEqual(["phase:done", "ready", "taken"]);
+    expect(names).toEqual(["phase:started", "setupProgress", "phase:done", "ready", "taken"]);
     const ready = events.find(([name]) => name === "ready")![1] as WorkerEvents["ready"];
     expect(Object.keys(ready.phases)).toEqual(["runlet", "setup", "total"]);
     expect(ready.phases["total"]).toBeGreaterThanOrEqual(ready.phases["setup"]!);

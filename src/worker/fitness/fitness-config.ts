@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { RunletError } from "../../errors.js";
-import { FITNESS_ENV } from "../../protocol/index.js";
+import { FITNESS_ENV } from "../../protocol/env.js";
 
 /**
  * The fitness checks' settings (docs/fitness.md), read once from the worker's environment with the
