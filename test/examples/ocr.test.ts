@@ -81,7 +81,7 @@ describe("examples/ocr: the handler", () => {
     expect(noStore.error).toContain("ctx.s3 has no store");
   }, 120_000);
 
-  it("makes a worker told to expect a GPU unfit when it runs on the CPU (check=gpu)", async () => {
+  it("makes a worker told to expect a GPU unfit when it runs on the CPU: its setup fails (check=setup)", async () => {
     await using h = await createHarness({
       endpoints: [{ id: "local", workers: 0, handler: defineHandler({ handler: () => 1 }) }],
     });
@@ -93,9 +93,11 @@ describe("examples/ocr: the handler", () => {
       delete process.env["OCR_EXPECT_GPU"];
     }
     const unhealthy = h.harness.requests({ route: "ping" }).filter((r) => r.query["status"] === "unhealthy");
-    expect(unhealthy.map((r) => r.query["check"])).toEqual(["gpu"]);
+    // The model loads in setup, and only loading tells whether CUDA works (a failed CUDA session
+    // falls back to the CPU), so the check is setup's: its thrown message is the ping's reason.
+    expect(unhealthy.map((r) => r.query["check"])).toEqual(["setup"]);
     expect(unhealthy[0]?.query["reason"]).toMatch(
-      /^OCR_EXPECT_GPU is set but OCR runs on the CPU: no NVIDIA device/,
+      /^setup failed: Error: OCR_EXPECT_GPU is set but OCR runs on the CPU: no NVIDIA device/,
     );
     expect(h.harness.requests({ route: "job-take" })).toEqual([]);
   }, 120_000);
