@@ -17,7 +17,10 @@ describe("examples/batched-embeddings", () => {
     const ids = texts.map((text) => h.harness.enqueue("local", { input: { text } }));
     // The device is made in setup (ctx.state); a spy on its class watches its calls and lets them run.
     const embed = vi.spyOn(SimulatedDevice.prototype, "embed");
-    await using _worker = await startWorker(handler, { env: h.harness.workerEnv("local") });
+    await using worker = await startWorker(handler, { env: h.harness.workerEnv("local") });
+    const ready = new Promise<Readonly<Record<string, number>>>((resolve) =>
+      worker.on("ready", ({ phases }) => resolve(phases)),
+    );
     const jobs = await Promise.all(ids.map((id) => h.harness.waitForJob(id)));
     expect(jobs.map((j) => j.status)).toEqual(["COMPLETED", "COMPLETED", "FAILED", "COMPLETED"]);
     expect(jobs[2]!.error).toBe(`text has ${MAX_WORDS + 1} words, over the ${MAX_WORDS}-word limit`);
@@ -30,6 +33,8 @@ describe("examples/batched-embeddings", () => {
     // One batch of four; the device was called once, for the three texts within the limit.
     expect(embed.mock.calls.map(([texts]) => texts.length)).toEqual([3]);
     embed.mockRestore();
+    // The device was made in setup, a start-up phase before the first take.
+    expect(Object.keys(await ready)).toContain("setup");
     const sizes = h.harness.requests({ route: "job-done" }).map((r) => r.query["batch_size"]);
     expect(sizes).toEqual(["4", "4", "4", "4"]);
   });
