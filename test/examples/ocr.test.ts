@@ -1,4 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import * as ort from "onnxruntime-node";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import handler from "../../examples/ocr/handler.js";
 import { BadImageError, loadOcr, type OcrModel, recognise } from "../../examples/ocr/ocr.js";
 import { textPicture } from "../../examples/ocr/picture.js";
@@ -79,6 +80,28 @@ describe("examples/ocr: the handler", () => {
     const noStore = await h.endpoint.runsync({ input: { url: "http://127.0.0.1:9/a.png" } });
     expect(noStore.status).toBe("FAILED");
     expect(noStore.error).toContain("ctx.s3 has no store");
+  }, 120_000);
+
+  it("loads the model in setup before the first take, and releases its two ONNX sessions in teardown", async () => {
+    await using h = await createHarness({
+      endpoints: [{ id: "local", workers: 0, handler: defineHandler({ handler: () => 1 }) }],
+    });
+    // A spy that lets release run: it counts the sessions the worker's teardown releases.
+    // ORT types InferenceSession as a factory; at run time it is a class whose sessions share this prototype.
+    const sessions = (ort.InferenceSession as unknown as { prototype: ort.InferenceSession }).prototype;
+    const release = vi.spyOn(sessions, "release");
+    try {
+      const w = await startWorker(handler, { env: h.harness.workerEnv("local") });
+      const phases = await new Promise<Readonly<Record<string, number>>>((resolve) =>
+        w.on("ready", ({ phases }) => resolve(phases)),
+      );
+      expect(Object.keys(phases)).toContain("setup");
+      expect(release).not.toHaveBeenCalled();
+      await w.close();
+      expect(release).toHaveBeenCalledTimes(2); // the detector and the recogniser
+    } finally {
+      release.mockRestore();
+    }
   }, 120_000);
 
   it("makes a worker told to expect a GPU unfit when it runs on the CPU: its setup fails (check=setup)", async () => {
