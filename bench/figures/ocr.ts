@@ -16,8 +16,8 @@ import { ROOT } from "../worker-process.js";
 /**
  * The OCR example (PaddleOCR on onnxruntime-node, CPU provider) as a deployed worker: built
  * with runlet build (externals in dist/node_modules), started as the image starts it. Figures:
- * start → first job-take with the model loaded (the health check loads it before the first
- * take), the idle worker's RSS with the model loaded, per-job latency p50/p99 through the
+ * start → first job-take with the model loaded (the handler's setup loads it before the
+ * first take), the idle worker's RSS with the model loaded, per-job latency p50/p99 through the
  * harness, and pictures/s in-process at recogniser batch size 1 against the others.
  */
 

@@ -44,16 +44,25 @@ function vectorOf(text: string, dims: number): number[] {
   return out.map((v) => Math.round((v / norm) * 1e6) / 1e6);
 }
 
+/** The simulated device: a class, so a test can watch its calls with a spy on `embed`. */
+export class SimulatedDevice implements Device {
+  readonly #cost: DeviceCost;
+  readonly #calls: number[] = [];
+  constructor(cost: DeviceCost = DEFAULT_COST) {
+    this.#cost = cost;
+  }
+  get calls(): readonly number[] {
+    return this.#calls;
+  }
+  async embed(texts: readonly string[], dims: number, signal?: AbortSignal): Promise<number[][]> {
+    this.#calls.push(texts.length);
+    if (this.#calls.length > 1_000) this.#calls.shift();
+    await sleep(callMs(this.#cost, texts.length), undefined, signal === undefined ? undefined : { signal });
+    return texts.map((text) => vectorOf(text, dims));
+  }
+}
+
 /** Creates a device with `cost` (keeps the last 1 000 call sizes, so a long run stays bounded). */
 export function createDevice(cost: DeviceCost = DEFAULT_COST): Device {
-  const calls: number[] = [];
-  return {
-    calls,
-    async embed(texts, dims, signal) {
-      calls.push(texts.length);
-      if (calls.length > 1_000) calls.shift();
-      await sleep(callMs(cost, texts.length), undefined, signal === undefined ? undefined : { signal });
-      return texts.map((text) => vectorOf(text, dims));
-    },
-  };
+  return new SimulatedDevice(cost);
 }

@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises";
-import { defineHandler, JobError, WorkerUnfitError } from "runlet";
+import { defineHandler, JobError } from "runlet";
 import { z } from "zod";
-import { BadImageError, loadOcr, type OcrModel, recognise } from "./ocr.js";
+import { BadImageError, loadOcr, recognise } from "./ocr.js";
 
 /** Largest picture accepted, in bytes: as base64 in the input, or downloaded from `url`. */
 const MAX_IMAGE_BYTES = 16 * 1_048_576;
@@ -32,23 +32,6 @@ function expectsGpu(): boolean {
   return ["1", "true", "yes"].includes((process.env["OCR_EXPECT_GPU"] ?? "").toLowerCase());
 }
 
-/**
- * The model, loaded once per process. Loading is started by the health check, which runlet runs
- * before the worker's first take, so no job waits for it and a worker whose model cannot load
- * takes no job. (With `setup` in the handler API this becomes `setup() { return { model } }`.)
- */
-let loading: Promise<OcrModel> | undefined;
-function model(log: { info(o: object, m: string): void }): Promise<OcrModel> {
-  loading ??= loadOcr().then((m) => {
-    log.info(
-      { device: m.device, reason: m.deviceReason },
-      `OCR runs on the ${m.device === "cuda" ? "GPU (CUDA)" : "CPU"}`,
-    );
-    return m;
-  });
-  return loading;
-}
-
 function decodeBase64(text: string): Buffer {
   const body = text.startsWith("data:") ? text.slice(text.indexOf(",") + 1) : text;
   if (!/^[A-Za-z0-9+/\s]*={0,2}\s*$/.test(body)) throw new JobError("image is not base64");
@@ -59,14 +42,29 @@ export default defineHandler({
   input,
   // The model takes the cores it is given; one picture at a time keeps each job's latency low.
   concurrency: 1,
-  healthCheckTimeoutMs: 120_000,
-  async healthCheck({ log }) {
-    const m = await model(log);
-    if (expectsGpu() && m.device !== "cuda")
-      throw new WorkerUnfitError("gpu", `OCR_EXPECT_GPU is set but OCR runs on the CPU: ${m.deviceReason}`);
-    return true;
+  setupTimeoutMs: 120_000,
+  // The model loads once, before the worker's first take: no job waits for it, and a worker
+  // whose model cannot load (or that runs on the CPU where a GPU was expected) takes no job.
+  async setup({ log, progress }) {
+    progress("loading the detector and the recogniser");
+    const model = await loadOcr();
+    log.info(
+      { device: model.device, reason: model.deviceReason },
+      `OCR runs on the ${model.device === "cuda" ? "GPU (CUDA)" : "CPU"}`,
+    );
+    if (expectsGpu() && model.device !== "cuda") {
+      await model.release();
+      // A failed setup pings unhealthy with check=setup and this message in its reason.
+      throw new Error(`OCR_EXPECT_GPU is set but OCR runs on the CPU: ${model.deviceReason}`);
+    }
+    progress(`model loaded on the ${model.device}`);
+    return { model, device: model.device };
   },
-  async handler({ input, s3, log, signal }) {
+  // At shutdown, after the last job: the ONNX sessions' native memory (and GPU memory) goes back.
+  async teardown({ model }) {
+    await model.release();
+  },
+  async handler({ input, s3, state, signal }) {
     let image: Buffer;
     if (input.url !== undefined) {
       const got = await s3.download(input.url, { maxBytes: MAX_IMAGE_BYTES });
@@ -75,14 +73,14 @@ export default defineHandler({
     } else {
       image = decodeBase64(input.image ?? "");
     }
-    const m = await model(log);
+    const { model } = state;
     try {
-      const lines = await recognise(m, image, {
+      const lines = await recognise(model, image, {
         ...(input.batchSize === undefined ? {} : { batchSize: input.batchSize }),
         maxSide: input.maxSide,
         signal,
       });
-      return { lines, device: m.device };
+      return { lines, device: state.device };
     } catch (err) {
       if (err instanceof BadImageError) throw new JobError(err.message);
       throw err;

@@ -7,7 +7,8 @@ import { describe, expect, it } from "vitest";
  * Type-checks every ```ts block of README.md and docs/*.md against the current sources, so the
  * examples stay true to the API. A block fenced ```ts illustrative (a shape, not code) is skipped.
  * Placeholders the examples assume (a model, a key) are declared in PRELUDE; `runlet` and its
- * subpaths resolve to src/, and a handler an example imports is examples/echo's.
+ * subpaths resolve to src/, a handler an example imports is examples/echo's, and a model loader
+ * (./model.js) is the prelude's loadModel.
  */
 
 /**
@@ -66,6 +67,8 @@ function writeBlocks(): Block[] {
   const echo = 'export { default } from "../../examples/echo/handler.js";\n';
   writeFileSync(join(OUT, "handler.ts"), echo);
   writeFileSync(join(OUT, "prelude.d.ts"), PRELUDE);
+  // docs/models.md imports the user's model loader: the prelude's placeholder, as a module.
+  writeFileSync(join(OUT, "model.d.ts"), "export declare const loadModel: typeof globalThis.loadModel;\n");
   mkdirSync(join(ROOT, ".tmp", "src", "harness", "management-api"), { recursive: true });
   writeFileSync(
     join(ROOT, ".tmp", "src", "handler.ts"),

@@ -1,6 +1,11 @@
-import { describe, expect, it } from "vitest";
-import { callMs, DEFAULT_COST, idealJobsPerSecond } from "../../examples/batched-embeddings/device.js";
-import handler, { device, MAX_WORDS } from "../../examples/batched-embeddings/handler.js";
+import { describe, expect, it, vi } from "vitest";
+import {
+  callMs,
+  DEFAULT_COST,
+  idealJobsPerSecond,
+  SimulatedDevice,
+} from "../../examples/batched-embeddings/device.js";
+import handler, { MAX_WORDS } from "../../examples/batched-embeddings/handler.js";
 import { startWorker } from "../../src/index.js";
 import { createHarness } from "../../src/testing/index.js";
 
@@ -10,8 +15,12 @@ describe("examples/batched-embeddings", () => {
     await using h = await createHarness({ endpoints: [{ id: "local", handler, workers: 0 }] });
     const texts = ["a cat", "a dog", "word ".repeat(MAX_WORDS + 1), "a cat"];
     const ids = texts.map((text) => h.harness.enqueue("local", { input: { text } }));
-    const callsBefore = device.calls.length;
-    await using _worker = await startWorker(handler, { env: h.harness.workerEnv("local") });
+    // The device is made in setup (ctx.state); a spy on its class watches its calls and lets them run.
+    const embed = vi.spyOn(SimulatedDevice.prototype, "embed");
+    await using worker = await startWorker(handler, { env: h.harness.workerEnv("local") });
+    const ready = new Promise<Readonly<Record<string, number>>>((resolve) =>
+      worker.on("ready", ({ phases }) => resolve(phases)),
+    );
     const jobs = await Promise.all(ids.map((id) => h.harness.waitForJob(id)));
     expect(jobs.map((j) => j.status)).toEqual(["COMPLETED", "COMPLETED", "FAILED", "COMPLETED"]);
     expect(jobs[2]!.error).toBe(`text has ${MAX_WORDS + 1} words, over the ${MAX_WORDS}-word limit`);
@@ -22,7 +31,10 @@ describe("examples/batched-embeddings", () => {
     expect(cat).toEqual(catAgain);
     expect(cat!.vector).not.toEqual(dog!.vector);
     // One batch of four; the device was called once, for the three texts within the limit.
-    expect(device.calls.slice(callsBefore)).toEqual([3]);
+    expect(embed.mock.calls.map(([texts]) => texts.length)).toEqual([3]);
+    embed.mockRestore();
+    // The device was made in setup, a start-up phase before the first take.
+    expect(Object.keys(await ready)).toContain("setup");
     const sizes = h.harness.requests({ route: "job-done" }).map((r) => r.query["batch_size"]);
     expect(sizes).toEqual(["4", "4", "4", "4"]);
   });

@@ -1,4 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import * as ort from "onnxruntime-node";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import handler from "../../examples/ocr/handler.js";
 import { BadImageError, loadOcr, type OcrModel, recognise } from "../../examples/ocr/ocr.js";
 import { textPicture } from "../../examples/ocr/picture.js";
@@ -81,7 +82,29 @@ describe("examples/ocr: the handler", () => {
     expect(noStore.error).toContain("ctx.s3 has no store");
   }, 120_000);
 
-  it("makes a worker told to expect a GPU unfit when it runs on the CPU (check=gpu)", async () => {
+  it("loads the model in setup before the first take, and releases its two ONNX sessions in teardown", async () => {
+    await using h = await createHarness({
+      endpoints: [{ id: "local", workers: 0, handler: defineHandler({ handler: () => 1 }) }],
+    });
+    // A spy that lets release run: it counts the sessions the worker's teardown releases.
+    // ORT types InferenceSession as a factory; at run time it is a class whose sessions share this prototype.
+    const sessions = (ort.InferenceSession as unknown as { prototype: ort.InferenceSession }).prototype;
+    const release = vi.spyOn(sessions, "release");
+    try {
+      const w = await startWorker(handler, { env: h.harness.workerEnv("local") });
+      const phases = await new Promise<Readonly<Record<string, number>>>((resolve) =>
+        w.on("ready", ({ phases }) => resolve(phases)),
+      );
+      expect(Object.keys(phases)).toContain("setup");
+      expect(release).not.toHaveBeenCalled();
+      await w.close();
+      expect(release).toHaveBeenCalledTimes(2); // the detector and the recogniser
+    } finally {
+      release.mockRestore();
+    }
+  }, 120_000);
+
+  it("makes a worker told to expect a GPU unfit when it runs on the CPU: its setup fails (check=setup)", async () => {
     await using h = await createHarness({
       endpoints: [{ id: "local", workers: 0, handler: defineHandler({ handler: () => 1 }) }],
     });
@@ -93,9 +116,11 @@ describe("examples/ocr: the handler", () => {
       delete process.env["OCR_EXPECT_GPU"];
     }
     const unhealthy = h.harness.requests({ route: "ping" }).filter((r) => r.query["status"] === "unhealthy");
-    expect(unhealthy.map((r) => r.query["check"])).toEqual(["gpu"]);
+    // The model loads in setup, and only loading tells whether CUDA works (a failed CUDA session
+    // falls back to the CPU), so the check is setup's: its thrown message is the ping's reason.
+    expect(unhealthy.map((r) => r.query["check"])).toEqual(["setup"]);
     expect(unhealthy[0]?.query["reason"]).toMatch(
-      /^OCR_EXPECT_GPU is set but OCR runs on the CPU: no NVIDIA device/,
+      /^setup failed: Error: OCR_EXPECT_GPU is set but OCR runs on the CPU: no NVIDIA device/,
     );
     expect(h.harness.requests({ route: "job-take" })).toEqual([]);
   }, 120_000);
