@@ -22,10 +22,13 @@ describe("the in-process watchdog", () => {
 
   it("reports every job it ends, not only the first one due (fails on the old code: the blocking job had no report)", async () => {
     await using h = await testHarness();
+    // Both queued before the worker starts, so its first take (room for 2) hands out both and
+    // they launch together: enqueued after the start, a loaded machine could hand the second out
+    // on a later take, past the first one's kill, where "the worker ended" is the right report.
+    const waiting = h.enqueue("local", { input: { kind: "wait" } });
+    const spinning = h.enqueue("local", { input: { kind: "spin" } });
     const c = startRunletChild(h, "test/fixtures/block-after-other.ts", { podId: "pod-two-jobs" });
     try {
-      const waiting = h.enqueue("local", { input: { kind: "wait" } });
-      const spinning = h.enqueue("local", { input: { kind: "spin" } });
       expect(await c.exited).toEqual({ code: null, signal: "SIGKILL" });
       const jobs = await Promise.all(
         [waiting, spinning].map((id) => h.waitForJob(id, { timeoutMs: 10_000 })),
