@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import type { Clock } from "../clock.js";
+import { onAbort } from "../linked-signal.js";
 import type { SidecarSettings } from "./options.js";
 import type { SidecarProcess } from "./sidecar-process.js";
 
@@ -156,15 +157,14 @@ async function viaDevParent(parts: StartSidecarsParts): Promise<RunningSidecars 
   if (send === undefined) return undefined;
   let onMessage: ((message: unknown) => void) | undefined;
   const answer = await new Promise<DevSidecarMessage | "closed">((resolve) => {
-    const onClose = () => resolve("closed");
-    parts.closing.addEventListener("abort", onClose, { once: true });
+    const stopWaiting = onAbort(parts.closing, () => resolve("closed"));
     onMessage = (message) => {
       if (!isDevSidecarMessage(message)) return;
       if (message.runlet === "sidecars.exited") {
         died(parts, message.reason);
         return;
       }
-      parts.closing.removeEventListener("abort", onClose);
+      stopWaiting();
       resolve(message);
     };
     process.on("message", onMessage);
