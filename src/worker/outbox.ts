@@ -166,7 +166,8 @@ export class JobOutbox {
         }
         const outcome = await this.#post(entry);
         if (entry.kind === "chunk") {
-          this.#unpostedStreamBytes -= entry.bytes;
+          // discard() already zeroed the count, this entry's bytes included.
+          if (!this.#discarded) this.#unpostedStreamBytes -= entry.bytes;
           this.#options.events?.emit("chunkPosted", {
             jobId: this.#options.jobId,
             bytes: entry.bytes,
