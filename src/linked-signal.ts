@@ -117,3 +117,11 @@ export function onAbort(signal: AbortSignal, fn: () => void): () => void {
     signal.removeEventListener("abort", subscribed.listener);
   };
 }
+
+/**
+ * How many {@link onAbort} callbacks wait on `signal` now (its one real listener fans out to
+ * them). Diagnostics: tests count what a long-lived signal holds after many jobs.
+ */
+export function abortCallbackCount(signal: AbortSignal): number {
+  return subscriptions.get(signal)?.callbacks.size ?? 0;
+}

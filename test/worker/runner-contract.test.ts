@@ -3,13 +3,15 @@ import { describe, expect, it } from "vitest";
 import { type Harness, ManualClock } from "../../src/harness/index.js";
 import { defineBatchHandler, defineHandler, type HandlerDefinition } from "../../src/index.js";
 import { COMMON, contractInput, work } from "../fixtures/contract-handlers.js";
+import { signalCensus } from "../signal-census.js";
 import { testHarness, turn, waitFor, workerFor } from "./helpers.js";
 
 /**
  * The contract every runner keeps (docs/architecture.md, "A run of N ≥ 1 jobs"): the same cases
  * for the in-process runner and isolation threads, with a plain handler and a batch handler —
  * output, a throw, an output JSON cannot carry, the deadline, a job-stop, and a handler that
- * ignores its signal (hard stop). Workers run against the harness over loopback; deadlines and
+ * ignores its signal (hard stop), and signal leaks (nothing kept per job on a signal that
+ * outlives it). Workers run against the harness over loopback; deadlines and
  * graces run on a ManualClock.
  */
 
@@ -53,6 +55,9 @@ const COMBOS: readonly Combo[] = [
     handlerModule: fixture("contract-batch"),
   },
 ];
+
+/** Rounds of four jobs between the two counts of the signal-leak case. */
+const LEAK_ROUNDS = 10;
 
 /** Runs one job to its end and returns it. */
 async function run(h: Harness, input: Record<string, unknown>) {
@@ -138,6 +143,42 @@ describe.each(COMBOS)("runner contract: $name", (combo) => {
       } else {
         expect(await w.stopped).toEqual({ reason: "runaway", exitCode: 1 });
       }
+    },
+    allowance,
+  );
+
+  it(
+    "keeps no listener, onAbort callback or linked signal per job on any signal that outlives the job",
+    async () => {
+      await using h = await testHarness();
+      // Real time: a ManualClock would hold the take loop's pause after an empty answer too.
+      await using _w = await workerFor(h, await combo.definition(), {
+        ...(combo.handlerModule === undefined ? {} : { handlerModule: combo.handlerModule }),
+      });
+      /** One job of each ending: output, a throw, an output JSON cannot carry, a job-stop (its signal aborted). */
+      const round = async (): Promise<void> => {
+        expect((await run(h, { n: 1 })).output).toBe(2);
+        expect((await run(h, { mode: "throw" })).status).toBe("FAILED");
+        expect((await run(h, { mode: "bad" })).status).toBe("FAILED");
+        h.stopJob(await waiting(h, "wait"));
+      };
+      /** What signals hold where the handler runs (from a job) and on the main thread, at the same point. */
+      const held = async () => {
+        const there = (await run(h, { mode: "census" })).output as { most: number; signals: number };
+        return { there, main: signalCensus() };
+      };
+      for (let i = 0; i < 2; i++) await round();
+      const before = await held();
+      for (let i = 0; i < LEAK_ROUNDS; i++) {
+        console.log("round", i);
+        await round();
+      }
+      const after = await held();
+      // The census ran where the handler runs: it saw that thread's signals.
+      expect(after.there.signals).toBeGreaterThan(0);
+      // A part that keeps one thing per job adds 4 × LEAK_ROUNDS here; the slack is a request in flight.
+      expect(after.there.most).toBeLessThanOrEqual(before.there.most + 2);
+      expect(after.main.most).toBeLessThanOrEqual(before.main.most + 2);
     },
     allowance,
   );
