@@ -1,9 +1,8 @@
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { REPO_ROOT, startCli } from "./run-cli.js";
+import { afterRestartWindow, REPO_ROOT, startCli } from "./run-cli.js";
 
 let tmp: string;
 beforeAll(async () => {
@@ -25,8 +24,10 @@ describe("runlet dev with a handler that does not load", () => {
     const dev = startCli(["dev", "handler.ts", "--port", "0"], { cwd: tmp });
     try {
       await dev.waitFor(/did not start/, 60_000);
-      // Before, a new worker was started every second; a few seconds of quiet show none is.
-      await sleep(3_000);
+      const [, endpoint] = await dev.waitFor(/endpoint {2}(http:\/\/\S+)\n/);
+      const [, key] = await dev.waitFor(/api key {3}(\S+)/);
+      // Before, a new worker was started a second after each exit: none is starting past that.
+      expect(await afterRestartWindow(endpoint!, key!)).toMatchObject({ initializing: 0 });
       const out = dev.output();
       expect(out.split(WAITING).length - 1, out).toBe(1);
       expect(out).toContain(

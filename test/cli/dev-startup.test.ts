@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { REPO_ROOT, startCli } from "./run-cli.js";
+import { afterRestartWindow, REPO_ROOT, startCli } from "./run-cli.js";
 
 // runlet dev and a worker's start-up (docs/cli.md, "runlet dev"): a worker that exits before it
 // is ready is not restarted in a loop, and the printed curl stays short whatever test_input.json holds.
@@ -60,8 +60,9 @@ describe("runlet dev and a worker's start-up", () => {
       const [, endpoint] = await dev.waitFor(/endpoint {2}(http:\/\/\S+)\n/);
       const [, apiKey] = await dev.waitFor(/api key {3}(\S+) /);
       await dev.waitFor(/stopped before it was ready/, 60_000);
-      // Before, a new worker was started every second (7 in 15 s, each reloading its model).
-      await sleep(3_000);
+      // Before, a new worker was started every second (7 in 15 s, each reloading its model): none
+      // is starting once the pool's restart back-off has passed.
+      expect(await afterRestartWindow(endpoint!, apiKey!)).toMatchObject({ initializing: 0 });
       const out = dev.output();
       expect(out.split(STOPPED).length - 1, out).toBe(1);
       expect(out).not.toContain("[w2]");

@@ -141,3 +141,23 @@ export function startCli(args: readonly string[], options: RunCliOptions = {}): 
     },
   };
 }
+
+/**
+ * Proves that a restart `runlet dev`'s worker pool could have scheduled at a worker's exit has
+ * begun, without a pause: its harness holds this /runsync for 1.5 s on a timer armed now, after
+ * the exit, in the same process as the pool, so a restart timer armed at the exit (the pool's
+ * first back-off, 1 s) fires first, and the replacement is reported to the harness as starting
+ * at once. Returns the endpoint's `/health` workers as they are then.
+ */
+export async function afterRestartWindow(endpoint: string, apiKey: string): Promise<Record<string, number>> {
+  const headers = { authorization: `Bearer ${apiKey}`, "content-type": "application/json" };
+  const held = await fetch(`${endpoint}/runsync?wait=1500`, {
+    method: "POST",
+    headers,
+    body: '{"input": {}}',
+  });
+  const { status } = (await held.json()) as { status: string };
+  if (status !== "IN_QUEUE") throw new Error(`the held /runsync answered ${status}, not IN_QUEUE`);
+  const health = await fetch(`${endpoint}/health`, { headers });
+  return ((await health.json()) as { workers: Record<string, number> }).workers;
+}

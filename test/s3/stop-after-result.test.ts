@@ -1,9 +1,11 @@
 import { connect, createServer, type Server, type Socket } from "node:net";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ManualClock } from "../../src/clock.js";
 import { defineHandler, type HandlerDefinition } from "../../src/index.js";
 import type { S3Config } from "../../src/protocol/index.js";
 import stopAfterResultThread, { definition } from "../fixtures/stop-after-result.js";
+import { THREAD_START_MS, THREAD_TEST_MS } from "../thread-allowance.js";
 import { logSink, testHarness, waitFor, workerFor } from "../worker/helpers.js";
 import { type S3rverHandle, startS3rver } from "./s3rver.js";
 
@@ -71,19 +73,24 @@ function s3Config(endpointUrl: string): S3Config {
 const THREAD_MODULE = fileURLToPath(new URL("../fixtures/stop-after-result.ts", import.meta.url));
 
 async function stopDuringOffload(handler: HandlerDefinition, options: { handlerModule?: string }) {
-  await using h = await testHarness();
+  // Long polls held for a minute: no take comes back empty while the test runs, so the take
+  // loop never pauses on the ManualClock below (it counts an empty answer as instant there).
+  await using h = await testHarness(60_000);
   await using store = await gate();
   const sink = logSink();
+  // The hard-stop grace runs on this clock: the test moves it past the grace instead of sleeping.
+  const clock = new ManualClock();
   // s3Config names a store on loopback: allowed only with the opt-in.
   await using w = await workerFor(h, handler, {
     sink,
+    clock,
     maxResultBytes: 2_000,
     allowPrivateAddresses: true,
     ...options,
   });
   const big = h.enqueue("local", { input: { mode: "big" }, s3Config: s3Config(store.endpoint) });
-  // A thread loads tsx, zod and the handler first: slow on a busy machine.
-  await waitFor("the offload to reach the store", () => store.held() > 0, 30_000);
+  // A thread loads tsx, zod and the handler first.
+  await waitFor("the offload to reach the store", () => store.held() > 0, THREAD_START_MS);
   // The next job starts while the first one is still offloading (on the thread the first one freed).
   const next = h.enqueue("local", { input: { mode: "wait", ms: 1_500 } });
   await waitFor("the next job to run", () => h.job(next)?.status === "IN_PROGRESS");
@@ -91,8 +98,9 @@ async function stopDuringOffload(handler: HandlerDefinition, options: { handlerM
   await waitFor("the worker to take the stop", () =>
     sink.lines.some((l) => l["requestId"] === big && String(l["message"]).startsWith("the platform asked")),
   );
-  // Far past the 100 ms hard-stop grace before the store answers.
-  await new Promise((resolve) => setTimeout(resolve, 600));
+  // Far past the 100 ms hard-stop grace before the store answers: a hard stop armed by this
+  // job-stop would fire within this step, synchronously.
+  clock.advance(10 * definition.hardStopGraceMs);
   store.open();
   const nextJob = await h.waitForJob(next);
   expect(nextJob.status).toBe("COMPLETED");
@@ -107,11 +115,19 @@ async function stopDuringOffload(handler: HandlerDefinition, options: { handlerM
 }
 
 describe("a job-stop after the handler returned, during a slow S3 offload", () => {
-  it("in-process: hard-stops nothing and the worker serves on", async () => {
-    await stopDuringOffload(defineHandler(definition), {});
-  }, 90_000);
+  it(
+    "in-process: hard-stops nothing and the worker serves on",
+    async () => {
+      await stopDuringOffload(defineHandler(definition), {});
+    },
+    THREAD_TEST_MS,
+  );
 
-  it('isolation: "thread": does not abort or kill the next job on the thread the stopped job freed', async () => {
-    await stopDuringOffload(stopAfterResultThread, { handlerModule: THREAD_MODULE });
-  }, 90_000);
+  it(
+    'isolation: "thread": does not abort or kill the next job on the thread the stopped job freed',
+    async () => {
+      await stopDuringOffload(stopAfterResultThread, { handlerModule: THREAD_MODULE });
+    },
+    THREAD_TEST_MS,
+  );
 });

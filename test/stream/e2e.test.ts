@@ -197,11 +197,12 @@ describe("streaming end to end", () => {
     // The worker learns of the cancel from job-stop; its generator ends (signal, or return()).
     await expect.poll(() => finallyRan, { timeout: 10_000 }).toBe(true);
     // Counted as the worker's posts, not the job's stream: the harness may refuse a post to a
-    // cancelled job, so the stored stream could not show one. 200 ms is 20 items at 10 ms; a slow
-    // machine makes fewer, so it can only weaken this check, never fail it.
+    // cancelled job, so the stored stream could not show one. Closing the worker flushes every
+    // post it still had queued or in flight, so a post made after the stop would be counted by
+    // the time close() returns: the close is what proves none came, not a pause.
     const posts = () => s.h.requests({ route: "job-stream" }).filter((r) => r.path.endsWith(`/${id}`)).length;
     const postedAtStop = posts();
-    await new Promise((r) => setTimeout(r, 200));
+    await s.worker.close();
     expect(posts()).toBe(postedAtStop);
     expect(s.h.job(id)?.status).toBe("CANCELLED");
   }, 60_000);

@@ -2,6 +2,7 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { ManualClock } from "../../src/harness/index.js";
 import { defineBatchHandler } from "../../src/index.js";
+import { THREAD_START_MS, THREAD_TEST_MS } from "../thread-allowance.js";
 import { numbers } from "./batch-helpers.js";
 import { logSink, testHarness, turn, waitFor, workerFor } from "./helpers.js";
 
@@ -43,36 +44,40 @@ describe("runaway batches", () => {
     expect(await w.stopped).toEqual({ reason: "runaway", exitCode: 1 });
   });
 
-  it("fails each job of a runaway batch at its deadline, hard-stops the thread after the grace, and serves on", async () => {
-    await using h = await testHarness();
-    const clock = new ManualClock();
-    const sink = logSink();
-    const { default: definition } = await import("../fixtures/batch-thread.js");
-    const spun = [1, 2].map((n) => h.enqueue("local", { input: { mode: "spin", n } }));
-    await using _w = await workerFor(h, definition, { clock, sink, handlerModule: batchThreadFixture });
-    await waitFor(
-      "both jobs to report progress from the spinning thread",
-      () => spun.every((id) => h.job(id)?.progress.length === 1),
-      20_000,
-    );
-    await turn();
-    clock.advance(10_000);
-    for (const job of await Promise.all(spun.map((id) => h.waitForJob(id)))) {
-      expect(job.status).toBe("FAILED");
-      expect(job.error).toBe("job timed out after 10000 ms (executionTimeout)");
-    }
-    clock.advance(1_000);
-    await waitFor("the batch's hard stop", () =>
-      sink.lines.some(
-        (l) => l["message"] === "the batch handler ignored its aborted signal; hard-stopping the batch",
-      ),
-    );
-    const next = [3, 4].map((n) => h.enqueue("local", { input: { mode: "echo", n } }));
-    const done = await Promise.all(next.map((id) => h.waitForJob(id, { timeoutMs: 20_000 })));
-    expect(done.map((j) => [j.status, j.output])).toEqual([
-      ["COMPLETED", 3],
-      ["COMPLETED", 4],
-    ]);
-    expect(spun.map((id) => h.job(id)!.duplicateResults)).toEqual([0, 0]);
-  });
+  it(
+    "fails each job of a runaway batch at its deadline, hard-stops the thread after the grace, and serves on",
+    async () => {
+      await using h = await testHarness();
+      const clock = new ManualClock();
+      const sink = logSink();
+      const { default: definition } = await import("../fixtures/batch-thread.js");
+      const spun = [1, 2].map((n) => h.enqueue("local", { input: { mode: "spin", n } }));
+      await using _w = await workerFor(h, definition, { clock, sink, handlerModule: batchThreadFixture });
+      await waitFor(
+        "both jobs to report progress from the spinning thread",
+        () => spun.every((id) => h.job(id)?.progress.length === 1),
+        THREAD_START_MS,
+      );
+      await turn();
+      clock.advance(10_000);
+      for (const job of await Promise.all(spun.map((id) => h.waitForJob(id)))) {
+        expect(job.status).toBe("FAILED");
+        expect(job.error).toBe("job timed out after 10000 ms (executionTimeout)");
+      }
+      clock.advance(1_000);
+      await waitFor("the batch's hard stop", () =>
+        sink.lines.some(
+          (l) => l["message"] === "the batch handler ignored its aborted signal; hard-stopping the batch",
+        ),
+      );
+      const next = [3, 4].map((n) => h.enqueue("local", { input: { mode: "echo", n } }));
+      const done = await Promise.all(next.map((id) => h.waitForJob(id, { timeoutMs: THREAD_START_MS })));
+      expect(done.map((j) => [j.status, j.output])).toEqual([
+        ["COMPLETED", 3],
+        ["COMPLETED", 4],
+      ]);
+      expect(spun.map((id) => h.job(id)!.duplicateResults)).toEqual([0, 0]);
+    },
+    THREAD_TEST_MS,
+  );
 });

@@ -4,6 +4,7 @@ import type { RunletError } from "../../src/errors.js";
 import { ManualClock } from "../../src/harness/index.js";
 import { defineHandler } from "../../src/index.js";
 import { jobTimeoutMs } from "../../src/worker/run-job.js";
+import { THREAD_START_MS, THREAD_TEST_MS } from "../thread-allowance.js";
 import { logSink, testHarness, waitFor, workerFor } from "./helpers.js";
 
 const spinFixture = fileURLToPath(new URL("../fixtures/thread-spin.ts", import.meta.url));
@@ -112,29 +113,37 @@ describe("deadlines and job-stop", () => {
     expect(h.requests({ route: "job-stop" }).length).toBeGreaterThan(0);
   });
 
-  it("terminates an isolation thread stuck in a synchronous infinite loop, reports the timeout, and keeps the slot serving", async () => {
-    await using h = await testHarness();
-    const { default: definition } = await import("../fixtures/thread-spin.js");
-    await using _w = await workerFor(h, definition, { handlerModule: spinFixture });
-    const spun = await h.waitForJob(h.enqueue("local", { input: { mode: "spin" } }), { timeoutMs: 20_000 });
-    expect(spun.status).toBe("FAILED");
-    expect(spun.error).toBe("job timed out after 1500 ms (executionTimeout)");
-    const streamed = await h.waitForJob(h.enqueue("local", { input: { mode: "stream" } }), {
-      timeoutMs: 20_000,
-    });
-    expect(streamed.error).toBeUndefined();
-    expect(streamed.status).toBe("COMPLETED");
-    expect(streamed.progress).toEqual([{ step: "started" }]);
-    expect(streamed.stream.map((c) => [c.output, c.metrics?.["model"]])).toEqual([
-      ["a", "tiny"],
-      [{ b: 1 }, "tiny"],
-    ]);
-    const threw = await h.waitForJob(h.enqueue("local", { input: { mode: "throw" } }), { timeoutMs: 20_000 });
-    expect(JSON.parse(threw.error!)).toMatchObject({
-      error_type: "RangeError",
-      error_message: "thread says no",
-    });
-  });
+  it(
+    "terminates an isolation thread stuck in a synchronous infinite loop, reports the timeout, and keeps the slot serving",
+    async () => {
+      await using h = await testHarness();
+      const { default: definition } = await import("../fixtures/thread-spin.js");
+      await using _w = await workerFor(h, definition, { handlerModule: spinFixture });
+      const spun = await h.waitForJob(h.enqueue("local", { input: { mode: "spin" } }), {
+        timeoutMs: THREAD_START_MS,
+      });
+      expect(spun.status).toBe("FAILED");
+      expect(spun.error).toBe("job timed out after 1500 ms (executionTimeout)");
+      const streamed = await h.waitForJob(h.enqueue("local", { input: { mode: "stream" } }), {
+        timeoutMs: THREAD_START_MS,
+      });
+      expect(streamed.error).toBeUndefined();
+      expect(streamed.status).toBe("COMPLETED");
+      expect(streamed.progress).toEqual([{ step: "started" }]);
+      expect(streamed.stream.map((c) => [c.output, c.metrics?.["model"]])).toEqual([
+        ["a", "tiny"],
+        [{ b: 1 }, "tiny"],
+      ]);
+      const threw = await h.waitForJob(h.enqueue("local", { input: { mode: "throw" } }), {
+        timeoutMs: THREAD_START_MS,
+      });
+      expect(JSON.parse(threw.error!)).toMatchObject({
+        error_type: "RangeError",
+        error_message: "thread says no",
+      });
+    },
+    THREAD_TEST_MS,
+  );
 
   it("takes a job's positive integer policy.executionTimeout over the handler's default", () => {
     expect(jobTimeoutMs({ id: "j", input: {}, policy: { executionTimeout: 7_000 } }, 600_000)).toBe(7_000);

@@ -4,6 +4,7 @@ import { type Harness, ManualClock } from "../../src/harness/index.js";
 import { defineBatchHandler, defineHandler, type HandlerDefinition } from "../../src/index.js";
 import { COMMON, contractInput, work } from "../fixtures/contract-handlers.js";
 import { signalCensus } from "../signal-census.js";
+import { THREAD_START_MS, THREAD_TEST_MS } from "../thread-allowance.js";
 import { testHarness, turn, waitFor, workerFor } from "./helpers.js";
 
 /**
@@ -61,20 +62,19 @@ const LEAK_ROUNDS = 10;
 
 /** Runs one job to its end and returns it. */
 async function run(h: Harness, input: Record<string, unknown>) {
-  return h.waitForJob(h.enqueue("local", { input }), { timeoutMs: 60_000 });
+  return h.waitForJob(h.enqueue("local", { input }), { timeoutMs: THREAD_START_MS });
 }
 
 /** Enqueues a job that posts progress and then waits; resolves once its deadline timer is armed. */
 async function waiting(h: Harness, mode: "wait" | "ignore"): Promise<string> {
   const id = h.enqueue("local", { input: { mode } });
-  await waitFor("the job's progress", () => h.job(id)?.progress.length === 1, 60_000);
+  await waitFor("the job's progress", () => h.job(id)?.progress.length === 1, THREAD_START_MS);
   await turn();
   return id;
 }
 
 describe.each(COMBOS)("runner contract: $name", (combo) => {
-  // Isolation threads load tsx, zod and the handler each: several seconds on a loaded machine.
-  const allowance = combo.thread ? 90_000 : 30_000;
+  const allowance = combo.thread ? THREAD_TEST_MS : 30_000;
   it(
     "reports output, a throw and an unserializable output per job, and serves on",
     async () => {
@@ -104,7 +104,7 @@ describe.each(COMBOS)("runner contract: $name", (combo) => {
       });
       const late = await waiting(h, "wait");
       clock.advance(1_000);
-      expect((await h.waitForJob(late, { timeoutMs: 60_000 })).error).toBe(
+      expect((await h.waitForJob(late, { timeoutMs: THREAD_START_MS })).error).toBe(
         "job timed out after 1000 ms (executionTimeout)",
       );
       const stopped = await waiting(h, "wait");
@@ -134,7 +134,7 @@ describe.each(COMBOS)("runner contract: $name", (combo) => {
       clock.advance(1_000);
       await turn();
       clock.advance(500);
-      expect((await h.waitForJob(runaway, { timeoutMs: 60_000 })).error).toBe(
+      expect((await h.waitForJob(runaway, { timeoutMs: THREAD_START_MS })).error).toBe(
         "job timed out after 1000 ms (executionTimeout)",
       );
       if (combo.thread) {

@@ -10,6 +10,7 @@ import { defineHandler, type HandlerOptions } from "../../src/index.js";
 import { createJobS3 } from "../../src/s3/index.js";
 import { NO_STORE_MESSAGE } from "../../src/s3/no-store.js";
 import { type S3rverHandle, startS3rver } from "../s3/s3rver.js";
+import { THREAD_START_MS, THREAD_TEST_MS } from "../thread-allowance.js";
 import { testHarness, workerFor } from "./helpers.js";
 
 // ctx.s3's settings (allowPrivateAddresses, presignExpiresSec, tmpRoot, BUCKET_NAME) reach the S3
@@ -63,7 +64,7 @@ function downloader(options: Partial<HandlerOptions<z.ZodType>> = {}) {
 
 async function runOne(h: Harness, withStore = true) {
   const id = h.enqueue("local", { input: { url: fileUrl }, ...(withStore ? { s3Config: s3Config() } : {}) });
-  return h.waitForJob(id, { timeoutMs: 20_000 });
+  return h.waitForJob(id, { timeoutMs: THREAD_START_MS });
 }
 
 function expiresOf(url: string): string | null {
@@ -139,29 +140,33 @@ describe("ctx.s3 settings from the worker and the handler", () => {
     }
   });
 
-  it("passes the settings into isolation threads", async () => {
-    {
-      await using h = await testHarness();
-      await using _w = await workerFor(h, (await import(threadFixture)).default, {
-        handlerModule: threadFixture,
-      });
-      const job = await runOne(h);
-      expect(job.status).toBe("FAILED");
-      expect(errorMessage(job.error)).toContain("refused: 127.0.0.1 resolves to 127.0.0.1");
-    }
-    {
-      await using h = await testHarness();
-      await using _w = await workerFor(h, (await import(threadFixture)).default, {
-        handlerModule: threadFixture,
-        allowPrivateAddresses: true,
-      });
-      const job = await runOne(h);
-      expect(job.status).toBe("COMPLETED");
-      const out = job.output as { text: string; url: string };
-      expect(out.text).toBe("served from loopback");
-      expect(expiresOf(out.url)).toBe("1234");
-    }
-  }, 30_000);
+  it(
+    "passes the settings into isolation threads",
+    async () => {
+      {
+        await using h = await testHarness();
+        await using _w = await workerFor(h, (await import(threadFixture)).default, {
+          handlerModule: threadFixture,
+        });
+        const job = await runOne(h);
+        expect(job.status).toBe("FAILED");
+        expect(errorMessage(job.error)).toContain("refused: 127.0.0.1 resolves to 127.0.0.1");
+      }
+      {
+        await using h = await testHarness();
+        await using _w = await workerFor(h, (await import(threadFixture)).default, {
+          handlerModule: threadFixture,
+          allowPrivateAddresses: true,
+        });
+        const job = await runOne(h);
+        expect(job.status).toBe("COMPLETED");
+        const out = job.output as { text: string; url: string };
+        expect(out.text).toBe("served from loopback");
+        expect(expiresOf(out.url)).toBe("1234");
+      }
+    },
+    THREAD_TEST_MS,
+  );
 
   it("uses BUCKET_NAME as the bucket of the BUCKET_* store", async () => {
     await using h = await testHarness();

@@ -5,6 +5,7 @@ import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { type Harness, ManualClock } from "../../src/harness/index.js";
 import { defineBatchHandler, defineHandler, type Worker, type WorkerEvents } from "../../src/index.js";
+import { THREAD_START_MS, THREAD_TEST_MS } from "../thread-allowance.js";
 import { gate, logSink, testHarness, turn, waitFor, workerFor } from "./helpers.js";
 
 /**
@@ -16,8 +17,6 @@ import { gate, logSink, testHarness, turn, waitFor, workerFor } from "./helpers.
  */
 
 const setupThreadFixture = fileURLToPath(new URL("../fixtures/setup-thread.ts", import.meta.url));
-/** Isolation threads load tsx, zod and the handler each (several seconds on a loaded 2-core machine). */
-const THREAD_ALLOWANCE_MS = 90_000;
 
 function unhealthyPings(h: Harness) {
   return h.requests({ route: "ping" }).filter((r) => r.query["status"] === "unhealthy");
@@ -287,7 +286,7 @@ describe("setup under isolation: thread", () => {
         const sink = logSink();
         const { default: definition } = await import("../fixtures/setup-thread.js");
         const w = await workerFor(h, definition, { clock, sink, handlerModule: setupThreadFixture });
-        const first = await h.waitForJob(h.enqueue("local", { input: {} }), { timeoutMs: 60_000 });
+        const first = await h.waitForJob(h.enqueue("local", { input: {} }), { timeoutMs: THREAD_START_MS });
         const a = first.output as {
           threadId: number;
           setups: number;
@@ -310,10 +309,10 @@ describe("setup under isolation: thread", () => {
         clock.advance(10_000);
         await turn();
         clock.advance(1_000);
-        expect((await h.waitForJob(spin, { timeoutMs: 60_000 })).error).toBe(
+        expect((await h.waitForJob(spin, { timeoutMs: THREAD_START_MS })).error).toBe(
           "job timed out after 10000 ms (executionTimeout)",
         );
-        const next = (await h.waitForJob(h.enqueue("local", { input: {} }), { timeoutMs: 60_000 }))
+        const next = (await h.waitForJob(h.enqueue("local", { input: {} }), { timeoutMs: THREAD_START_MS }))
           .output as typeof a;
         expect(next.threadId).not.toBe(a.threadId);
         expect(next.setups).toBe(1);
@@ -326,7 +325,7 @@ describe("setup under isolation: thread", () => {
         await rm(dir, { recursive: true, force: true });
       }
     },
-    THREAD_ALLOWANCE_MS,
+    THREAD_TEST_MS,
   );
 
   it(
@@ -346,6 +345,6 @@ describe("setup under isolation: thread", () => {
       ]);
       expect(h.requests({ route: "job-take" })).toEqual([]);
     },
-    THREAD_ALLOWANCE_MS,
+    THREAD_TEST_MS,
   );
 });
