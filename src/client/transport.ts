@@ -3,7 +3,7 @@ import { z } from "zod";
 import { RunletError } from "../errors.js";
 import { apiErrorSchema } from "../protocol/index.js";
 import { nextRetry, type Retryable } from "../retry-policy.js";
-import { delay } from "./delay.js";
+import { sendWithRetry } from "../send-with-retry.js";
 import type { ResolvedClientOptions } from "./options.js";
 
 /** One job-API call, described once and sent (and perhaps retried) by the transport. */
@@ -43,48 +43,49 @@ export function createTransport(options: ResolvedClientOptions): Transport {
         if (value !== undefined) url.searchParams.set(name, String(value));
       }
       const label = `${call.method} ${url.pathname}`;
-      for (let attempt = 0; ; attempt++) {
-        call.signal?.throwIfAborted();
-        const timeoutMs = options.requestTimeoutMs + (call.holdMs ?? 0);
-        let answer: Awaited<ReturnType<typeof request>>;
-        let text: string;
-        try {
-          answer = await request(url, {
-            method: call.method,
-            headers: {
-              authorization: `Bearer ${options.apiKey}`,
-              "user-agent": options.userAgent,
-              accept: "application/json",
-              ...(call.body === undefined ? {} : { "content-type": "application/json" }),
+      const timeoutMs = options.requestTimeoutMs + (call.holdMs ?? 0);
+      return sendWithRetry<T>({
+        signal: call.signal,
+        retry: (attempt, failed) => nextRetry(options.retry, attempt, failed, { retryable: call.retryable }),
+        attempt: async () => {
+          let answer: Awaited<ReturnType<typeof request>>;
+          let text: string;
+          try {
+            answer = await request(url, {
+              method: call.method,
+              headers: {
+                authorization: `Bearer ${options.apiKey}`,
+                "user-agent": options.userAgent,
+                accept: "application/json",
+                ...(call.body === undefined ? {} : { "content-type": "application/json" }),
+              },
+              body:
+                call.body === undefined ? (call.method === "POST" ? "" : null) : JSON.stringify(call.body),
+              signal: call.signal,
+              headersTimeout: timeoutMs,
+              bodyTimeout: timeoutMs,
+              ...(options.dispatcher === undefined ? {} : { dispatcher: options.dispatcher }),
+            });
+            text = await answer.body.text();
+          } catch (error) {
+            if (call.signal?.aborted) throw error;
+            return {
+              failed: { error },
+              otherwise: () => {
+                throw error;
+              },
+            };
+          }
+          const status = answer.statusCode;
+          if (status >= 200 && status < 300) return { done: parseAnswer(label, status, text, call.schema) };
+          return {
+            failed: { status, headers: answer.headers },
+            otherwise: () => {
+              throw httpError(label, status, text);
             },
-            body: call.body === undefined ? (call.method === "POST" ? "" : null) : JSON.stringify(call.body),
-            signal: call.signal,
-            headersTimeout: timeoutMs,
-            bodyTimeout: timeoutMs,
-            ...(options.dispatcher === undefined ? {} : { dispatcher: options.dispatcher }),
-          });
-          text = await answer.body.text();
-        } catch (error) {
-          if (call.signal?.aborted) throw error;
-          const verdict = nextRetry(options.retry, attempt, { error }, { retryable: call.retryable });
-          if (!verdict.retry) throw error;
-          await delay(verdict.delayMs, call.signal);
-          continue;
-        }
-        const status = answer.statusCode;
-        if (status >= 200 && status < 300) return parseAnswer(label, status, text, call.schema);
-        const verdict = nextRetry(
-          options.retry,
-          attempt,
-          { status, headers: answer.headers },
-          { retryable: call.retryable },
-        );
-        if (verdict.retry) {
-          await delay(verdict.delayMs, call.signal);
-          continue;
-        }
-        throw httpError(label, status, text);
-      }
+          };
+        },
+      });
     },
   };
 }

@@ -3,8 +3,8 @@ import { RunletError } from "../errors.js";
 import { timedOut, withLinkedSignal } from "../linked-signal.js";
 import type { Logger } from "../log/index.js";
 import { nextRetry, type RetryPolicy, retryPolicy } from "../retry-policy.js";
+import { sendWithRetry } from "../send-with-retry.js";
 import { USER_AGENT } from "../version.js";
-import { sleep } from "../wait.js";
 import { managementHttpError, parseRetryAfterMs } from "./problem.js";
 
 /** HTTP methods the management API uses. */
@@ -120,60 +120,69 @@ function header(headers: Record<string, string | string[] | undefined>, name: st
 export async function send(settings: TransportSettings, spec: CallSpec): Promise<unknown> {
   const prepared = prepareRequest(settings, spec);
   const retryable = settings.retryMethods.has(spec.method);
-  for (let attempt = 0; ; attempt++) {
-    spec.signal?.throwIfAborted();
-    let status: number;
-    let text: string;
-    let headers: Record<string, string | string[] | undefined>;
-    let linked: AbortSignal | undefined;
-    try {
-      // Linked without AbortSignal.any (a Node 20 leak) or AbortSignal.timeout (held until it
-      // fires): nothing outlives the call.
-      ({ status, headers, text } = await withLinkedSignal(spec.signal, settings.timeoutMs, async (signal) => {
-        linked = signal;
-        const res = await request(prepared.url, {
-          method: spec.method,
-          headers: prepared.headers,
-          body: prepared.body ?? null,
-          signal,
-          ...(settings.dispatcher === undefined ? {} : { dispatcher: settings.dispatcher }),
-        });
-        return { status: res.statusCode, headers: res.headers, text: await res.body.text() };
-      }));
-    } catch (err) {
-      if (spec.signal?.aborted === true) throw spec.signal.reason;
-      const late = linked !== undefined && timedOut(linked);
-      throw new RunletError(
-        "RUNLET_MANAGEMENT_NETWORK",
-        late
-          ? `${spec.method} ${prepared.path} got no answer within ${settings.timeoutMs} ms (timeoutMs)`
-          : `${spec.method} ${prepared.path} failed before an answer: ${err instanceof Error ? err.message : String(err)}`,
-        { cause: err, details: { method: spec.method, path: prepared.path, timedOut: late } },
+  return sendWithRetry<unknown>({
+    signal: spec.signal,
+    retry: (attempt, failed) =>
+      nextRetry(settings.retry, attempt, failed, { retryable, random: settings.random }),
+    attempt: async (attempt) => {
+      let status: number;
+      let text: string;
+      let headers: Record<string, string | string[] | undefined>;
+      let linked: AbortSignal | undefined;
+      try {
+        // Linked without AbortSignal.any (a Node 20 leak) or AbortSignal.timeout (held until it
+        // fires): nothing outlives the call.
+        ({ status, headers, text } = await withLinkedSignal(
+          spec.signal,
+          settings.timeoutMs,
+          async (signal) => {
+            linked = signal;
+            const res = await request(prepared.url, {
+              method: spec.method,
+              headers: prepared.headers,
+              body: prepared.body ?? null,
+              signal,
+              ...(settings.dispatcher === undefined ? {} : { dispatcher: settings.dispatcher }),
+            });
+            return { status: res.statusCode, headers: res.headers, text: await res.body.text() };
+          },
+        ));
+      } catch (err) {
+        if (spec.signal?.aborted === true) throw spec.signal.reason;
+        const late = linked !== undefined && timedOut(linked);
+        // Not retried: a network failure is the caller's news (the policy retries a 429 only).
+        throw new RunletError(
+          "RUNLET_MANAGEMENT_NETWORK",
+          late
+            ? `${spec.method} ${prepared.path} got no answer within ${settings.timeoutMs} ms (timeoutMs)`
+            : `${spec.method} ${prepared.path} failed before an answer: ${err instanceof Error ? err.message : String(err)}`,
+          { cause: err, details: { method: spec.method, path: prepared.path, timedOut: late } },
+        );
+      }
+      settings.logger?.debug(
+        { method: spec.method, path: prepared.path, status, attempt },
+        "management call",
       );
-    }
-    settings.logger?.debug({ method: spec.method, path: prepared.path, status, attempt }, "management call");
-    if (status >= 200 && status < 300) return parseAnswer(text, header(headers, "content-type"));
-
-    const retryAfterMs = parseRetryAfterMs(header(headers, "retry-after"), Date.now());
-    const error = managementHttpError({
-      method: spec.method,
-      path: prepared.path,
-      status,
-      bodyText: text,
-      retryAfterMs,
-    });
-    const verdict = nextRetry(
-      settings.retry,
-      attempt,
-      { status, headers },
-      { retryable, random: settings.random },
-    );
-    if (!verdict.retry) throw error;
-    const { delayMs } = verdict;
-    settings.logger?.debug(
-      { method: spec.method, path: prepared.path, attempt, delayMs },
-      "management call rate limited; retrying",
-    );
-    if (!(await sleep(delayMs, spec.signal))) throw spec.signal?.reason;
-  }
+      if (status >= 200 && status < 300) return { done: parseAnswer(text, header(headers, "content-type")) };
+      const retryAfterMs = parseRetryAfterMs(header(headers, "retry-after"), Date.now());
+      const error = managementHttpError({
+        method: spec.method,
+        path: prepared.path,
+        status,
+        bodyText: text,
+        retryAfterMs,
+      });
+      return {
+        failed: { status, headers },
+        otherwise: () => {
+          throw error;
+        },
+      };
+    },
+    onRetry: ({ attempt, delayMs }) =>
+      settings.logger?.debug(
+        { method: spec.method, path: prepared.path, attempt, delayMs },
+        "management call rate limited; retrying",
+      ),
+  });
 }

@@ -4,7 +4,8 @@ import { RunletError } from "../errors.js";
 import { Fifo } from "../fifo.js";
 import { onAbort } from "../linked-signal.js";
 import { nextRetry, type RetryPolicy } from "../retry-policy.js";
-import { sleep, WaiterSet } from "../wait.js";
+import { sendWithRetry } from "../send-with-retry.js";
+import { WaiterSet } from "../wait.js";
 import type { WorkerEventHub } from "./events.js";
 import { isRefusedRequest, type PlatformHttp } from "./platform-http.js";
 
@@ -232,59 +233,60 @@ export class JobOutbox {
   }
 
   /** Posts until a 2xx, a non-retryable answer, the give-up signal, or a discard (job-stop). */
-  async #post(entry: Entry): Promise<PostOutcome> {
-    const { http, jobId, log, retry } = this.#options;
+  #post(entry: Entry): Promise<PostOutcome> {
+    const { http, jobId, log, retry, clock, events } = this.#options;
     const cut = this.#cut.signal;
-    for (let attempt = 0; ; attempt++) {
-      if (this.#discarded) return { ok: false, status: "discarded", text: "" };
-      if (cut.aborted) return this.#gaveUp(entry);
-      let waitMs: number;
-      try {
-        const response = await http.postJson(entry.url, entry.body, {
-          jobId,
-          signal: cut,
-          answerTimeoutMs: POST_ANSWER_TIMEOUT_MS,
-        });
-        if (response.status >= 200 && response.status < 300) return { ok: true };
-        const verdict = nextRetry(retry, attempt, response);
-        if (!verdict.retry) return { ok: false, status: response.status, text: response.text };
-        waitMs = verdict.delayMs;
-        log.warn(
-          { status: response.status, attempt, waitMs },
-          `posting ${entry.label} got HTTP ${response.status}; retrying`,
-        );
-        this.#options.events?.emit("retrying", {
-          jobId,
-          what: entry.label,
-          attempt,
-          waitMs,
-          status: response.status,
-        });
-      } catch (err) {
-        if (cut.aborted) continue; // discarded or given up: the loop's top says which
-        if (isRefusedRequest(err)) {
-          // Refused before it was sent (a header or URL the client cannot carry): not a network
-          // error, and the same request would be refused for ever while the job holds its slot.
-          log.error(
-            { code: "RUNLET_REQUEST_REFUSED", err: (err as Error).message },
-            `posting ${entry.label} was refused before sending; giving up on it`,
-          );
-          return { ok: false, status: "gave-up", text: (err as Error).message };
+    // discard() aborts `cut` too: an abort is a discard when the flag says so, else the give-up.
+    const ended = (): PostOutcome =>
+      this.#discarded ? { ok: false, status: "discarded", text: "" } : this.#gaveUp(entry);
+    return sendWithRetry<PostOutcome>({
+      signal: cut,
+      clock,
+      aborted: ended,
+      retry: (attempt, failed) => nextRetry(retry, attempt, failed),
+      attempt: async () => {
+        try {
+          const response = await http.postJson(entry.url, entry.body, {
+            jobId,
+            signal: cut,
+            answerTimeoutMs: POST_ANSWER_TIMEOUT_MS,
+          });
+          if (response.status >= 200 && response.status < 300) return { done: { ok: true } };
+          return {
+            failed: response,
+            otherwise: () => ({ ok: false, status: response.status, text: response.text }),
+          };
+        } catch (err) {
+          if (cut.aborted) return { done: ended() };
+          if (isRefusedRequest(err)) {
+            // Refused before it was sent (a header or URL the client cannot carry): not a network
+            // error, and the same request would be refused for ever while the job holds its slot.
+            log.error(
+              { code: "RUNLET_REQUEST_REFUSED", err: (err as Error).message },
+              `posting ${entry.label} was refused before sending; giving up on it`,
+            );
+            return { done: { ok: false, status: "gave-up", text: (err as Error).message } };
+          }
+          return {
+            failed: { error: err },
+            otherwise: () => ({ ok: false, status: "gave-up", text: (err as Error).message }),
+          };
         }
-        const verdict = nextRetry(retry, attempt, { error: err });
-        if (!verdict.retry) return { ok: false, status: "gave-up", text: (err as Error).message };
-        waitMs = verdict.delayMs;
-        log.warn({ err: (err as Error).message, attempt, waitMs }, `posting ${entry.label} failed; retrying`);
-        this.#options.events?.emit("retrying", {
-          jobId,
-          what: entry.label,
-          attempt,
-          waitMs,
-          error: (err as Error).message,
-        });
-      }
-      await sleep(waitMs, cut, this.#options.clock);
-    }
+      },
+      onRetry: ({ attempt, delayMs: waitMs, failed }) => {
+        if ("status" in failed) {
+          log.warn(
+            { status: failed.status, attempt, waitMs },
+            `posting ${entry.label} got HTTP ${failed.status}; retrying`,
+          );
+          events?.emit("retrying", { jobId, what: entry.label, attempt, waitMs, status: failed.status });
+        } else {
+          const message = (failed.error as Error).message;
+          log.warn({ err: message, attempt, waitMs }, `posting ${entry.label} failed; retrying`);
+          events?.emit("retrying", { jobId, what: entry.label, attempt, waitMs, error: message });
+        }
+      },
+    });
   }
 
   #gaveUp(entry: Entry): PostOutcome {
