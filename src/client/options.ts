@@ -1,7 +1,6 @@
 import type { Dispatcher } from "undici";
-import { z } from "zod";
+import { callLimitsResolver } from "../call-limits.js";
 import { RunletError } from "../errors.js";
-import { integerOption, parseOptions } from "../option-schema.js";
 import { NETWORK_ERROR_CODES, type RetryPolicy, retryPolicy } from "../retry-policy.js";
 import { USER_AGENT } from "../version.js";
 
@@ -64,11 +63,12 @@ function invalid(message: string): never {
   throw new RunletError("RUNLET_CONFIG_INVALID", message);
 }
 
-const numbersSchema = z.object({
-  requestTimeoutMs: integerOption(1, 30_000),
-  maxRetries: integerOption(0, 5),
-  retryBaseMs: integerOption(0, 500),
-  retryCapMs: integerOption(0, 30_000),
+const limitsOf = callLimitsResolver({
+  timeoutName: "requestTimeoutMs",
+  timeoutMs: 30_000,
+  maxRetries: 5,
+  retryBaseMs: 500,
+  retryCapMs: 30_000,
 });
 
 /** Merges defaults, validates, freezes; bad options fail here with a message naming the option. */
@@ -91,26 +91,13 @@ export function resolveClientOptions(options: ClientOptions): ResolvedClientOpti
   }
   const path = base.pathname.replace(/\/+$/, "");
   const apiRoot = `${base.origin}${path.endsWith("/v2") ? path : `${path}/v2`}`;
-  const numbers = parseOptions(
-    numbersSchema,
-    {
-      requestTimeoutMs: options.requestTimeoutMs,
-      maxRetries: options.maxRetries,
-      retryBaseMs: options.retryBaseMs,
-      retryCapMs: options.retryCapMs,
-    },
-    "RUNLET_CONFIG_INVALID",
-  );
+  const limits = limitsOf(options);
   return Object.freeze({
     apiKey: options.apiKey,
     apiRoot,
     dispatcher: options.dispatcher,
-    requestTimeoutMs: numbers.requestTimeoutMs,
-    retry: clientRetryPolicy({
-      maxRetries: numbers.maxRetries,
-      baseMs: numbers.retryBaseMs,
-      capMs: numbers.retryCapMs,
-    }),
+    requestTimeoutMs: limits.timeoutMs,
+    retry: clientRetryPolicy(limits.retry),
     userAgent: options.userAgent ?? USER_AGENT,
   });
 }

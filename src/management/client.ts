@@ -1,8 +1,7 @@
 import type { Dispatcher } from "undici";
-import { z } from "zod";
+import { callLimitsResolver } from "../call-limits.js";
 import { RunletError } from "../errors.js";
 import type { Logger } from "../log/index.js";
-import { integerOption, parseOptions } from "../option-schema.js";
 import type { TemplateV1 } from "../protocol/management/template.js";
 import type { CallOptions } from "./api/call.js";
 import {
@@ -130,11 +129,12 @@ function invalidOption(message: string): RunletError {
   return new RunletError("RUNLET_CONFIG_INVALID", message);
 }
 
-const numbersSchema = z.object({
-  timeoutMs: integerOption(1, 30_000),
-  maxRetries: integerOption(0, 4),
-  retryBaseMs: integerOption(0, 500),
-  retryCapMs: integerOption(0, 30_000),
+const limitsOf = callLimitsResolver({
+  timeoutName: "timeoutMs",
+  timeoutMs: 30_000,
+  maxRetries: 4,
+  retryBaseMs: 500,
+  retryCapMs: 30_000,
 });
 
 function normaliseBase(name: string, raw: string): string {
@@ -173,25 +173,12 @@ function settingsOf(options: ManagementClientOptions): TransportSettings {
       : options.baseUrl !== undefined
         ? v2
         : DEFAULT_MANAGEMENT_V1_BASE_URL;
-  const numbers = parseOptions(
-    numbersSchema,
-    {
-      timeoutMs: options.timeoutMs,
-      maxRetries: options.maxRetries,
-      retryBaseMs: options.retryBaseMs,
-      retryCapMs: options.retryCapMs,
-    },
-    "RUNLET_CONFIG_INVALID",
-  );
+  const limits = limitsOf(options);
   return Object.freeze({
     apiKey: options.apiKey,
     baseUrls: Object.freeze({ v1, v2 }),
-    timeoutMs: numbers.timeoutMs,
-    retry: managementRetryPolicy({
-      maxRetries: numbers.maxRetries,
-      baseMs: numbers.retryBaseMs,
-      capMs: numbers.retryCapMs,
-    }),
+    timeoutMs: limits.timeoutMs,
+    retry: managementRetryPolicy(limits.retry),
     retryMethods: new Set(options.retryMethods ?? DEFAULT_RETRY_METHODS),
     dispatcher: options.dispatcher,
     logger: options.logger,
