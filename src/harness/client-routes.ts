@@ -287,13 +287,7 @@ async function onJob(
       ctx.store.cancel(job);
       return sendJson(res, 200, { id: job.id, status: job.status });
     case "retry":
-      if (job.status !== "FAILED" && job.status !== "TIMED_OUT") {
-        return sendError(
-          res,
-          400,
-          `job "${jobId}" is ${job.status}: only FAILED or TIMED_OUT jobs can be retried`,
-        );
-      }
+      if (!job.canRetry()) return sendError(res, 400, job.whyNoRetry());
       ctx.store.retry(job);
       return sendJson(res, 200, { id: job.id, status: "IN_QUEUE" });
     default:

@@ -38,7 +38,7 @@ export async function readStream(
   let gatherUntil: number | undefined;
   for (;;) {
     if (job.deleted) return undefined;
-    const unread = job.stream.length - (job.readers.get(reader) ?? 0);
+    const unread = job.stream.length - job.readPosition(reader);
     if (unread > 0 && held && gatherUntil === undefined) gatherUntil = Math.min(until, Date.now() + gatherMs);
     const left = (gatherUntil ?? until) - Date.now();
     const ready = unread > 0 && (gatherUntil === undefined || unread >= MAX_GATHER_CHUNKS);
@@ -48,7 +48,7 @@ export async function readStream(
     held = true;
     await store.waits.next(job.id, left, signal);
   }
-  const from = Math.min(job.readers.get(reader) ?? 0, job.stream.length);
+  const from = Math.min(job.readPosition(reader), job.stream.length);
   const chunks: StreamChunk[] = [];
   let bytes = 0;
   for (let i = from; i < job.stream.length; i++) {
@@ -59,7 +59,7 @@ export async function readStream(
     bytes += size;
   }
   const read = from + chunks.length;
-  job.readers.set(reader, read);
+  job.markRead(reader, read);
   const allRead = read >= job.stream.length;
   const status = TERMINAL_STATUSES.has(job.status) && !allRead ? "IN_PROGRESS" : job.status;
   return { status, stream: chunks };

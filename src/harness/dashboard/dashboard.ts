@@ -393,16 +393,7 @@ export class Dashboard {
     }
     if (action === "cancel") store.cancel(job);
     if (action === "retry") {
-      if (job.status !== "FAILED" && job.status !== "TIMED_OUT") {
-        return sendError(
-          res,
-          400,
-          `job "${id}" is ${job.status}: only FAILED or TIMED_OUT jobs can be retried`,
-          {
-            headers: SECURITY_HEADERS,
-          },
-        );
-      }
+      if (!job.canRetry()) return sendError(res, 400, job.whyNoRetry(), { headers: SECURITY_HEADERS });
       store.retry(job);
     }
     sendJson(
