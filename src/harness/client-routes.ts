@@ -226,23 +226,10 @@ async function submit(
   const job = ctx.store.create(endpointId, route, parsed.job, retentionMs);
   // The answer says IN_QUEUE even when a waiting worker took the job at once, as the platform's does.
   if (route === "run") return sendJson(res, 200, { id: job.id, status: "IN_QUEUE" });
-  await waitForEnd(ctx, job.id, waitMs, hangUpSignal(res));
+  await ctx.store.waits.untilEnded(job.id, waitMs, hangUpSignal(res));
   // Deleted while waiting (its ttl, a purge, its endpoint removed): gone, as /status would say.
   if (job.deleted) return sendError(res, 404, `job "${job.id}" not found (unknown, or expired)`);
   sendJson(res, 200, recordOf(job));
-}
-
-/** Waits (real time) until the job is terminal or deleted, the wait runs out, or the client hangs up. */
-async function waitForEnd(ctx: ClientRoutesContext, jobId: string, waitMs: number, signal: AbortSignal) {
-  const until = Date.now() + waitMs;
-  for (;;) {
-    const job = ctx.store.table.get(jobId);
-    if (job === undefined || job.deleted || (job.status !== "IN_QUEUE" && job.status !== "IN_PROGRESS"))
-      return;
-    const left = until - Date.now();
-    if (left <= 0 || signal.aborted || ctx.store.waits.closed) return;
-    await ctx.store.waits.next(jobId, left, signal);
-  }
 }
 
 async function onJob(
@@ -267,7 +254,7 @@ async function onJob(
     case "status-sync": {
       const wait = intParam(url, "wait", RUNSYNC_WAIT_MS.min, RUNSYNC_WAIT_MS.max);
       if (typeof wait === "string") return sendError(res, 400, wait);
-      await waitForEnd(ctx, job.id, wait ?? RUNSYNC_WAIT_MS.default, hangUpSignal(res));
+      await ctx.store.waits.untilEnded(job.id, wait ?? RUNSYNC_WAIT_MS.default, hangUpSignal(res));
       if (job.deleted) return sendError(res, 404, `job "${jobId}" not found (unknown, or expired)`);
       return sendJson(res, 200, recordOf(job));
     }

@@ -349,7 +349,7 @@ export class Harness {
 
   /** Resolves with the job once it is terminal; rejects after `timeoutMs` or when it is deleted first. */
   async waitForJob(jobId: string, options: { readonly timeoutMs?: number } = {}): Promise<JobSnapshot> {
-    return snapshotOf(await untilTerminal(this.#store, jobId, options.timeoutMs ?? 30_000));
+    return snapshotOf(await untilTerminal(this.#store.waits, jobId, options.timeoutMs ?? 30_000));
   }
 
   /**

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { BatchQuery } from "../protocol/batch-query.js";
 import type { StreamChunk } from "../protocol/worker-bodies.js";
-import type { Clock, TimerSet } from "./clock.js";
+import { type Clock, realClock, type TimerSet } from "./clock.js";
 import { EndpointQueue, type StoreEndpoint } from "./endpoint-queue.js";
 import { type Delivery, deliveredOf, type JobEnd, JobEntry, type JobKind, type NewJob } from "./job-entry.js";
 import { JobExpiry } from "./job-expiry.js";
@@ -38,12 +38,13 @@ export interface StoreEvents {
  */
 export class JobStore {
   readonly #clock: Clock;
+  readonly #holdClock: Clock;
   readonly #events: StoreEvents;
   readonly #table = new JobTable();
   /** Lookups and counts (changes go through the store's methods). */
   readonly table: JobLookup = this.#table;
   readonly #expiry: JobExpiry;
-  readonly waits = new JobWaits();
+  readonly waits: JobWaits;
   readonly workers: WorkerRegistry;
   /** Ended jobs still kept, oldest end first, with the bytes each holds. */
   readonly #finished = new Map<string, number>();
@@ -56,13 +57,21 @@ export class JobStore {
     heartbeatTimeoutMs: number;
     /** Most bytes the ended jobs still kept may hold; past it the oldest are deleted. */
     maxFinishedBytes: number;
+    /**
+     * Times held requests (job-take and job-stop polls, waits on a job): real time, whatever the
+     * job clock, since a client holds a connection. @default the real clock
+     */
+    holdClock?: Clock;
     events: StoreEvents;
   }) {
     this.#clock = options.clock;
     this.#events = options.events;
     this.#maxFinishedBytes = options.maxFinishedBytes;
+    this.#holdClock = options.holdClock ?? realClock();
+    this.waits = new JobWaits((id) => this.#table.get(id), this.#holdClock);
     this.workers = new Registry({
       timers: options.timers,
+      holdClock: this.#holdClock,
       now: () => this.#clock.now(),
       heartbeatTimeoutMs: options.heartbeatTimeoutMs,
       onLapse: (w) => this.#lapsed(w, options.heartbeatTimeoutMs),
@@ -94,7 +103,10 @@ export class JobStore {
 
   addEndpoint(id: string, settings: StoreEndpoint): void {
     if (this.#table.hasEndpoint(id)) return;
-    this.#table.addEndpoint(id, new EndpointQueue(settings, (ids, workerId) => this.#start(ids, workerId)));
+    this.#table.addEndpoint(
+      id,
+      new EndpointQueue(settings, (ids, workerId) => this.#start(ids, workerId), this.#holdClock),
+    );
   }
 
   /**

@@ -33,14 +33,15 @@ export async function readStream(
   signal: AbortSignal,
   gatherMs: number = STREAM_GATHER_MS,
 ): Promise<StreamResponse | undefined> {
-  const until = Date.now() + holdMs;
+  const until = store.waits.now() + holdMs;
   let held = false;
   let gatherUntil: number | undefined;
   for (;;) {
     if (job.deleted) return undefined;
     const unread = job.stream.length - job.readPosition(reader);
-    if (unread > 0 && held && gatherUntil === undefined) gatherUntil = Math.min(until, Date.now() + gatherMs);
-    const left = (gatherUntil ?? until) - Date.now();
+    if (unread > 0 && held && gatherUntil === undefined)
+      gatherUntil = Math.min(until, store.waits.now() + gatherMs);
+    const left = (gatherUntil ?? until) - store.waits.now();
     const ready = unread > 0 && (gatherUntil === undefined || unread >= MAX_GATHER_CHUNKS);
     if (ready || TERMINAL_STATUSES.has(job.status) || left <= 0 || signal.aborted || store.waits.closed) {
       break;
