@@ -389,7 +389,9 @@ export class Harness {
    */
   stopJob(jobId: string): void {
     const job = this.#store.table.get(jobId);
-    if (job === undefined) throw new Error(`stopJob: no job "${jobId}"`);
+    if (job === undefined) {
+      throw new RunletError("RUNLET_HARNESS_NO_JOB", `stopJob: no job "${jobId}"`, { details: { jobId } });
+    }
     this.#store.cancel(job);
   }
 
