@@ -406,6 +406,27 @@ export class JobEntry {
   }
 }
 
+/**
+ * A job as everything outside the job domain sees it (routes, the dashboard, job lists, the
+ * timeline): its getters and questions, none of its moves, so the compiler keeps every change of a
+ * job in the store.
+ */
+export type JobView = Omit<
+  JobEntry,
+  | "start"
+  | "finish"
+  | "noteResult"
+  | "addProgress"
+  | "addChunk"
+  | "countDuplicate"
+  | "countStray"
+  | "countLoss"
+  | "markRead"
+  | "requeue"
+  | "retry"
+  | "delete"
+>;
+
 /** A job as a job-take hands it out: the entry and its answer, already written as JSON. */
 export interface Delivery {
   readonly job: JobEntry;
@@ -442,19 +463,19 @@ export interface JobSnapshot {
 }
 
 /** Time in the queue, once the job has started. */
-function delayTime(job: JobEntry): number | undefined {
+function delayTime(job: JobView): number | undefined {
   return job.startedAt === undefined ? undefined : job.startedAt - job.createdAt;
 }
 
 /** Time running, once the job has finished. */
-function executionTime(job: JobEntry): number | undefined {
+function executionTime(job: JobView): number | undefined {
   return job.startedAt === undefined || job.finishedAt === undefined
     ? undefined
     : job.finishedAt - job.startedAt;
 }
 
 /** Copies a job for the outside world (arrays copied so callers cannot change the store). */
-export function snapshotOf(job: JobEntry): JobSnapshot {
+export function snapshotOf(job: JobView): JobSnapshot {
   const delay = delayTime(job);
   const exec = executionTime(job);
   return {
@@ -488,7 +509,7 @@ export function snapshotOf(job: JobEntry): JobSnapshot {
  * reference SDK's progress updates (`{status: "IN_PROGRESS", output}` to job-done) exist so that
  * `/status` can show how far a job has come.
  */
-export function recordOf(job: JobEntry): JobRecord {
+export function recordOf(job: JobView): JobRecord {
   const delay = delayTime(job);
   const exec = executionTime(job);
   const latest = job.status === "IN_PROGRESS" ? job.progress.at(-1) : undefined;
@@ -507,7 +528,7 @@ export function recordOf(job: JobEntry): JobRecord {
  * The job as job-take delivers it (docs/protocol.md, "Taking jobs"): `id`, `input`, and everything else the
  * request body held, untouched (docs/protocol.md, "Taking jobs": what the worker does not know passes through).
  */
-export function deliveredOf(job: JobEntry): Record<string, unknown> {
+export function deliveredOf(job: JobView): Record<string, unknown> {
   return {
     id: job.id,
     input: job.input,

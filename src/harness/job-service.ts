@@ -1,5 +1,5 @@
 import type { JobRecord, StreamResponse } from "../protocol/api.js";
-import type { JobEntry, JobKind } from "./job-entry.js";
+import type { JobEntry, JobKind, JobView } from "./job-entry.js";
 import { recordOf } from "./job-entry.js";
 import type { JobStore } from "./job-store.js";
 import type { ResolvedOptions } from "./options.js";
@@ -74,7 +74,7 @@ export class JobService {
    * Creates a job as `/run` or `/runsync` does (`waitMs`: a `/runsync`'s explicit `wait`, which sets
    * its retention): the body checked against the route's byte limit and the `/run` body schema.
    */
-  submit(endpointId: string, kind: JobKind, body: SubmittedBody, waitMs?: number): Outcome<JobEntry> {
+  submit(endpointId: string, kind: JobKind, body: SubmittedBody, waitMs?: number): Outcome<JobView> {
     if (!this.#store.table.hasEndpoint(endpointId)) return refuse(404, `endpoint "${endpointId}" not found`);
     const limits = this.#options.limits;
     const limit = kind === "run" ? limits.runBytes : limits.runsyncBytes;
@@ -88,21 +88,19 @@ export class JobService {
    * A job clients may see: not deleted, and on `endpointId` when one is named (the dashboard sees
    * every endpoint's jobs).
    */
-  find(jobId: string, endpointId?: string): JobEntry | undefined {
-    const job =
-      endpointId === undefined ? this.#store.table.get(jobId) : this.#store.table.visible(endpointId, jobId);
-    return job === undefined || job.deleted ? undefined : job;
+  find(jobId: string, endpointId?: string): JobView | undefined {
+    return this.#entry(jobId, endpointId);
   }
 
   /** {@link find} as an answer: the job, or 404. */
-  lookup(jobId: string, endpointId?: string): Outcome<JobEntry> {
+  lookup(jobId: string, endpointId?: string): Outcome<JobView> {
     const job = this.find(jobId, endpointId);
     return job === undefined ? notFound(jobId) : ok(job);
   }
 
   /** `/status`: the job's record; `ttlMs` (`?ttl=`) makes it, or its kept result, expire that long from now. */
   status(endpointId: string, jobId: string, ttlMs?: number): Outcome<JobRecord> {
-    const job = this.find(jobId, endpointId);
+    const job = this.#entry(jobId, endpointId);
     if (job === undefined) return notFound(jobId);
     if (ttlMs !== undefined) this.#store.setTtl(job, ttlMs);
     return ok(recordOf(job));
@@ -118,7 +116,7 @@ export class JobService {
     waitMs: number,
     signal: AbortSignal,
   ): Promise<Outcome<JobRecord>> {
-    const job = this.find(jobId, endpointId);
+    const job = this.#entry(jobId, endpointId);
     if (job === undefined) return notFound(jobId);
     await this.#store.waits.untilEnded(job.id, waitMs, signal);
     // Deleted while waiting (its ttl, a purge, its endpoint removed): gone, as /status would say.
@@ -132,7 +130,7 @@ export class JobService {
     reader: string,
     signal: AbortSignal,
   ): Promise<Outcome<StreamResponse>> {
-    const job = this.find(jobId, endpointId);
+    const job = this.#entry(jobId, endpointId);
     if (job === undefined) return notFound(jobId);
     const { streamHoldMs, streamGatherMs } = this.#options;
     const answer = await readStream(this.#store, job, reader, streamHoldMs, signal, streamGatherMs);
@@ -140,16 +138,16 @@ export class JobService {
   }
 
   /** Cancels a queued or running job (a running one's worker gets a job-stop); an ended job keeps its status. */
-  cancel(jobId: string, endpointId?: string): Outcome<JobEntry> {
-    const job = this.find(jobId, endpointId);
+  cancel(jobId: string, endpointId?: string): Outcome<JobView> {
+    const job = this.#entry(jobId, endpointId);
     if (job === undefined) return notFound(jobId);
     this.#store.cancel(job);
     return ok(job);
   }
 
   /** Puts a FAILED or TIMED_OUT job back in the queue; 400 for any other. */
-  retry(jobId: string, endpointId?: string): Outcome<JobEntry> {
-    const job = this.find(jobId, endpointId);
+  retry(jobId: string, endpointId?: string): Outcome<JobView> {
+    const job = this.#entry(jobId, endpointId);
     if (job === undefined) return notFound(jobId);
     if (!job.canRetry()) return refuse(400, job.whyNoRetry());
     this.#store.retry(job);
@@ -159,5 +157,11 @@ export class JobService {
   /** `/purge-queue`: removes the endpoint's waiting jobs; running ones go on. */
   purge(endpointId: string): { removed: number; status: "completed" } {
     return { removed: this.#store.purge(endpointId), status: "completed" };
+  }
+
+  #entry(jobId: string, endpointId: string | undefined): JobEntry | undefined {
+    const job =
+      endpointId === undefined ? this.#store.table.get(jobId) : this.#store.table.visible(endpointId, jobId);
+    return job === undefined || job.deleted ? undefined : job;
   }
 }

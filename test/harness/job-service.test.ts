@@ -85,7 +85,7 @@ describe("the job service", () => {
     const next = jobs.submit("ep", "run", body({ input: {} }));
     if (!next.ok) throw new Error("submit failed");
     const waiting = jobs.awaitRecord("ep", next.value.id, 90_000, new AbortController().signal);
-    store.cancel(next.value);
+    store.cancel(store.table.get(next.value.id)!);
     expect(await waiting).toEqual({
       ok: true,
       value: { id: next.value.id, status: "CANCELLED", delayTime: 0, executionTime: 0 },

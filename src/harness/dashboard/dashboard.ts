@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { Logger } from "pino";
 import { HostCheck } from "../host-check.js";
 import { closeServer, listen, sendError, sendJson } from "../http-util.js";
-import type { JobEntry } from "../job-entry.js";
+import type { JobView } from "../job-entry.js";
 import type { JobEvent } from "../job-events.js";
 import { recentJobs } from "../job-list.js";
 import type { JobService } from "../job-service.js";
@@ -141,7 +141,7 @@ export class Dashboard {
   }
 
   /** A job was created, started or requeued (the store's hook). */
-  jobChanged(job: JobEntry): void {
+  jobChanged(job: JobView): void {
     if (this.#feed.active) this.#feed.send("job", jobRowOf(job));
     this.#touch(job.endpointId);
   }
