@@ -53,6 +53,12 @@ export const ERROR_CODES = {
   RUNLET_MANAGEMENT_NETWORK: "The management API could not be reached or did not answer in time.",
   // harness and CLI
   RUNLET_HARNESS_CONFIG: "The harness was given bad options.",
+  RUNLET_HARNESS_NO_JOB: "Harness.stopJob or waitForJob named a job the harness does not know.",
+  RUNLET_HARNESS_JOB_DELETED:
+    "Harness.waitForJob's job was deleted (ttl, retention, purge, its endpoint removed) before it ended.",
+  RUNLET_HARNESS_WAIT_TIMEOUT: "Harness.waitForJob ran out of time before the job ended.",
+  RUNLET_HARNESS_JOB_STATE:
+    "A harness job was asked for a change its lifecycle does not allow (a retry of a job that is not FAILED or TIMED_OUT).",
   RUNLET_CLI_USAGE: "A CLI command was called with bad arguments.",
   RUNLET_CLI_NO_PLATFORM: "`runlet start` or a built bundle ran without the platform's environment.",
   RUNLET_CLI_UNEXPECTED: "A CLI command failed on an error runlet did not expect; its stack follows.",

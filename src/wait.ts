@@ -27,7 +27,7 @@ export type WaitEnd = "woken" | "timeout" | "aborted";
  * and a wake never walks a chain of old waits.
  */
 function waitOn(
-  waiters: Set<(end: WaitEnd) => void> | undefined,
+  waiters: Pick<Set<(end: WaitEnd) => void>, "add" | "delete"> | undefined,
   clock: Clock | undefined,
   ms: number | undefined,
   signal: AbortSignal | undefined,
@@ -86,6 +86,82 @@ export class WaiterSet {
   /** Ends every pending wait with "woken"; waits begun by their callers after this are not. */
   wakeAll(): void {
     for (const end of [...this.#waiters]) end("woken");
+  }
+}
+
+/**
+ * {@link WaiterSet} by key: each wait names what it waits for (a job id, a held poll, a worker),
+ * and {@link wake} ends only that key's waits. It is the harness's one way to wait: a request held
+ * on a job (`/runsync`, `/status-sync`, `/stream`, `waitForJob`), a held job-take and a held
+ * job-stop poll. Timeout, abort and wake share {@link WaiterSet}'s one clean-up, and a key whose
+ * last wait ended is dropped, so however many waits time out the map holds only pending ones.
+ *
+ * @example
+ * const jobs = new KeyedWaiters<string>(realClock());
+ * await jobs.wait("job-1", 30_000, hangUp); // "woken" | "timeout" | "aborted"
+ * jobs.wake("job-1");
+ */
+export class KeyedWaiters<K> {
+  readonly #byKey = new Map<K, Set<(end: WaitEnd) => void>>();
+  readonly #clock: Clock | undefined;
+  #size = 0;
+
+  /** @param clock times the waits' `ms`. @default real timers */
+  constructor(clock?: Clock) {
+    this.#clock = clock;
+  }
+
+  /** How many waits are pending, over every key. */
+  get size(): number {
+    return this.#size;
+  }
+
+  /** How many keys have a pending wait. */
+  get keys(): number {
+    return this.#byKey.size;
+  }
+
+  /** True while `key` has a pending wait. */
+  has(key: K): boolean {
+    return this.#byKey.has(key);
+  }
+
+  /** Waits until {@link wake} of `key` (or {@link wakeAll}), `ms` (undefined: no timeout), or `signal` aborts. */
+  wait(key: K, ms: number | undefined, signal?: AbortSignal): Promise<WaitEnd> {
+    const byKey = this.#byKey;
+    const slot = {
+      add: (end: (how: WaitEnd) => void) => {
+        let set = byKey.get(key);
+        if (set === undefined) {
+          set = new Set();
+          byKey.set(key, set);
+        }
+        set.add(end);
+        this.#size++;
+        return slot as never;
+      },
+      delete: (end: (how: WaitEnd) => void) => {
+        const set = byKey.get(key);
+        if (set === undefined || !set.delete(end)) return false;
+        this.#size--;
+        if (set.size === 0) byKey.delete(key);
+        return true;
+      },
+    };
+    return waitOn(slot, this.#clock, ms, signal);
+  }
+
+  /** Ends `key`'s pending waits with "woken"; true when there was one. */
+  wake(key: K): boolean {
+    const set = this.#byKey.get(key);
+    if (set === undefined) return false;
+    for (const end of [...set]) end("woken");
+    return true;
+  }
+
+  /** Ends every pending wait with "woken". */
+  wakeAll(): void {
+    for (const set of [...this.#byKey.values()]) for (const end of [...set]) end("woken");
   }
 }
 

@@ -3,15 +3,13 @@ import { type Health, JOB_STATUSES, type JobList, jobStatusSchema } from "../pro
 import { RUNSYNC_WAIT_MS, TTL_MS } from "../protocol/limits.js";
 import type { KeyRing } from "./auth.js";
 import { hangUpSignal, sendError, sendJson } from "./http-util.js";
-import { recordOf } from "./job-entry.js";
 import { listItemOf, recentJobs } from "./job-list.js";
+import type { JobService, Outcome } from "./job-service.js";
 import type { JobStore } from "./job-store.js";
 import type { ResolvedOptions } from "./options.js";
 import type { RateLimiter } from "./rate-limits.js";
 import type { JsonRead } from "./read-json.js";
 import { noBody, type Route, type RouteCall, type RouteFamily } from "./route-table.js";
-import { parseRunBody } from "./run-body.js";
-import { readStream } from "./stream-reader.js";
 
 /** The client-facing job routes under `/v2/<endpoint>` (docs/protocol.md, "Job API", with `/status-sync`). */
 export const CLIENT_ROUTES = [
@@ -31,6 +29,8 @@ export type ClientRoute = (typeof CLIENT_ROUTES)[number];
 /** What the client routes need from the harness. */
 export interface ClientRoutesContext {
   readonly store: JobStore;
+  /** The job operations behind the routes (shared with the dashboard). */
+  readonly jobs: JobService;
   readonly keys: KeyRing;
   readonly limiter: RateLimiter;
   readonly options: ResolvedOptions;
@@ -165,7 +165,7 @@ async function serveClientRoute(
     case "requests":
       return listRequests(ctx, res, url, endpointId);
     case "purge-queue":
-      return sendJson(res, 200, { removed: ctx.store.purge(endpointId), status: "completed" });
+      return sendJson(res, 200, ctx.jobs.purge(endpointId));
     default:
       return onJob(
         ctx,
@@ -207,42 +207,24 @@ async function submit(
   endpointId: string,
   body: JsonRead,
 ): Promise<void> {
-  const limits = ctx.options.limits;
-  let waitMs: number = RUNSYNC_WAIT_MS.default;
-  let retentionMs = limits.runRetentionMs;
+  let wait: number | undefined;
   if (route === "runsync") {
-    const wait = intParam(url, "wait", RUNSYNC_WAIT_MS.min, RUNSYNC_WAIT_MS.max);
-    if (typeof wait === "string") return sendError(res, 400, wait);
-    waitMs = wait ?? RUNSYNC_WAIT_MS.default;
-    // docs/protocol.md, "Limits": sync results are kept 1 min, extendable up to 5 min through `wait`.
-    retentionMs =
-      wait === undefined
-        ? limits.runsyncRetentionMs
-        : Math.min(Math.max(wait, limits.runsyncRetentionMs), limits.runsyncMaxRetentionMs);
+    const param = intParam(url, "wait", RUNSYNC_WAIT_MS.min, RUNSYNC_WAIT_MS.max);
+    if (typeof param === "string") return sendError(res, 400, param);
+    wait = param;
   }
   if (!body.ok) return sendError(res, body.status, body.message);
-  const parsed = parseRunBody(body.value, body.bytes, body.text);
-  if (!parsed.ok) return sendError(res, 400, parsed.message, { issues: parsed.issues });
-  const job = ctx.store.create(endpointId, route, parsed.job, retentionMs);
+  const made = ctx.jobs.submit(endpointId, route, body, wait);
+  if (!made.ok) return sendError(res, made.status, made.message, { issues: made.issues });
   // The answer says IN_QUEUE even when a waiting worker took the job at once, as the platform's does.
-  if (route === "run") return sendJson(res, 200, { id: job.id, status: "IN_QUEUE" });
-  await waitForEnd(ctx, job.id, waitMs, hangUpSignal(res));
-  // Deleted while waiting (its ttl, a purge, its endpoint removed): gone, as /status would say.
-  if (job.deleted) return sendError(res, 404, `job "${job.id}" not found (unknown, or expired)`);
-  sendJson(res, 200, recordOf(job));
-}
-
-/** Waits (real time) until the job is terminal or deleted, the wait runs out, or the client hangs up. */
-async function waitForEnd(ctx: ClientRoutesContext, jobId: string, waitMs: number, signal: AbortSignal) {
-  const until = Date.now() + waitMs;
-  for (;;) {
-    const job = ctx.store.table.get(jobId);
-    if (job === undefined || job.deleted || (job.status !== "IN_QUEUE" && job.status !== "IN_PROGRESS"))
-      return;
-    const left = until - Date.now();
-    if (left <= 0 || signal.aborted || ctx.store.waits.closed) return;
-    await ctx.store.waits.next(jobId, left, signal);
-  }
+  if (route === "run") return sendJson(res, 200, { id: made.value.id, status: "IN_QUEUE" });
+  const answer = await ctx.jobs.awaitRecord(
+    endpointId,
+    made.value.id,
+    wait ?? RUNSYNC_WAIT_MS.default,
+    hangUpSignal(res),
+  );
+  return answer.ok ? sendJson(res, 200, answer.value) : sendError(res, answer.status, answer.message);
 }
 
 async function onJob(
@@ -255,47 +237,31 @@ async function onJob(
   reader: string,
   method: string | undefined,
 ): Promise<void> {
-  const job = ctx.store.table.visible(endpointId, jobId);
-  if (job === undefined) return sendError(res, 404, `job "${jobId}" not found (unknown, or expired)`);
+  // An unknown job is a 404 before its query parameters are looked at.
+  if (ctx.jobs.find(jobId, endpointId) === undefined) {
+    return sendError(res, 404, `job "${jobId}" not found (unknown, or expired)`);
+  }
+  const send = <T>(answer: Outcome<T>, body: (value: T) => unknown = (v) => v) =>
+    answer.ok ? sendJson(res, 200, body(answer.value)) : sendError(res, answer.status, answer.message);
   switch (route) {
     case "status": {
       const ttl = intParam(url, "ttl", 1, TTL_MS.max);
       if (typeof ttl === "string") return sendError(res, 400, ttl);
-      if (ttl !== undefined) ctx.store.setTtl(job, ttl);
-      return sendJson(res, 200, recordOf(job));
+      return send(ctx.jobs.status(endpointId, jobId, ttl));
     }
     case "status-sync": {
       const wait = intParam(url, "wait", RUNSYNC_WAIT_MS.min, RUNSYNC_WAIT_MS.max);
       if (typeof wait === "string") return sendError(res, 400, wait);
-      await waitForEnd(ctx, job.id, wait ?? RUNSYNC_WAIT_MS.default, hangUpSignal(res));
-      if (job.deleted) return sendError(res, 404, `job "${jobId}" not found (unknown, or expired)`);
-      return sendJson(res, 200, recordOf(job));
-    }
-    case "stream": {
-      const answer = await readStream(
-        ctx.store,
-        job,
-        reader,
-        ctx.options.streamHoldMs,
-        hangUpSignal(res),
-        ctx.options.streamGatherMs,
+      return send(
+        await ctx.jobs.awaitRecord(endpointId, jobId, wait ?? RUNSYNC_WAIT_MS.default, hangUpSignal(res)),
       );
-      if (answer === undefined) return sendError(res, 404, `job "${jobId}" not found (unknown, or expired)`);
-      return sendJson(res, 200, answer);
     }
+    case "stream":
+      return send(await ctx.jobs.stream(endpointId, jobId, reader, hangUpSignal(res)));
     case "cancel":
-      ctx.store.cancel(job);
-      return sendJson(res, 200, { id: job.id, status: job.status });
+      return send(ctx.jobs.cancel(jobId, endpointId), (job) => ({ id: job.id, status: job.status }));
     case "retry":
-      if (job.status !== "FAILED" && job.status !== "TIMED_OUT") {
-        return sendError(
-          res,
-          400,
-          `job "${jobId}" is ${job.status}: only FAILED or TIMED_OUT jobs can be retried`,
-        );
-      }
-      ctx.store.retry(job);
-      return sendJson(res, 200, { id: job.id, status: "IN_QUEUE" });
+      return send(ctx.jobs.retry(jobId, endpointId), (job) => ({ id: job.id, status: "IN_QUEUE" }));
     default:
       return sendError(res, 404, `no route for ${method} ${url.pathname}`);
   }

@@ -1,13 +1,17 @@
+import type { Clock } from "../clock.js";
+import { KeyedWaiters } from "../wait.js";
+
 /** Per-endpoint settings the store needs. */
 export interface StoreEndpoint {
   /** Execution timeout when a job carries no `policy.executionTimeout`, ms. */
   readonly executionTimeoutMs: number;
 }
 
+/** A held job-take: its worker, how many it takes, and what was handed to it (set by the queue). */
 interface Taker<T> {
   readonly workerId: string;
   readonly max: number;
-  resolve(handed: T[]): void;
+  handed: T[] | undefined;
 }
 
 /**
@@ -25,12 +29,20 @@ export class EndpointQueue<T = string> {
   /** Client retries and heartbeat requeues since start. */
   retried = 0;
   #ids: string[] = [];
+  /** Held polls, oldest first; each waits on {@link #holds} under its own key. */
   readonly #takers: Taker<T>[] = [];
+  readonly #holds: KeyedWaiters<Taker<T>>;
   readonly #onHand: (ids: readonly string[], workerId: string) => T[];
 
-  constructor(settings: StoreEndpoint, onHand: (ids: readonly string[], workerId: string) => T[]) {
+  /** @param holdClock times held polls (real time in the harness: a worker holds a connection). */
+  constructor(
+    settings: StoreEndpoint,
+    onHand: (ids: readonly string[], workerId: string) => T[],
+    holdClock?: Clock,
+  ) {
     this.settings = settings;
     this.#onHand = onHand;
+    this.#holds = new KeyedWaiters(holdClock);
   }
 
   /** Waiting job ids, oldest first. */
@@ -40,7 +52,7 @@ export class EndpointQueue<T = string> {
 
   /** How many job-take polls are held. */
   get waitingTakes(): number {
-    return this.#takers.length;
+    return this.#holds.size;
   }
 
   /** Adds a job at the back and offers it to held polls. */
@@ -72,51 +84,45 @@ export class EndpointQueue<T = string> {
    * time), else none. Aborting `signal` (the worker hung up) withdraws the poll before anything is
    * handed to it.
    */
-  take(workerId: string, max: number, holdMs: number, signal: AbortSignal): Promise<T[]> {
+  async take(workerId: string, max: number, holdMs: number, signal: AbortSignal): Promise<T[]> {
     const now = this.#hand(workerId, max);
-    if (now.length > 0) return Promise.resolve(now);
-    return new Promise((resolve) => {
-      const taker: Taker<T> = {
-        workerId,
-        max,
-        resolve: (handed) => {
-          clearTimeout(timer);
-          signal.removeEventListener("abort", withdraw);
-          resolve(handed);
-        },
-      };
-      const withdraw = () => {
-        const at = this.#takers.indexOf(taker);
-        if (at >= 0) this.#takers.splice(at, 1);
-        taker.resolve([]);
-      };
-      const timer = setTimeout(withdraw, holdMs);
-      signal.addEventListener("abort", withdraw, { once: true });
-      this.#takers.push(taker);
-    });
+    if (now.length > 0) return now;
+    const taker: Taker<T> = { workerId, max, handed: undefined };
+    this.#takers.push(taker);
+    await this.#holds.wait(taker, holdMs, signal);
+    // Handed jobs are the poll's whatever ended its wait: the queue hands out only to pending polls.
+    const at = this.#takers.indexOf(taker);
+    if (at >= 0) this.#takers.splice(at, 1);
+    return taker.handed ?? [];
   }
 
   /** Answers every held poll with nothing (on close). */
   releaseTakers(): void {
-    for (const taker of this.#takers.splice(0)) taker.resolve([]);
+    for (const taker of this.#takers.splice(0)) this.#holds.wake(taker);
   }
 
   /** Answers the held polls of one worker with nothing (it lapsed: nothing may be handed to it). */
   releaseTakersOf(workerId: string): void {
     for (const taker of this.#takers.filter((t) => t.workerId === workerId)) {
       this.#takers.splice(this.#takers.indexOf(taker), 1);
-      taker.resolve([]);
+      this.#holds.wake(taker);
     }
   }
 
   #dispatch(): void {
     while (this.#ids.length > 0 && this.#takers.length > 0) {
       const taker = this.#takers[0]!;
+      // A poll whose wait already ended (timed out, or its worker hung up) gets nothing more.
+      if (!this.#holds.has(taker)) {
+        this.#takers.shift();
+        continue;
+      }
       const handed = this.#hand(taker.workerId, taker.max);
       // Nothing could be handed out and the queue is empty now: the poll goes on waiting.
       if (handed.length === 0) return;
       this.#takers.shift();
-      taker.resolve(handed);
+      taker.handed = handed;
+      this.#holds.wake(taker);
     }
   }
 

@@ -9,6 +9,7 @@ import { HostCheck } from "./host-check.js";
 import { closeServer, listen, sendError } from "./http-util.js";
 import { type JobSnapshot, type NewJob, recordOf, snapshotOf } from "./job-entry.js";
 import { JobEventHub, type JobEventListener } from "./job-events.js";
+import { JobService } from "./job-service.js";
 import { JobStore } from "./job-store.js";
 import { JobTimelines, type TimelineSpan } from "./job-timeline.js";
 import { untilTerminal } from "./job-waits.js";
@@ -63,6 +64,8 @@ export class Harness {
   readonly #server: Server;
   readonly #timers: TimerSet;
   readonly #store: JobStore;
+  /** The job API's operations, for the client routes and the dashboard alike. */
+  readonly #jobs: JobService;
   readonly #requests: RequestLog;
   readonly #keys: KeyRing;
   readonly #webhooks: WebhookSender;
@@ -124,6 +127,7 @@ export class Harness {
         },
       },
     });
+    this.#jobs = new JobService({ store: this.#store, options });
     this.#scaler = new Scaler({
       store: this.#store,
       envFor: (endpointId, podId, pingIntervalMs) =>
@@ -156,6 +160,7 @@ export class Harness {
       },
       client: {
         store: this.#store,
+        jobs: this.#jobs,
         keys: this.#keys,
         limiter: this.#limiter,
         options,
@@ -347,9 +352,13 @@ export class Harness {
     return job === undefined ? undefined : snapshotOf(job);
   }
 
-  /** Resolves with the job once it is terminal; rejects after `timeoutMs` or when it is deleted first. */
+  /**
+   * Resolves with the job once it is terminal. Rejects with `RUNLET_HARNESS_NO_JOB` (unknown id),
+   * `RUNLET_HARNESS_JOB_DELETED` (deleted before it ended) or `RUNLET_HARNESS_WAIT_TIMEOUT` (still
+   * going after `timeoutMs`, real time; 30 s by default).
+   */
   async waitForJob(jobId: string, options: { readonly timeoutMs?: number } = {}): Promise<JobSnapshot> {
-    return snapshotOf(await untilTerminal(this.#store, jobId, options.timeoutMs ?? 30_000));
+    return snapshotOf(await untilTerminal(this.#store.waits, jobId, options.timeoutMs ?? 30_000));
   }
 
   /**
@@ -374,10 +383,15 @@ export class Harness {
     return this.#requests.list(filter);
   }
 
-  /** Cancels a job; a running one's worker gets it in its next job-stop poll. */
+  /**
+   * Cancels a job; a running one's worker gets it in its next job-stop poll. An ended or deleted
+   * job is left as it is; an unknown id throws `RUNLET_HARNESS_NO_JOB`.
+   */
   stopJob(jobId: string): void {
     const job = this.#store.table.get(jobId);
-    if (job === undefined) throw new Error(`stopJob: no job "${jobId}"`);
+    if (job === undefined) {
+      throw new RunletError("RUNLET_HARNESS_NO_JOB", `stopJob: no job "${jobId}"`, { details: { jobId } });
+    }
     this.#store.cancel(job);
   }
 
@@ -478,12 +492,12 @@ export class Harness {
       try {
         this.#dashboard = await Dashboard.start({
           store: this.#store,
+          jobs: this.#jobs,
           limiter: this.#limiter,
           apiKey: o.apiKey,
           host: o.host,
           allowedHosts: o.allowedHosts,
           port: page.port,
-          retention: { runMs: o.limits.runRetentionMs, runsyncMs: o.limits.runsyncRetentionMs },
           bodyLimits: {
             runBytes: o.limits.runBytes,
             runsyncBytes: o.limits.runsyncBytes,

@@ -1,5 +1,5 @@
 import type { JobListItem, JobStatus } from "../protocol/api.js";
-import type { JobEntry } from "./job-entry.js";
+import type { JobView } from "./job-entry.js";
 import type { JobLookup } from "./job-table.js";
 
 /** Most jobs `GET /v2/<endpoint>/requests` lists. */
@@ -10,7 +10,7 @@ function iso(ms: number | undefined): string | undefined {
 }
 
 /** A job as `/requests` lists it: id, status, times and worker; never input or output. */
-export function listItemOf(job: JobEntry): JobListItem {
+export function listItemOf(job: JobView): JobListItem {
   const startedAt = iso(job.startedAt);
   const finishedAt = iso(job.finishedAt);
   return {
@@ -35,10 +35,10 @@ export function recentJobs(
   table: JobLookup,
   endpointId: string,
   options: { readonly status?: JobStatus | undefined; readonly max?: number } = {},
-): JobEntry[] {
+): JobView[] {
   const max = options.max ?? MAX_LISTED_JOBS;
   const jobs = table.liveJobsOf(endpointId);
-  const out: JobEntry[] = [];
+  const out: JobView[] = [];
   // The table keeps creation order; a retried job keeps its place (its createdAt does not change).
   for (let i = jobs.length - 1; i >= 0 && out.length < max; i--) {
     const job = jobs[i]!;

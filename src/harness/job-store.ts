@@ -1,20 +1,9 @@
 import { randomUUID } from "node:crypto";
-import { type JobStatus, TERMINAL_STATUSES } from "../protocol/api.js";
 import type { BatchQuery } from "../protocol/batch-query.js";
 import type { StreamChunk } from "../protocol/worker-bodies.js";
-import type { Clock, TimerSet } from "./clock.js";
+import { type Clock, realClock, type TimerSet } from "./clock.js";
 import { EndpointQueue, type StoreEndpoint } from "./endpoint-queue.js";
-import {
-  clearForRetry,
-  type Delivery,
-  deliveredOf,
-  type JobEntry,
-  type JobKind,
-  markFinished,
-  markQueued,
-  type NewJob,
-  newJobEntry,
-} from "./job-entry.js";
+import { type Delivery, deliveredOf, type JobEnd, JobEntry, type JobKind, type NewJob } from "./job-entry.js";
 import { JobExpiry } from "./job-expiry.js";
 import { type JobLookup, JobTable } from "./job-table.js";
 import { JobWaits } from "./job-waits.js";
@@ -49,12 +38,13 @@ export interface StoreEvents {
  */
 export class JobStore {
   readonly #clock: Clock;
+  readonly #holdClock: Clock;
   readonly #events: StoreEvents;
   readonly #table = new JobTable();
   /** Lookups and counts (changes go through the store's methods). */
   readonly table: JobLookup = this.#table;
   readonly #expiry: JobExpiry;
-  readonly waits = new JobWaits();
+  readonly waits: JobWaits;
   readonly workers: WorkerRegistry;
   /** Ended jobs still kept, oldest end first, with the bytes each holds. */
   readonly #finished = new Map<string, number>();
@@ -67,13 +57,21 @@ export class JobStore {
     heartbeatTimeoutMs: number;
     /** Most bytes the ended jobs still kept may hold; past it the oldest are deleted. */
     maxFinishedBytes: number;
+    /**
+     * Times held requests (job-take and job-stop polls, waits on a job): real time, whatever the
+     * job clock, since a client holds a connection. @default the real clock
+     */
+    holdClock?: Clock;
     events: StoreEvents;
   }) {
     this.#clock = options.clock;
     this.#events = options.events;
     this.#maxFinishedBytes = options.maxFinishedBytes;
+    this.#holdClock = options.holdClock ?? realClock();
+    this.waits = new JobWaits((id) => this.#table.get(id), this.#holdClock);
     this.workers = new Registry({
       timers: options.timers,
+      holdClock: this.#holdClock,
       now: () => this.#clock.now(),
       heartbeatTimeoutMs: options.heartbeatTimeoutMs,
       onLapse: (w) => this.#lapsed(w, options.heartbeatTimeoutMs),
@@ -105,7 +103,10 @@ export class JobStore {
 
   addEndpoint(id: string, settings: StoreEndpoint): void {
     if (this.#table.hasEndpoint(id)) return;
-    this.#table.addEndpoint(id, new EndpointQueue(settings, (ids, workerId) => this.#start(ids, workerId)));
+    this.#table.addEndpoint(
+      id,
+      new EndpointQueue(settings, (ids, workerId) => this.#start(ids, workerId), this.#holdClock),
+    );
   }
 
   /**
@@ -125,7 +126,7 @@ export class JobStore {
   create(endpointId: string, kind: JobKind, spec: NewJob, retentionMs: number): JobEntry {
     const ep = this.#endpoint(endpointId);
     const id = spec.id ?? `${kind === "runsync" ? "sync-" : ""}${randomUUID()}-e1`;
-    const job = newJobEntry(id, endpointId, kind, spec, this.#clock.now(), retentionMs);
+    const job = new JobEntry(id, endpointId, kind, spec, this.#clock.now(), retentionMs);
     this.#table.add(job);
     this.#expiry.armTtl(job);
     ep.push(id);
@@ -157,7 +158,7 @@ export class JobStore {
    * front of the queue, rather than waiting for a heartbeat lapse or their timeout.
    */
   undeliver(endpointId: string, workerId: string, jobs: readonly JobEntry[]): void {
-    const back = jobs.filter((j) => !j.deleted && j.status === "IN_PROGRESS" && j.workerId === workerId);
+    const back = jobs.filter((j) => j.isRunningOn(workerId));
     for (const job of back) {
       this.workers.get(endpointId, workerId)?.jobs.delete(job.id);
       this.#resetForQueue(job);
@@ -168,12 +169,7 @@ export class JobStore {
 
   /** An IN_PROGRESS update from the worker (`bytes` its body's size). Returns false when the job had already ended. */
   addProgress(job: JobEntry, output: unknown, bytes = 0): boolean {
-    if (this.#ended(job)) {
-      job.latePosts++;
-      return false;
-    }
-    job.progress.push(output);
-    job.bytes += bytes;
+    if (!job.addProgress(output, bytes)) return false;
     this.waits.notify(job.id);
     this.#events.onProgress(job, output);
     return true;
@@ -181,12 +177,7 @@ export class JobStore {
 
   /** A stream chunk from the worker (`bytes` its body's size). Returns false when the job had already ended. */
   addChunk(job: JobEntry, chunk: StreamChunk, bytes = 0): boolean {
-    if (this.#ended(job)) {
-      job.latePosts++;
-      return false;
-    }
-    job.stream.push(chunk);
-    job.bytes += bytes;
+    if (!job.addChunk(chunk, bytes)) return false;
     this.waits.notify(job.id);
     this.#events.onChunk(job, chunk, job.stream.length);
     return true;
@@ -205,37 +196,35 @@ export class JobStore {
       bytes?: number;
     },
   ): boolean {
-    if (this.#ended(job)) {
-      job.duplicateResults++;
+    if (job.isEnded()) {
+      job.countDuplicate();
       return false;
     }
-    job.bytes += result.bytes ?? 0;
-    job.stopPod = result.stopPod;
-    job.isStream = result.isStream;
-    job.batch = result.batch;
+    job.noteResult(result);
     if (result.error !== undefined) {
-      this.#finish(job, "FAILED", { error: result.error });
+      this.#finish(job, { status: "FAILED", error: result.error });
     } else {
-      this.#finish(job, "COMPLETED", { output: result.output, hasOutput: "output" in result });
+      this.#finish(job, { status: "COMPLETED", output: result.output, hasOutput: "output" in result });
     }
     return true;
   }
 
   /** Cancels a queued or running job (a running one gets a job-stop). Ended jobs are left as they are. */
   cancel(job: JobEntry): void {
-    if (this.#ended(job)) return;
-    this.#finish(job, "CANCELLED", {});
+    if (job.isEnded()) return;
+    this.#finish(job, { status: "CANCELLED" });
   }
 
-  /** Puts a FAILED or TIMED_OUT job back in the queue: same id and input, old results gone. */
+  /**
+   * Puts a FAILED or TIMED_OUT job back in the queue: same id and input, old results gone. Throws
+   * `RUNLET_HARNESS_JOB_STATE` for any other job (ask {@link JobEntry.canRetry} first).
+   */
   retry(job: JobEntry): void {
-    if (job.status !== "FAILED" && job.status !== "TIMED_OUT") {
-      throw new Error(`only FAILED or TIMED_OUT jobs can be retried; job ${job.id} is ${job.status}`);
-    }
+    job.retry();
     this.#expiry.clearRetention(job);
+    this.#expiry.clearExecution(job);
     this.#unfinish(job);
-    this.#resetForQueue(job);
-    clearForRetry(job);
+    this.#events.onJobChange?.(job);
     this.#endpoint(job.endpointId).retried++;
     this.#enqueueAgain(job);
   }
@@ -264,10 +253,6 @@ export class JobStore {
     return this.#table.endpoint(id);
   }
 
-  #ended(job: JobEntry): boolean {
-    return job.deleted || TERMINAL_STATUSES.has(job.status);
-  }
-
   /**
    * Jobs just taken from the queue for a worker: each is written as JSON first, and only a job whose
    * answer exists starts running (IN_PROGRESS, its execution timeout armed). One that cannot be
@@ -284,19 +269,21 @@ export class JobStore {
         json = JSON.stringify(deliveredOf(job));
       } catch (err) {
         const why = err instanceof Error ? err.message : String(err);
-        this.#finish(job, "FAILED", {
+        this.#finish(job, {
+          status: "FAILED",
           error: `the job could not be handed out: its JSON cannot be written (${why})`,
         });
         continue;
       }
       handed.push({ job, json });
-      job.status = "IN_PROGRESS";
-      job.startedAt = this.#clock.now();
-      job.workerId = workerId;
+      job.start(workerId, this.#clock.now());
       this.workers.handOut(job.endpointId, workerId, job.id);
       const timeoutMs = job.policy?.executionTimeout ?? ep.settings.executionTimeoutMs;
       this.#expiry.armExecution(job, timeoutMs, () =>
-        this.#finish(job, "TIMED_OUT", { error: `job timed out after ${timeoutMs} ms (executionTimeout)` }),
+        this.#finish(job, {
+          status: "TIMED_OUT",
+          error: `job timed out after ${timeoutMs} ms (executionTimeout)`,
+        }),
       );
       this.waits.notify(job.id);
       this.#events.onJobChange?.(job);
@@ -325,11 +312,8 @@ export class JobStore {
     this.#finishedBytes -= bytes;
   }
 
-  #finish(
-    job: JobEntry,
-    status: JobStatus,
-    fields: { output?: unknown; hasOutput?: boolean; error?: string },
-  ): void {
+  #finish(job: JobEntry, end: JobEnd): void {
+    const { status } = end;
     const ep = this.#endpoint(job.endpointId);
     const wasRunning = job.status === "IN_PROGRESS";
     if (job.status === "IN_QUEUE") ep.remove(job.id);
@@ -340,7 +324,7 @@ export class JobStore {
       this.workers.get(job.endpointId, job.workerId)?.jobs.delete(job.id);
     }
     this.#expiry.clearExecution(job);
-    markFinished(job, status, fields, this.#clock.now());
+    job.finish(end, this.#clock.now());
     if (status === "COMPLETED") ep.completed++;
     if (status === "FAILED" || status === "TIMED_OUT") ep.failed++;
     this.#expiry.armRetention(job);
@@ -352,7 +336,7 @@ export class JobStore {
 
   #resetForQueue(job: JobEntry): void {
     this.#expiry.clearExecution(job);
-    markQueued(job);
+    job.requeue();
     this.#events.onJobChange?.(job);
   }
 
@@ -406,12 +390,9 @@ export class JobStore {
    */
   #lost(jobId: string, workerId: string, secondLossError: string): void {
     const job = this.#table.get(jobId);
-    if (job === undefined || this.#ended(job) || job.status !== "IN_PROGRESS" || job.workerId !== workerId) {
-      return;
-    }
-    job.lapses++;
-    if (job.lapses >= 2) {
-      this.#finish(job, "FAILED", { error: secondLossError });
+    if (job === undefined || !job.isRunningOn(workerId)) return;
+    if (job.countLoss() >= 2) {
+      this.#finish(job, { status: "FAILED", error: secondLossError });
     } else {
       this.#resetForQueue(job);
       this.#endpoint(job.endpointId).retried++;

@@ -1,4 +1,4 @@
-import type { JobEntry } from "./job-entry.js";
+import type { JobView } from "./job-entry.js";
 import type { WebhookAttempt } from "./webhooks.js";
 
 /**
@@ -79,7 +79,7 @@ export class JobTimelines {
     return out;
   }
 
-  #track(job: JobEntry): Track {
+  #track(job: JobView): Track {
     let track = this.#jobs.get(job.id);
     if (track === undefined) {
       track = {
@@ -106,7 +106,7 @@ export class JobTimelines {
   }
 
   /** A job was created, handed out, put back in the queue or deleted. */
-  changed(job: JobEntry): void {
+  changed(job: JobView): void {
     const track = this.#track(job);
     if (job.status === track.status) return;
     track.status = job.status;
@@ -152,7 +152,7 @@ export class JobTimelines {
   }
 
   /** A stream chunk of `bytes` arrived. */
-  chunk(job: JobEntry, bytes: number): void {
+  chunk(job: JobView, bytes: number): void {
     const track = this.#track(job);
     const now = this.#now();
     track.stream ??= this.#add(track, {
@@ -168,7 +168,7 @@ export class JobTimelines {
   }
 
   /** A progress update arrived. */
-  progress(job: JobEntry): void {
+  progress(job: JobView): void {
     const track = this.#track(job);
     const now = this.#now();
     track.progress ??= this.#add(track, {
@@ -183,7 +183,7 @@ export class JobTimelines {
   }
 
   /** The job ended (its result, a cancel, a timeout, a lapse). */
-  ended(job: JobEntry): void {
+  ended(job: JobView): void {
     const track = this.#track(job);
     track.status = job.status;
     const at = job.finishedAt ?? this.#now();

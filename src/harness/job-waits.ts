@@ -1,43 +1,68 @@
+import { RunletError } from "../errors.js";
+import { KeyedWaiters } from "../wait.js";
+import { type Clock, realClock } from "./clock.js";
 import type { JobEntry } from "./job-entry.js";
 
 /**
- * Wake-ups for requests that wait on a job (`/runsync`, `/status-sync`, `/stream`, `waitForJob`).
- * Waits are real time (a client is holding a connection), never the harness clock.
+ * Wake-ups for requests that wait on a job (`/runsync`, `/status-sync`, `/stream`, the OpenAI
+ * routes, `waitForJob`), keyed by job id on the harness's one waiter ({@link KeyedWaiters}). Its
+ * clock is the hold clock: real time by default (a client is holding a connection), never the
+ * harness's job clock, which a test may have stopped.
  */
 export class JobWaits {
-  readonly #waiters = new Map<string, Set<() => void>>();
+  readonly #clock: Clock;
+  readonly #waits: KeyedWaiters<string>;
+  readonly #lookup: (jobId: string) => JobEntry | undefined;
   #closed = false;
+
+  /**
+   * @param lookup finds a job by id (the store's table), for {@link untilEnded}.
+   * @param clock times the waits. @default the real clock
+   */
+  constructor(lookup: (jobId: string) => JobEntry | undefined, clock: Clock = realClock()) {
+    this.#lookup = lookup;
+    this.#clock = clock;
+    this.#waits = new KeyedWaiters(clock);
+  }
+
+  /** Now on the hold clock, ms. */
+  now(): number {
+    return this.#clock.now();
+  }
+
+  /** How many waits are pending (for tests that hold the harness to its bounds). */
+  get pending(): number {
+    return this.#waits.size;
+  }
 
   /** Wakes everything waiting on this job. */
   notify(jobId: string): void {
-    const set = this.#waiters.get(jobId);
-    if (set === undefined) return;
-    this.#waiters.delete(jobId);
-    for (const wake of set) wake();
+    this.#waits.wake(jobId);
   }
 
   /**
    * Resolves at the job's next change, after `timeoutMs`, when `signal` aborts, or when the harness
    * closes — whichever is first. Callers re-check the job after it resolves.
    */
-  next(jobId: string, timeoutMs: number, signal?: AbortSignal): Promise<void> {
-    if (this.#closed || signal?.aborted === true || timeoutMs <= 0) return Promise.resolve();
-    return new Promise((resolve) => {
-      let set = this.#waiters.get(jobId);
-      if (set === undefined) {
-        set = new Set();
-        this.#waiters.set(jobId, set);
-      }
-      const wake = () => {
-        clearTimeout(timer);
-        signal?.removeEventListener("abort", wake);
-        this.#waiters.get(jobId)?.delete(wake);
-        resolve();
-      };
-      const timer = setTimeout(wake, timeoutMs);
-      signal?.addEventListener("abort", wake, { once: true });
-      set.add(wake);
-    });
+  async next(jobId: string, timeoutMs: number, signal?: AbortSignal): Promise<void> {
+    if (this.#closed || signal?.aborted === true || timeoutMs <= 0) return;
+    await this.#waits.wait(jobId, timeoutMs, signal);
+  }
+
+  /**
+   * The one wait for a job to end: resolves with the job once it is no longer live (ended, or
+   * deleted), or as it is when `timeoutMs` runs out, `signal` aborts or the harness closes;
+   * undefined when no such job is remembered. The caller reads what happened from the job.
+   */
+  async untilEnded(jobId: string, timeoutMs: number, signal?: AbortSignal): Promise<JobEntry | undefined> {
+    const until = this.#clock.now() + timeoutMs;
+    for (;;) {
+      const job = this.#lookup(jobId);
+      if (job === undefined || !job.isLive()) return job;
+      const left = until - this.#clock.now();
+      if (left <= 0 || signal?.aborted === true || this.#closed) return job;
+      await this.next(jobId, left, signal);
+    }
   }
 
   /** True once {@link closeAll} ran: waits resolve at once. */
@@ -48,31 +73,32 @@ export class JobWaits {
   /** Wakes every waiter and makes later waits return at once. */
   closeAll(): void {
     this.#closed = true;
-    const all = [...this.#waiters.values()];
-    this.#waiters.clear();
-    for (const set of all) for (const wake of set) wake();
+    this.#waits.wakeAll();
   }
 }
 
 /**
- * Resolves with the job once it is terminal (real time, for in-process callers such as
- * `Harness.waitForJob`); rejects when it is unknown, deleted first, or still going after `timeoutMs`.
+ * `Harness.waitForJob`: the job once it is terminal; throws `RUNLET_HARNESS_NO_JOB` when it is
+ * unknown, `RUNLET_HARNESS_JOB_DELETED` when it was deleted before it ended, and
+ * `RUNLET_HARNESS_WAIT_TIMEOUT` when it is still going after `timeoutMs` (or the harness closed).
  */
-export async function untilTerminal(
-  store: { readonly table: { get(id: string): JobEntry | undefined }; readonly waits: JobWaits },
-  jobId: string,
-  timeoutMs: number,
-): Promise<JobEntry> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const job = store.table.get(jobId);
-    if (job === undefined) throw new Error(`waitForJob: no job "${jobId}"`);
-    if (job.status !== "IN_QUEUE" && job.status !== "IN_PROGRESS") return job;
-    if (job.deleted) throw new Error(`waitForJob: job "${jobId}" was deleted while ${job.status}`);
-    const left = until - Date.now();
-    if (left <= 0 || store.waits.closed) {
-      throw new Error(`waitForJob: job "${jobId}" is still ${job.status} after ${timeoutMs} ms`);
-    }
-    await store.waits.next(jobId, left);
+export async function untilTerminal(waits: JobWaits, jobId: string, timeoutMs: number): Promise<JobEntry> {
+  const job = await waits.untilEnded(jobId, timeoutMs);
+  if (job === undefined) {
+    throw new RunletError("RUNLET_HARNESS_NO_JOB", `waitForJob: no job "${jobId}"`, { details: { jobId } });
   }
+  if (job.status !== "IN_QUEUE" && job.status !== "IN_PROGRESS") return job;
+  const details = { jobId, status: job.status, timeoutMs };
+  if (job.deleted) {
+    throw new RunletError(
+      "RUNLET_HARNESS_JOB_DELETED",
+      `waitForJob: job "${jobId}" was deleted while ${job.status}`,
+      { details },
+    );
+  }
+  throw new RunletError(
+    "RUNLET_HARNESS_WAIT_TIMEOUT",
+    `waitForJob: job "${jobId}" is still ${job.status} after ${timeoutMs} ms`,
+    { details },
+  );
 }

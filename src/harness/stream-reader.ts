@@ -33,14 +33,15 @@ export async function readStream(
   signal: AbortSignal,
   gatherMs: number = STREAM_GATHER_MS,
 ): Promise<StreamResponse | undefined> {
-  const until = Date.now() + holdMs;
+  const until = store.waits.now() + holdMs;
   let held = false;
   let gatherUntil: number | undefined;
   for (;;) {
     if (job.deleted) return undefined;
-    const unread = job.stream.length - (job.readers.get(reader) ?? 0);
-    if (unread > 0 && held && gatherUntil === undefined) gatherUntil = Math.min(until, Date.now() + gatherMs);
-    const left = (gatherUntil ?? until) - Date.now();
+    const unread = job.stream.length - job.readPosition(reader);
+    if (unread > 0 && held && gatherUntil === undefined)
+      gatherUntil = Math.min(until, store.waits.now() + gatherMs);
+    const left = (gatherUntil ?? until) - store.waits.now();
     const ready = unread > 0 && (gatherUntil === undefined || unread >= MAX_GATHER_CHUNKS);
     if (ready || TERMINAL_STATUSES.has(job.status) || left <= 0 || signal.aborted || store.waits.closed) {
       break;
@@ -48,7 +49,7 @@ export async function readStream(
     held = true;
     await store.waits.next(job.id, left, signal);
   }
-  const from = Math.min(job.readers.get(reader) ?? 0, job.stream.length);
+  const from = Math.min(job.readPosition(reader), job.stream.length);
   const chunks: StreamChunk[] = [];
   let bytes = 0;
   for (let i = from; i < job.stream.length; i++) {
@@ -59,7 +60,7 @@ export async function readStream(
     bytes += size;
   }
   const read = from + chunks.length;
-  job.readers.set(reader, read);
+  job.markRead(reader, read);
   const allRead = read >= job.stream.length;
   const status = TERMINAL_STATUSES.has(job.status) && !allRead ? "IN_PROGRESS" : job.status;
   return { status, stream: chunks };

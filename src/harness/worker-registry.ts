@@ -1,4 +1,5 @@
-import type { ClockTimer, TimerSet } from "./clock.js";
+import { KeyedWaiters } from "../wait.js";
+import type { Clock, ClockTimer, TimerSet } from "./clock.js";
 import type { WorkerStartup } from "./worker-startup.js";
 
 /** One worker (pod) as the harness knows it, from the requests it makes. */
@@ -21,8 +22,6 @@ export interface WorkerState {
   readonly unlistedSince: Map<string, number>;
   /** Job ids its next job-stop poll answers with. */
   pendingStops: string[];
-  /** Wakes a held job-stop poll. */
-  stopWaiter: (() => void) | undefined;
   /** From its last ping. */
   lastPing: { readonly jobIds: readonly string[]; readonly version: string | undefined } | undefined;
   /** Set when it pinged `status=unhealthy`. */
@@ -80,9 +79,13 @@ export class WorkerRegistry {
   readonly #onJobsLost: (worker: WorkerState, jobs: readonly UnlistedJob[]) => void;
   readonly #onChange: ((worker: WorkerState, change: WorkerChange) => void) | undefined;
   readonly #byEndpoint = new Map<string, Map<string, WorkerState>>();
+  /** Held job-stop polls, keyed by the worker that holds them. */
+  readonly #stopPolls: KeyedWaiters<WorkerState>;
 
   constructor(options: {
     timers: TimerSet;
+    /** Times held job-stop polls (real time in the harness: a worker holds a connection). @default real timers */
+    holdClock?: Clock;
     now: () => number;
     heartbeatTimeoutMs: number;
     onLapse: (worker: WorkerState) => void;
@@ -96,6 +99,7 @@ export class WorkerRegistry {
     this.#onLapse = options.onLapse;
     this.#onJobsLost = options.onJobsLost;
     this.#onChange = options.onChange;
+    this.#stopPolls = new KeyedWaiters(options.holdClock);
   }
 
   /** The worker, if it is connected. */
@@ -131,7 +135,6 @@ export class WorkerRegistry {
         jobs: new Set(),
         unlistedSince: new Map(),
         pendingStops: [],
-        stopWaiter: undefined,
         lastPing: undefined,
         unhealthy: undefined,
         lapseTimer: undefined,
@@ -189,24 +192,20 @@ export class WorkerRegistry {
     worker.jobs.delete(jobId);
     worker.unlistedSince.delete(jobId);
     if (!worker.pendingStops.includes(jobId)) worker.pendingStops.push(jobId);
-    worker.stopWaiter?.();
+    this.#stopPolls.wake(worker);
   }
 
   /** A worker's job-stop poll: the ids to stop, at once or within `holdMs` (real time), else none. */
-  stopPoll(worker: WorkerState, holdMs: number, signal: AbortSignal): Promise<string[]> {
-    const drain = () => worker.pendingStops.splice(0);
-    if (worker.pendingStops.length > 0) return Promise.resolve(drain());
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        signal.removeEventListener("abort", done);
-        if (worker.stopWaiter === done) worker.stopWaiter = undefined;
-        resolve(signal.aborted ? [] : drain());
-      };
-      const timer = setTimeout(done, holdMs);
-      signal.addEventListener("abort", done, { once: true });
-      worker.stopWaiter = done;
-    });
+  async stopPoll(worker: WorkerState, holdMs: number, signal: AbortSignal): Promise<string[]> {
+    if (worker.pendingStops.length > 0) return worker.pendingStops.splice(0);
+    await this.#stopPolls.wait(worker, holdMs, signal);
+    // A worker that hung up gets nothing: the stops stay for its next poll.
+    return signal.aborted ? [] : worker.pendingStops.splice(0);
+  }
+
+  /** How many job-stop polls are held (for tests that hold the harness to its bounds). */
+  get heldStopPolls(): number {
+    return this.#stopPolls.size;
   }
 
   /**
@@ -237,7 +236,7 @@ export class WorkerRegistry {
   removeEndpoint(endpointId: string): void {
     for (const w of this.#byEndpoint.get(endpointId)?.values() ?? []) {
       this.#timers.clear(w.lapseTimer);
-      w.stopWaiter?.();
+      this.#stopPolls.wake(w);
     }
     this.#byEndpoint.delete(endpointId);
   }
@@ -258,7 +257,7 @@ export class WorkerRegistry {
     this.#byEndpoint.get(worker.endpointId)?.delete(worker.id);
     // Its held job-stop poll answers now: the jobs it would name are no longer its own.
     worker.pendingStops = [];
-    worker.stopWaiter?.();
+    this.#stopPolls.wake(worker);
     this.#onLapse(worker);
     this.#onChange?.(worker, "lapsed");
   }

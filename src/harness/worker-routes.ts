@@ -289,11 +289,8 @@ function result(
   // The record names the one worker that may change a running job. A job a heartbeat lapse (or a
   // ping that stopped listing it) took away is waiting for, or running on, another worker: what its
   // old worker sends now is answered 200 as a late post for an ended job is, ignored and logged.
-  if (
-    !job.deleted &&
-    (job.status === "IN_QUEUE" || (job.status === "IN_PROGRESS" && job.workerId !== workerId))
-  ) {
-    job.strayPosts++;
+  if (job.isStrayFrom(workerId)) {
+    job.countStray();
     ctx.logger?.warn(
       { jobId, workerId, holder: job.workerId ?? null, route },
       "ignored a post from a worker that does not hold this job",

@@ -3,15 +3,15 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { Logger } from "pino";
 import { HostCheck } from "../host-check.js";
 import { closeServer, listen, sendError, sendJson } from "../http-util.js";
-import type { JobEntry } from "../job-entry.js";
+import type { JobView } from "../job-entry.js";
 import type { JobEvent } from "../job-events.js";
 import { recentJobs } from "../job-list.js";
+import type { JobService } from "../job-service.js";
 import type { JobStore } from "../job-store.js";
 import type { TimelineSpan } from "../job-timeline.js";
 import type { RateLimiter } from "../rate-limits.js";
 import type { JsonRead } from "../read-json.js";
 import { noBody, type Route, type RouteFamily, serveRoute } from "../route-table.js";
-import { parseRunBody } from "../run-body.js";
 import type { WebhookAttempt } from "../webhooks.js";
 import type { WorkerChange, WorkerState } from "../worker-registry.js";
 import type { WorkerStartups } from "../worker-startup.js";
@@ -50,6 +50,8 @@ const SUBMIT_ENVELOPE_BYTES = 4_096;
 /** What the dashboard reads from and does to its harness. */
 export interface DashboardSource {
   readonly store: JobStore;
+  /** The job API's operations (submit, cancel, retry), shared with the client routes. */
+  readonly jobs: JobService;
   readonly limiter: RateLimiter;
   /** The harness's main key: the page's only key. */
   readonly apiKey: string;
@@ -57,7 +59,6 @@ export interface DashboardSource {
   readonly port: number;
   /** Host header names answered besides IP addresses, localhost and `host` (docs/harness.md, "Host names"). */
   readonly allowedHosts?: readonly string[] | true;
-  readonly retention: { readonly runMs: number; readonly runsyncMs: number };
   readonly bodyLimits: {
     readonly runBytes: number;
     readonly runsyncBytes: number;
@@ -140,7 +141,7 @@ export class Dashboard {
   }
 
   /** A job was created, started or requeued (the store's hook). */
-  jobChanged(job: JobEntry): void {
+  jobChanged(job: JobView): void {
     if (this.#feed.active) this.#feed.send("job", jobRowOf(job));
     this.#touch(job.endpointId);
   }
@@ -384,27 +385,13 @@ export class Dashboard {
   }
 
   async #onJob(res: ServerResponse, id: string, action: string | undefined): Promise<void> {
-    const store = this.#source.store;
-    const job = store.table.get(id);
-    if (job === undefined || job.deleted) {
-      return sendError(res, 404, `job "${id}" not found (unknown, or expired)`, {
-        headers: SECURITY_HEADERS,
-      });
-    }
-    if (action === "cancel") store.cancel(job);
-    if (action === "retry") {
-      if (job.status !== "FAILED" && job.status !== "TIMED_OUT") {
-        return sendError(
-          res,
-          400,
-          `job "${id}" is ${job.status}: only FAILED or TIMED_OUT jobs can be retried`,
-          {
-            headers: SECURITY_HEADERS,
-          },
-        );
-      }
-      store.retry(job);
-    }
+    const { jobs } = this.#source;
+    const fail = (status: number, message: string) =>
+      sendError(res, status, message, { headers: SECURITY_HEADERS });
+    const found =
+      action === "cancel" ? jobs.cancel(id) : action === "retry" ? jobs.retry(id) : jobs.lookup(id);
+    if (!found.ok) return fail(found.status, found.message);
+    const job = found.value;
     sendJson(
       res,
       200,
@@ -420,7 +407,7 @@ export class Dashboard {
 
   /** `POST api/jobs {endpointId, route: "run" | "runsync", body}`: a job created as that route would. */
   async #submit(res: ServerResponse, read: JsonRead): Promise<void> {
-    const { bodyLimits, retention, store } = this.#source;
+    const { jobs, store } = this.#source;
     const fail = (status: number, message: string, issues?: readonly string[]) =>
       sendError(res, status, message, { issues, headers: SECURITY_HEADERS });
     const envelope = read.ok ? (read.value as Record<string, unknown> | null) : null;
@@ -434,19 +421,12 @@ export class Dashboard {
     if (route !== "run" && route !== "runsync") {
       return fail(400, `route must be "run" or "runsync", got ${JSON.stringify(route)}`);
     }
-    const text = JSON.stringify(body ?? null);
-    const bodyLimit = route === "run" ? bodyLimits.runBytes : bodyLimits.runsyncBytes;
-    if (Buffer.byteLength(text) > bodyLimit)
-      return fail(413, `request body is over the /${route} limit of ${bodyLimit} bytes`);
-    // Not `text`: it was written from the parsed body, where 1e400 is already Infinity (and "null").
-    const checked = parseRunBody(body ?? null, Buffer.byteLength(text));
-    if (!checked.ok) return fail(400, checked.message, checked.issues);
-    const job = store.create(
-      endpointId,
-      route,
-      checked.job,
-      route === "run" ? retention.runMs : retention.runsyncMs,
-    );
-    sendJson(res, 200, { id: job.id, status: job.status }, SECURITY_HEADERS);
+    // No raw text to hand on: the body was parsed with its envelope, where 1e400 is already Infinity.
+    const made = jobs.submit(endpointId, route, {
+      value: body ?? null,
+      bytes: Buffer.byteLength(JSON.stringify(body ?? null)),
+    });
+    if (!made.ok) return fail(made.status, made.message, made.issues);
+    sendJson(res, 200, { id: made.value.id, status: made.value.status }, SECURITY_HEADERS);
   }
 }

@@ -1,7 +1,7 @@
 import type { JobListItem, JobStatus } from "../../protocol/api.js";
 import type { BatchQuery } from "../../protocol/batch-query.js";
 import type { StreamChunk } from "../../protocol/worker-bodies.js";
-import { deliveredOf, type JobEntry } from "../job-entry.js";
+import { deliveredOf, type JobView } from "../job-entry.js";
 import { listItemOf } from "../job-list.js";
 import type { JobLookup } from "../job-table.js";
 import type { TimelineSpan } from "../job-timeline.js";
@@ -87,7 +87,7 @@ function iso(ms: number | undefined): string | undefined {
 }
 
 /** A job's row in the table. */
-export function jobRowOf(job: JobEntry): JobRow {
+export function jobRowOf(job: JobView): JobRow {
   return {
     ...listItemOf(job),
     endpointId: job.endpointId,
@@ -97,7 +97,7 @@ export function jobRowOf(job: JobEntry): JobRow {
 }
 
 /** The delivered job with `s3Config`'s access key and secret masked (the API never shows s3Config at all). */
-export function maskedRequest(job: JobEntry): Record<string, unknown> {
+export function maskedRequest(job: JobView): Record<string, unknown> {
   const request = deliveredOf(job);
   const s3 = request["s3Config"];
   if (typeof s3 === "object" && s3 !== null && !Array.isArray(s3)) {
@@ -112,7 +112,7 @@ export function maskedRequest(job: JobEntry): Record<string, unknown> {
 
 /** The job view's data. */
 export function jobDetailOf(
-  job: JobEntry,
+  job: JobView,
   webhookAttempts: readonly WebhookAttempt[],
   metrics?: Readonly<Record<string, number | string>>,
   timeline?: readonly TimelineSpan[],
