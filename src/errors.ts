@@ -40,6 +40,7 @@ export const ERROR_CODES = {
   RUNLET_S3_REQUEST_FAILED: "The S3-compatible store refused or failed a request.",
   RUNLET_S3_DOWNLOAD_REFUSED: "A download URL points at a private or loopback address that is not allowed.",
   RUNLET_S3_DOWNLOAD_TOO_LARGE: "A download is larger than its size cap.",
+  RUNLET_S3_DOWNLOAD_TIMEOUT: "A download did not finish within its timeout.",
   RUNLET_S3_ENDPOINT_REFUSED:
     "A job's s3Config.endpointUrl points at a private or loopback address that is not allowed.",
   // clients

@@ -19,6 +19,7 @@ import { mkdir, mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { IMAGE_RECORD_PATH, sizeToMB, writeOcrImageRecord } from "../../bench/image-record.js";
 import { BUILDAH_ENV, buildah, run } from "./buildah.js";
 import { ensureStandIn, STAND_IN_NAME } from "./stand-in.js";
 
@@ -385,7 +386,8 @@ async function ocrImage(
   step("building the ocr project's image from its own Dockerfile");
   const t = performance.now();
   await bud(["-t", OCR_TAG, ...extraCaArgs(), project]);
-  step(`image built in ${((performance.now() - t) / 1000).toFixed(0)} s`);
+  const buildSeconds = Math.round((performance.now() - t) / 1000);
+  step(`image built in ${buildSeconds} s`);
   const ctr = (await buildah(["from", "--pull=never", OCR_TAG], { echo: false })).trim();
   containers.push(ctr);
   const inside = (cmd: string) =>
@@ -418,6 +420,18 @@ async function ocrImage(
   step(
     `image ${OCR_TAG}: ${size}; /app ${mib(appBytes)}, onnxruntime-node in it ${mib(ortImage)} (${mib(ortAll)} as npm installs it)`,
   );
+  // The bench prints these (npm run bench, "OCR"): it cannot build an image itself.
+  await writeOcrImageRecord({
+    measuredAt: new Date().toISOString(),
+    imageSize: size,
+    imageMB: sizeToMB(size),
+    base: `${STAND_IN_NAME} (test:image's stand-in, scripts/image/stand-in.ts)`,
+    appBytes,
+    ortImageBytes: ortImage,
+    ortInstalledBytes: ortAll,
+    buildSeconds,
+  });
+  step(`written to ${IMAGE_RECORD_PATH}`);
   const uid = await inside("id -u");
   check(uid !== "" && uid !== "0", `the ocr image runs as uid ${uid}, not root`);
   await serveOneJob(

@@ -171,7 +171,7 @@ async function runJob(options: ExecuteOptions): Promise<ExecuteOutcome> {
     get s3(): JobS3 {
       if (s3 !== undefined) return s3;
       if (createJobS3 === undefined) {
-        s3 = unconfiguredJobS3(job.id);
+        s3 = unconfiguredJobS3({ ...options.s3, jobId: job.id, signal, log });
         return s3;
       }
       if (createJobS3 instanceof Error) {

@@ -8,8 +8,6 @@ import { isRunletError, RunletError } from "../errors.js";
 import { USER_AGENT } from "../version.js";
 import { guardedLookup, isPrivateAddress, refusedError } from "./private-address.js";
 
-/** Default cap on a download. */
-export const DEFAULT_MAX_DOWNLOAD_BYTES = 1_073_741_824; // 1 GiB
 const MAX_REDIRECTS = 5;
 
 /** A body being downloaded: its bytes and, when the source said, its length. */

@@ -1,10 +1,7 @@
 import { randomUUID } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
 import { Agent as HttpAgent } from "node:http";
 import { Agent as HttpsAgent } from "node:https";
 import { isIP } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import type { Readable } from "node:stream";
 import { GetObjectCommand, S3Client } from "@aws-sdk/client-s3";
 import { Upload } from "@aws-sdk/lib-storage";
@@ -13,19 +10,20 @@ import { z } from "zod";
 import { RunletError } from "../errors.js";
 import { onAbort } from "../linked-signal.js";
 import { integer, parseOptions } from "../option-schema.js";
-import {
-  DEFAULT_MAX_DOWNLOAD_BYTES,
-  fileNameFor,
-  openUrl,
-  type Source,
-  toFile,
-  toStream,
-} from "./download.js";
+import type { Source } from "./download.js";
+import { abortReason, createJobTransfers, isHttpUrl } from "./job-transfers.js";
 import { MultipartTracker } from "./multipart-tracker.js";
 import { endpointRefusedError, guardedLookup, isPrivateAddress } from "./private-address.js";
 import { toRequestError } from "./request-error.js";
 import { resolveStore, type StoreConfig } from "./store-config.js";
-import type { DownloadOptions, JobS3, JobS3Options, S3Reference, UploadOptions } from "./types.js";
+import type {
+  DownloadOptions,
+  DownloadResult,
+  JobS3,
+  JobS3Options,
+  S3Reference,
+  UploadOptions,
+} from "./types.js";
 import { prepareBody, type UploadBody } from "./upload-body.js";
 
 /** Longest lifetime a SigV4 presigned URL may have. */
@@ -39,13 +37,6 @@ const optionsSchema = z.object({
 
 function checkOptions(options: JobS3Options): void {
   parseOptions(optionsSchema, { presignExpiresSec: options.presignExpiresSec }, "RUNLET_CONFIG_INVALID");
-}
-
-/** The error a job's AbortSignal turns into: its reason when it is an error (timeout, stop), else an AbortError. */
-function abortReason(signal: AbortSignal): unknown {
-  return signal.reason instanceof Error
-    ? signal.reason
-    : new DOMException("the job was aborted", "AbortError");
 }
 
 /**
@@ -72,8 +63,8 @@ function untrustedEndpoint(
 
 /**
  * Binds an S3-compatible store to one job: the job's `s3Config`, else the BUCKET_* default. The
- * client is built on first use; without a store every method but `configured` and `cleanup` throws
- * RUNLET_S3_NOT_CONFIGURED saying how to configure one.
+ * client is built on first use; without a store, http(s) URL downloads work (they need no store)
+ * and every other use throws RUNLET_S3_NOT_CONFIGURED saying how to configure one.
  *
  * @example
  * const s3 = createJobS3({ jobId, s3Config: job.s3Config, bucket: env.bucket, signal, log });
@@ -84,29 +75,22 @@ export function createJobS3(options: JobS3Options): JobS3 {
   checkOptions(options);
   const resolution = resolveStore(options);
   const { jobId } = options;
-  // Aborted by the job's signal and by cleanup(): the job's end ends its downloads and uploads,
-  // and nothing (no folder, no file) can start after it.
-  const ended = new AbortController();
-  const signal = ended.signal;
-  const unlink = onAbort(options.signal, () => ended.abort(options.signal.reason));
-  if (options.signal.aborted) ended.abort(options.signal.reason);
-  /** Downloads and uploads in flight: cleanup() waits for them before removing the folder. */
-  const inFlight = new Set<Promise<unknown>>();
-  function tracked<T>(work: Promise<T>): Promise<T> {
-    inFlight.add(work);
-    work.then(
-      () => inFlight.delete(work),
-      () => inFlight.delete(work),
-    );
-    return work;
-  }
+  // The job's downloads and uploads, its temporary folder, and their end when the job ends: its
+  // signal aborts at the job's end, and nothing can start after it.
+  const transfers = createJobTransfers(options);
+  const signal = transfers.signal;
+  const tracked = transfers.track;
   const log = options.log.child({ component: "s3" });
   const expiresIn = options.presignExpiresSec ?? MAX_PRESIGN_EXPIRES_SEC;
   const tracker = new MultipartTracker();
   let client: S3Client | undefined;
-  let tmpDir: Promise<string> | undefined;
-  let fileCount = 0;
   let cleanup: Promise<void> | undefined;
+
+  function usedAfterEnd(): RunletError {
+    return new RunletError("RUNLET_S3_REQUEST_FAILED", `ctx.s3 was used after job ${jobId} ended`, {
+      details: { jobId },
+    });
+  }
 
   /** The job's store, or the error saying why there is none. */
   function requireStore(): StoreConfig {
@@ -116,11 +100,7 @@ export function createJobS3(options: JobS3Options): JobS3 {
     if (resolution.kind === "invalid") {
       throw new RunletError("RUNLET_CONFIG_INVALID", resolution.message, { details: { jobId } });
     }
-    if (cleanup !== undefined) {
-      throw new RunletError("RUNLET_S3_REQUEST_FAILED", `ctx.s3 was used after job ${jobId} ended`, {
-        details: { jobId },
-      });
-    }
+    if (cleanup !== undefined) throw usedAfterEnd();
     return resolution.store;
   }
 
@@ -163,8 +143,7 @@ export function createJobS3(options: JobS3Options): JobS3 {
     const prepared = await prepareBody(body, opts.contentType);
     const key = opts.key ?? `${jobId}/${randomUUID()}${prepared.extension}`;
     const controller = new AbortController();
-    const onAbort = () => controller.abort(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
+    const unlink = onAbort(signal, () => controller.abort(signal.reason));
     const task = new Upload({
       client: c,
       params: {
@@ -189,7 +168,7 @@ export function createJobS3(options: JobS3Options): JobS3 {
       if (fromSource !== undefined) throw fromSource;
       throw toRequestError(err, store, { operation: "upload", key });
     } finally {
-      signal.removeEventListener("abort", onAbort);
+      unlink();
       prepared.dispose();
     }
     const bytes = prepared.bytes();
@@ -198,44 +177,42 @@ export function createJobS3(options: JobS3Options): JobS3 {
     return Object.freeze({ bucket: store.bucket, key, url, bytes });
   }
 
-  async function jobFolder(): Promise<string> {
-    // Never a folder after the job's end: cleanup() would not see it.
-    if (signal.aborted) throw abortReason(signal);
-    tmpDir ??= mkdtemp(join(options.tmpRoot ?? tmpdir(), `runlet-${jobId.replace(/[^A-Za-z0-9_-]/g, "_")}-`));
-    return tmpDir;
-  }
-
-  async function openKey(c: S3Client, store: StoreConfig, bucket: string, key: string): Promise<Source> {
+  async function openKey(
+    c: S3Client,
+    store: StoreConfig,
+    bucket: string,
+    key: string,
+    abortSignal: AbortSignal,
+  ): Promise<Source> {
     try {
-      const res = await c.send(new GetObjectCommand({ Bucket: bucket, Key: key }), { abortSignal: signal });
+      const res = await c.send(new GetObjectCommand({ Bucket: bucket, Key: key }), { abortSignal });
       const stream = res.Body as Readable | undefined;
       if (stream === undefined) throw new Error("the store answered GetObject without a body");
       return { stream, contentLength: res.ContentLength, name: `s3://${bucket}/${key}` };
     } catch (err) {
-      if (signal.aborted) throw abortReason(signal);
+      if (abortSignal.aborted) throw abortReason(abortSignal);
       throw toRequestError(err, { ...store, bucket }, { operation: "GetObject", key });
     }
   }
 
-  async function download(
-    urlOrKey: string,
-    opts: DownloadOptions = {},
-  ): Promise<{ path: string; bytes: number } | { stream: Readable }> {
-    requireStore();
-    signal.throwIfAborted();
-    const maxBytes = opts.maxBytes ?? DEFAULT_MAX_DOWNLOAD_BYTES;
-    if (!Number.isSafeInteger(maxBytes) || maxBytes < 0) {
-      throw new RunletError("RUNLET_CONFIG_INVALID", `maxBytes must be an integer ≥ 0, got ${maxBytes}`, {
-        details: { option: "maxBytes", value: maxBytes },
-      });
+  /** A key or `s3://` download: the store's client opens it, the job's transfers deliver it. */
+  function downloadKey(bucketOf: (store: StoreConfig) => string, key: string, opts: DownloadOptions) {
+    const { store, client: c } = requireClient();
+    const bucket = bucketOf(store);
+    return transfers.download(
+      `s3://${bucket}/${key}`,
+      (abortSignal) => openKey(c, store, bucket, key, abortSignal),
+      opts,
+    );
+  }
+
+  async function download(urlOrKey: string, opts: DownloadOptions = {}): Promise<DownloadResult> {
+    // A URL needs no store: only the job's end stops it.
+    if (isHttpUrl(urlOrKey)) {
+      if (cleanup !== undefined) throw usedAfterEnd();
+      return transfers.downloadUrl(urlOrKey, opts);
     }
-    let source: Source;
-    if (/^https?:\/\//i.test(urlOrKey)) {
-      source = await openUrl(new URL(urlOrKey), {
-        allowPrivate: options.allowPrivateAddresses === true,
-        signal,
-      });
-    } else if (urlOrKey.startsWith("s3://")) {
+    if (urlOrKey.startsWith("s3://")) {
       const rest = urlOrKey.slice("s3://".length);
       const slash = rest.indexOf("/");
       if (slash <= 0 || slash === rest.length - 1) {
@@ -244,22 +221,9 @@ export function createJobS3(options: JobS3Options): JobS3 {
           `an s3:// URL must be s3://<bucket>/<key>, got ${urlOrKey}`,
         );
       }
-      const { store, client: c } = requireClient();
-      source = await openKey(c, store, rest.slice(0, slash), rest.slice(slash + 1));
-    } else {
-      const { store, client: c } = requireClient();
-      source = await openKey(c, store, store.bucket, urlOrKey);
+      return downloadKey(() => rest.slice(0, slash), rest.slice(slash + 1), opts);
     }
-    if ((opts.to ?? "file") === "stream") return toStream(source, maxBytes, signal);
-    const path = join(await jobFolder(), fileNameFor(source.name, ++fileCount));
-    try {
-      const result = await toFile(source, path, maxBytes, signal);
-      log.debug({ from: source.name, bytes: result.bytes }, "downloaded an object");
-      return result;
-    } catch (err) {
-      if (signal.aborted) throw abortReason(signal);
-      throw err;
-    }
+    return downloadKey((store) => store.bucket, urlOrKey, opts);
   }
 
   async function offloadOutput(json: string): Promise<S3Reference> {
@@ -267,29 +231,22 @@ export function createJobS3(options: JobS3Options): JobS3 {
   }
 
   async function runCleanup(): Promise<void> {
-    // The job's end aborts what is still downloading or uploading (a download the handler left
-    // running, a stream it never read) and waits for it, so no file is written after the folder goes.
-    ended.abort(new DOMException(`job ${jobId} ended`, "AbortError"));
-    unlink();
-    await Promise.allSettled([...inFlight]);
-    // Every step runs even when one fails: a leftover folder must not hide an open upload.
-    const errors: unknown[] = [];
+    // The job's end aborts what is still downloading or uploading and waits for it, then removes
+    // the job's folder (transfers.end()). Every step runs even when one fails: a leftover folder
+    // must not hide an open upload.
+    await transfers.end();
     if (client !== undefined) {
-      await tracker.abortOpen(client, log).catch((err: unknown) => errors.push(err));
+      await tracker
+        .abortOpen(client, log)
+        .catch((err: unknown) => log.warn({ err }, "s3 cleanup step failed"));
       client.destroy();
     }
-    if (tmpDir !== undefined) {
-      const dir = await tmpDir.catch(() => undefined);
-      if (dir !== undefined)
-        await rm(dir, { recursive: true, force: true }).catch((err: unknown) => errors.push(err));
-    }
-    for (const err of errors) log.warn({ err }, "s3 cleanup step failed");
   }
 
   return Object.freeze({
     configured: resolution.kind === "store",
     upload: (body: UploadBody, opts?: UploadOptions) => tracked(upload(body, opts)),
-    download: (urlOrKey: string, opts?: DownloadOptions) => tracked(download(urlOrKey, opts)),
+    download: (urlOrKey: string, opts?: DownloadOptions) => download(urlOrKey, opts),
     offloadOutput: (json: string) => tracked(offloadOutput(json)),
     cleanup: () => {
       cleanup ??= runCleanup();

@@ -24,22 +24,34 @@ export interface DownloadOptions {
   to?: "file" | "stream";
   /** Refuse bodies larger than this. @default 1 GiB */
   maxBytes?: number;
+  /**
+   * Fail the download (RUNLET_S3_DOWNLOAD_TIMEOUT) when it has not finished this many ms after it
+   * started, its last byte included (with `to: "stream"`, until the stream is read or closed).
+   * @default 600000 (10 min)
+   */
+  timeoutMs?: number;
 }
+
+/** What `ctx.s3.download` resolves to: a file in the job's temporary folder, or a stream. */
+export type DownloadResult = { path: string; bytes: number } | { stream: Readable };
 
 /** The S3 store bound to one job (`ctx.s3`). */
 export interface JobS3 {
-  /** True when a job s3Config or the BUCKET_* environment gives a store; using it otherwise throws RUNLET_S3_NOT_CONFIGURED. */
+  /**
+   * True when a job s3Config or the BUCKET_* environment gives a store. Without one, http(s) URL
+   * downloads still work; everything else throws RUNLET_S3_NOT_CONFIGURED.
+   */
   readonly configured: boolean;
   /** Uploads a Buffer, a string, a file path (`{ path }`) or a readable stream; multipart when large; abortable by the job's signal. */
   upload(
     body: Buffer | Uint8Array | string | { path: string } | Readable,
     options?: UploadOptions,
   ): Promise<S3Reference>;
-  /** Downloads a URL or a key of the bound bucket: to a file path (`{ path, bytes }`) or a stream. */
-  download(
-    urlOrKey: string,
-    options?: DownloadOptions,
-  ): Promise<{ path: string; bytes: number } | { stream: Readable }>;
+  /**
+   * Downloads an http(s) URL (store or none), an `s3://<bucket>/<key>` URL or a key of the bound
+   * bucket: to a file path (`{ path, bytes }`) or a stream.
+   */
+  download(urlOrKey: string, options?: DownloadOptions): Promise<DownloadResult>;
   /** Uploads a final output's JSON text and returns its reference (the worker posts `{output: {s3: ref}}`). */
   offloadOutput(json: string): Promise<S3Reference>;
   /** Removes the job's temporary folder; called by the worker when the job ends. */

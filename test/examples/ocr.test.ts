@@ -1,3 +1,5 @@
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import * as ort from "onnxruntime-node";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import handler from "../../examples/ocr/handler.js";
@@ -77,9 +79,42 @@ describe("examples/ocr: the handler", () => {
     const both = await h.endpoint.runsync({ input: { image: "aGk=", url: "https://example.com/a.png" } });
     expect(both.status).toBe("FAILED");
     expect(both.error).toContain("give exactly one of image (base64) and url");
-    const noStore = await h.endpoint.runsync({ input: { url: "http://127.0.0.1:9/a.png" } });
-    expect(noStore.status).toBe("FAILED");
-    expect(noStore.error).toContain("ctx.s3 has no store");
+    // A worker that does not allow private addresses refuses a loopback URL before any request.
+    const loopback = await h.endpoint.runsync({ input: { url: "http://127.0.0.1:9/a.png" } });
+    expect(loopback.status).toBe("FAILED");
+    expect(loopback.error).toContain("refused: 127.0.0.1 resolves to 127.0.0.1");
+  }, 120_000);
+
+  it("reads a picture from a URL with no S3 store, the worker allowing loopback as tests do", async () => {
+    const picture = await textPicture(LINES);
+    const served: string[] = [];
+    const server = createServer((req, res) => {
+      served.push(req.url ?? "");
+      if (req.url === "/big.png") {
+        res.writeHead(200, { "content-type": "image/png", "content-length": String(17 * 1_048_576) });
+        res.end();
+        return;
+      }
+      res.writeHead(200, { "content-type": "image/png", "content-length": String(picture.length) });
+      res.end(picture);
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      // The documented way to let a test's worker fetch from 127.0.0.1 (docs/s3.md).
+      await using h = await createHarness({ handler, worker: { allowPrivateAddresses: true } });
+      const job = await h.endpoint.runsync({ input: { url: `${base}/picture.png` } }, { waitMs: 120_000 });
+      expect(job.status, job.error).toBe("COMPLETED");
+      expect(job.output?.lines.map((l) => l.text)).toEqual(LINES);
+      expect(served).toEqual(["/picture.png"]);
+      // Over 16 MiB announced: refused before a byte of the body is read.
+      const big = await h.endpoint.runsync({ input: { url: `${base}/big.png` } });
+      expect(big.status).toBe("FAILED");
+      expect(big.error).toContain("is larger than its cap of 16777216 bytes");
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
   }, 120_000);
 
   it("loads the model in setup before the first take, and releases its two ONNX sessions in teardown", async () => {

@@ -225,10 +225,11 @@ describe("without a store", () => {
   it("reports configured false and throws RUNLET_S3_NOT_CONFIGURED saying how to configure one", async () => {
     const s3 = jobS3({ s3Config: undefined, bucket: undefined });
     expect(s3.configured).toBe(false);
+    // An http(s) URL needs no store (test/s3/url-download.test.ts); keys and s3:// URLs do.
     for (const call of [
       () => s3.upload("x"),
       () => s3.download("some/key"),
-      () => s3.download("https://example.com/file"),
+      () => s3.download("s3://bucket/some/key"),
       () => s3.offloadOutput("{}"),
     ]) {
       const err = await caught(call());

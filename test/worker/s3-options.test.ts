@@ -20,6 +20,7 @@ import { testHarness, workerFor } from "./helpers.js";
 const BUCKET = "runlet-worker-options";
 const NAMED_BUCKET = "named-by-env";
 const threadFixture = fileURLToPath(new URL("../fixtures/s3-thread.ts", import.meta.url));
+const urlThreadFixture = fileURLToPath(new URL("../fixtures/url-download-thread.ts", import.meta.url));
 let s3rver: S3rverHandle;
 let files: Server;
 let fileUrl: string;
@@ -225,4 +226,51 @@ describe("a job without a store", () => {
         "BUCKET_ENDPOINT_URL, BUCKET_ACCESS_KEY_ID and BUCKET_SECRET_ACCESS_KEY on the endpoint",
     );
   });
+
+  // Issue 31: a URL needs no store. The job's input names a URL; the worker has no s3Config and
+  // no BUCKET_*, and the download runs with the same guard, cap and temporary folder.
+  it("downloads an http(s) URL, under the private-address guard and into a folder removed at the job's end", async () => {
+    const { existsSync } = await import("node:fs");
+    const reader = defineHandler({
+      input: z.object({ url: z.string(), maxBytes: z.number().optional() }),
+      async handler({ input, s3 }) {
+        const got = await s3.download(
+          input.url,
+          input.maxBytes === undefined ? {} : { maxBytes: input.maxBytes },
+        );
+        if (!("path" in got)) throw new Error("expected a file");
+        return { configured: s3.configured, text: await readFile(got.path, "utf8"), path: got.path };
+      },
+    });
+    {
+      await using h = await testHarness();
+      await using _w = await workerFor(h, reader);
+      const refused = await runOne(h, false);
+      expect(refused.status).toBe("FAILED");
+      expect(errorMessage(refused.error)).toContain("refused: 127.0.0.1 resolves to 127.0.0.1");
+    }
+    await using h = await testHarness();
+    await using _w = await workerFor(h, reader, { allowPrivateAddresses: true });
+    const job = await runOne(h, false);
+    expect(job.status, job.error).toBe("COMPLETED");
+    const out = job.output as { configured: boolean; text: string; path: string };
+    expect(out).toMatchObject({ configured: false, text: "served from loopback" });
+    expect(existsSync(out.path)).toBe(false);
+    const capped = await h.waitForJob(h.enqueue("local", { input: { url: fileUrl, maxBytes: 5 } }));
+    expect(capped.status).toBe("FAILED");
+    expect(errorMessage(capped.error)).toContain("is larger than its cap of 5 bytes");
+    const byKey = await h.waitForJob(h.enqueue("local", { input: { url: "some/key" } }));
+    expect(errorMessage(byKey.error)).toBe(NO_STORE_MESSAGE);
+  });
+
+  it("downloads an http(s) URL without a store inside an isolation thread", async () => {
+    await using h = await testHarness();
+    await using _w = await workerFor(h, (await import(urlThreadFixture)).default, {
+      handlerModule: urlThreadFixture,
+      allowPrivateAddresses: true,
+    });
+    const job = await runOne(h, false);
+    expect(job.status, job.error).toBe("COMPLETED");
+    expect(job.output).toEqual({ configured: false, text: "served from loopback" });
+  }, 30_000);
 });

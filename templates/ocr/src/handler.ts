@@ -5,11 +5,14 @@ import { BadImageError, loadOcr, recognise } from "./ocr.js";
 
 /** Largest picture accepted, in bytes: as base64 in the input, or downloaded from `url`. */
 const MAX_IMAGE_BYTES = 16 * 1_048_576;
+/** Longest a picture's download may take, its last byte included. */
+const DOWNLOAD_TIMEOUT_MS = 30_000;
 
 /**
  * One picture in, its lines of text out. The picture comes as base64 (`image`, a data: URL
- * too) or as an http(s) URL (`url`, fetched with ctx.s3.download, which refuses private and
- * loopback addresses; it needs an S3 store on the job or the endpoint).
+ * too) or as an http(s) URL (`url`, fetched with ctx.s3.download, with or without an S3 store:
+ * it refuses private and loopback addresses, bodies over MAX_IMAGE_BYTES and downloads longer
+ * than DOWNLOAD_TIMEOUT_MS).
  */
 const input = z
   .object({
@@ -67,7 +70,7 @@ export default defineHandler({
   async handler({ input, s3, state, signal }) {
     let image: Buffer;
     if (input.url !== undefined) {
-      const got = await s3.download(input.url, { maxBytes: MAX_IMAGE_BYTES });
+      const got = await s3.download(input.url, { maxBytes: MAX_IMAGE_BYTES, timeoutMs: DOWNLOAD_TIMEOUT_MS });
       if (!("path" in got)) throw new Error("expected a file download");
       image = await readFile(got.path);
     } else {

@@ -1,3 +1,5 @@
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { createHarness } from "runlet/testing";
 import { describe, expect, it } from "vitest";
 import handler from "../src/handler.js";
@@ -29,5 +31,23 @@ describe("ocr", () => {
     const bad = await h.endpoint.runsync({ input: { image: Buffer.from("hello").toString("base64") } });
     expect(bad.status).toBe("FAILED");
     expect(bad.error).toMatch(/^the picture could not be decoded/);
+  }, 120_000);
+
+  it("reads a picture from a URL, with no S3 store", async () => {
+    const picture = await textPicture(LINES);
+    const server = createServer((_req, res) => res.end(picture));
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      // Downloads refuse private and loopback addresses; a test serving the picture on
+      // 127.0.0.1 allows them for its own worker.
+      await using h = await createHarness({ handler, worker: { allowPrivateAddresses: true } });
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/picture.png`;
+      const job = await h.endpoint.runsync({ input: { url } });
+      expect(job.status, job.error).toBe("COMPLETED");
+      expect(job.output?.lines.map((l) => l.text)).toEqual(LINES);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
   }, 120_000);
 });
