@@ -12,7 +12,7 @@ import { type JobParts, jobTimeoutMs, timeoutMessage, WATCHDOG_SLACK_MS } from "
 
 /**
  * One job on the main thread: its deadline and hard stop, its outbox, and the final result
- * (docs/architecture.md, "Decisions", items 2, 3 and 7). The handler itself runs in an executor. Its life is one
+ * (docs/architecture.md, "Decisions", items 2, 3 and 7). The handler itself runs on a runner. Its life is one
  * state ({@link ActiveJobState}) changed only by {@link ActiveJob.transition}'s table, so "may it
  * still report?", "may it be aborted?" and "is the watchdog armed?" are each one question.
  */
@@ -151,19 +151,19 @@ export class ActiveJob {
   }
 
   async #start(): Promise<void> {
-    const { config, definition, executor } = this.#parts;
+    const { config, definition, scheduler } = this.#parts;
     this.#log.info("Started.");
     this.#parts.events?.emit("started", { jobId: this.id });
     const streamUrl = config.urls.stream(this.id);
     this.transition("running");
-    // These hooks are where the handler's progress and chunks land, on whichever executor it runs
+    // These hooks are where the handler's progress and chunks land, on whichever runner it runs
     // (a thread's messages are relayed to them by ThreadRunner).
-    const handle = executor.run(
+    const handle = scheduler.run(
       {
         job: this.#job,
         timeoutMs: this.#timeoutMs,
         log: this.#log,
-        // Launched: the executor calls this synchronously just before the handler can run, so a
+        // Launched: the runner calls this synchronously just before the handler can run, so a
         // handler that blocks the main thread from its first line (or its input validator) is
         // watched; a batch's job waiting for its seat is not. Disarmed when the outcome exists or
         // the main thread hard-stops it itself.
@@ -242,7 +242,7 @@ export class ActiveJob {
           );
           this.#unwatch();
           const stopped = await this.#handle?.hardStop();
-          if (stopped) return; // the executor's outcome ("killed") settles the job
+          if (stopped) return; // the runner's outcome ("killed") settles the job
           if (this.#state === "timed-out") this.#finalize(this.#timeoutError());
           this.#parts.stopper.runaway(this.id);
         })().catch((err: unknown) => this.#log.error({ err }, "hard-stopping the handler failed"));

@@ -42,8 +42,3 @@ export interface BatchRun {
   /** Ends the batch by force; false when this runner cannot (in-process). */
   hardStop(): Promise<boolean>;
 }
-
-/** Runs batches. */
-export interface BatchRunner {
-  runBatch(request: BatchRunRequest): BatchRun;
-}

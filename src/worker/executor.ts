@@ -6,19 +6,19 @@ import { executeBatch } from "../handler/execute-batch.js";
 import type { ReportIdentity } from "../handler/outcome.js";
 import type { DeliveredJob } from "../protocol/index.js";
 import type { JobS3Options } from "../s3/types.js";
-import type { BatchRun, BatchRunner, BatchRunRequest } from "./batch-runner.js";
+import type { BatchRun, BatchRunRequest } from "./batch-runner.js";
 import { runSetup, runTeardown, type SetupOutcome } from "./setup.js";
 
 /** Where jobs run: on the main thread, or in killable worker threads (see thread-executor.ts). */
 
-/** One job handed to an executor. */
+/** One job handed to a scheduler, and by it to a runner. */
 export interface ExecRequest {
   readonly job: DeliveredJob;
   /** The job's time limit; its clock starts when the handler starts (after a thread has loaded). */
   readonly timeoutMs: number;
   readonly log: Logger;
   /**
-   * The job is launched: every executor calls this synchronously just before the job's handler
+   * The job is launched: every runner calls this synchronously just before the job's handler
    * can run (at once for a plain handler; when its batch takes its seat for a batch handler), with
    * the epoch ms it starts at. ActiveJob arms its watchdog here, the one place for both kinds, so
    * a job waiting for its turn is never taken for one holding the main thread.
@@ -26,7 +26,7 @@ export interface ExecRequest {
   readonly onLaunch: (at: number) => void;
 }
 
-/** A running job, made by the executor that runs it (its abort and hard stop differ between the two). */
+/** A running job, made by the scheduler or runner that runs it (its abort and hard stop differ). */
 export interface ExecHandle {
   /** Resolves with the epoch ms at which the handler started (its deadline is that plus the timeout). */
   readonly started: Promise<number>;
@@ -35,7 +35,7 @@ export interface ExecHandle {
   /** Fires the job's signal with `reason`; does nothing once `outcome` has settled. */
   abort(reason: Error): void;
   /**
-   * Ends the handler by force; false when this executor cannot (in-process). Once `outcome` has
+   * Ends the handler by force; false when its runner cannot (in-process). Once `outcome` has
    * settled it does nothing (true: nothing is left to stop).
    */
   hardStop(): Promise<boolean>;
@@ -50,14 +50,16 @@ export interface RunnerStart {
 }
 
 /**
- * Runs jobs. An interface because the handler picks one of three implementations once, at start
- * (worker-parts.ts, createExecutor): a plain handler's runner itself, {@link InProcessRunner} or
- * ThreadRunner (thread-executor.ts), which runs each job at once; or a batch handler's
- * BatchExecutor (batch-executor.ts), which gathers jobs into runs of N and hands each to a runner.
- * ActiveJob uses whichever it is given.
+ * Where the handler lives and runs: on the main thread ({@link InProcessRunner}) or in isolation
+ * threads (ThreadRunner, thread-executor.ts). It owns what `setup` made there, and runs what a
+ * scheduler (scheduler.ts) launches: one job (`run`) or a batch (`runBatch`). The worker picks one
+ * at start (worker-parts.ts, createRunner); both implement every member.
  */
-export interface Executor {
+export interface Runner {
+  /** Runs one job at once; calls `request.onLaunch` synchronously before its handler can run. */
   run(request: ExecRequest, hooks: ExecuteHooks): ExecHandle;
+  /** Runs a launched batch at once (batch-scheduler.ts fills it and keeps each job's fate). */
+  runBatch(request: BatchRunRequest): BatchRun;
   /**
    * Runs the handler's `setup` where the handler runs (in-process: once; threads: in the first
    * thread, and in every thread before it is offered a job). Resolves once a job can be offered;
@@ -67,23 +69,7 @@ export interface Executor {
   /** Runs the handler's `teardown` where setup ran, for at most `withinMs`. Never rejects. */
   teardown(withinMs: number): Promise<void>;
   close(): Promise<void>;
-  /**
-   * How many more jobs the worker may take now, when the executor decides it (a batch handler's
-   * BatchExecutor, batch-executor.ts); `concurrency` is the value the job board holds. Absent: one
-   * job a slot.
-   */
-  room?(concurrency: number): number;
-  /** Called when {@link room} may have grown without a job ending (a batch started). */
-  onRoomChange?(listener: () => void): void;
 }
-
-/**
- * Where the handler lives and runs: on the main thread ({@link InProcessRunner}) or in isolation
- * threads (ThreadRunner, thread-executor.ts). It runs a job at once (`run`, an Executor of its
- * own for a plain handler) or a batch the BatchExecutor launched (`runBatch`), and owns what
- * `setup` made there.
- */
-export interface Runner extends Executor, BatchRunner {}
 
 /** How ctx.s3 behaves, resolved once from the worker's options and the handler's. */
 export interface S3Settings {
@@ -93,7 +79,7 @@ export interface S3Settings {
   readonly tmpRoot: string | undefined;
 }
 
-/** Shared by both executors: who reports, the default store for ctx.s3, and its settings. */
+/** Shared by both runners: who reports, the default store for ctx.s3, and its settings. */
 export interface ExecutorSettings {
   readonly identity: ReportIdentity;
   readonly bucket: JobS3Options["bucket"];

@@ -24,15 +24,17 @@ export class JobBoard {
   #concurrency: number;
 
   /**
-   * @param parts what every job uses (the worker's config, handler, executor, outbox settings…).
+   * @param parts what every job uses (the worker's config, handler, scheduler, outbox settings…).
    * @param closing aborting it ends every {@link waitForChange} at once.
+   * @param changes what {@link waitForChange} waits on; the worker shares it with the scheduler,
+   *   whose room may grow without a job ending (a batch started). @default a set of its own
    */
-  constructor(parts: JobParts, closing: AbortSignal) {
+  constructor(parts: JobParts, closing: AbortSignal, changes = new WaiterSet(parts.config.clock)) {
     this.#parts = parts;
-    this.#changes = new WaiterSet(parts.config.clock);
+    this.#changes = changes;
     this.#closing = closing;
     this.#concurrency = initialConcurrency(parts.definition.concurrency);
-    parts.executor.onRoomChange?.(() => this.#changes.wakeAll());
+    parts.scheduler.setConcurrency(this.#concurrency);
   }
 
   /** The current concurrency (how many jobs the worker may hold). */
@@ -41,15 +43,16 @@ export class JobBoard {
   }
 
   /**
-   * Consults a concurrency function (the take loop does, between takes) and returns how many jobs
-   * the worker may hold now: the concurrency, or, for a batch handler (whose concurrency counts
-   * batches), the jobs held plus the room the executor has left.
+   * Consults a concurrency function (the take loop does, between takes), tells the scheduler,
+   * and returns how many jobs the worker may hold now: the jobs held plus the scheduler's room
+   * (a plain handler's: the concurrency; a batch handler's, whose concurrency counts batches: what
+   * the filling batch lacks).
    */
   consultConcurrency(): number {
-    const { definition, log, executor } = this.#parts;
+    const { definition, log, scheduler } = this.#parts;
     this.#concurrency = nextConcurrency(definition.concurrency, this.#concurrency, log);
-    const room = executor.room?.(this.#concurrency);
-    return room === undefined ? this.#concurrency : this.#jobs.size + room;
+    scheduler.setConcurrency(this.#concurrency);
+    return this.#jobs.size + scheduler.room(this.#jobs.size);
   }
 
   /** How many jobs the worker holds (running or still being reported): the take's `job_in_progress`. */

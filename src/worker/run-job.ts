@@ -3,10 +3,10 @@ import type { HandlerDefinition } from "../handler/define-handler.js";
 import { finalBodyText } from "../handler/outcome.js";
 import type { DeliveredJob } from "../protocol/index.js";
 import type { WorkerEventHub } from "./events.js";
-import type { Executor } from "./executor.js";
 import type { Heartbeat } from "./heartbeat.js";
 import type { OffloadParts } from "./offload-output.js";
 import type { PlatformHttp } from "./platform-http.js";
+import type { Scheduler } from "./scheduler.js";
 import type { WorkerStopper } from "./worker-stopper.js";
 
 /**
@@ -18,7 +18,8 @@ import type { WorkerStopper } from "./worker-stopper.js";
 export interface JobParts extends OffloadParts {
   readonly definition: HandlerDefinition;
   readonly http: PlatformHttp;
-  readonly executor: Executor;
+  /** When the job's run starts (plain: at once; a batch handler's: with its batch). */
+  readonly scheduler: Scheduler;
   readonly heartbeat: Heartbeat | undefined;
   readonly log: Logger;
   /** The worker's lifecycle events (taken, started, progress, finished, failed, retrying). */

@@ -6,9 +6,10 @@ import { type HandlerDefinition, isHandlerDefinition } from "../handler/define-h
 import { createLogger } from "../log/index.js";
 import { type RunningSidecars, startSidecars } from "../sidecar/start-sidecars.js";
 import { loadTelemetry, type WorkerTelemetry } from "../telemetry/index.js";
+import { WaiterSet } from "../wait.js";
 import { resolveWorkerConfig, type WorkerConfig, type WorkerOptions } from "./config.js";
 import { WorkerEventHub, type WorkerEvents, type WorkerListener } from "./events.js";
-import type { Executor, ExecutorSettings } from "./executor.js";
+import type { ExecutorSettings, Runner } from "./executor.js";
 import { checkFitness } from "./fitness/run-fitness.js";
 import { runHealthLoop } from "./health.js";
 import type { Heartbeat } from "./heartbeat.js";
@@ -20,7 +21,7 @@ import { installSignalHandlers } from "./signals.js";
 import { StartupPhases } from "./startup-phases.js";
 import { pollJobStops } from "./stop-poll.js";
 import { type LoopParts, runTakeLoop } from "./take-loop.js";
-import { createExecutor, createHeartbeat, s3Settings } from "./worker-parts.js";
+import { createHeartbeat, createRunner, createScheduler, s3Settings } from "./worker-parts.js";
 import { type WorkerStopInfo, WorkerStopper } from "./worker-stopper.js";
 
 export type { WorkerStopInfo } from "./worker-stopper.js";
@@ -34,7 +35,8 @@ export class Worker {
   readonly #definition: HandlerDefinition;
   readonly #log: Logger;
   readonly #http: PlatformHttp;
-  readonly #executor: Executor;
+  /** Where the handler lives (in-process or isolation threads): its setup, teardown and close. */
+  readonly #runner: Runner;
   readonly #heartbeat: Heartbeat | undefined;
   /** The jobs held and the slots: what the take loop, the job-stop poll and shutdown work on. */
   readonly #board: JobBoard;
@@ -107,13 +109,19 @@ export class Worker {
       closing: this.#closing,
       close: () => this.close(),
     });
-    this.#executor = createExecutor(definition, config, settings, log, this.#stopper);
+    this.#runner = createRunner(definition, config, settings, log, this.#stopper);
+    // The board's waits, shared with the scheduler: a batch starting grows the room for new jobs.
+    const changes = new WaiterSet(config.clock);
+    const scheduler = createScheduler(definition, this.#runner, config.clock, log, {
+      runaway: (jobId) => this.#stopper.runaway(jobId),
+      roomChanged: () => changes.wakeAll(),
+    });
     this.#board = new JobBoard(
       {
         config,
         definition,
         http: this.#http,
-        executor: this.#executor,
+        scheduler,
         heartbeat: this.#heartbeat,
         log,
         giveUp: this.#giveUp.signal,
@@ -122,6 +130,7 @@ export class Worker {
         stopper: this.#stopper,
       },
       this.#closing.signal,
+      changes,
     );
     if (config.handleSignals) {
       this.#removeSignalHandlers = installSignalHandlers(log, {
@@ -213,7 +222,7 @@ export class Worker {
    * `check=setup` (docs/protocol.md, "Unfit workers"): no job is taken, exit code 1.
    */
   async #setup(): Promise<boolean> {
-    const outcome = await this.#executor.setup({
+    const outcome = await this.#runner.setup({
       closing: this.#closing.signal,
       progress: (text) => {
         this.#log.info({ setupProgress: text }, `setup: ${text}`);
@@ -311,7 +320,7 @@ export class Worker {
       });
       // The model goes after the jobs that used it, within what is left of the grace.
       const left = this.#config.shutdownGraceMs - (this.#config.clock.now() - this.#closingAt);
-      await this.#executor.teardown(Math.max(0, left));
+      await this.#runner.teardown(Math.max(0, left));
       // The last sync, bounded by warmCache.shutdownSyncMs; never throws.
       await this.#cache?.close();
     } finally {
@@ -321,9 +330,9 @@ export class Worker {
       this.#removeSignalHandlers?.();
       // The heartbeat thread sends the unhealthy ping: let it finish before the thread ends.
       await this.#stopper.unhealthyPing;
-      // The sidecars stop after the running jobs (finishJobs above) and the executor's close.
+      // The sidecars stop after the running jobs (finishJobs above) and the runner's close.
       const steps = [
-        this.#executor.close().finally(() => this.#sidecars?.close()),
+        this.#runner.close().finally(() => this.#sidecars?.close()),
         this.#heartbeat?.close(),
         this.#http.close(),
         this.#telemetry?.shutdown(),

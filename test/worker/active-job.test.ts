@@ -9,6 +9,7 @@ import { resolveWorkerConfig } from "../../src/worker/config.js";
 import { InProcessRunner } from "../../src/worker/executor.js";
 import { PlatformHttp } from "../../src/worker/platform-http.js";
 import type { JobParts } from "../../src/worker/run-job.js";
+import { PlainScheduler } from "../../src/worker/scheduler.js";
 import { take } from "../../src/worker/take.js";
 import { s3Settings } from "../../src/worker/worker-parts.js";
 import { WorkerStopper } from "../../src/worker/worker-stopper.js";
@@ -53,12 +54,12 @@ async function rig(h: Harness, definition: HandlerDefinition): Promise<Rig> {
     bucket: config.bucket,
     s3: s3Settings(config, definition),
   };
-  const executor = new InProcessRunner(definition, settings, log, clock);
+  const scheduler = new PlainScheduler(new InProcessRunner(definition, settings, log, clock));
   const parts: JobParts = {
     config,
     definition,
     http,
-    executor,
+    scheduler,
     heartbeat: undefined,
     log,
     giveUp: new AbortController().signal,
