@@ -7,8 +7,15 @@ import { withBatchQuery } from "../protocol/batch-query.js";
 import type { DeliveredJob } from "../protocol/index.js";
 import type { ExecHandle } from "./executor.js";
 import { fitResult } from "./offload-output.js";
-import { JobOutbox } from "./outbox.js";
-import { type JobParts, jobTimeoutMs, timeoutMessage, WATCHDOG_SLACK_MS } from "./run-job.js";
+import type { JobOutbox } from "./outbox.js";
+import {
+  armHardStop,
+  type JobParts,
+  jobTimeoutMs,
+  openOutbox,
+  timeoutMessage,
+  WATCHDOG_SLACK_MS,
+} from "./run-job.js";
 
 /**
  * One job on the main thread: its deadline and hard stop, its outbox, and the final result
@@ -79,20 +86,9 @@ export class ActiveJob {
     this.#parts = parts;
     this.#log = parts.log.child({ requestId: job.id });
     this.#timeoutMs = jobTimeoutMs(job, parts.definition.executionTimeoutMs);
-    this.#outbox = new JobOutbox({
-      jobId: job.id,
-      http: parts.http,
-      log: this.#log,
-      giveUp: parts.giveUp,
-      clock: parts.config.clock,
-      retry: parts.config.postRetry,
-      ...(parts.events === undefined ? {} : { events: parts.events }),
-    });
-    this.reported = this.#outbox.done.then((delivery) => {
-      parts.events?.emit("reported", { jobId: job.id, delivery });
-      if (delivery === "gave-up") parts.stopper.lost(job.id);
-      return delivery;
-    });
+    const { outbox, reported } = openOutbox(job.id, parts, this.#log, parts.events);
+    this.#outbox = outbox;
+    this.reported = reported;
     this.finished = this.#start().catch(async (err: unknown) => {
       // The one sink of this job's promise (every floating promise ends in one): a throw in the worker's own steps still
       // ends as the job's failure, never as an unhandled rejection that takes the process down.
@@ -231,22 +227,24 @@ export class ActiveJob {
 
   /** After the grace, a handler that still runs is stopped by force (or, in-process, the worker gives up on itself). */
   #armHardStop(): void {
-    const { definition } = this.#parts;
     this.#timers.push(
-      this.#parts.config.clock.setTimeout(() => {
-        void (async () => {
-          if (!HANDLER_RUNS.has(this.#state)) return;
-          this.#log.error(
-            { graceMs: definition.hardStopGraceMs },
-            "the handler ignored its aborted signal; hard-stopping it",
-          );
+      armHardStop({
+        clock: this.#parts.config.clock,
+        graceMs: this.#parts.definition.hardStopGraceMs,
+        log: this.#log,
+        message: "the handler ignored its aborted signal; hard-stopping it",
+        fields: {},
+        stillRuns: () => HANDLER_RUNS.has(this.#state),
+        stop: async () => {
+          // The main thread stops it itself (or gives up on it): the watchdog need not.
           this.#unwatch();
-          const stopped = await this.#handle?.hardStop();
-          if (stopped) return; // the runner's outcome ("killed") settles the job
+          return (await this.#handle?.hardStop()) ?? false;
+        },
+        ranAway: () => {
           if (this.#state === "timed-out") this.#finalize(this.#timeoutError());
           this.#parts.stopper.runaway(this.id);
-        })().catch((err: unknown) => this.#log.error({ err }, "hard-stopping the handler failed"));
-      }, definition.hardStopGraceMs),
+        },
+      }),
     );
   }
 

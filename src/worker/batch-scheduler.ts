@@ -7,6 +7,7 @@ import type { ExecuteHooks, ExecuteOutcome } from "../handler/execute.js";
 import { type ParsedInput, parseInput } from "../handler/parse-input.js";
 import type { BatchRun } from "./batch-runner.js";
 import type { ExecHandle, ExecRequest, Runner } from "./executor.js";
+import { armHardStop } from "./run-job.js";
 import type { Scheduler } from "./scheduler.js";
 
 /**
@@ -288,20 +289,17 @@ export class BatchScheduler implements Scheduler {
   #letGo(batch: Batch, reason: Error): void {
     const { definition, clock, log, runaway } = this.#options;
     batch.run?.abortBatch(reason);
-    batch.hardStopTimer = clock.setTimeout(() => {
-      batch.hardStopTimer = undefined;
-      if (!this.#running.has(batch)) return;
-      log.error(
-        { batchId: batch.id, graceMs: definition.hardStopGraceMs },
-        "the batch handler ignored its aborted signal; hard-stopping the batch",
-      );
-      void (batch.run?.hardStop() ?? Promise.resolve(false))
-        .then((stopped) => {
-          // In-process nothing can end the call: the worker stops so the platform replaces it.
-          if (!stopped) runaway(batch.members[0]?.request.job.id ?? batch.id);
-        })
-        .catch((err: unknown) => log.error({ err }, "hard-stopping the batch failed"));
-    }, definition.hardStopGraceMs);
+    batch.hardStopTimer = armHardStop({
+      clock,
+      graceMs: definition.hardStopGraceMs,
+      log,
+      message: "the batch handler ignored its aborted signal; hard-stopping the batch",
+      fields: { batchId: batch.id },
+      stillRuns: () => this.#running.has(batch),
+      stop: () => batch.run?.hardStop() ?? Promise.resolve(false),
+      // In-process nothing can end the call: the worker stops so the platform replaces it.
+      ranAway: () => runaway(batch.members[0]?.request.job.id ?? batch.id),
+    });
   }
 
   #failure(reason: Error): ExecuteOutcome {

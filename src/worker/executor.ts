@@ -41,6 +41,38 @@ export interface ExecHandle {
   hardStop(): Promise<boolean>;
 }
 
+/**
+ * Whether a run (a job or a batch) has ended: the one "do nothing once ended" guard of every
+ * runner. A late abort must not fire a signal the handler left behind, and a late hard stop must
+ * not end a thread that already serves another job.
+ */
+export class RunEnd {
+  #ended = false;
+
+  /** Ended once `outcome` settles (a run on the main thread). */
+  static after(outcome: Promise<unknown>): RunEnd {
+    const end = new RunEnd();
+    void outcome.finally(() => end.end());
+    return end;
+  }
+
+  get ended(): boolean {
+    return this.#ended;
+  }
+
+  /** The run ended (its outcome exists, or its thread is gone). */
+  end(): void {
+    this.#ended = true;
+  }
+
+  /** `act`, made inert once the run has ended. */
+  guard<A extends unknown[]>(act: (...args: A) => void): (...args: A) => void {
+    return (...args) => {
+      if (!this.#ended) act(...args);
+    };
+  }
+}
+
 /** What a runner's setup reports to the worker while it runs. */
 export interface RunnerStart {
   /** The worker closing: setup's signal fires and setup ends as failed. */
@@ -146,17 +178,11 @@ export class InProcessRunner implements Runner {
       hooks,
       state: this.#state,
     });
-    let ended = false;
-    void outcome.finally(() => {
-      ended = true;
-    });
+    const end = RunEnd.after(outcome);
     return {
       started: Promise.resolve(startedAt),
       outcome,
-      // Inert once the outcome exists: a late stop must not fire a signal the handler left behind.
-      abort: (reason) => {
-        if (!ended) controller.abort(reason);
-      },
+      abort: end.guard((reason: Error) => controller.abort(reason)),
       hardStop: async () => false,
     };
   }
@@ -181,20 +207,12 @@ export class InProcessRunner implements Runner {
       identity: this.#settings.identity,
       state: this.#state,
     });
-    let ended = false;
-    void outcomes.finally(() => {
-      ended = true;
-    });
+    const end = RunEnd.after(outcomes);
     return {
       started: Promise.resolve(startedAt),
       outcomes,
-      // Inert once the outcomes exist: a late stop must not fire a signal the handler left behind.
-      abortJob: (index, reason) => {
-        if (!ended) jobControllers[index]?.abort(reason);
-      },
-      abortBatch: (reason) => {
-        if (!ended) batchController.abort(reason);
-      },
+      abortJob: end.guard((index: number, reason: Error) => jobControllers[index]?.abort(reason)),
+      abortBatch: end.guard((reason: Error) => batchController.abort(reason)),
       hardStop: async () => false,
     };
   }

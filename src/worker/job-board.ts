@@ -2,8 +2,7 @@ import type { DeliveredJob } from "../protocol/index.js";
 import { WaiterSet } from "../wait.js";
 import { ActiveJob } from "./active-job.js";
 import { initialConcurrency, nextConcurrency } from "./concurrency.js";
-import { JobOutbox } from "./outbox.js";
-import { failureBody, type JobParts } from "./run-job.js";
+import { failureBody, type JobParts, openOutbox } from "./run-job.js";
 import type { BadJob } from "./take.js";
 
 /**
@@ -172,20 +171,10 @@ export class JobBoard {
    * through its own outbox (retried like any result); shutdown waits for the report.
    */
   #failUnrun(jobId: string, reason: string): void {
-    const { config, http, log, giveUp } = this.#parts;
-    const outbox = new JobOutbox({
-      jobId,
-      http,
-      log: log.child({ requestId: jobId }),
-      giveUp,
-      clock: config.clock,
-      retry: config.postRetry,
-    });
+    const { config, log } = this.#parts;
+    const { outbox, reported } = openOutbox(jobId, this.#parts, log.child({ requestId: jobId }));
     outbox.final(config.urls.done(jobId, false), failureBody(reason), false);
-    const done = outbox.done
-      .then((delivery) => {
-        if (delivery === "gave-up") this.#parts.stopper.lost(jobId);
-      })
+    const done = reported
       .catch((err: unknown) => log.error({ err, jobId }, "reporting an unrun job failed"))
       .finally(() => this.#unrunReports.delete(done));
     this.#unrunReports.add(done);

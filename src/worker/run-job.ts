@@ -1,17 +1,20 @@
 import type { Logger } from "pino";
+import type { Clock, ClockTimer } from "../clock.js";
 import type { HandlerDefinition } from "../handler/define-handler.js";
 import { finalBodyText } from "../handler/outcome.js";
 import type { DeliveredJob } from "../protocol/index.js";
 import type { WorkerEventHub } from "./events.js";
 import type { Heartbeat } from "./heartbeat.js";
 import type { OffloadParts } from "./offload-output.js";
+import { type FinalDelivery, JobOutbox } from "./outbox.js";
 import type { PlatformHttp } from "./platform-http.js";
 import type { Scheduler } from "./scheduler.js";
 import type { WorkerStopper } from "./worker-stopper.js";
 
 /**
- * What a job on the main thread is run with, and the small pieces ActiveJob (active-job.ts) and
- * the watchdog share: the job's time limit, the timeout message, the failure body.
+ * What a job on the main thread is run with, and the small pieces ActiveJob (active-job.ts), the
+ * job board, the batch scheduler and the watchdog share: the job's time limit, its outbox, the
+ * hard stop, the timeout message, the failure body.
  */
 
 /** The worker's parts a job uses, built once by the worker (its `config`, `giveUp` and `s3` also offload outputs). */
@@ -56,4 +59,71 @@ export function timeoutMessage(timeoutMs: number | string): string {
 /** The final job-done body for a job the worker fails itself (bad job, extra batch item, watchdog). */
 export function failureBody(message: string, stopPod = false): string {
   return finalBodyText({ kind: "error", message, code: "RUNLET_JOB_FAILED", stopPod });
+}
+
+/**
+ * A job's outbox, wired as every job's is: posts retried on the worker's policy until `giveUp`,
+ * and a final result given up on told to the stopper as lost. `events` (a job the worker runs)
+ * also hears its retries and its report; a job failed unrun passes none.
+ */
+export function openOutbox(
+  jobId: string,
+  parts: JobParts,
+  log: Logger,
+  events?: WorkerEventHub,
+): { readonly outbox: JobOutbox; readonly reported: Promise<FinalDelivery> } {
+  const { config, http, giveUp, stopper } = parts;
+  const outbox = new JobOutbox({
+    jobId,
+    http,
+    log,
+    giveUp,
+    clock: config.clock,
+    retry: config.postRetry,
+    ...(events === undefined ? {} : { events }),
+  });
+  const reported = outbox.done.then((delivery) => {
+    events?.emit("reported", { jobId, delivery });
+    if (delivery === "gave-up") stopper.lost(jobId);
+    return delivery;
+  });
+  return { outbox, reported };
+}
+
+/** What {@link armHardStop} stops, and what it tells when it cannot. */
+export interface HardStopTarget {
+  readonly clock: Clock;
+  /** The handler's `hardStopGraceMs`. */
+  readonly graceMs: number;
+  readonly log: Logger;
+  /** The error line logged when the grace runs out, with its fields. */
+  readonly message: string;
+  readonly fields: Record<string, unknown>;
+  /** Whether the handler still runs once the grace is over (else nothing happens). */
+  stillRuns(): boolean;
+  /** Ends it by force; false when its runner cannot (in-process). */
+  stop(): Promise<boolean>;
+  /** It could not be stopped: the worker must be replaced (the runaway fact). */
+  ranAway(): void;
+}
+
+/**
+ * The hard stop, the one place for a single job (active-job.ts) and a batch (batch-scheduler.ts):
+ * `graceMs` after an abort, a handler that still runs is stopped by force, or, where nothing can
+ * stop it (in-process), reported as a runaway. Returns the timer (cleared when the run ends).
+ */
+export function armHardStop(target: HardStopTarget): ClockTimer {
+  const { clock, graceMs, log } = target;
+  return clock.setTimeout(() => {
+    if (!target.stillRuns()) return;
+    log.error({ ...target.fields, graceMs }, target.message);
+    // Called inside then(): a stop that throws is logged like one that rejects.
+    Promise.resolve()
+      .then(() => target.stop())
+      .then((stopped) => {
+        // Stopped: the runner's outcome ("killed") settles the run.
+        if (!stopped) target.ranAway();
+      })
+      .catch((err: unknown) => log.error({ err }, "hard-stopping the handler failed"));
+  }, graceMs);
 }
