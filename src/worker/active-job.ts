@@ -242,7 +242,7 @@ export class ActiveJob {
         },
         ranAway: () => {
           if (this.#state === "timed-out") this.#finalize(this.#timeoutError());
-          this.#parts.stopper.runaway(this.id);
+          this.#parts.facts.runaway(this.id);
         },
       }),
     );
@@ -285,7 +285,7 @@ export class ActiveJob {
 
   async #settle(outcome: ExecuteOutcome | "killed"): Promise<void> {
     if (outcome !== "killed" && outcome.unfit !== undefined) {
-      void this.#parts.stopper.unfit(outcome.unfit.check, outcome.unfit.reason);
+      this.#parts.facts.unfit(outcome.unfit.check, outcome.unfit.reason);
     }
     // Stopped, or already reported (shutdown, a runaway's timeout): nothing of the outcome is posted.
     if (this.#state !== "settling") return;
@@ -314,7 +314,7 @@ export class ActiveJob {
     const isStream = this.#streaming || (result.kind === "output" && result.stream);
     const url = withBatchQuery(this.#parts.config.urls.done(this.id, isStream), batch);
     this.#outbox.final(url, finalBodyText(result), result.stopPod);
-    if (result.stopPod) this.#parts.stopper.refresh(this.id);
+    if (result.stopPod) this.#parts.facts.refresh(this.id);
     const executionTimeMs = Date.now() - this.#startedAt;
     if (result.kind === "output") {
       this.#log.info({ executionTimeMs, metrics }, "Finished.");

@@ -5,11 +5,11 @@ import { finalBodyText } from "../handler/outcome.js";
 import type { DeliveredJob } from "../protocol/index.js";
 import type { WorkerEventHub } from "./events.js";
 import type { Heartbeat } from "./heartbeat.js";
+import type { WorkerFacts } from "./lifecycle.js";
 import type { OffloadParts } from "./offload-output.js";
 import { type FinalDelivery, JobOutbox } from "./outbox.js";
 import type { PlatformHttp } from "./platform-http.js";
 import type { Scheduler } from "./scheduler.js";
-import type { WorkerStopper } from "./worker-stopper.js";
 
 /**
  * What a job on the main thread is run with, and the small pieces ActiveJob (active-job.ts), the
@@ -28,11 +28,12 @@ export interface JobParts extends OffloadParts {
   /** The worker's lifecycle events (taken, started, progress, finished, failed, retrying). */
   readonly events?: WorkerEventHub;
   /**
-   * Told when a job makes the worker stop: its handler ran away (ignored its signal past the
-   * grace), threw a WorkerUnfitError (docs/protocol.md, "Unfit workers"), or its result asks for a new worker (`stopPod`: the
-   * platform replaces this worker, so it takes no further job, as the reference worker does).
+   * The worker's lifecycle, told the facts a job finds: its handler ran away (ignored its signal
+   * past the grace), threw a WorkerUnfitError (docs/protocol.md, "Unfit workers"), its result asks
+   * for a new worker (`stopPod`: the platform replaces this worker, so it takes no further job, as
+   * the reference worker does), or its result was lost. The lifecycle decides what follows.
    */
-  readonly stopper: WorkerStopper;
+  readonly facts: WorkerFacts;
 }
 
 /** The watchdog fires this long after the main thread's own hard stop, so it acts only when the main thread is stuck. */
@@ -63,7 +64,7 @@ export function failureBody(message: string, stopPod = false): string {
 
 /**
  * A job's outbox, wired as every job's is: posts retried on the worker's policy until `giveUp`,
- * and a final result given up on told to the stopper as lost. `events` (a job the worker runs)
+ * and a final result given up on told to the lifecycle as lost. `events` (a job the worker runs)
  * also hears its retries and its report; a job failed unrun passes none.
  */
 export function openOutbox(
@@ -72,7 +73,7 @@ export function openOutbox(
   log: Logger,
   events?: WorkerEventHub,
 ): { readonly outbox: JobOutbox; readonly reported: Promise<FinalDelivery> } {
-  const { config, http, giveUp, stopper } = parts;
+  const { config, http, giveUp, facts } = parts;
   const outbox = new JobOutbox({
     jobId,
     http,
@@ -84,7 +85,7 @@ export function openOutbox(
   });
   const reported = outbox.done.then((delivery) => {
     events?.emit("reported", { jobId, delivery });
-    if (delivery === "gave-up") stopper.lost(jobId);
+    if (delivery === "gave-up") facts.lost(jobId);
     return delivery;
   });
   return { outbox, reported };

@@ -107,7 +107,6 @@ export function createHeartbeat(
   definition: HandlerDefinition,
   config: WorkerConfig,
   log: Logger,
-  onDeath: (reason: string) => void,
 ): Heartbeat | undefined {
   if (config.pingUrl !== undefined && config.apiKey !== undefined && !config.onPlatformPod) {
     // As the platform's Python SDK: no pod id means not on the platform, so nobody to ping; jobs are still taken.
@@ -137,7 +136,7 @@ export function createHeartbeat(
     // As the Python SDK with a model loaded at import: no ping before setup is done.
     holdPings: definition.setup !== undefined,
     log,
-    onDeath,
+    clock: config.clock,
     ...(config.heartbeatEntry === undefined ? {} : { entryUrl: config.heartbeatEntry }),
   });
 }
