@@ -6,10 +6,10 @@ import { finalBodyText, type JobResult } from "../handler/outcome.js";
 import { withBatchQuery } from "../protocol/batch-query.js";
 import type { DeliveredJob } from "../protocol/index.js";
 import type { ExecHandle } from "./executor.js";
-import { fitResult } from "./offload-output.js";
 import type { JobOutbox } from "./outbox.js";
 import {
   armHardStop,
+  fitResult,
   type JobParts,
   jobTimeoutMs,
   openOutbox,

@@ -3,13 +3,19 @@ import { WaiterSet } from "../wait.js";
 import { ActiveJob } from "./active-job.js";
 import { initialConcurrency, nextConcurrency } from "./concurrency.js";
 import { failureBody, type JobParts, openOutbox } from "./run-job.js";
-import type { BadJob } from "./take.js";
 
 /**
  * The jobs a worker holds (running, or still being reported) and its slots: the take loop asks it
  * how many slots are free and hands it each answer's jobs, the job-stop poll hands it the ids to
  * stop, shutdown reads what is left. It also keeps the heartbeat thread's job table current.
  */
+
+/** A delivered item that is not a valid job. */
+export interface BadJob {
+  /** Its id, when it had a usable one (the worker then fails that job with `reason`). */
+  readonly id: string | undefined;
+  readonly reason: string;
+}
 
 /** The jobs a worker holds, and its slots. */
 export class JobBoard {

@@ -298,7 +298,7 @@ export class ThreadRunner implements Runner {
   }
 
   /**
-   * Runs a batch (batch-executor.ts) on one thread: a hard stop terminates the thread, and each
+   * Runs a batch (batch-scheduler.ts) on one thread: a hard stop terminates the thread, and each
    * job of the batch then ends as the batch executor decides (each was already let go).
    */
   runBatch(request: BatchRunRequest): BatchRun {

@@ -11,7 +11,7 @@ import { WorkerLifecycle } from "../../src/worker/lifecycle.js";
 import { PlatformHttp } from "../../src/worker/platform-http.js";
 import type { JobParts } from "../../src/worker/run-job.js";
 import { PlainScheduler } from "../../src/worker/scheduler.js";
-import { take } from "../../src/worker/take.js";
+import { take } from "../../src/worker/take-loop.js";
 import { s3Settings } from "../../src/worker/worker-parts.js";
 import { gate, testHarness, turn, waitFor } from "./helpers.js";
 
