@@ -53,7 +53,7 @@ describe("WorkerLifecycle", () => {
     expect(exits).toEqual([]);
   });
 
-  it("closes from draining when the shutdown fails early, clearing the flush deadline", () => {
+  it("clears the flush deadline when it closes before the deadline, and ignores a transition out of order", () => {
     const { l, clock } = lifecycle();
     l.close();
     l.flushing();
