@@ -1,8 +1,8 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
-import { setTimeout as sleep } from "node:timers/promises";
 import { type StartupUpdate, startupUpdateOfRecord } from "../harness/worker-startup.js";
 import { FITNESS_ENV } from "../protocol/index.js";
+import { sleep } from "../wait.js";
 import { parseLogLine } from "./log-line.js";
 import { RUNLET_ROOT } from "./paths.js";
 
@@ -181,12 +181,10 @@ export class WorkerPool {
       const delayMs = Math.min(MAX_RESTART_DELAY_MS, base * 2 ** Math.min(this.#exitsInARow - 1, 16));
       this.#options.onExit(label, code, signal, delayMs);
       // Replace it (a refreshWorker job, a crash) without spinning.
-      sleep(delayMs, undefined, { signal: this.#closed.signal }).then(
-        () => this.#spawn(),
-        () => {
-          // Aborted: the pool is closing, so no replacement.
-        },
-      );
+      void sleep(delayMs, this.#closed.signal).then((waited) => {
+        // Aborted: the pool is closing, so no replacement.
+        if (waited) this.#spawn();
+      });
     });
     child.once("error", (err) => this.#options.onLine(label, `could not start: ${err.message}`));
   }

@@ -6,13 +6,20 @@ import { finalBodyText, type JobResult } from "../handler/outcome.js";
 import { withBatchQuery } from "../protocol/batch-query.js";
 import type { DeliveredJob } from "../protocol/index.js";
 import type { ExecHandle } from "./executor.js";
-import { fitResult } from "./offload-output.js";
-import { JobOutbox } from "./outbox.js";
-import { type JobParts, jobTimeoutMs, timeoutMessage, WATCHDOG_SLACK_MS } from "./run-job.js";
+import type { JobOutbox } from "./outbox.js";
+import {
+  armHardStop,
+  fitResult,
+  type JobParts,
+  jobTimeoutMs,
+  openOutbox,
+  timeoutMessage,
+  WATCHDOG_SLACK_MS,
+} from "./run-job.js";
 
 /**
  * One job on the main thread: its deadline and hard stop, its outbox, and the final result
- * (docs/architecture.md, "Decisions", items 2, 3 and 7). The handler itself runs in an executor. Its life is one
+ * (docs/architecture.md, "Decisions", items 2, 3 and 7). The handler itself runs on a runner. Its life is one
  * state ({@link ActiveJobState}) changed only by {@link ActiveJob.transition}'s table, so "may it
  * still report?", "may it be aborted?" and "is the watchdog armed?" are each one question.
  */
@@ -79,20 +86,9 @@ export class ActiveJob {
     this.#parts = parts;
     this.#log = parts.log.child({ requestId: job.id });
     this.#timeoutMs = jobTimeoutMs(job, parts.definition.executionTimeoutMs);
-    this.#outbox = new JobOutbox({
-      jobId: job.id,
-      http: parts.http,
-      log: this.#log,
-      giveUp: parts.giveUp,
-      clock: parts.config.clock,
-      retry: parts.config.postRetry,
-      ...(parts.events === undefined ? {} : { events: parts.events }),
-    });
-    this.reported = this.#outbox.done.then((delivery) => {
-      parts.events?.emit("reported", { jobId: job.id, delivery });
-      if (delivery === "gave-up") parts.stopper.lost(job.id);
-      return delivery;
-    });
+    const { outbox, reported } = openOutbox(job.id, parts, this.#log, parts.events);
+    this.#outbox = outbox;
+    this.reported = reported;
     this.finished = this.#start().catch(async (err: unknown) => {
       // The one sink of this job's promise (every floating promise ends in one): a throw in the worker's own steps still
       // ends as the job's failure, never as an unhandled rejection that takes the process down.
@@ -151,19 +147,19 @@ export class ActiveJob {
   }
 
   async #start(): Promise<void> {
-    const { config, definition, executor } = this.#parts;
+    const { config, definition, scheduler } = this.#parts;
     this.#log.info("Started.");
     this.#parts.events?.emit("started", { jobId: this.id });
     const streamUrl = config.urls.stream(this.id);
     this.transition("running");
-    // These hooks are where the handler's progress and chunks land, on whichever executor it runs
+    // These hooks are where the handler's progress and chunks land, on whichever runner it runs
     // (a thread's messages are relayed to them by ThreadRunner).
-    const handle = executor.run(
+    const handle = scheduler.run(
       {
         job: this.#job,
         timeoutMs: this.#timeoutMs,
         log: this.#log,
-        // Launched: the executor calls this synchronously just before the handler can run, so a
+        // Launched: the runner calls this synchronously just before the handler can run, so a
         // handler that blocks the main thread from its first line (or its input validator) is
         // watched; a batch's job waiting for its seat is not. Disarmed when the outcome exists or
         // the main thread hard-stops it itself.
@@ -231,22 +227,24 @@ export class ActiveJob {
 
   /** After the grace, a handler that still runs is stopped by force (or, in-process, the worker gives up on itself). */
   #armHardStop(): void {
-    const { definition } = this.#parts;
     this.#timers.push(
-      this.#parts.config.clock.setTimeout(() => {
-        void (async () => {
-          if (!HANDLER_RUNS.has(this.#state)) return;
-          this.#log.error(
-            { graceMs: definition.hardStopGraceMs },
-            "the handler ignored its aborted signal; hard-stopping it",
-          );
+      armHardStop({
+        clock: this.#parts.config.clock,
+        graceMs: this.#parts.definition.hardStopGraceMs,
+        log: this.#log,
+        message: "the handler ignored its aborted signal; hard-stopping it",
+        fields: {},
+        stillRuns: () => HANDLER_RUNS.has(this.#state),
+        stop: async () => {
+          // The main thread stops it itself (or gives up on it): the watchdog need not.
           this.#unwatch();
-          const stopped = await this.#handle?.hardStop();
-          if (stopped) return; // the executor's outcome ("killed") settles the job
+          return (await this.#handle?.hardStop()) ?? false;
+        },
+        ranAway: () => {
           if (this.#state === "timed-out") this.#finalize(this.#timeoutError());
-          this.#parts.stopper.runaway(this.id);
-        })().catch((err: unknown) => this.#log.error({ err }, "hard-stopping the handler failed"));
-      }, definition.hardStopGraceMs),
+          this.#parts.facts.runaway(this.id);
+        },
+      }),
     );
   }
 
@@ -287,7 +285,7 @@ export class ActiveJob {
 
   async #settle(outcome: ExecuteOutcome | "killed"): Promise<void> {
     if (outcome !== "killed" && outcome.unfit !== undefined) {
-      void this.#parts.stopper.unfit(outcome.unfit.check, outcome.unfit.reason);
+      this.#parts.facts.unfit(outcome.unfit.check, outcome.unfit.reason);
     }
     // Stopped, or already reported (shutdown, a runaway's timeout): nothing of the outcome is posted.
     if (this.#state !== "settling") return;
@@ -316,7 +314,7 @@ export class ActiveJob {
     const isStream = this.#streaming || (result.kind === "output" && result.stream);
     const url = withBatchQuery(this.#parts.config.urls.done(this.id, isStream), batch);
     this.#outbox.final(url, finalBodyText(result), result.stopPod);
-    if (result.stopPod) this.#parts.stopper.refresh(this.id);
+    if (result.stopPod) this.#parts.facts.refresh(this.id);
     const executionTimeMs = Date.now() - this.#startedAt;
     if (result.kind === "output") {
       this.#log.info({ executionTimeMs, metrics }, "Finished.");

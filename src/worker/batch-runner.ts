@@ -6,7 +6,7 @@ import type { DeliveredJob } from "../protocol/index.js";
 /**
  * Where a batch runs, once it is launched: on the main thread (InProcessRunner.runBatch, executor.ts)
  * or in an isolation thread (ThreadRunner.runBatch, thread-executor.ts). The batch executor
- * (batch-executor.ts) fills the batches and keeps each job's fate; a runner only runs them.
+ * (batch-scheduler.ts) fills the batches and keeps each job's fate; a runner only runs them.
  */
 
 /** One job of a launched batch. */
@@ -41,9 +41,4 @@ export interface BatchRun {
   abortBatch(reason: Error): void;
   /** Ends the batch by force; false when this runner cannot (in-process). */
   hardStop(): Promise<boolean>;
-}
-
-/** Runs batches. */
-export interface BatchRunner {
-  runBatch(request: BatchRunRequest): BatchRun;
 }

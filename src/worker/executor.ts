@@ -6,19 +6,19 @@ import { executeBatch } from "../handler/execute-batch.js";
 import type { ReportIdentity } from "../handler/outcome.js";
 import type { DeliveredJob } from "../protocol/index.js";
 import type { JobS3Options } from "../s3/types.js";
-import type { BatchRun, BatchRunner, BatchRunRequest } from "./batch-runner.js";
+import type { BatchRun, BatchRunRequest } from "./batch-runner.js";
 import { runSetup, runTeardown, type SetupOutcome } from "./setup.js";
 
 /** Where jobs run: on the main thread, or in killable worker threads (see thread-executor.ts). */
 
-/** One job handed to an executor. */
+/** One job handed to a scheduler, and by it to a runner. */
 export interface ExecRequest {
   readonly job: DeliveredJob;
   /** The job's time limit; its clock starts when the handler starts (after a thread has loaded). */
   readonly timeoutMs: number;
   readonly log: Logger;
   /**
-   * The job is launched: every executor calls this synchronously just before the job's handler
+   * The job is launched: every runner calls this synchronously just before the job's handler
    * can run (at once for a plain handler; when its batch takes its seat for a batch handler), with
    * the epoch ms it starts at. ActiveJob arms its watchdog here, the one place for both kinds, so
    * a job waiting for its turn is never taken for one holding the main thread.
@@ -26,7 +26,7 @@ export interface ExecRequest {
   readonly onLaunch: (at: number) => void;
 }
 
-/** A running job, made by the executor that runs it (its abort and hard stop differ between the two). */
+/** A running job, made by the scheduler or runner that runs it (its abort and hard stop differ). */
 export interface ExecHandle {
   /** Resolves with the epoch ms at which the handler started (its deadline is that plus the timeout). */
   readonly started: Promise<number>;
@@ -35,10 +35,42 @@ export interface ExecHandle {
   /** Fires the job's signal with `reason`; does nothing once `outcome` has settled. */
   abort(reason: Error): void;
   /**
-   * Ends the handler by force; false when this executor cannot (in-process). Once `outcome` has
+   * Ends the handler by force; false when its runner cannot (in-process). Once `outcome` has
    * settled it does nothing (true: nothing is left to stop).
    */
   hardStop(): Promise<boolean>;
+}
+
+/**
+ * Whether a run (a job or a batch) has ended: the one "do nothing once ended" guard of every
+ * runner. A late abort must not fire a signal the handler left behind, and a late hard stop must
+ * not end a thread that already serves another job.
+ */
+export class RunEnd {
+  #ended = false;
+
+  /** Ended once `outcome` settles (a run on the main thread). */
+  static after(outcome: Promise<unknown>): RunEnd {
+    const end = new RunEnd();
+    void outcome.finally(() => end.end());
+    return end;
+  }
+
+  get ended(): boolean {
+    return this.#ended;
+  }
+
+  /** The run ended (its outcome exists, or its thread is gone). */
+  end(): void {
+    this.#ended = true;
+  }
+
+  /** `act`, made inert once the run has ended. */
+  guard<A extends unknown[]>(act: (...args: A) => void): (...args: A) => void {
+    return (...args) => {
+      if (!this.#ended) act(...args);
+    };
+  }
 }
 
 /** What a runner's setup reports to the worker while it runs. */
@@ -50,14 +82,16 @@ export interface RunnerStart {
 }
 
 /**
- * Runs jobs. An interface because the handler picks one of three implementations once, at start
- * (worker-parts.ts, createExecutor): a plain handler's runner itself, {@link InProcessRunner} or
- * ThreadRunner (thread-executor.ts), which runs each job at once; or a batch handler's
- * BatchExecutor (batch-executor.ts), which gathers jobs into runs of N and hands each to a runner.
- * ActiveJob uses whichever it is given.
+ * Where the handler lives and runs: on the main thread ({@link InProcessRunner}) or in isolation
+ * threads (ThreadRunner, thread-executor.ts). It owns what `setup` made there, and runs what a
+ * scheduler (scheduler.ts) launches: one job (`run`) or a batch (`runBatch`). The worker picks one
+ * at start (worker-parts.ts, createRunner); both implement every member.
  */
-export interface Executor {
+export interface Runner {
+  /** Runs one job at once; calls `request.onLaunch` synchronously before its handler can run. */
   run(request: ExecRequest, hooks: ExecuteHooks): ExecHandle;
+  /** Runs a launched batch at once (batch-scheduler.ts fills it and keeps each job's fate). */
+  runBatch(request: BatchRunRequest): BatchRun;
   /**
    * Runs the handler's `setup` where the handler runs (in-process: once; threads: in the first
    * thread, and in every thread before it is offered a job). Resolves once a job can be offered;
@@ -67,23 +101,7 @@ export interface Executor {
   /** Runs the handler's `teardown` where setup ran, for at most `withinMs`. Never rejects. */
   teardown(withinMs: number): Promise<void>;
   close(): Promise<void>;
-  /**
-   * How many more jobs the worker may take now, when the executor decides it (a batch handler's
-   * BatchExecutor, batch-executor.ts); `concurrency` is the value the job board holds. Absent: one
-   * job a slot.
-   */
-  room?(concurrency: number): number;
-  /** Called when {@link room} may have grown without a job ending (a batch started). */
-  onRoomChange?(listener: () => void): void;
 }
-
-/**
- * Where the handler lives and runs: on the main thread ({@link InProcessRunner}) or in isolation
- * threads (ThreadRunner, thread-executor.ts). It runs a job at once (`run`, an Executor of its
- * own for a plain handler) or a batch the BatchExecutor launched (`runBatch`), and owns what
- * `setup` made there.
- */
-export interface Runner extends Executor, BatchRunner {}
 
 /** How ctx.s3 behaves, resolved once from the worker's options and the handler's. */
 export interface S3Settings {
@@ -93,7 +111,7 @@ export interface S3Settings {
   readonly tmpRoot: string | undefined;
 }
 
-/** Shared by both executors: who reports, the default store for ctx.s3, and its settings. */
+/** Shared by both runners: who reports, the default store for ctx.s3, and its settings. */
 export interface ExecutorSettings {
   readonly identity: ReportIdentity;
   readonly bucket: JobS3Options["bucket"];
@@ -160,17 +178,11 @@ export class InProcessRunner implements Runner {
       hooks,
       state: this.#state,
     });
-    let ended = false;
-    void outcome.finally(() => {
-      ended = true;
-    });
+    const end = RunEnd.after(outcome);
     return {
       started: Promise.resolve(startedAt),
       outcome,
-      // Inert once the outcome exists: a late stop must not fire a signal the handler left behind.
-      abort: (reason) => {
-        if (!ended) controller.abort(reason);
-      },
+      abort: end.guard((reason: Error) => controller.abort(reason)),
       hardStop: async () => false,
     };
   }
@@ -195,20 +207,12 @@ export class InProcessRunner implements Runner {
       identity: this.#settings.identity,
       state: this.#state,
     });
-    let ended = false;
-    void outcomes.finally(() => {
-      ended = true;
-    });
+    const end = RunEnd.after(outcomes);
     return {
       started: Promise.resolve(startedAt),
       outcomes,
-      // Inert once the outcomes exist: a late stop must not fire a signal the handler left behind.
-      abortJob: (index, reason) => {
-        if (!ended) jobControllers[index]?.abort(reason);
-      },
-      abortBatch: (reason) => {
-        if (!ended) batchController.abort(reason);
-      },
+      abortJob: end.guard((index: number, reason: Error) => jobControllers[index]?.abort(reason)),
+      abortBatch: end.guard((reason: Error) => batchController.abort(reason)),
       hardStop: async () => false,
     };
   }

@@ -5,7 +5,7 @@ import type { HandlerDefinition } from "../handler/define-handler.js";
 import { DEFAULT_CHECK_NAME, healthCheckFailure, type Unfitness } from "../handler/unfit.js";
 import { onAbort } from "../linked-signal.js";
 import { sleep } from "../wait.js";
-import type { WorkerStopper } from "./worker-stopper.js";
+import type { WorkerFacts } from "./lifecycle.js";
 
 /**
  * Runs a handler's `healthCheck` once (docs/protocol.md, "Unfit workers": a worker that finds itself unfit pings
@@ -68,19 +68,19 @@ export async function runHealthCheck(
 }
 
 /**
- * Runs the handler's health check once; a failure declares the worker unfit through `stopper`.
+ * Runs the handler's health check once; a failure is reported to the lifecycle as unfitness.
  * False when it failed.
  */
 export async function checkHealth(
   definition: HandlerDefinition,
   log: Logger,
   closing: AbortSignal,
-  stopper: WorkerStopper,
+  facts: Pick<WorkerFacts, "unfit">,
   clock?: Clock,
 ): Promise<boolean> {
   const unfit = await runHealthCheck(definition, log, closing, clock);
   if (unfit === undefined) return true;
-  void stopper.unfit(unfit.check, unfit.reason);
+  facts.unfit(unfit.check, unfit.reason);
   return false;
 }
 
@@ -92,12 +92,12 @@ export async function runHealthLoop(
   definition: HandlerDefinition,
   log: Logger,
   closing: AbortSignal,
-  stopper: WorkerStopper,
+  facts: Pick<WorkerFacts, "unfit">,
   clock?: Clock,
 ): Promise<void> {
   const { healthCheck, healthCheckIntervalMs } = definition;
   if (healthCheck === undefined || healthCheckIntervalMs === 0) return;
   while (await sleep(healthCheckIntervalMs, closing, clock)) {
-    if (!(await checkHealth(definition, log, closing, stopper, clock))) return;
+    if (!(await checkHealth(definition, log, closing, facts, clock))) return;
   }
 }

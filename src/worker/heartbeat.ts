@@ -1,5 +1,6 @@
 import { Worker as Thread } from "node:worker_threads";
 import type { Logger } from "pino";
+import { type Clock, type ClockTimer, realClock } from "../clock.js";
 import { RESULT_POST_HEADERS } from "../protocol/headers.js";
 import { withQuery } from "../protocol/urls.js";
 import { USER_AGENT, VERSION } from "../version.js";
@@ -14,8 +15,8 @@ import { HEARTBEAT_BOOTSTRAP, tsxApiUrl } from "./thread-bootstrap.js";
  * process when the main thread cannot. The thread runs heartbeat-thread.ts, loaded by URL like an
  * isolation thread's entry: this folder's module from dist/ (or, from sources, through tsx), or
  * the file a bundle names (`heartbeatEntry`: `runlet build` writes heartbeat-thread.mjs beside
- * worker.mjs). A thread that dies is reported to `onDeath`: the worker can no longer be seen
- * holding its jobs, so it must stop taking them.
+ * worker.mjs). A thread that dies resolves `died`: the worker can no longer be seen holding its
+ * jobs, so it must stop taking them.
  */
 
 /** The heartbeat thread's module beside this one: heartbeat-thread.ts (sources) or .js (dist/). */
@@ -47,11 +48,6 @@ const WATCH_POLL_MS = 100;
 export interface HeartbeatOptions {
   /** The thread's module (file URL). @default {@link defaultHeartbeatEntryUrl} */
   readonly entryUrl?: string;
-  /**
-   * Told once, with why, when the thread ends or fails while the worker still needs it (not after
-   * {@link Heartbeat.close}).
-   */
-  readonly onDeath?: (reason: string) => void;
   /** The ping URL with placeholders already substituted; undefined: no pings (watchdog only). */
   readonly pingUrl: string | undefined;
   readonly intervalMs: number;
@@ -65,6 +61,8 @@ export interface HeartbeatOptions {
   /** Arm the watchdog (only when the worker may end the process), with what it posts. */
   readonly watchdog: WatchdogReport | undefined;
   readonly log: Logger;
+  /** The worker's clock: the wait for the unhealthy ping's answer is bounded on it. @default real timers */
+  readonly clock?: Clock;
 }
 
 /**
@@ -78,15 +76,22 @@ export class Heartbeat {
   readonly #headers: Record<string, string>;
   readonly #intervalMs: number;
   readonly #slots: JobSlots;
+  readonly #clock: Clock;
   #closed: Promise<void> | undefined;
   #unhealthy: Promise<void> | undefined;
   #unhealthySent: (() => void) | undefined;
   /** Why the thread is gone, once it died on its own. */
   #dead: string | undefined;
+  /**
+   * Resolves once, with why, when the thread ends or fails while the worker still needs it (never
+   * after {@link Heartbeat.close}): a fact the worker's lifecycle hears.
+   */
+  readonly died: Promise<string>;
 
   constructor(options: HeartbeatOptions) {
     this.#headers = { "user-agent": USER_AGENT };
     this.#intervalMs = options.intervalMs;
+    this.#clock = options.clock ?? realClock({ unref: false });
     if (options.apiKey !== undefined) this.#headers["authorization"] = options.apiKey;
     this.#slots = new JobSlots((message) => this.#thread.postMessage(message));
     const { watchdog } = options;
@@ -120,12 +125,16 @@ export class Heartbeat {
         this.#unhealthySent?.();
       }
     });
+    let reportDeath!: (reason: string) => void;
+    this.died = new Promise((resolve) => {
+      reportDeath = resolve;
+    });
     const died = (reason: string): void => {
       if (this.#closed !== undefined || this.#dead !== undefined) return;
       this.#dead = reason;
       // Nobody can send the unhealthy ping now: do not wait for it.
       this.#unhealthySent?.();
-      options.onDeath?.(reason);
+      reportDeath(reason);
     };
     this.#thread.on("error", (err) => {
       options.log.error({ err }, "the heartbeat thread failed");
@@ -179,14 +188,14 @@ export class Heartbeat {
   unhealthy(check: string, reason: string): Promise<void> {
     this.#unhealthy ??= (async () => {
       if (this.#closed !== undefined || this.#dead !== undefined) return;
-      let timer: NodeJS.Timeout | undefined;
+      let timer: ClockTimer | undefined;
       await new Promise<void>((resolve) => {
         this.#unhealthySent = resolve;
         // Three attempts of at most two intervals each, plus their pauses.
-        timer = setTimeout(resolve, this.#intervalMs * 6 + 2_000);
+        timer = this.#clock.setTimeout(resolve, this.#intervalMs * 6 + 2_000);
         this.#thread.postMessage({ type: "unhealthy", check, reason });
       });
-      clearTimeout(timer);
+      if (timer !== undefined) this.#clock.clearTimeout(timer);
     })();
     return this.#unhealthy;
   }

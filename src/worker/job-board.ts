@@ -2,15 +2,20 @@ import type { DeliveredJob } from "../protocol/index.js";
 import { WaiterSet } from "../wait.js";
 import { ActiveJob } from "./active-job.js";
 import { initialConcurrency, nextConcurrency } from "./concurrency.js";
-import { JobOutbox } from "./outbox.js";
-import { failureBody, type JobParts } from "./run-job.js";
-import type { BadJob } from "./take.js";
+import { failureBody, type JobParts, openOutbox } from "./run-job.js";
 
 /**
  * The jobs a worker holds (running, or still being reported) and its slots: the take loop asks it
  * how many slots are free and hands it each answer's jobs, the job-stop poll hands it the ids to
  * stop, shutdown reads what is left. It also keeps the heartbeat thread's job table current.
  */
+
+/** A delivered item that is not a valid job. */
+export interface BadJob {
+  /** Its id, when it had a usable one (the worker then fails that job with `reason`). */
+  readonly id: string | undefined;
+  readonly reason: string;
+}
 
 /** The jobs a worker holds, and its slots. */
 export class JobBoard {
@@ -24,15 +29,17 @@ export class JobBoard {
   #concurrency: number;
 
   /**
-   * @param parts what every job uses (the worker's config, handler, executor, outbox settings…).
+   * @param parts what every job uses (the worker's config, handler, scheduler, outbox settings…).
    * @param closing aborting it ends every {@link waitForChange} at once.
+   * @param changes what {@link waitForChange} waits on; the worker shares it with the scheduler,
+   *   whose room may grow without a job ending (a batch started). @default a set of its own
    */
-  constructor(parts: JobParts, closing: AbortSignal) {
+  constructor(parts: JobParts, closing: AbortSignal, changes = new WaiterSet(parts.config.clock)) {
     this.#parts = parts;
-    this.#changes = new WaiterSet(parts.config.clock);
+    this.#changes = changes;
     this.#closing = closing;
     this.#concurrency = initialConcurrency(parts.definition.concurrency);
-    parts.executor.onRoomChange?.(() => this.#changes.wakeAll());
+    parts.scheduler.setConcurrency(this.#concurrency);
   }
 
   /** The current concurrency (how many jobs the worker may hold). */
@@ -41,15 +48,16 @@ export class JobBoard {
   }
 
   /**
-   * Consults a concurrency function (the take loop does, between takes) and returns how many jobs
-   * the worker may hold now: the concurrency, or, for a batch handler (whose concurrency counts
-   * batches), the jobs held plus the room the executor has left.
+   * Consults a concurrency function (the take loop does, between takes), tells the scheduler,
+   * and returns how many jobs the worker may hold now: the jobs held plus the scheduler's room
+   * (a plain handler's: the concurrency; a batch handler's, whose concurrency counts batches: what
+   * the filling batch lacks).
    */
   consultConcurrency(): number {
-    const { definition, log, executor } = this.#parts;
+    const { definition, log, scheduler } = this.#parts;
     this.#concurrency = nextConcurrency(definition.concurrency, this.#concurrency, log);
-    const room = executor.room?.(this.#concurrency);
-    return room === undefined ? this.#concurrency : this.#jobs.size + room;
+    scheduler.setConcurrency(this.#concurrency);
+    return this.#jobs.size + scheduler.room(this.#jobs.size);
   }
 
   /** How many jobs the worker holds (running or still being reported): the take's `job_in_progress`. */
@@ -169,20 +177,10 @@ export class JobBoard {
    * through its own outbox (retried like any result); shutdown waits for the report.
    */
   #failUnrun(jobId: string, reason: string): void {
-    const { config, http, log, giveUp } = this.#parts;
-    const outbox = new JobOutbox({
-      jobId,
-      http,
-      log: log.child({ requestId: jobId }),
-      giveUp,
-      clock: config.clock,
-      retry: config.postRetry,
-    });
+    const { config, log } = this.#parts;
+    const { outbox, reported } = openOutbox(jobId, this.#parts, log.child({ requestId: jobId }));
     outbox.final(config.urls.done(jobId, false), failureBody(reason), false);
-    const done = outbox.done
-      .then((delivery) => {
-        if (delivery === "gave-up") this.#parts.stopper.lost(jobId);
-      })
+    const done = reported
       .catch((err: unknown) => log.error({ err, jobId }, "reporting an unrun job failed"))
       .finally(() => this.#unrunReports.delete(done));
     this.#unrunReports.add(done);

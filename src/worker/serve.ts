@@ -1,4 +1,5 @@
 import type { HandlerDefinition } from "../handler/define-handler.js";
+import { endProcessSoon } from "./lifecycle.js";
 import { isExecutorThread, runExecutorThread } from "./thread-entry.js";
 import { startWorker, type WorkerStopInfo } from "./worker.js";
 
@@ -61,7 +62,7 @@ export async function serveHandler(definition: HandlerDefinition, options: Serve
   if (info.exitCode !== 0 || info.reason === "refresh") {
     // An unfit, runaway or refreshed worker must end even if a handler left a timer or socket open: the
     // caller gets a moment to set the exit code and flush, then the process exits regardless.
-    setTimeout(() => process.exit(info.exitCode), FORCED_EXIT_DELAY_MS).unref();
+    endProcessSoon(info.exitCode, FORCED_EXIT_DELAY_MS);
   }
   return info.exitCode;
 }

@@ -1,39 +1,33 @@
+import type { Clock } from "../clock.js";
+import { sleep } from "../wait.js";
 import type { JobBoard } from "./job-board.js";
 
 /**
- * The jobs' part of a graceful shutdown (docs/architecture.md, "Decisions", item 2: no result is lost): running
- * jobs get up to the grace to finish; the rest are aborted and reported as failed with the reason;
- * then every outbox is flushed, up to the flush deadline, after which retrying gives up.
+ * The jobs' part of a graceful shutdown (docs/architecture.md, "Decisions", item 2: no result is
+ * lost), in the lifecycle's two middle states (lifecycle.ts): while draining, running jobs get up
+ * to the grace on the worker's clock to finish, and the rest are aborted and reported as failed
+ * with the reason; while flushing, every report is awaited (the lifecycle's flush deadline aborts
+ * their retrying).
  */
 
-/** What {@link finishJobs} works on. */
-export interface FinishJobsOptions {
-  /** The jobs held and the unrun jobs' reports (read again after the grace: some have finished). */
-  readonly board: JobBoard;
-  /** How long running jobs may go on finishing, ms (the worker's shutdownGraceMs). */
-  readonly shutdownGraceMs: number;
-  /** How long outboxes may go on posting after the grace, ms (the worker's flushTimeoutMs). */
-  readonly flushTimeoutMs: number;
-  /** Aborting it ends every retry; aborted once the flush deadline passes. */
-  readonly giveUp: AbortController;
-}
-
-/** Resolves once every job is reported, or given up on at the flush deadline. */
-export async function finishJobs(options: FinishJobsOptions): Promise<void> {
-  const { board, shutdownGraceMs, flushTimeoutMs, giveUp } = options;
-  const running = board.jobs();
-  const graceOver = new AbortController();
-  const timer = setTimeout(() => graceOver.abort(), shutdownGraceMs);
+/** Resolves once every job held has finished (or reported), or the grace ran out and the rest were aborted. */
+export async function drainJobs(board: JobBoard, shutdownGraceMs: number, clock: Clock): Promise<void> {
+  const finished = new AbortController();
   await Promise.race([
     // A job already reported (e.g. a runaway handler that was timed out) needs no grace.
-    Promise.all(running.map((job) => Promise.race([job.finished, job.reported]))),
-    new Promise((resolve) => graceOver.signal.addEventListener("abort", resolve, { once: true })),
+    Promise.all(board.jobs().map((job) => Promise.race([job.finished, job.reported]))).then(() =>
+      finished.abort(),
+    ),
+    // Ends early, its timer cleared, once every job finished.
+    sleep(shutdownGraceMs, finished.signal, clock),
   ]);
-  clearTimeout(timer);
+  finished.abort();
   for (const job of board.jobs()) {
     job.shutdown(`the job did not finish within the ${shutdownGraceMs} ms shutdown grace`);
   }
-  const flushTimer = setTimeout(() => giveUp.abort(), flushTimeoutMs);
+}
+
+/** Resolves once every job's report, and every unrun job's, is delivered or given up on. */
+export async function flushReports(board: JobBoard): Promise<void> {
   await Promise.all([...board.jobs().map((job) => job.reported), ...board.unrunReports()]);
-  clearTimeout(flushTimer);
 }

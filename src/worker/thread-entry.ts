@@ -2,7 +2,7 @@ import { isMainThread, parentPort, workerData } from "node:worker_threads";
 import { realClock } from "../clock.js";
 import { RunletError, type RunletErrorCode } from "../errors.js";
 import type { HandlerDefinition } from "../handler/define-handler.js";
-import { executeJob } from "../handler/execute.js";
+import { type ExecuteOutcome, executeJob } from "../handler/execute.js";
 import { executeBatch } from "../handler/execute-batch.js";
 import { failedResult, type ReportIdentity } from "../handler/outcome.js";
 import { createLogger } from "../log/index.js";
@@ -29,25 +29,24 @@ export interface ExecutorWorkerData {
   readonly settings: ExecutorSettings;
 }
 
-/** Main → thread: run one job, or one batch (batch-executor.ts). */
-export type RunMessage =
-  | { readonly type: "run"; readonly runId: number; readonly job: DeliveredJob; readonly timeoutMs: number }
-  | {
-      readonly type: "run-batch";
-      readonly runId: number;
-      readonly batchId: string;
-      readonly jobs: readonly DeliveredJob[];
-      /** Each job's time limit, in the order of `jobs`. */
-      readonly timeoutsMs: readonly number[];
-    };
+/** Main → thread: run a run of N ≥ 1 jobs: one job of a plain handler, or a batch (batch-scheduler.ts). */
+export interface RunMessage {
+  readonly type: "run";
+  readonly runId: number;
+  /** A batch's id; undefined for a plain handler's one job. */
+  readonly batchId: string | undefined;
+  readonly jobs: readonly DeliveredJob[];
+  /** Each job's time limit, in the order of `jobs`. */
+  readonly timeoutsMs: readonly number[];
+}
 
 /** Main → thread messages. */
 export type ToThread =
   | RunMessage
   /**
    * Aborts run `runId` only (cancellation is keyed by run): a stop or deadline that reaches the
-   * thread after that run ended must not touch the next job the thread runs. In a batch, `index`
-   * names one job; without it, the batch's own signal fires.
+   * thread after that run ended must not touch the next job the thread runs. `index` names one
+   * job of the run; without it, the run's own signal fires (a batch's; a single job's is its job's).
    */
   | {
       readonly type: "abort";
@@ -74,8 +73,8 @@ export type FromThread =
   /** teardown ended (done, failed or cut short: it logged which). */
   | { readonly type: "torn-down" }
   | { readonly type: "started"; readonly at: number }
-  /** A progress update; `index` names the job within a batch. */
-  | { readonly type: "progress"; readonly json: string; readonly index?: number }
+  /** A progress update; `index` names the job within the run. */
+  | { readonly type: "progress"; readonly json: string; readonly index: number }
   | { readonly type: "streaming" }
   | {
       readonly type: "chunks";
@@ -83,8 +82,8 @@ export type FromThread =
       readonly bodies: readonly (string | Uint8Array)[];
       readonly bytes: number;
     }
-  | { readonly type: "result"; readonly outcome: Awaited<ReturnType<typeof executeJob>> }
-  | { readonly type: "batch-result"; readonly outcomes: Awaited<ReturnType<typeof executeBatch>> };
+  /** One outcome per job of the run, in order. */
+  | { readonly type: "result"; readonly outcomes: readonly ExecuteOutcome[] };
 
 /** True inside a thread started by runlet to run jobs (a bundle's entry checks this first). */
 export function isExecutorThread(): boolean {
@@ -129,95 +128,90 @@ function serveJobs(
   state: unknown,
 ): void {
   const identity: ReportIdentity = data.settings.identity;
+  /** The run's own signal (a batch's; a single job's is its job's), and each job's. */
   let controller: AbortController | undefined;
-  /** In a batch, each job's own controller. */
   let jobControllers: AbortController[] = [];
   let runId: number | undefined;
   let seq = 0;
   const credits = new Map<number, () => void>();
+  // This thread's ExecuteHooks: each call becomes a message; ThreadRunner on the main thread
+  // hands it to the job's ActiveJob, and a "credit" answers a chunk once it may go on.
+  const hooks = {
+    progress: (json: string) => port.postMessage({ type: "progress", json, index: 0 } satisfies FromThread),
+    streaming: () => port.postMessage({ type: "streaming" } satisfies FromThread),
+    chunks: (bodies: readonly (string | Uint8Array)[], bytes: number) => {
+      seq += 1;
+      const mine = seq;
+      return new Promise<void>((resolve) => {
+        credits.set(mine, resolve);
+        port.postMessage(
+          { type: "chunks", seq: mine, bodies, bytes } satisfies FromThread,
+          ownBuffers(bodies),
+        );
+      });
+    },
+  };
+  /** One path for both kinds of run: its signals, its start, its handler, its one result message. */
+  const run = (msg: RunMessage): void => {
+    runId = msg.runId;
+    jobControllers = msg.jobs.map(() => new AbortController());
+    controller = msg.batchId === undefined ? jobControllers[0] : new AbortController();
+    const startedAt = Date.now();
+    port.postMessage({ type: "started", at: startedAt } satisfies FromThread);
+    const members = msg.jobs.map((job, index) => ({
+      job,
+      signal: jobControllers[index]!.signal,
+      deadline: startedAt + (msg.timeoutsMs[index] ?? 0),
+      log: log.child({ requestId: job.id }),
+      progress: (json: string) => port.postMessage({ type: "progress", json, index } satisfies FromThread),
+    }));
+    const single = members[0]!;
+    const outcomes: Promise<readonly ExecuteOutcome[]> =
+      msg.batchId === undefined
+        ? executeJob({
+            definition,
+            job: single.job,
+            signal: single.signal,
+            deadline: single.deadline,
+            log: single.log,
+            identity,
+            s3: s3Options(data.settings),
+            state,
+            hooks,
+          }).then((outcome) => [outcome])
+        : executeBatch({
+            definition,
+            batchId: msg.batchId,
+            signal: controller!.signal,
+            log: log.child({ batchId: msg.batchId }),
+            identity,
+            state,
+            members,
+          });
+    void outcomes
+      .catch(
+        // executeJob and executeBatch never reject; this keeps the run's promise total should that ever change.
+        (err: unknown): ExecuteOutcome[] =>
+          msg.jobs.map(() => ({
+            result: failedResult(err, identity, definition.refreshWorker),
+            metrics: {},
+          })),
+      )
+      .then((done) => port.postMessage({ type: "result", outcomes: done } satisfies FromThread));
+  };
   port.on("message", (msg: ToThread) => {
-    if (msg.type === "abort") {
+    if (msg.type === "run") run(msg);
+    else if (msg.type === "abort") {
       if (msg.runId !== runId) return;
       const target = msg.index === undefined ? controller : jobControllers[msg.index];
       target?.abort(new RunletError(msg.code, msg.message));
-    } else if (msg.type === "run-batch") {
-      controller = new AbortController();
-      jobControllers = msg.jobs.map(() => new AbortController());
-      runId = msg.runId;
-      const startedAt = Date.now();
-      port.postMessage({ type: "started", at: startedAt } satisfies FromThread);
-      void executeBatch({
-        definition,
-        batchId: msg.batchId,
-        signal: controller.signal,
-        log: log.child({ batchId: msg.batchId }),
-        identity,
-        state,
-        members: msg.jobs.map((job, index) => ({
-          job,
-          signal: jobControllers[index]!.signal,
-          deadline: startedAt + (msg.timeoutsMs[index] ?? 0),
-          log: log.child({ requestId: job.id }),
-          progress: (json: string) =>
-            port.postMessage({ type: "progress", json, index } satisfies FromThread),
-        })),
-      })
-        .catch(
-          // executeBatch never rejects; this keeps the batch's promise total should that ever change.
-          (err: unknown): Awaited<ReturnType<typeof executeBatch>> =>
-            msg.jobs.map(() => ({
-              result: failedResult(err, identity, definition.refreshWorker),
-              metrics: {},
-            })),
-        )
-        .then((outcomes) => port.postMessage({ type: "batch-result", outcomes } satisfies FromThread));
+    } else if (msg.type === "credit") {
+      credits.get(msg.seq)?.();
+      credits.delete(msg.seq);
     } else if (msg.type === "teardown") {
       void runTeardown(definition, state, msg.withinMs, log, realClock({ unref: false })).then(() =>
         port.postMessage({ type: "torn-down" } satisfies FromThread),
       );
-    } else if (msg.type === "credit") {
-      credits.get(msg.seq)?.();
-      credits.delete(msg.seq);
-    } else if (msg.type === "run") {
-      controller = new AbortController();
-      runId = msg.runId;
-      const startedAt = Date.now();
-      port.postMessage({ type: "started", at: startedAt } satisfies FromThread);
-      void executeJob({
-        definition,
-        job: msg.job,
-        signal: controller.signal,
-        deadline: startedAt + msg.timeoutMs,
-        log: log.child({ requestId: msg.job.id }),
-        identity,
-        s3: s3Options(data.settings),
-        state,
-        // This thread's ExecuteHooks: each call becomes a message; ThreadRunner on the main thread
-        // hands it to the job's ActiveJob, and a "credit" answers a chunk once it may go on.
-        hooks: {
-          progress: (json) => port.postMessage({ type: "progress", json } satisfies FromThread),
-          streaming: () => port.postMessage({ type: "streaming" } satisfies FromThread),
-          chunks: (bodies, bytes) => {
-            seq += 1;
-            const mine = seq;
-            return new Promise<void>((resolve) => {
-              credits.set(mine, resolve);
-              port.postMessage(
-                { type: "chunks", seq: mine, bodies, bytes } satisfies FromThread,
-                ownBuffers(bodies),
-              );
-            });
-          },
-        },
-      })
-        .catch(
-          // executeJob never rejects; this keeps the job's promise total should that ever change.
-          (err: unknown): Awaited<ReturnType<typeof executeJob>> => ({
-            result: failedResult(err, identity, definition.refreshWorker),
-            metrics: {},
-          }),
-        )
-        .then((outcome) => port.postMessage({ type: "result", outcome } satisfies FromThread));
     }
   });
   port.postMessage({ type: "ready" } satisfies FromThread);

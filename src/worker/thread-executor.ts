@@ -5,7 +5,14 @@ import type { RunletErrorCode } from "../errors.js";
 import type { ExecuteHooks, ExecuteOutcome } from "../handler/execute.js";
 import { onAbort } from "../linked-signal.js";
 import type { BatchRun, BatchRunRequest } from "./batch-runner.js";
-import type { ExecHandle, ExecRequest, ExecutorSettings, Runner, RunnerStart } from "./executor.js";
+import {
+  type ExecHandle,
+  type ExecRequest,
+  type ExecutorSettings,
+  RunEnd,
+  type Runner,
+  type RunnerStart,
+} from "./executor.js";
 import { SETUP_CHECK, type SetupOutcome } from "./setup.js";
 import { EXECUTOR_BOOTSTRAP, TS_FILE, toUrl, tsxApiUrl } from "./thread-bootstrap.js";
 import type { ExecutorWorkerData, FromThread, RunMessage, ToThread } from "./thread-entry.js";
@@ -49,15 +56,16 @@ export function defaultThreadEntryUrl(): string {
 
 /** How one run on a thread ended: the thread's answer, a hard stop, or a failure (load, exit). */
 type ThreadEnd =
-  | { readonly kind: "result"; readonly result: ExecuteOutcome | readonly ExecuteOutcome[] }
+  | { readonly kind: "result"; readonly outcomes: readonly ExecuteOutcome[] }
   | { readonly kind: "killed" }
   | { readonly kind: "failed"; readonly outcome: ExecuteOutcome };
 
-/** Where a run's intermediate messages go. */
+/** Where a run's intermediate messages go (a batch's handler never streams: it returns its outputs). */
 interface Relay {
-  progress(msg: Extract<FromThread, { type: "progress" }>): void;
-  streaming?(): void;
-  chunks?(msg: Extract<FromThread, { type: "chunks" }>): Promise<void>;
+  /** Job `index` of the run reported progress. */
+  progress(index: number, json: string): void;
+  streaming(): void;
+  chunks: ExecuteHooks["chunks"];
 }
 
 /** One run (a job or a batch) on a thread. */
@@ -269,30 +277,28 @@ export class ThreadRunner implements Runner {
     const runId = this.#nextRunId();
     request.onLaunch(Date.now());
     const onThread = this.#launch(
-      { type: "run", runId, job: request.job, timeoutMs: request.timeoutMs },
+      { type: "run", runId, batchId: undefined, jobs: [request.job], timeoutsMs: [request.timeoutMs] },
       request.log,
       {
-        progress: (msg) => hooks.progress(msg.json),
+        progress: (_index, json) => hooks.progress(json),
         streaming: () => hooks.streaming?.(),
-        chunks: (msg) => hooks.chunks(msg.bodies, msg.bytes),
+        chunks: (bodies, bytes) => hooks.chunks(bodies, bytes),
       },
     );
     return {
       started: onThread.started,
-      outcome: onThread.end.then((end) =>
-        end.kind === "result"
-          ? (end.result as ExecuteOutcome)
-          : end.kind === "killed"
-            ? "killed"
-            : end.outcome,
-      ),
+      outcome: onThread.end.then((end) => {
+        if (end.kind === "killed") return "killed";
+        if (end.kind !== "result") return end.outcome;
+        return end.outcomes[0] ?? this.#diedOutcome(0, undefined);
+      }),
       abort: (reason) => onThread.abort(reason),
       hardStop: onThread.hardStop,
     };
   }
 
   /**
-   * Runs a batch (batch-executor.ts) on one thread: a hard stop terminates the thread, and each
+   * Runs a batch (batch-scheduler.ts) on one thread: a hard stop terminates the thread, and each
    * job of the batch then ends as the batch executor decides (each was already let go).
    */
   runBatch(request: BatchRunRequest): BatchRun {
@@ -310,7 +316,7 @@ export class ThreadRunner implements Runner {
     const runId = this.#nextRunId();
     const onThread = this.#launch(
       {
-        type: "run-batch",
+        type: "run",
         runId,
         batchId: request.batchId,
         jobs: request.members.map((member) => member.job),
@@ -318,9 +324,9 @@ export class ThreadRunner implements Runner {
       },
       request.log,
       {
-        progress: (msg) => {
-          if (msg.index !== undefined) request.members[msg.index]?.progress(msg.json);
-        },
+        progress: (index, json) => request.members[index]?.progress(json),
+        streaming: () => undefined,
+        chunks: async () => undefined,
       },
     );
     return {
@@ -328,8 +334,7 @@ export class ThreadRunner implements Runner {
       outcomes: onThread.end.then((end) => {
         if (end.kind === "killed") return "killed";
         if (end.kind !== "result") return each(end.outcome);
-        const outcomes = end.result as readonly ExecuteOutcome[];
-        return outcomes.length === count ? outcomes : each(this.#diedOutcome(0, undefined));
+        return end.outcomes.length === count ? end.outcomes : each(this.#diedOutcome(0, undefined));
       }),
       abortJob: (index, reason) => onThread.abort(reason, index),
       abortBatch: (reason) => onThread.abort(reason),
@@ -362,8 +367,8 @@ export class ThreadRunner implements Runner {
     const thread = this.#idle.pop() ?? this.#spawn();
     this.#busy.add(thread);
     const { runId } = message;
-    /** Set once the end exists: the run is inert from then on, the thread may run another job. */
-    let ended = false;
+    /** Ended once the end exists: the run is inert from then on, the thread may run another job. */
+    const runEnd = new RunEnd();
     let settle!: (end: ThreadEnd) => void;
     const end = new Promise<ThreadEnd>((resolve) => {
       settle = resolve;
@@ -376,22 +381,22 @@ export class ThreadRunner implements Runner {
     const send = (msg: ToThread): void => thread.postMessage(msg);
     const onMessage = (msg: FromThread): void => {
       if (msg.type === "started") markStarted(msg.at);
-      else if (msg.type === "progress") relay.progress(msg);
-      else if (msg.type === "streaming") relay.streaming?.();
+      else if (msg.type === "progress") relay.progress(msg.index, msg.json);
+      else if (msg.type === "streaming") relay.streaming();
       else if (msg.type === "chunks") {
         // One sink for this promise (every floating promise ends in one sink): the credit goes either way, so the thread never stalls.
-        (relay.chunks?.(msg) ?? Promise.resolve()).then(
+        relay.chunks(msg.bodies, msg.bytes).then(
           () => send({ type: "credit", seq: msg.seq }),
           (err: unknown) => {
             log.error({ err }, "queueing this job's stream chunks failed");
             send({ type: "credit", seq: msg.seq });
           },
         );
-      } else if (msg.type === "result" || msg.type === "batch-result") {
-        ended = true;
+      } else if (msg.type === "result") {
+        runEnd.end();
         cleanup();
         if (!this.#closed) this.#idle.push(thread);
-        settle({ kind: "result", result: msg.type === "result" ? msg.outcome : msg.outcomes });
+        settle({ kind: "result", outcomes: msg.outcomes });
       }
     };
     let failure: Error | undefined;
@@ -401,7 +406,7 @@ export class ThreadRunner implements Runner {
       if (this.#ready.has(thread)) log.error({ err }, "the isolation thread failed");
     };
     const onExit = (code: number): void => {
-      ended = true;
+      runEnd.end();
       cleanup();
       markStarted(Date.now());
       // The slot keeps serving: warm a replacement now rather than on the next job's clock.
@@ -426,8 +431,7 @@ export class ThreadRunner implements Runner {
     return {
       started,
       end,
-      abort: (reason, index) => {
-        if (ended) return;
+      abort: runEnd.guard((reason: Error, index?: number) => {
         const code = (reason as { code?: unknown }).code;
         send({
           type: "abort",
@@ -436,10 +440,10 @@ export class ThreadRunner implements Runner {
           code: (typeof code === "string" ? code : "RUNLET_JOB_STOPPED") as RunletErrorCode,
           message: reason.message,
         });
-      },
+      }),
       hardStop: async () => {
         // The thread is back in the pool or gone: terminating it now would kill another job.
-        if (ended) return true;
+        if (runEnd.ended) return true;
         killed = true;
         await thread.terminate();
         return true;

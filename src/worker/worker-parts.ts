@@ -1,16 +1,12 @@
 import type { Logger } from "pino";
+import type { Clock } from "../clock.js";
 import { HANDLER_DEFAULTS, type HandlerDefinition } from "../handler/define-handler.js";
-import { BatchExecutor } from "./batch-executor.js";
+import { BatchScheduler } from "./batch-scheduler.js";
 import type { WorkerConfig } from "./config.js";
-import {
-  type Executor,
-  type ExecutorSettings,
-  InProcessRunner,
-  type Runner,
-  type S3Settings,
-} from "./executor.js";
+import { type ExecutorSettings, InProcessRunner, type Runner, type S3Settings } from "./executor.js";
 import { Heartbeat, WATCH_ID_MARK, WATCH_TIMEOUT_MARK, type WatchdogReport } from "./heartbeat.js";
 import { failureBody, timeoutMessage } from "./run-job.js";
+import { PlainScheduler, type Scheduler } from "./scheduler.js";
 import { defaultThreadEntryUrl, ThreadRunner } from "./thread-executor.js";
 
 /**
@@ -32,38 +28,51 @@ export function s3Settings(config: WorkerConfig, definition: HandlerDefinition):
 }
 
 /**
- * The executor for `definition`: where the handler lives (in-process or isolation threads, the
- * runner), and, for a batch handler, the BatchExecutor that gathers jobs into runs of N for it.
- * A thread whose handler does not load or whose setup fails reports it to `onUnfit`.
+ * Where `definition`'s handler lives: in-process, or isolation threads. A thread whose handler
+ * does not load or whose setup fails reports it to `reports.unfit`.
  */
-export function createExecutor(
+export function createRunner(
   definition: HandlerDefinition,
   config: WorkerConfig,
   settings: ExecutorSettings,
   log: Logger,
-  reports: ExecutorReports,
-): Executor {
-  const runner: Runner =
-    definition.isolation === "thread"
-      ? threadRunner(definition, config, settings, log, reports)
-      : new InProcessRunner(definition, settings, log, config.clock);
-  if (definition.batch === undefined) return runner;
-  // Batches: the BatchExecutor fills them and runs each on the runner.
-  return new BatchExecutor({
+  reports: Pick<RunReports, "unfit">,
+): Runner {
+  return definition.isolation === "thread"
+    ? threadRunner(definition, config, settings, log, reports)
+    : new InProcessRunner(definition, settings, log, config.clock);
+}
+
+/**
+ * When `definition`'s runs start: a plain handler's jobs at once, a batch handler's in batches
+ * its BatchScheduler fills (scheduler.ts).
+ */
+export function createScheduler(
+  definition: HandlerDefinition,
+  runner: Runner,
+  clock: Clock,
+  log: Logger,
+  reports: Pick<RunReports, "runaway" | "roomChanged">,
+): Scheduler {
+  if (definition.batch === undefined) return new PlainScheduler(runner);
+  return new BatchScheduler({
     definition,
     runner,
-    clock: config.clock,
+    clock,
     log,
     runaway: (jobId) => reports.runaway(jobId),
+    roomChanged: () => reports.roomChanged(),
   });
 }
 
-/** What the executor reports to the worker (the worker's lifecycle decides what follows). */
-export interface ExecutorReports {
+/** What the runner and the scheduler report to the worker (the worker's lifecycle decides what follows). */
+export interface RunReports {
   /** A place cannot serve jobs: the handler did not load in a thread, or a thread's setup failed. */
   unfit(check: string, reason: string): void;
   /** An in-process batch ignored its aborted signal past the grace. */
   runaway(jobId: string): void;
+  /** The room for new jobs may have grown without a job ending (a batch started). */
+  roomChanged(): void;
 }
 
 function threadRunner(
@@ -71,7 +80,7 @@ function threadRunner(
   config: WorkerConfig,
   settings: ExecutorSettings,
   log: Logger,
-  reports: ExecutorReports,
+  reports: Pick<RunReports, "unfit">,
 ): ThreadRunner {
   return new ThreadRunner({
     entryUrl: config.threadEntry ?? defaultThreadEntryUrl(),
@@ -98,7 +107,6 @@ export function createHeartbeat(
   definition: HandlerDefinition,
   config: WorkerConfig,
   log: Logger,
-  onDeath: (reason: string) => void,
 ): Heartbeat | undefined {
   if (config.pingUrl !== undefined && config.apiKey !== undefined && !config.onPlatformPod) {
     // As the platform's Python SDK: no pod id means not on the platform, so nobody to ping; jobs are still taken.
@@ -128,7 +136,7 @@ export function createHeartbeat(
     // As the Python SDK with a model loaded at import: no ping before setup is done.
     holdPings: definition.setup !== undefined,
     log,
-    onDeath,
+    clock: config.clock,
     ...(config.heartbeatEntry === undefined ? {} : { entryUrl: config.heartbeatEntry }),
   });
 }

@@ -6,24 +6,24 @@ import { type HandlerDefinition, isHandlerDefinition } from "../handler/define-h
 import { createLogger } from "../log/index.js";
 import { type RunningSidecars, startSidecars } from "../sidecar/start-sidecars.js";
 import { loadTelemetry, type WorkerTelemetry } from "../telemetry/index.js";
+import { WaiterSet } from "../wait.js";
 import { resolveWorkerConfig, type WorkerConfig, type WorkerOptions } from "./config.js";
 import { WorkerEventHub, type WorkerEvents, type WorkerListener } from "./events.js";
-import type { Executor, ExecutorSettings } from "./executor.js";
+import type { ExecutorSettings, Runner } from "./executor.js";
 import { checkFitness } from "./fitness/run-fitness.js";
 import { runHealthLoop } from "./health.js";
 import type { Heartbeat } from "./heartbeat.js";
 import { JobBoard } from "./job-board.js";
+import { WorkerLifecycle, type WorkerStopInfo } from "./lifecycle.js";
 import { PlatformHttp } from "./platform-http.js";
 import { SETUP_CHECK } from "./setup.js";
-import { finishJobs } from "./shutdown.js";
-import { installSignalHandlers } from "./signals.js";
+import { drainJobs, flushReports } from "./shutdown.js";
 import { StartupPhases } from "./startup-phases.js";
 import { pollJobStops } from "./stop-poll.js";
 import { type LoopParts, runTakeLoop } from "./take-loop.js";
-import { createExecutor, createHeartbeat, s3Settings } from "./worker-parts.js";
-import { type WorkerStopInfo, WorkerStopper } from "./worker-stopper.js";
+import { createHeartbeat, createRunner, createScheduler, s3Settings } from "./worker-parts.js";
 
-export type { WorkerStopInfo } from "./worker-stopper.js";
+export type { WorkerStopInfo } from "./lifecycle.js";
 
 /**
  * The worker loop: takes jobs (never more than free slots), runs them, reports every result, and
@@ -34,33 +34,31 @@ export class Worker {
   readonly #definition: HandlerDefinition;
   readonly #log: Logger;
   readonly #http: PlatformHttp;
-  readonly #executor: Executor;
+  /** Where the handler lives (in-process or isolation threads): its setup, teardown and close. */
+  readonly #runner: Runner;
   readonly #heartbeat: Heartbeat | undefined;
   /** The jobs held and the slots: what the take loop, the job-stop poll and shutdown work on. */
   readonly #board: JobBoard;
-  readonly #closing = new AbortController();
-  readonly #giveUp = new AbortController();
   /**
-   * Ends the job-stop poll: after the shutdown grace, not with `#closing`, so a job-stop sent
-   * while running jobs finish up is still seen.
+   * running → draining → flushing → closed: the worker's signals (taking, polling, giving up), its
+   * SIGTERM/SIGINT handlers, and every decision to stop or to end the process (lifecycle.ts).
    */
-  readonly #stopPolling = new AbortController();
-  /** The take loop and the health loop: they end with `#closing`. */
+  readonly #lifecycle: WorkerLifecycle;
+  /** The take loop and the health loop: they end when the lifecycle stops taking. */
   #loops: Promise<void>;
-  /** The job-stop poll: it ends with `#stopPolling`. */
+  /**
+   * The job-stop poll: it ends once the lifecycle is closed, not when it stops taking, so a
+   * job-stop sent while running jobs finish up is still seen.
+   */
   readonly #stopPoll: Promise<void>;
-  /** Why the worker stops: signals, stopPod results, runaway handlers and unfitness end up there. */
-  readonly #stopper: WorkerStopper;
-  #closed: Promise<void> | undefined;
+  /** The shutdown, begun when the lifecycle starts draining; close() returns it. */
+  readonly #closed: Promise<void>;
   #resolveStopped!: (info: WorkerStopInfo) => void;
-  #removeSignalHandlers: (() => void) | undefined;
   /** Resolves once the worker has fully stopped (after close(), a signal, or a runaway handler). */
   readonly stopped: Promise<WorkerStopInfo>;
   readonly #events: WorkerEventHub;
   /** The start-up phases before the first take (fitness, ..., setup), and the `ready` report. */
   readonly #phases: StartupPhases;
-  /** When close() began, on the worker's clock: teardown gets what is left of the grace. */
-  #closingAt = 0;
   /** The handler's warm cache, once hydrated (docs/fitness.md, "Warm cache"). */
   #cache: WarmCache | undefined;
   /** The env the worker was started with: sidecars inherit it. */
@@ -95,40 +93,43 @@ export class Worker {
       bucket: config.bucket,
       s3: s3Settings(config, definition),
     };
+    const heartbeat = createHeartbeat(definition, config, log);
+    this.#heartbeat = heartbeat;
+    const lifecycle = new WorkerLifecycle({
+      log,
+      clock: config.clock,
+      flushTimeoutMs: config.flushTimeoutMs,
+      exitOnHardStop: config.exitOnHardStop,
+      handleSignals: config.handleSignals,
+      ping: heartbeat,
+    });
+    this.#lifecycle = lifecycle;
     // A heartbeat thread that dies leaves the worker unable to be seen holding jobs: the platform
     // would lapse them and run them twice. Stop taking, finish what can be finished, report, exit 1.
-    this.#heartbeat = createHeartbeat(definition, config, log, (reason) => {
-      void this.#stopper.unfit("heartbeat", reason);
+    void heartbeat?.died.then((reason) => lifecycle.unfit("heartbeat", reason));
+    this.#runner = createRunner(definition, config, settings, log, lifecycle);
+    // The board's waits, shared with the scheduler: a batch starting grows the room for new jobs.
+    const changes = new WaiterSet(config.clock);
+    const scheduler = createScheduler(definition, this.#runner, config.clock, log, {
+      runaway: (jobId) => lifecycle.runaway(jobId),
+      roomChanged: () => changes.wakeAll(),
     });
-    this.#stopper = new WorkerStopper({
-      log,
-      exitOnHardStop: config.exitOnHardStop,
-      heartbeat: this.#heartbeat,
-      closing: this.#closing,
-      close: () => this.close(),
-    });
-    this.#executor = createExecutor(definition, config, settings, log, this.#stopper);
     this.#board = new JobBoard(
       {
         config,
         definition,
         http: this.#http,
-        executor: this.#executor,
+        scheduler,
         heartbeat: this.#heartbeat,
         log,
-        giveUp: this.#giveUp.signal,
+        giveUp: lifecycle.giveUp,
         s3: settings.s3,
         events: this.#events,
-        stopper: this.#stopper,
+        facts: lifecycle,
       },
-      this.#closing.signal,
+      lifecycle.taking,
+      changes,
     );
-    if (config.handleSignals) {
-      this.#removeSignalHandlers = installSignalHandlers(log, {
-        first: () => void this.#stopper.signal().then((exitCode) => this.#exitProcess(exitCode)),
-        second: () => this.#exitProcess(1),
-      });
-    }
     log.info({ workerId: config.podId, isolation: definition.isolation }, "worker started");
     for (const warning of config.warnings) log.warn(warning);
     if (config.urls.stop === undefined) {
@@ -136,12 +137,13 @@ export class Worker {
         "the job-take URL has no /job-take/ segment: job-stop is off (the platform cannot stop a running job), and batch takes add batch_size to the job-take URL",
       );
     }
-    const loopParts: LoopParts = { config, http: this.#http, log, closing: this.#closing.signal };
+    const loopParts: LoopParts = { config, http: this.#http, log, closing: lifecycle.taking };
     this.#loops = Promise.all([
       this.#takeLoop(loopParts),
-      runHealthLoop(definition, log, this.#closing.signal, this.#stopper, config.clock),
+      runHealthLoop(definition, log, lifecycle.taking, lifecycle, config.clock),
     ]).then(() => undefined);
-    this.#stopPoll = pollJobStops({ ...loopParts, closing: this.#stopPolling.signal }, this.#board);
+    this.#stopPoll = pollJobStops({ ...loopParts, closing: lifecycle.polling }, this.#board);
+    this.#closed = lifecycle.draining.then(() => this.#shutdown());
   }
 
   /**
@@ -184,13 +186,13 @@ export class Worker {
       config: this.#config.fitness,
       builtIn: this.#config.fitnessChecks,
       log: this.#log,
-      closing: this.#closing.signal,
+      closing: this.#lifecycle.taking,
       clock: this.#config.clock,
     };
     // The fitness phase runs where there is something to check: the built-in checks (on the
     // platform, docs/fitness.md) or the handler's own healthCheck.
     const checks = this.#config.fitnessChecks || this.#definition.healthCheck !== undefined;
-    if (checks && !(await phases.run("fitness", () => checkFitness(fitness, this.#stopper)))) return;
+    if (checks && !(await phases.run("fitness", () => checkFitness(fitness, this.#lifecycle)))) return;
     // The warm cache, before setup; a failure is a cold start (unfit only under `strict`).
     if (this.#definition.warmCache !== undefined && !(await phases.run("cache", () => this.#hydrate())))
       return;
@@ -198,7 +200,7 @@ export class Worker {
     if (this.#definition.sidecars.length > 0 && !(await phases.run("sidecar", () => this.#startSidecars())))
       return;
     if (this.#definition.setup !== undefined && !(await phases.run("setup", () => this.#setup()))) return;
-    if (this.#closing.signal.aborted) return;
+    if (this.#lifecycle.taking.aborted) return;
     // After setup: send what setup produced to the volume, without delaying the first take.
     this.#cache?.startSync();
     // Pings held during setup start now, as the Python SDK's start with serverless.start().
@@ -213,15 +215,15 @@ export class Worker {
    * `check=setup` (docs/protocol.md, "Unfit workers"): no job is taken, exit code 1.
    */
   async #setup(): Promise<boolean> {
-    const outcome = await this.#executor.setup({
-      closing: this.#closing.signal,
+    const outcome = await this.#runner.setup({
+      closing: this.#lifecycle.taking,
       progress: (text) => {
         this.#log.info({ setupProgress: text }, `setup: ${text}`);
         this.#events.emit("setupProgress", { text });
       },
     });
     if (outcome.ok) return true;
-    if (!this.#closing.signal.aborted) void this.#stopper.unfit(SETUP_CHECK, outcome.reason);
+    if (!this.#lifecycle.taking.aborted) this.#lifecycle.unfit(SETUP_CHECK, outcome.reason);
     return false;
   }
 
@@ -231,9 +233,9 @@ export class Worker {
       sidecars: this.#definition.sidecars,
       log: this.#log,
       clock: this.#config.clock,
-      closing: this.#closing.signal,
+      closing: this.#lifecycle.taking,
       env: this.#env,
-      unfit: (check, reason) => this.#stopper.unfit(check, reason),
+      unfit: (check, reason) => this.reportUnfit(check, reason),
       failRunningJobs: (reason) => {
         for (const job of this.#board.jobs()) job.shutdown(reason);
       },
@@ -248,13 +250,13 @@ export class Worker {
         this.#definition.warmCache,
         this.#log,
         this.#config.endpointId,
-        this.#closing.signal,
+        this.#lifecycle.taking,
       );
       return true;
     } catch (err) {
       // Cut short by shutdown (its signal aborts the hydrate): no verdict on the volume.
-      if (this.#closing.signal.aborted) return false;
-      void this.#stopper.unfit("cache", err instanceof Error ? err.message : String(err));
+      if (this.#lifecycle.taking.aborted) return false;
+      this.#lifecycle.unfit("cache", err instanceof Error ? err.message : String(err));
       return false;
     }
   }
@@ -280,7 +282,8 @@ export class Worker {
    * gpu.on("lost", () => void worker.reportUnfit("gpu", "CUDA device lost"));
    */
   reportUnfit(check: string, reason: string): Promise<void> {
-    return this.#stopper.unfit(check, reason);
+    this.#lifecycle.unfit(check, reason);
+    return this.#closed;
   }
 
   /**
@@ -289,7 +292,7 @@ export class Worker {
    * Idempotent: every call returns the same promise. Does not exit the process.
    */
   close(): Promise<void> {
-    this.#closed ??= this.#shutdown();
+    this.#lifecycle.close();
     return this.#closed;
   }
 
@@ -297,33 +300,28 @@ export class Worker {
     await this.close();
   }
 
+  /** The shutdown, in the lifecycle's order: draining (the jobs' grace), flushing (reports, teardown, cache), closed. */
   async #shutdown(): Promise<void> {
-    this.#closingAt = this.#config.clock.now();
-    // Also ends the loops' waits on the job board.
-    this.#closing.abort();
+    const { clock, shutdownGraceMs } = this.#config;
+    const lifecycle = this.#lifecycle;
+    const closingAt = clock.now();
     try {
       await this.#loops;
-      await finishJobs({
-        board: this.#board,
-        shutdownGraceMs: this.#config.shutdownGraceMs,
-        flushTimeoutMs: this.#config.flushTimeoutMs,
-        giveUp: this.#giveUp,
-      });
+      await drainJobs(this.#board, shutdownGraceMs, clock);
+      lifecycle.flushing();
+      await flushReports(this.#board);
       // The model goes after the jobs that used it, within what is left of the grace.
-      const left = this.#config.shutdownGraceMs - (this.#config.clock.now() - this.#closingAt);
-      await this.#executor.teardown(Math.max(0, left));
+      await this.#runner.teardown(Math.max(0, shutdownGraceMs - (clock.now() - closingAt)));
       // The last sync, bounded by warmCache.shutdownSyncMs; never throws.
       await this.#cache?.close();
     } finally {
-      this.#stopPolling.abort();
+      lifecycle.closed();
       await this.#stopPoll;
-      this.#giveUp.abort();
-      this.#removeSignalHandlers?.();
       // The heartbeat thread sends the unhealthy ping: let it finish before the thread ends.
-      await this.#stopper.unhealthyPing;
-      // The sidecars stop after the running jobs (finishJobs above) and the executor's close.
+      await lifecycle.unhealthyPing;
+      // The sidecars stop after the running jobs (drained above) and the runner's close.
       const steps = [
-        this.#executor.close().finally(() => this.#sidecars?.close()),
+        this.#runner.close().finally(() => this.#sidecars?.close()),
         this.#heartbeat?.close(),
         this.#http.close(),
         this.#telemetry?.shutdown(),
@@ -331,22 +329,13 @@ export class Worker {
       for (const result of await Promise.allSettled(steps)) {
         if (result.status === "rejected") this.#log.warn({ err: result.reason }, "a clean-up step failed");
       }
-      const info = this.#stopper.info;
+      const info = lifecycle.info;
       this.#log.info({ reason: info.reason }, "worker stopped");
       this.#resolveStopped(info);
       this.#events.emit("stopped", info);
-      // A runaway in-process handler still holds the main thread's work: end the process.
-      if (info.reason === "runaway" && this.#config.exitOnHardStop) this.#exitProcess(1);
+      // Where the worker owns its process (a signal's shutdown, a runaway handler), it ends here.
+      lifecycle.ended();
     }
-  }
-
-  /**
-   * The one place the worker ends its process: after a signal's shutdown (`handleSignals`), at a
-   * second signal, and after a runaway handler (`exitOnHardStop`). Nothing else in the worker
-   * calls process.exit.
-   */
-  #exitProcess(code: number): void {
-    process.exit(code);
   }
 }
 

@@ -7,11 +7,12 @@ import type { DeliveredJob } from "../../src/protocol/index.js";
 import { ActiveJob } from "../../src/worker/active-job.js";
 import { resolveWorkerConfig } from "../../src/worker/config.js";
 import { InProcessRunner } from "../../src/worker/executor.js";
+import { WorkerLifecycle } from "../../src/worker/lifecycle.js";
 import { PlatformHttp } from "../../src/worker/platform-http.js";
 import type { JobParts } from "../../src/worker/run-job.js";
-import { take } from "../../src/worker/take.js";
+import { PlainScheduler } from "../../src/worker/scheduler.js";
+import { take } from "../../src/worker/take-loop.js";
 import { s3Settings } from "../../src/worker/worker-parts.js";
-import { WorkerStopper } from "../../src/worker/worker-stopper.js";
 import { gate, testHarness, turn, waitFor } from "./helpers.js";
 
 /**
@@ -23,7 +24,7 @@ import { gate, testHarness, turn, waitFor } from "./helpers.js";
 interface Rig {
   readonly parts: JobParts;
   readonly clock: ManualClock;
-  readonly stops: string[];
+  readonly lifecycle: WorkerLifecycle;
   job(input?: unknown): Promise<DeliveredJob>;
   close(): Promise<void>;
 }
@@ -38,37 +39,35 @@ async function rig(h: Harness, definition: HandlerDefinition): Promise<Rig> {
   });
   const log = pino({ level: "silent" });
   const http = new PlatformHttp(config.apiKey);
-  const stops: string[] = [];
-  const stopper = new WorkerStopper({
+  const lifecycle = new WorkerLifecycle({
     log,
+    clock,
+    flushTimeoutMs: 1_000,
     exitOnHardStop: false,
-    heartbeat: undefined,
-    closing: new AbortController(),
-    close: async () => {
-      stops.push("close");
-    },
+    handleSignals: false,
+    ping: undefined,
   });
   const settings = {
     identity: { hostname: config.hostname, workerId: config.podId },
     bucket: config.bucket,
     s3: s3Settings(config, definition),
   };
-  const executor = new InProcessRunner(definition, settings, log, clock);
+  const scheduler = new PlainScheduler(new InProcessRunner(definition, settings, log, clock));
   const parts: JobParts = {
     config,
     definition,
     http,
-    executor,
+    scheduler,
     heartbeat: undefined,
     log,
     giveUp: new AbortController().signal,
     s3: settings.s3,
-    stopper,
+    facts: lifecycle,
   };
   return {
     parts,
     clock,
-    stops,
+    lifecycle,
     async job(input = {}) {
       h.enqueue("local", { input });
       const answer = await take(http, config.urls.take(1, false), new AbortController().signal);
@@ -183,7 +182,7 @@ describe("ActiveJob", () => {
     await r.close();
   });
 
-  it("tells the stopper of a runaway in-process handler after the grace, and still reports its timeout", async () => {
+  it("tells the lifecycle of a runaway in-process handler after the grace, and still reports its timeout", async () => {
     await using h = await testHarness();
     let started = false;
     const r = await rig(
@@ -203,8 +202,8 @@ describe("ActiveJob", () => {
     r.clock.advance(1_000);
     expect(job.state).toBe("timed-out");
     r.clock.advance(500);
-    await waitFor("the stopper to be told", () => r.stops.length > 0);
-    expect(r.parts.stopper.info).toEqual({ reason: "runaway", exitCode: 1 });
+    await waitFor("the lifecycle to be told", () => r.lifecycle.state === "draining");
+    expect(r.lifecycle.info).toEqual({ reason: "runaway", exitCode: 1 });
     expect((await h.waitForJob(job.id)).error).toBe("job timed out after 1000 ms (executionTimeout)");
     await r.close();
   });

@@ -224,6 +224,7 @@ describe("batch handlers", () => {
     const release = gate();
     const reasons: unknown[] = [];
     let batchSignal: AbortSignal | undefined;
+    const clock = new ManualClock();
     const a = h.enqueue("local", { input: { n: 1 } });
     const b = h.enqueue("local", { input: { n: 2 } });
     const c = h.enqueue("local", { input: { n: 3 } });
@@ -240,8 +241,9 @@ describe("batch handlers", () => {
           return inputs.map((i) => i.n);
         },
       }),
-      { clock: new ManualClock() },
+      { clock },
     );
+    const w = _w;
     await waitFor("the batch to start", () => batchSignal !== undefined);
     h.stopJob(a);
     await waitFor("job a's signal", () => reasons.length === 1);
@@ -257,6 +259,16 @@ describe("batch handlers", () => {
     expect([a, b, c].map((id) => h.job(id)!.status)).toEqual(["CANCELLED", "CANCELLED", "CANCELLED"]);
     await waitFor("the next job to be taken", () => h.job(next)?.status === "IN_PROGRESS");
     expect(h.requests({ route: "job-done" })).toEqual([]);
+    // The shutdown grace runs on the worker's clock: the job still in its window is let go
+    // once the clock passes it.
+    let closed = false;
+    void w.close().then(() => {
+      closed = true;
+    });
+    await waitFor("the worker to close", () => {
+      clock.advance(1_000);
+      return closed;
+    });
   });
 
   it("posts each job's progress to that job", async () => {

@@ -3,7 +3,7 @@ import type { Clock } from "../../clock.js";
 import type { HandlerDefinition } from "../../handler/define-handler.js";
 import type { Unfitness } from "../../handler/unfit.js";
 import { runHealthCheck } from "../health.js";
-import type { WorkerStopper } from "../worker-stopper.js";
+import type { WorkerFacts } from "../lifecycle.js";
 import { type FitnessCheck, FitnessFailure } from "./check.js";
 import type { FitnessConfig } from "./fitness-config.js";
 import { cudaCheck, type GpuProbe, gpuCheck, probeGpu } from "./gpu-checks.js";
@@ -100,12 +100,12 @@ export async function runFitnessChecks(
 }
 
 /**
- * The worker's fitness step: runs every check and, on a failure, declares the worker unfit through
- * `stopper` (unhealthy ping with `check=<name>`, stop, exit code 1). False when it failed.
+ * The worker's fitness step: runs every check and, on a failure, reports the worker unfit to
+ * its lifecycle (unhealthy ping with `check=<name>`, stop, exit code 1). False when it failed.
  */
-export async function checkFitness(parts: FitnessParts, stopper: WorkerStopper): Promise<boolean> {
+export async function checkFitness(parts: FitnessParts, facts: Pick<WorkerFacts, "unfit">): Promise<boolean> {
   const unfit = await runFitnessChecks(parts);
   if (unfit === undefined) return true;
-  void stopper.unfit(unfit.check, unfit.reason);
+  facts.unfit(unfit.check, unfit.reason);
   return false;
 }

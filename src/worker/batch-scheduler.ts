@@ -6,11 +6,12 @@ import type { HandlerDefinition } from "../handler/define-handler.js";
 import type { ExecuteHooks, ExecuteOutcome } from "../handler/execute.js";
 import { type ParsedInput, parseInput } from "../handler/parse-input.js";
 import type { BatchRun } from "./batch-runner.js";
-import type { ExecHandle, ExecRequest, Executor, Runner, RunnerStart } from "./executor.js";
-import type { SetupOutcome } from "./setup.js";
+import type { ExecHandle, ExecRequest, Runner } from "./executor.js";
+import { armHardStop } from "./run-job.js";
+import type { Scheduler } from "./scheduler.js";
 
 /**
- * Dynamic batching (docs/handler.md, "Batching"): an Executor that gathers the jobs it is given into
+ * Dynamic batching (docs/handler.md, "Batching"): a Scheduler that gathers the jobs it is given into
  * batches and runs each batch with one call of the batch handler. Each job keeps its own ActiveJob
  * (run-job.ts), so its deadline, job-stop, progress, result and offload work as for a single job:
  * the job's handle starts when its batch starts and settles with its place in the batch's outputs,
@@ -21,8 +22,8 @@ import type { SetupOutcome } from "./setup.js";
  * Only one batch fills at a time, so the worker's room for new jobs is what that batch lacks.
  */
 
-/** What {@link BatchExecutor} needs from the worker. */
-export interface BatchExecutorOptions {
+/** What {@link BatchScheduler} needs from the worker. */
+export interface BatchSchedulerOptions {
   /** A definition with `batch` set. */
   readonly definition: HandlerDefinition;
   /** Where the batches run (in-process or isolation threads); it owns setup's state. */
@@ -32,11 +33,16 @@ export interface BatchExecutorOptions {
   readonly log: Logger;
   /** Told when an in-process batch ignores its aborted signal past the grace (the worker must be replaced). */
   readonly runaway: (jobId: string) => void;
+  /**
+   * Told when the room for new jobs may have grown without a job ending (a batch started or
+   * ended, a job left the filling batch): the take loop waits on it.
+   */
+  readonly roomChanged: () => void;
 }
 
 type Phase = "validating" | "waiting" | "running" | "ended";
 
-/** One job given to the executor, through its phases. */
+/** One job given to the scheduler, through its phases. */
 interface Member {
   readonly request: ExecRequest;
   readonly hooks: ExecuteHooks;
@@ -61,9 +67,9 @@ interface Batch {
   hardStopTimer: ClockTimer | undefined;
 }
 
-/** An Executor that runs its jobs in batches through a {@link BatchRunner}. */
-export class BatchExecutor implements Executor {
-  readonly #options: BatchExecutorOptions;
+/** A Scheduler that runs its jobs in batches on a {@link Runner}. */
+export class BatchScheduler implements Scheduler {
+  readonly #options: BatchSchedulerOptions;
   readonly #maxSize: number;
   readonly #maxWaitMs: number;
   /** The filling batch. */
@@ -76,31 +82,30 @@ export class BatchExecutor implements Executor {
   #concurrency = 1;
   #batches = 0;
   readonly #idPrefix = randomUUID().slice(0, 8);
-  #onRoom: (() => void) | undefined;
-  #closed = false;
 
-  constructor(options: BatchExecutorOptions) {
+  constructor(options: BatchSchedulerOptions) {
     const batch = options.definition.batch;
     if (batch === undefined)
-      throw new RunletError("RUNLET_HANDLER_INVALID", "BatchExecutor needs a batch handler");
+      throw new RunletError("RUNLET_HANDLER_INVALID", "BatchScheduler needs a batch handler");
     this.#options = options;
     this.#maxSize = batch.maxSize;
     this.#maxWaitMs = batch.maxWaitMs;
   }
 
-  /** Calls `listener` whenever the room for new jobs may have grown (the take loop waits on it). */
-  onRoomChange(listener: () => void): void {
-    this.#onRoom = listener;
+  /**
+   * `concurrency` is the number of batches that may run at once (the handler's `concurrency`, as
+   * the job board holds it): a filling batch that is due and now has a seat starts.
+   */
+  setConcurrency(concurrency: number): void {
+    this.#concurrency = concurrency;
+    this.#maybeLaunch();
   }
 
   /**
-   * How many more jobs the worker may take now: what the filling batch lacks. `concurrency` is the
-   * number of batches that may run at once (the handler's `concurrency`, as the job board holds it).
+   * How many more jobs the worker may take now: what the filling batch lacks, whatever the jobs
+   * held (the batches running hold theirs). A pure query.
    */
-  room(concurrency: number): number {
-    this.#concurrency = concurrency;
-    this.#maybeLaunch();
-    if (this.#closed) return 0;
+  room(_held: number): number {
     return Math.max(0, this.#maxSize - this.#pending.length - this.#validating);
   }
 
@@ -284,20 +289,17 @@ export class BatchExecutor implements Executor {
   #letGo(batch: Batch, reason: Error): void {
     const { definition, clock, log, runaway } = this.#options;
     batch.run?.abortBatch(reason);
-    batch.hardStopTimer = clock.setTimeout(() => {
-      batch.hardStopTimer = undefined;
-      if (!this.#running.has(batch)) return;
-      log.error(
-        { batchId: batch.id, graceMs: definition.hardStopGraceMs },
-        "the batch handler ignored its aborted signal; hard-stopping the batch",
-      );
-      void (batch.run?.hardStop() ?? Promise.resolve(false))
-        .then((stopped) => {
-          // In-process nothing can end the call: the worker stops so the platform replaces it.
-          if (!stopped) runaway(batch.members[0]?.request.job.id ?? batch.id);
-        })
-        .catch((err: unknown) => log.error({ err }, "hard-stopping the batch failed"));
-    }, definition.hardStopGraceMs);
+    batch.hardStopTimer = armHardStop({
+      clock,
+      graceMs: definition.hardStopGraceMs,
+      log,
+      message: "the batch handler ignored its aborted signal; hard-stopping the batch",
+      fields: { batchId: batch.id },
+      stillRuns: () => this.#running.has(batch),
+      stop: () => batch.run?.hardStop() ?? Promise.resolve(false),
+      // In-process nothing can end the call: the worker stops so the platform replaces it.
+      ranAway: () => runaway(batch.members[0]?.request.job.id ?? batch.id),
+    });
   }
 
   #failure(reason: Error): ExecuteOutcome {
@@ -315,21 +317,6 @@ export class BatchExecutor implements Executor {
   }
 
   #roomChanged(): void {
-    this.#onRoom?.();
-  }
-
-  /** The runner's setup: a batch runs where the handler lives. */
-  setup(start: RunnerStart): Promise<SetupOutcome> {
-    return this.#options.runner.setup(start);
-  }
-
-  teardown(withinMs: number): Promise<void> {
-    return this.#options.runner.teardown(withinMs);
-  }
-
-  async close(): Promise<void> {
-    this.#closed = true;
-    this.#closeWindow();
-    await this.#options.runner.close();
+    this.#options.roomChanged();
   }
 }
