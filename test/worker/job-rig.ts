@@ -5,11 +5,12 @@ import type { HandlerDefinition } from "../../src/index.js";
 import type { DeliveredJob } from "../../src/protocol/index.js";
 import { resolveWorkerConfig, type WorkerConfig } from "../../src/worker/config.js";
 import { InProcessRunner } from "../../src/worker/executor.js";
+import type { WorkerFacts } from "../../src/worker/lifecycle.js";
 import { PlatformHttp } from "../../src/worker/platform-http.js";
 import type { JobParts } from "../../src/worker/run-job.js";
-import { take } from "../../src/worker/take.js";
+import { PlainScheduler } from "../../src/worker/scheduler.js";
+import { take } from "../../src/worker/take-loop.js";
 import { s3Settings } from "../../src/worker/worker-parts.js";
-import { WorkerStopper } from "../../src/worker/worker-stopper.js";
 import { type LogSink, logSink } from "./helpers.js";
 
 /**
@@ -67,15 +68,13 @@ export function jobParts(
 ): { readonly parts: JobParts; readonly stops: string[] } {
   const { config, http, log, clock } = r;
   const stops: string[] = [];
-  const stopper = new WorkerStopper({
-    log,
-    exitOnHardStop: false,
-    heartbeat: undefined,
-    closing: new AbortController(),
-    close: async () => {
-      stops.push("close");
-    },
-  });
+  // The facts a job reports to the worker's lifecycle, recorded by name.
+  const facts: WorkerFacts = {
+    lost: () => stops.push("lost"),
+    runaway: () => stops.push("runaway"),
+    unfit: () => stops.push("unfit"),
+    refresh: () => stops.push("refresh"),
+  };
   const settings = {
     identity: { hostname: config.hostname, workerId: config.podId },
     bucket: config.bucket,
@@ -85,12 +84,12 @@ export function jobParts(
     config,
     definition,
     http,
-    executor: new InProcessRunner(definition, settings, log, clock),
+    scheduler: new PlainScheduler(new InProcessRunner(definition, settings, log, clock)),
     heartbeat: undefined,
     log,
     giveUp: new AbortController().signal,
     s3: settings.s3,
-    stopper,
+    facts,
   };
   return { parts, stops };
 }
