@@ -232,6 +232,7 @@ export class Worker {
       clock: this.#config.clock,
       closing: this.#closing.signal,
       env: this.#env,
+      baseEnv: this.#config.sidecarBaseEnv,
       unfit: (check, reason) => this.#stopper.unfit(check, reason),
       failRunningJobs: (reason) => {
         for (const job of this.#board.jobs()) job.shutdown(reason);
