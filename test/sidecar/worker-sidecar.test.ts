@@ -46,6 +46,33 @@ describe("a worker with a sidecar", () => {
     }
   }, 30_000);
 
+  it("gives setup its sidecars' URLs, with the sidecar already answering", async () => {
+    using tmp = scratch();
+    await using h = await testHarness();
+    const port = await freePort();
+    const id = h.enqueue("local", { input: {} });
+    const w = await workerFor(
+      h,
+      defineHandler({
+        sidecar: fixtureSidecar(port, { READY_AFTER_MS: "300", EVENTS_FILE: tmp.events }),
+        // A warm-up request from setup, as docs/models.md suggests: the server answers by now.
+        async setup({ sidecar, sidecars }) {
+          const url = sidecar?.url;
+          const warmUp = url === undefined ? undefined : (await fetch(`${url}/health`)).status;
+          return { url, names: Object.keys(sidecars ?? {}), warmUp };
+        },
+        handler: ({ state, sidecar }) => ({ ...state, handlerUrl: sidecar.url }),
+      }),
+    );
+    try {
+      const job = await h.waitForJob(id, { timeoutMs: 20_000 });
+      const url = `http://127.0.0.1:${port}`;
+      expect(job.output).toEqual({ url, names: ["llm"], warmUp: 200, handlerUrl: url });
+    } finally {
+      await w.close();
+    }
+  }, 30_000);
+
   it("inherits the environment its caller passes as sidecarBaseEnv, never the process's own", async () => {
     using tmp = scratch();
     await using h = await testHarness();
