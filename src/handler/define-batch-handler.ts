@@ -107,8 +107,9 @@ export function defineBatchHandler<
       `batch must be an object such as { maxSize: 32, maxWaitMs: 10 }, got ${describeValue(options.batch)}`,
     );
   }
+  batchSchema ??= makeBatchSchema();
   const limits = parseOptions(
-    (batchSchema ??= makeBatchSchema()),
+    batchSchema,
     { maxSize: options.batch?.maxSize, maxWaitMs: options.batch?.maxWaitMs },
     "RUNLET_HANDLER_INVALID",
     `${NAME}: batch.`,
