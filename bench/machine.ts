@@ -1,4 +1,4 @@
-import { cpus, totalmem } from "node:os";
+import { cpus, loadavg, totalmem } from "node:os";
 
 /** The machine a bench ran on, as `bench/results.json` records it. */
 export interface Machine {
@@ -10,6 +10,11 @@ export interface Machine {
   readonly arch: string;
   /** ISO 8601, when the run started. */
   readonly date: string;
+  /**
+   * The load average (1, 5 and 15 minutes) when the run started: on a machine shared with other
+   * work the wall-clock figures grow with it. Absent in results written before it was recorded.
+   */
+  readonly loadAverage?: readonly number[];
 }
 
 /** Describes this machine. */
@@ -23,5 +28,6 @@ export function describeMachine(startedAt: Date = new Date()): Machine {
     platform: process.platform,
     arch: process.arch,
     date: startedAt.toISOString(),
+    loadAverage: loadavg().map((l) => Math.round(l * 100) / 100),
   };
 }

@@ -1,4 +1,4 @@
-import { writeFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
@@ -112,8 +112,13 @@ async function main(): Promise<number> {
   const results = await runBench(quick ? QUICK_OPTIONS : FULL_OPTIONS, quick ? "quick" : "full", (line) =>
     process.stderr.write(`${line}\n`),
   );
+  // The file this run replaces: its cold start is printed as the run before (none when it is unreadable).
+  const previous = await readFile(out, "utf8").then(
+    (text) => JSON.parse(text) as BenchResults,
+    () => undefined,
+  );
   await writeFile(out, `${JSON.stringify(results, null, 2)}\n`);
-  process.stdout.write(`${formatTable(results)}\n\nwritten to ${out}\n`);
+  process.stdout.write(`${formatTable(results, previous)}\n\nwritten to ${out}\n`);
   return results.memoryWithinBound ? 0 : 1;
 }
 

@@ -5,8 +5,47 @@ function fmt(value: number): string {
   return Number.isFinite(value) ? value.toLocaleString("en-US", { maximumFractionDigits: 2 }) : "n/a";
 }
 
-/** The results as a plain-text table, figures in run order. */
-export function formatTable(results: BenchResults): string {
+/** A number at `path` in an unknown result, if there is one. */
+function numberAt(value: unknown, ...path: string[]): number | undefined {
+  let at = value;
+  for (const key of path)
+    at = typeof at === "object" && at !== null ? (at as Record<string, unknown>)[key] : undefined;
+  return typeof at === "number" ? at : undefined;
+}
+
+/** One run's runlet phase: its wall median, the CPU used by then, and when and under what load it ran. */
+function runletPhaseLine(results: BenchResults): string | undefined {
+  if (!results.coldStart.available) return undefined;
+  const result = results.coldStart.result;
+  const wall = numberAt(result, "phasesMsMedian", "runlet");
+  if (wall === undefined) return undefined;
+  const cpu = numberAt(result, "phasesCpuMsMedian", "runlet");
+  const load = results.machine.loadAverage;
+  return `${fmt(wall)} ms wall median${cpu === undefined ? "" : `, ${fmt(cpu)} ms CPU used by then`} (${results.machine.date}${
+    load === undefined ? "" : `, load average ${load.map(fmt).join(" / ")} on ${results.machine.cores} cores`
+  })`;
+}
+
+/**
+ * runlet's own start-up phase against its target, this run and the run before (`previous`, the
+ * results file this run replaces), both as measured: nothing here is a figure written by hand.
+ */
+export function formatRunletPhase(results: BenchResults, previous?: BenchResults): string[] {
+  const now = runletPhaseLine(results);
+  if (now === undefined || !results.coldStart.available) return [];
+  const target = numberAt(results.coldStart.result, "runletPhaseTargetMs");
+  const wall = numberAt(results.coldStart.result, "phasesMsMedian", "runlet") ?? Number.NaN;
+  const verdict = target === undefined ? "" : wall <= target ? " — target met" : " — target not met";
+  const before = previous === undefined ? undefined : runletPhaseLine(previous);
+  return [
+    `runlet's own start-up phase (process start → ready to set up)${target === undefined ? "" : `, target ≤ ${fmt(target)} ms`}:`,
+    `  this run:  ${now}${verdict}`,
+    `  run before: ${before ?? "none recorded with start-up phases in the results file this run replaces"}`,
+  ];
+}
+
+/** The results as a plain-text table, figures in run order; `previous`: the results file this run replaces. */
+export function formatTable(results: BenchResults, previous?: BenchResults): string {
   const m = results.machine;
   const lines = [
     `runlet bench (${results.mode}) — ${m.date}`,
@@ -45,6 +84,7 @@ export function formatTable(results: BenchResults): string {
           : `  ${path} = ${fmt(values[0]!)}`,
       );
     }
+    lines.push("", ...formatRunletPhase(results, previous));
   } else lines.push(`cold start (bench/cold-start.ts): not run — ${cold.reason}`);
   return lines.join("\n");
 }

@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import { z } from "zod";
 import { RunletError } from "./errors.js";
 import { PLATFORM_ENV } from "./protocol/env.js";
@@ -153,7 +152,8 @@ export function readPlatformEnv(env: Readonly<Record<string, string | undefined>
     pingUrl: e[PLATFORM_ENV.pingUrl],
     pingIntervalMs,
     apiKey: e[PLATFORM_ENV.apiKey],
-    podId: e[PLATFORM_ENV.podId] ?? randomUUID(),
+    // Web Crypto's global, not node:crypto: that module is not loaded with the worker (docs/benchmarks.md, "Cold start").
+    podId: e[PLATFORM_ENV.podId] ?? globalThis.crypto.randomUUID(),
     onPlatformPod: e[PLATFORM_ENV.podId] !== undefined,
     hostname: e[PLATFORM_ENV.hostname] ?? "unknown",
     endpointId: e[PLATFORM_ENV.endpointId],

@@ -69,26 +69,30 @@ export function defaultDirName(path: string): string {
   );
 }
 
-const dirSchema = z.union([
-  z.string().refine(isAbsolute, "an absolute path"),
-  z.object({
-    path: z.string().refine(isAbsolute, "an absolute path"),
-    name: z.string().regex(SAFE_NAME, "a name of letters, digits, . _ - (not . or ..)"),
-  }),
-]);
-
-const schema = z.object({
-  dirs: z.array(dirSchema).min(1, "at least one folder"),
-  volume: nonEmptyString().default(WARM_CACHE_DEFAULTS.volume),
-  namespace: z.string().regex(SAFE_NAME, "a name of letters, digits, . _ - (not . or ..)").optional(),
-  smallFileBytes: integerOption(0, WARM_CACHE_DEFAULTS.smallFileBytes, 67_108_864, "64 MiB"),
-  parallelCopies: integerOption(1, WARM_CACHE_DEFAULTS.parallelCopies, 64),
-  shutdownSyncMs: integerOption(0, WARM_CACHE_DEFAULTS.shutdownSyncMs),
-  strict: booleanOption(WARM_CACHE_DEFAULTS.strict),
-});
+/** The warm cache's options schema, built on first use: only a handler with `warmCache` needs it (docs/benchmarks.md, "Cold start"). */
+function makeSchema() {
+  const dirSchema = z.union([
+    z.string().refine(isAbsolute, "an absolute path"),
+    z.object({
+      path: z.string().refine(isAbsolute, "an absolute path"),
+      name: z.string().regex(SAFE_NAME, "a name of letters, digits, . _ - (not . or ..)"),
+    }),
+  ]);
+  return z.object({
+    dirs: z.array(dirSchema).min(1, "at least one folder"),
+    volume: nonEmptyString().default(WARM_CACHE_DEFAULTS.volume),
+    namespace: z.string().regex(SAFE_NAME, "a name of letters, digits, . _ - (not . or ..)").optional(),
+    smallFileBytes: integerOption(0, WARM_CACHE_DEFAULTS.smallFileBytes, 67_108_864, "64 MiB"),
+    parallelCopies: integerOption(1, WARM_CACHE_DEFAULTS.parallelCopies, 64),
+    shutdownSyncMs: integerOption(0, WARM_CACHE_DEFAULTS.shutdownSyncMs),
+    strict: booleanOption(WARM_CACHE_DEFAULTS.strict),
+  });
+}
+let schema: ReturnType<typeof makeSchema> | undefined;
 
 /** Checks `options` (RUNLET_HANDLER_INVALID names the bad one, `prefix` first); two folders may not share a name. */
 export function checkWarmCacheOptions(options: WarmCacheOptions, prefix = "warmCache."): WarmCacheSettings {
+  schema ??= makeSchema();
   const o = parseOptions(schema, options, "RUNLET_HANDLER_INVALID", prefix);
   const dirs = o.dirs.map((d) =>
     typeof d === "string"

@@ -28,7 +28,7 @@ interface Entry {
 export interface DevSidecarsOptions {
   /** Where the sidecars' lines (and runlet's lines about them) go. */
   readonly log: Logger;
-  /** The environment sidecars inherit. */
+  /** The environment sidecars inherit (`runlet dev` passes `process.env`; library code never reads it). */
   readonly env: Readonly<Record<string, string | undefined>>;
   /** @default the real clock */
   readonly clock?: Clock;

@@ -52,11 +52,17 @@ export interface BatchHandlerDefinition<Schema extends z.ZodType = z.ZodType, Ou
 /** Defaults of `batch`, in one place. */
 export const BATCH_DEFAULTS = Object.freeze({ maxSize: 8, maxWaitMs: 10 });
 
-/** `batch`'s fields, checked in one parse with the limits in their messages. */
-const batchSchema = z.object({
-  maxSize: integerOption(1, BATCH_DEFAULTS.maxSize, 1_024),
-  maxWaitMs: integerOption(0, BATCH_DEFAULTS.maxWaitMs, 60_000),
-});
+/**
+ * `batch`'s fields, checked in one parse with the limits in their messages. Built on first use, not
+ * when the module loads: every worker loads this module, few define a batch handler (docs/benchmarks.md, "Cold start").
+ */
+function makeBatchSchema() {
+  return z.object({
+    maxSize: integerOption(1, BATCH_DEFAULTS.maxSize, 1_024),
+    maxWaitMs: integerOption(0, BATCH_DEFAULTS.maxWaitMs, 60_000),
+  });
+}
+let batchSchema: ReturnType<typeof makeBatchSchema> | undefined;
 
 const NAME = "defineBatchHandler";
 
@@ -101,6 +107,7 @@ export function defineBatchHandler<
       `batch must be an object such as { maxSize: 32, maxWaitMs: 10 }, got ${describeValue(options.batch)}`,
     );
   }
+  batchSchema ??= makeBatchSchema();
   const limits = parseOptions(
     batchSchema,
     { maxSize: options.batch?.maxSize, maxWaitMs: options.batch?.maxWaitMs },

@@ -44,6 +44,14 @@ export interface SetupContext {
    * worker's `setupProgress` event, which `runlet dev`, the harness and the dashboard show.
    */
   progress(text: string): void;
+  /**
+   * The handler's sidecar (the first, with several), started and answering before setup runs:
+   * `sidecar.url` is its base URL, to warm the server with a first request (docs/models.md,
+   * "Sidecars"). Reading it without a `sidecar` option throws, as `ctx.sidecar` does.
+   */
+  readonly sidecar: SidecarInfo;
+  /** Every sidecar of the handler by name (`sidecars.llm.url`); `{}` without any. */
+  readonly sidecars: Readonly<Record<string, SidecarInfo>>;
 }
 
 /**

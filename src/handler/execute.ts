@@ -4,7 +4,7 @@ import { s3LoadError } from "../optional-peers.js";
 import type { DeliveredJob } from "../protocol/index.js";
 import { unconfiguredJobS3 } from "../s3/no-store.js";
 import type { JobS3, JobS3Options } from "../s3/types.js";
-import { type SidecarContext, sidecarContext } from "../sidecar/options.js";
+import { sidecarContextOf } from "../sidecar/options.js";
 import { chunkBody, StreamCoalescer, splitItemIter } from "../stream/index.js";
 import type { HandlerContext, HandlerDefinition } from "./define-handler.js";
 import { createJobMetrics, type JobMetrics } from "./metrics.js";
@@ -97,18 +97,6 @@ export function isIterator(value: unknown): value is AsyncIterator<unknown> | It
     typeof (value as { next?: unknown }).next === "function" &&
     (Symbol.asyncIterator in value || Symbol.iterator in value)
   );
-}
-
-/** Each definition's sidecar context, made once (definitions are frozen; the list is its key). */
-const sidecarContexts = new WeakMap<object, SidecarContext>();
-
-function sidecarContextOf(list: HandlerDefinition["sidecars"]): SidecarContext {
-  let context = sidecarContexts.get(list);
-  if (context === undefined) {
-    context = sidecarContext(list);
-    sidecarContexts.set(list, context);
-  }
-  return context;
 }
 
 /**

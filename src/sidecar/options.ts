@@ -219,11 +219,24 @@ export function sidecarContext(settings: readonly SidecarSettings[]): SidecarCon
       if (first === undefined) {
         throw new RunletError(
           "RUNLET_HANDLER_INVALID",
-          'ctx.sidecar was read, but this handler declares no sidecar option (docs/models.md, "Sidecars")',
+          'ctx.sidecar was read (in the handler or setup), but this handler declares no sidecar option (docs/models.md, "Sidecars")',
         );
       }
       return first;
     },
     sidecars,
   };
+}
+
+/** Each definition's sidecar context, made once (definitions are frozen; the list is its key). */
+const sidecarContexts = new WeakMap<object, SidecarContext>();
+
+/** {@link sidecarContext} of a definition's (frozen) list, made once and shared by setup and every job. */
+export function sidecarContextOf(list: readonly SidecarSettings[]): SidecarContext {
+  let context = sidecarContexts.get(list);
+  if (context === undefined) {
+    context = sidecarContext(list);
+    sidecarContexts.set(list, context);
+  }
+  return context;
 }

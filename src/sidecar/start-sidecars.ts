@@ -29,8 +29,13 @@ export interface StartSidecarsParts {
   readonly clock: Clock;
   /** The worker's closing signal: a close during start-up stops what was started. */
   readonly closing: AbortSignal;
-  /** The environment sidecars inherit (their own `env` is added): the worker's `env` option. */
+  /** The worker's `env` option: added over `baseEnv` (and read for RUNLET_DEV_SIDECARS). */
   readonly env: Readonly<Record<string, string | undefined>>;
+  /**
+   * What sidecars inherit beneath `env` (their own `env` is added over both): the caller's, usually
+   * `process.env` (the worker's `sidecarBaseEnv` option). Library code never reads `process.env`.
+   */
+  readonly baseEnv: Readonly<Record<string, string | undefined>>;
   /** The worker's unfit path (`WorkerStopper.unfit`): ping unhealthy with the check and reason, stop, exit 1. */
   readonly unfit: (check: string, reason: string) => Promise<void>;
   /** Fails every running job with `reason` (their handlers are aborted with it). */
@@ -69,7 +74,7 @@ export function isDevSidecarMessage(value: unknown): value is DevSidecarMessage 
  *
  * @example
  * // in the worker's start-up, after the fitness checks and before setup:
- * const sidecars = await startSidecars({ sidecars: definition.sidecars, log, clock, closing, env, unfit, failRunningJobs });
+ * const sidecars = await startSidecars({ sidecars: definition.sidecars, log, clock, closing, env, baseEnv, unfit, failRunningJobs });
  * if (sidecars === undefined) return; // unfit or closing: take nothing
  */
 export async function startSidecars(parts: StartSidecarsParts): Promise<RunningSidecars | undefined> {
@@ -95,14 +100,16 @@ export async function startSidecars(parts: StartSidecarsParts): Promise<RunningS
 const WITHHELD = ["RUNPOD_AI_API_KEY"];
 
 /**
- * What a sidecar inherits: the process's own environment (what any child gets: PATH, HOME,
- * CUDA_VISIBLE_DEVICES, a token for the model hub), then the worker's `env` option over it (the
- * same object under `runlet start`; in tests, the harness's variables), without the worker's API key.
+ * What a sidecar inherits: `baseEnv`, the caller's environment (`process.env` under `runlet start`,
+ * a bundle and `runlet dev`: PATH, HOME, CUDA_VISIBLE_DEVICES, a token for the model hub), then the
+ * worker's `env` option over it (the same object under `runlet start`; in tests, the harness's
+ * variables), without the worker's API key.
  */
 export function sidecarEnv(
-  workerEnv: Readonly<Record<string, string | undefined>>,
+  baseEnv: Readonly<Record<string, string | undefined>>,
+  workerEnv: Readonly<Record<string, string | undefined>> = {},
 ): Record<string, string | undefined> {
-  const env = { ...process.env, ...workerEnv };
+  const env = { ...baseEnv, ...workerEnv };
   for (const name of WITHHELD) delete env[name];
   return env;
 }
@@ -123,7 +130,7 @@ async function ownSidecars(parts: StartSidecarsParts): Promise<RunningSidecars |
   // Loaded only for a handler with sidecars: the worker's own start does not pay for child_process.
   const { SidecarProcess } = await import("./sidecar-process.js");
   const procs: SidecarProcess[] = [];
-  const baseEnv = sidecarEnv(parts.env);
+  const baseEnv = sidecarEnv(parts.baseEnv, parts.env);
   try {
     for (const settings of parts.sidecars) {
       procs.push(new SidecarProcess({ settings, log: parts.log, clock: parts.clock, baseEnv }));

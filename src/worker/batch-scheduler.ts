@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import type { Clock, ClockTimer } from "../clock.js";
 import { isRunletError, RunletError } from "../errors.js";
@@ -81,7 +80,8 @@ export class BatchScheduler implements Scheduler {
   readonly #running = new Set<Batch>();
   #concurrency = 1;
   #batches = 0;
-  readonly #idPrefix = randomUUID().slice(0, 8);
+  // Web Crypto's global, not node:crypto: that module is not loaded with the worker (docs/benchmarks.md, "Cold start").
+  readonly #idPrefix = globalThis.crypto.randomUUID().slice(0, 8);
 
   constructor(options: BatchSchedulerOptions) {
     const batch = options.definition.batch;

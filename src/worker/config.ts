@@ -6,6 +6,7 @@ import { RunletError } from "../errors.js";
 import {
   boolean,
   booleanOption,
+  describeValue,
   integer,
   integerOption,
   nonEmptyString,
@@ -90,6 +91,14 @@ export interface WorkerOptions {
    * handler's own `healthCheck` runs either way. @default false
    */
   fitnessChecks?: boolean;
+  /**
+   * The environment the handler's sidecars inherit (docs/models.md, "Sidecars"), usually
+   * `process.env` (`runlet start` and a bundle pass it, as they pass `env`): `env` is added over
+   * it, then the sidecar's own `env`; the worker's API key is never passed on. Library code never
+   * reads `process.env`, so a test that wants its sidecar to find programs on `PATH` passes it here.
+   * @default {} (the sidecar inherits `env` only)
+   */
+  sidecarBaseEnv?: Readonly<Record<string, string | undefined>>;
 }
 
 /** The worker's settings: the platform env plus options, merged and frozen. */
@@ -120,6 +129,8 @@ export interface WorkerConfig extends PlatformEnv {
   readonly fitnessChecks: boolean;
   /** The fitness checks' thresholds, from the RUNPOD_* variables of docs/fitness.md. */
   readonly fitness: FitnessConfig;
+  /** What the sidecars inherit beneath `env` (the `sidecarBaseEnv` option; `{}` without it). */
+  readonly sidecarBaseEnv: Readonly<Record<string, string | undefined>>;
 }
 
 const ms = (fallback: number, min = 0) => integerOption(min, fallback);
@@ -154,10 +165,18 @@ export function resolveWorkerConfig(options: WorkerOptions): WorkerConfig {
       logDestination: undefined,
       clock: undefined,
       telemetry: undefined,
+      sidecarBaseEnv: undefined,
     },
     "RUNLET_CONFIG_INVALID",
     "startWorker: ",
   );
+  const sidecarBaseEnv = options.sidecarBaseEnv ?? {};
+  if (typeof sidecarBaseEnv !== "object" || sidecarBaseEnv === null || Array.isArray(sidecarBaseEnv)) {
+    throw new RunletError(
+      "RUNLET_CONFIG_INVALID",
+      `startWorker: sidecarBaseEnv must be an object of environment variables (usually process.env), got ${describeValue(sidecarBaseEnv)}`,
+    );
+  }
   if (env.jobTakeUrl === undefined || env.jobDoneUrl === undefined) {
     throw new RunletError(
       "RUNLET_CONFIG_INVALID",
@@ -177,6 +196,8 @@ export function resolveWorkerConfig(options: WorkerOptions): WorkerConfig {
     presignExpiresSec: checked.presignExpiresSec,
     tmpRoot: checked.tmpRoot,
     fitness,
+    // Read when the sidecars start, as a child process reads its parent's environment then.
+    sidecarBaseEnv,
     postRetry: postRetryPolicy(checked),
     pollRetry: pollRetryPolicy(checked),
     urls: platformUrls({ ...env, jobTakeUrl: env.jobTakeUrl, jobDoneUrl: env.jobDoneUrl }),

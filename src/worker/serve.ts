@@ -53,6 +53,8 @@ export async function serveHandler(definition: HandlerDefinition, options: Serve
     exitOnHardStop: true,
     // In a container (and under `runlet dev`): the built-in fitness checks run (docs/fitness.md).
     fitnessChecks: true,
+    // The process environment, which the handler's sidecars inherit (docs/models.md, "Sidecars").
+    sidecarBaseEnv: options.env,
     ...(options.handlerModule === undefined ? {} : { handlerModule: options.handlerModule }),
     ...(options.threadEntry === undefined ? {} : { threadEntry: options.threadEntry }),
     ...(options.heartbeatEntry === undefined ? {} : { heartbeatEntry: options.heartbeatEntry }),

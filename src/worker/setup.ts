@@ -1,8 +1,9 @@
 import type { Logger } from "pino";
 import type { Clock, ClockTimer } from "../clock.js";
 import { RunletError } from "../errors.js";
-import type { HandlerDefinition } from "../handler/define-handler.js";
+import type { HandlerDefinition, SetupContext } from "../handler/define-handler.js";
 import { onAbort } from "../linked-signal.js";
+import { sidecarContextOf } from "../sidecar/options.js";
 
 /**
  * A handler's `setup` (docs/handler.md, "Loading a model: setup and teardown"), run once where the
@@ -63,10 +64,21 @@ export async function runSetup(
     const line = String(text).slice(0, MAX_PROGRESS_CHARS);
     options.progress(line);
   };
+  // The sidecars started (and answered) before setup: their URLs, as the handler's ctx has them.
+  const sidecars = sidecarContextOf(definition.sidecars);
+  const context: SetupContext = {
+    log,
+    signal: own.signal,
+    progress,
+    get sidecar() {
+      return sidecars.sidecar;
+    },
+    sidecars: sidecars.sidecars,
+  };
   try {
     const outcome = await Promise.race([
       // Called inside then(): a setup that throws synchronously is a rejection like any other.
-      Promise.resolve().then(() => setup({ log, signal: own.signal, progress })),
+      Promise.resolve().then(() => setup(context)),
       new Promise<typeof TIMED_OUT>((resolve) => {
         timer = clock.setTimeout(() => resolve(TIMED_OUT), timeoutMs);
       }),

@@ -1,5 +1,4 @@
 import type { Logger } from "pino";
-import { hydrateWarmCache } from "../cache/start-cache.js";
 import type { CacheRun, WarmCache } from "../cache/warm-cache.js";
 import { RunletError } from "../errors.js";
 import { type HandlerDefinition, isHandlerDefinition } from "../handler/define-handler.js";
@@ -235,6 +234,7 @@ export class Worker {
       clock: this.#config.clock,
       closing: this.#lifecycle.taking,
       env: this.#env,
+      baseEnv: this.#config.sidecarBaseEnv,
       unfit: (check, reason) => this.reportUnfit(check, reason),
       failRunningJobs: (reason) => {
         for (const job of this.#board.jobs()) job.shutdown(reason);
@@ -246,6 +246,8 @@ export class Worker {
   /** Hydrates the warm cache (docs/fitness.md, "Warm cache"); false when the worker became unfit. */
   async #hydrate(): Promise<boolean> {
     try {
+      // Loaded here: the warm cache's module (file streams, tar) is only for handlers with `warmCache`.
+      const { hydrateWarmCache } = await import("../cache/start-cache.js");
       this.#cache = await hydrateWarmCache(
         this.#definition.warmCache,
         this.#log,

@@ -29,7 +29,8 @@ describe("a worker with a sidecar", () => {
           return { status: res.status, url: sidecar.url, names: Object.keys(sidecars) };
         },
       }),
-      { sink },
+      // As `runlet start` and a bundle do: the process's environment is the sidecars' base.
+      { sink, sidecarBaseEnv: process.env },
     );
     try {
       const job = await h.waitForJob(id, { timeoutMs: 20_000 });
@@ -38,10 +39,66 @@ describe("a worker with a sidecar", () => {
       const ready = messages.indexOf("sidecars ready");
       expect(ready).toBeGreaterThan(messages.indexOf('sidecar "llm" is ready'));
       expect(ready).toBeLessThan(messages.indexOf("Started."));
-      // It inherits the environment (PATH) but not the worker's API key.
+      // It inherits the caller's environment (PATH) but not the worker's API key.
       expect(eventsOf(tmp.events)[0]).toMatchObject({ event: "started", apiKey: null, hasPath: true });
     } finally {
       await w.close();
+    }
+  }, 30_000);
+
+  it("gives setup its sidecars' URLs, with the sidecar already answering", async () => {
+    using tmp = scratch();
+    await using h = await testHarness();
+    const port = await freePort();
+    const id = h.enqueue("local", { input: {} });
+    const w = await workerFor(
+      h,
+      defineHandler({
+        sidecar: fixtureSidecar(port, { READY_AFTER_MS: "300", EVENTS_FILE: tmp.events }),
+        // A warm-up request from setup, as docs/models.md suggests: the server answers by now.
+        async setup({ sidecar, sidecars }) {
+          const url = sidecar?.url;
+          const warmUp = url === undefined ? undefined : (await fetch(`${url}/health`)).status;
+          return { url, names: Object.keys(sidecars ?? {}), warmUp };
+        },
+        handler: ({ state, sidecar }) => ({ ...state, handlerUrl: sidecar.url }),
+      }),
+    );
+    try {
+      const job = await h.waitForJob(id, { timeoutMs: 20_000 });
+      const url = `http://127.0.0.1:${port}`;
+      expect(job.output).toEqual({ url, names: ["llm"], warmUp: 200, handlerUrl: url });
+    } finally {
+      await w.close();
+    }
+  }, 30_000);
+
+  it("inherits the environment its caller passes as sidecarBaseEnv, never the process's own", async () => {
+    using tmp = scratch();
+    await using h = await testHarness();
+    const port = await freePort();
+    // Set in this process only: library code reading process.env would hand it to the sidecar.
+    process.env["RUNLET_FIXTURE_PROCESS_ONLY"] = "leaked";
+    try {
+      const w = await workerFor(
+        h,
+        defineHandler({
+          sidecar: fixtureSidecar(port, { EVENTS_FILE: tmp.events }),
+          handler: () => "ok",
+        }),
+        { sidecarBaseEnv: { RUNLET_FIXTURE_BASE: "from the caller", RUNPOD_AI_API_KEY: "base-key" } },
+      );
+      try {
+        const started = await waitFor("the sidecar's start", () => eventsOf(tmp.events)[0]);
+        // No PATH either: the caller passed none (the command is an absolute path).
+        expect(started).toMatchObject({ fromBase: "from the caller", fromProcess: null, hasPath: false });
+        // The API key is withheld whichever environment holds it.
+        expect(started["apiKey"]).toBeNull();
+      } finally {
+        await w.close();
+      }
+    } finally {
+      delete process.env["RUNLET_FIXTURE_PROCESS_ONLY"];
     }
   }, 30_000);
 

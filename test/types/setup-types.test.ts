@@ -1,6 +1,6 @@
 import { describe, expectTypeOf, it } from "vitest";
 import { z } from "zod";
-import { defineBatchHandler, defineHandler } from "../../src/index.js";
+import { defineBatchHandler, defineHandler, type HandlerContext } from "../../src/index.js";
 import { defineOpenAIHandler } from "../../src/openai/index.js";
 import { startWorker } from "../../src/worker/index.js";
 
@@ -20,9 +20,13 @@ describe("ctx.state is setup's return type", () => {
     const definition = defineHandler({
       input: z.object({ text: z.string() }),
       setupTimeoutMs: 600_000,
-      async setup({ log, signal, progress }) {
+      async setup({ log, signal, progress, sidecar, sidecars }) {
         expectTypeOf(signal).toEqualTypeOf<AbortSignal>();
         expectTypeOf(progress).toEqualTypeOf<(text: string) => void>();
+        // The sidecars' URLs, typed as the handler's ctx.sidecar and ctx.sidecars.
+        expectTypeOf(sidecar).toEqualTypeOf<HandlerContext<unknown>["sidecar"]>();
+        expectTypeOf(sidecars).toEqualTypeOf<HandlerContext<unknown>["sidecars"]>();
+        expectTypeOf(sidecar.url).toEqualTypeOf<string>();
         log.info("loading");
         return { model: await loadModel() };
       },

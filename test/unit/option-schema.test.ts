@@ -49,6 +49,18 @@ describe("option validation (one zod-based validator)", () => {
       message:
         'startWorker: handleSignals must be true or false, got "yes"; retryBaseMs must be an integer ≥ 1, got 0',
     });
+    const platform = { RUNPOD_WEBHOOK_GET_JOB: "http://x/take", RUNPOD_WEBHOOK_POST_OUTPUT: "http://x/done" };
+    expect(
+      await errorOf(() => resolveWorkerConfig({ env: platform, sidecarBaseEnv: "PATH=/bin" as never })),
+    ).toMatchObject({
+      code: "RUNLET_CONFIG_INVALID",
+      message:
+        'startWorker: sidecarBaseEnv must be an object of environment variables (usually process.env), got "PATH=/bin"',
+    });
+    // What is given is what the sidecars inherit; nothing of this process's own is added.
+    const base = { PATH: "/bin" };
+    expect(resolveWorkerConfig({ env: platform, sidecarBaseEnv: base }).sidecarBaseEnv).toBe(base);
+    expect(resolveWorkerConfig({ env: platform }).sidecarBaseEnv).toEqual({});
     expect(await errorOf(() => defineHandler({ handler: () => 1, hardStopGraceMs: -5 }))).toMatchObject({
       code: "RUNLET_HANDLER_INVALID",
       message: "defineHandler: hardStopGraceMs must be an integer ≥ 0, got -5",

@@ -91,6 +91,11 @@ describe('start-up events (docs/worker.md, "Start-up phases")', () => {
       ["worker ready", undefined, undefined],
     ]);
     expect(lines[2]!["phases"]).toEqual(phases);
+    // The CPU the process used by the end of runlet's phase and by ready, beside the wall times.
+    const cpuMs = lines[2]!["cpuMs"] as Record<string, number>;
+    expect(Object.keys(cpuMs)).toEqual(["runlet", "total"]);
+    expect(cpuMs["runlet"]).toBeGreaterThan(0);
+    expect(cpuMs["total"]).toBeGreaterThanOrEqual(cpuMs["runlet"]!);
   });
 
   it("reports a failed fitness phase and no ready when the health check fails", async () => {

@@ -73,6 +73,39 @@ describe("what the worker loads up front", () => {
   });
 });
 
+describe("optional parts load when used, not with the worker", () => {
+  // Under the image's V8 flags Node compiles each of its own modules from source (docs/images.md,
+  // "Worker memory"): node:crypto and node:child_process with node:net cost a start ~30 ms of CPU.
+  // The built-in fitness checks, the warm cache and an id without RUNPOD_POD_ID load them on use.
+  it("reaches no node:crypto, node:child_process, node:net or warm cache statically from the worker", () => {
+    for (const entry of ["index.ts", "worker/index.ts", "worker/thread-entry.ts", "handler/index.ts"]) {
+      const reached = packagesReached(entry);
+      for (const name of ["node:crypto", "node:child_process", "node:net"]) {
+        expect(reached.get(name)?.join(" → "), `${entry} reaches ${name}`).toBeUndefined();
+      }
+      expect(reached.has("zod")).toBe(true);
+    }
+    const files = new Set<string>();
+    const visit = (file: string): void => {
+      if (files.has(file)) return;
+      files.add(file);
+      for (const spec of staticImports(file)) {
+        if (spec.startsWith(".")) visit(resolve(dirname(file), spec.replace(/\.js$/, ".ts")));
+      }
+    };
+    visit(resolve(SRC, "worker/index.ts"));
+    const reachedFiles = [...files].map((f) => f.slice(SRC.length));
+    expect(reachedFiles).not.toContain("cache/warm-cache.ts");
+    expect(reachedFiles).not.toContain("worker/fitness/system-checks.ts");
+    expect(reachedFiles).not.toContain("worker/fitness/gpu-checks.ts");
+    expect(reachedFiles).toContain("worker/fitness/run-fitness.ts");
+  });
+
+  it("sees node:child_process behind the built-in checks (so the check above can fail)", () => {
+    expect([...packagesReached("worker/fitness/built-in-checks.ts").keys()]).toContain("node:child_process");
+  });
+});
+
 describe("telemetry off costs nothing at start", () => {
   it("never imports OpenTelemetry statically from the worker, the handler API or the client", () => {
     for (const entry of [

@@ -1,3 +1,4 @@
+export { builtInChecks } from "./built-in-checks.js";
 export { type CheckOutcome, type FitnessCheck, FitnessFailure } from "./check.js";
 export {
   DEFAULT_NETWORK_TARGET,
@@ -14,7 +15,7 @@ export {
   gpuCheck,
   probeGpu,
 } from "./gpu-checks.js";
-export { builtInChecks, checkFitness, type FitnessParts, runFitnessChecks } from "./run-fitness.js";
+export { checkFitness, type FitnessParts, runFitnessChecks } from "./run-fitness.js";
 export {
   diskCheck,
   type MemoryReading,

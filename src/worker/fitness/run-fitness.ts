@@ -6,8 +6,6 @@ import { runHealthCheck } from "../health.js";
 import type { WorkerFacts } from "../lifecycle.js";
 import { type FitnessCheck, FitnessFailure } from "./check.js";
 import type { FitnessConfig } from "./fitness-config.js";
-import { cudaCheck, type GpuProbe, gpuCheck, probeGpu } from "./gpu-checks.js";
-import { diskCheck, memoryCheck, networkCheck } from "./system-checks.js";
 
 /**
  * Step 1 of the worker's start-up (docs/fitness.md): the built-in checks in a fixed order, then the
@@ -28,31 +26,23 @@ export interface FitnessParts {
   readonly clock?: Clock;
 }
 
-/**
- * The built-in checks for `config`, in their order: memory, disk, network, cuda (all skipped by
- * RUNPOD_SKIP_AUTO_SYSTEM_CHECKS), gpu (skipped by RUNPOD_SKIP_GPU_CHECK). The GPU is probed once,
- * on first use, for both GPU checks.
- */
-export function builtInChecks(config: FitnessConfig, closing: AbortSignal): FitnessCheck[] {
-  let probed: Promise<GpuProbe> | undefined;
-  const probe = () => {
-    probed ??= probeGpu(config, closing);
-    return probed;
-  };
-  const checks: FitnessCheck[] = [];
-  if (!config.skipSystemChecks) {
-    checks.push(memoryCheck(config), diskCheck(config), networkCheck(config), cudaCheck(config, probe));
-  }
-  if (!config.skipGpuCheck) checks.push(gpuCheck(config, probe));
-  return checks;
-}
-
 /** Runs the checks in order; resolves with the first unfitness, or undefined when all passed (or the worker closed). Never rejects. */
 export async function runFitnessChecks(
   parts: FitnessParts,
-  checks: readonly FitnessCheck[] = parts.builtIn ? builtInChecks(parts.config, parts.closing) : [],
+  given?: readonly FitnessCheck[],
 ): Promise<Unfitness | undefined> {
   const { log, closing, definition } = parts;
+  // The built-in checks' module (node:child_process, node:net) loads when they run, not with the
+  // worker: a start that skips them all (RUNPOD_SKIP_AUTO_SYSTEM_CHECKS and RUNPOD_SKIP_GPU_CHECK)
+  // never pays for it (docs/benchmarks.md, "Cold start").
+  let checks = given ?? [];
+  if (given === undefined && parts.builtIn && !(parts.config.skipSystemChecks && parts.config.skipGpuCheck)) {
+    try {
+      checks = (await import("./built-in-checks.js")).builtInChecks(parts.config, closing);
+    } catch (err) {
+      return { check: "fitness", reason: `the built-in checks could not load: ${String(err)}` };
+    }
+  }
   const started = performance.now();
   for (const check of checks) {
     if (closing.aborted) return undefined;

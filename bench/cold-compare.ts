@@ -1,0 +1,160 @@
+import { execFile } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+import { parseArgs, promisify } from "node:util";
+import { WARM_COMPILE_CACHE_FLAG, WORKER_NODE_FLAGS } from "../src/cli/dockerfile.js";
+import { type ColdStartFigures, measureColdStart, RUNLET_PHASE_TARGET_MS } from "./cold-start.js";
+import { ROOT } from "./worker-process.js";
+
+/**
+ * Cold start of two runlet trees side by side: each builds the echo example with its own
+ * bundler (its dist/), then the two bundles are started in turn, a few starts each per round, so
+ * both meet the same load on a shared machine. Prints the medians of runlet's own start-up phase
+ * (wall and, where the bundle reports it, CPU), of the CPU to the first take and of spawn → first
+ * take, each against the other and runlet's phase against its target. Nothing is written.
+ *
+ *   node bin/run-ts.mjs bench/cold-compare.ts --before <tree> [--after <tree>] [--rounds 5]
+ *
+ * A tree is a runlet checkout whose dist/ is built (`node scripts/build.mjs`); --after defaults to
+ * this one. For main as the before: `git archive main | tar -x -C <dir>`, link node_modules,
+ * build.
+ */
+
+/** What one tree's starts gave, pooled over the rounds. */
+interface Pooled {
+  readonly loadCpuMs: number[];
+  readonly runletMs: number[];
+  readonly runletCpuMs: number[];
+  readonly cpuToTakeMs: number[];
+  readonly takeMs: number[];
+}
+
+function median(values: readonly number[]): number | undefined {
+  if (values.length === 0) return undefined;
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[mid] : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
+}
+
+function pool(into: Pooled, figures: ColdStartFigures): void {
+  for (const phases of figures.phasesMsRuns)
+    if (phases["runlet"] !== undefined) into.runletMs.push(phases["runlet"]);
+  for (const cpu of figures.phasesCpuMsRuns)
+    if (cpu["runlet"] !== undefined) into.runletCpuMs.push(cpu["runlet"]);
+  if (figures.coldStartCpuMsMedian !== undefined) into.cpuToTakeMs.push(figures.coldStartCpuMsMedian);
+  into.takeMs.push(...figures.coldStartMsRuns);
+}
+
+/**
+ * Prints the process's CPU time at exit: loaded with `--import` before the bundle, the same on both
+ * sides, so that an older bundle, whose `worker ready` line has no `cpuMs`, is measured too.
+ */
+const CPU_AT_EXIT = `data:text/javascript,${encodeURIComponent(
+  'process.on("exit",()=>{const u=process.cpuUsage();process.stderr.write("cpu-at-exit "+(u.user+u.system)/1000+"\\n")})',
+)}`;
+
+/**
+ * CPU ms of loading `bundle` as a start loads it (its static modules and the handler) and exiting:
+ * `--warm-compile-cache`, with the image's Node flags and environment.
+ */
+async function loadCpuMs(bundle: string): Promise<number> {
+  const { stderr } = await promisify(execFile)(
+    process.execPath,
+    [...WORKER_NODE_FLAGS, `--import=${CPU_AT_EXIT}`, bundle, WARM_COMPILE_CACHE_FLAG],
+    {
+      env: { PATH: process.env["PATH"] ?? "", NODE_ENV: "production", NODE_OPTIONS: "--enable-source-maps" },
+    },
+  );
+  const ms = /cpu-at-exit ([\d.]+)/.exec(stderr)?.[1];
+  if (ms === undefined) throw new Error(`no CPU figure from ${bundle}: ${stderr}`);
+  return Number(ms);
+}
+
+/** Builds the echo example with the bundler of `tree` (its dist/cli/bundle.js) into `outDir`. */
+async function bundleWith(tree: string, outDir: string): Promise<string> {
+  const { bundleHandler } = (await import(pathToFileURL(join(tree, "dist", "cli", "bundle.js")).href)) as {
+    bundleHandler: (o: { handlerPath: string; outDir: string }) => Promise<{ bundlePath: string }>;
+  };
+  const built = await bundleHandler({ handlerPath: join(tree, "examples", "echo", "handler.ts"), outDir });
+  return built.bundlePath;
+}
+
+const fmt = (ms: number | undefined): string => (ms === undefined ? "—" : `${Math.round(ms * 10) / 10} ms`);
+
+function change(before: number | undefined, after: number | undefined): string {
+  if (before === undefined || after === undefined) return "";
+  const pct = ((after - before) / before) * 100;
+  return `${pct <= 0 ? "" : "+"}${pct.toFixed(0)} %`;
+}
+
+async function main(): Promise<number> {
+  const { values } = parseArgs({
+    options: {
+      before: { type: "string" },
+      after: { type: "string" },
+      rounds: { type: "string" },
+      "runs-per-round": { type: "string" },
+    },
+  });
+  if (values.before === undefined) {
+    process.stderr.write(
+      "usage: node bin/run-ts.mjs bench/cold-compare.ts --before <tree> [--after <tree>] [--rounds 5]\n",
+    );
+    return 2;
+  }
+  const trees = { before: resolve(values.before), after: resolve(values.after ?? ROOT) };
+  const rounds = Number(values.rounds ?? 5);
+  const runs = Number(values["runs-per-round"] ?? 3);
+  const dir = await mkdtemp(join(tmpdir(), "runlet-cold-compare-"));
+  try {
+    const bundles = {
+      before: await bundleWith(trees.before, join(dir, "before")),
+      after: await bundleWith(trees.after, join(dir, "after")),
+    };
+    const pooled: Record<"before" | "after", Pooled> = {
+      before: { loadCpuMs: [], runletMs: [], runletCpuMs: [], cpuToTakeMs: [], takeMs: [] },
+      after: { loadCpuMs: [], runletMs: [], runletCpuMs: [], cpuToTakeMs: [], takeMs: [] },
+    };
+    for (let round = 0; round < rounds; round++) {
+      for (const side of ["before", "after"] as const) {
+        process.stderr.write(`cold-compare: round ${round + 1}/${rounds}, ${side}…\n`);
+        pool(pooled[side], await measureColdStart({ bundlePath: bundles[side], runs, idleMs: 100 }));
+        for (let i = 0; i < runs; i++) pooled[side].loadCpuMs.push(await loadCpuMs(bundles[side]));
+      }
+    }
+    const m = (side: "before" | "after", key: keyof Pooled) => median(pooled[side][key]);
+    const rows: Array<[string, keyof Pooled]> = [
+      ["CPU of loading the bundle and handler (--warm-compile-cache)", "loadCpuMs"],
+      ["runlet's own phase (process start → ready to set up), wall", "runletMs"],
+      ["  CPU used by then (`cpuMs` of `worker ready`, where reported)", "runletCpuMs"],
+      ["CPU to the first take (all threads)", "cpuToTakeMs"],
+      ["spawn → first take, wall", "takeMs"],
+    ];
+    const out = [
+      `before: ${trees.before}`,
+      `after:  ${trees.after}`,
+      `${rounds} rounds × ${runs} starts each, alternating; medians:`,
+      "",
+    ];
+    for (const [label, key] of rows) {
+      out.push(
+        `${label.padEnd(64)} ${fmt(m("before", key)).padStart(9)} → ${fmt(m("after", key)).padStart(9)}  ${change(m("before", key), m("after", key))}`,
+      );
+    }
+    const after = m("after", "runletMs");
+    out.push(
+      "",
+      `runlet's own phase against its ${RUNLET_PHASE_TARGET_MS} ms target: ${fmt(after)} wall — ${
+        after === undefined ? "not reported" : after <= RUNLET_PHASE_TARGET_MS ? "met" : "not met"
+      } on this machine now (wall times grow with the machine's load; compare the CPU rows)`,
+    );
+    process.stdout.write(`${out.join("\n")}\n`);
+    return 0;
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+process.exitCode = await main();
