@@ -20,8 +20,11 @@ import { MeterProvider, PeriodicExportingMetricReader } from "@opentelemetry/sdk
 import { BatchSpanProcessor, TracerProvider } from "@opentelemetry/sdk-trace";
 import type { Logger } from "pino";
 import { VERSION } from "../version.js";
+import type { BatchRun, BatchRunRequest } from "../worker/batch-runner.js";
 import type { WorkerEventHub, WorkerEvents } from "../worker/events.js";
+import { type BatchTraceLink, type ShippedSpan, type TraceLink, tracedLog } from "./link.js";
 import type { TelemetrySettings } from "./settings.js";
+import { fromShipped, toRef } from "./span-ref.js";
 import { readTraceContext } from "./trace-context.js";
 import type { PhaseEvent, TelemetryIdentity, WorkerTelemetry, WorkerView } from "./types.js";
 
@@ -63,6 +66,9 @@ function errorStatus(span: Span, message: string): void {
 export class OtelWorkerTelemetry implements WorkerTelemetry {
   readonly #tracer: Tracer;
   readonly #traces: TracerProvider | undefined;
+  /** Where spans an isolation thread sent back go: the exporter's queue, beside runlet's own. */
+  readonly #spanProcessor: BatchSpanProcessor | undefined;
+  readonly #resource: ReturnType<typeof resourceFromAttributes>;
   readonly #meters: MeterProvider | undefined;
   readonly #identity: TelemetryIdentity;
   readonly #log: Logger;
@@ -87,9 +93,11 @@ export class OtelWorkerTelemetry implements WorkerTelemetry {
       "runlet.version": VERSION,
       ...(identity.endpointId === undefined ? {} : { "runlet.endpoint.id": identity.endpointId }),
     });
+    this.#resource = resource;
     if (settings.tracesUrl !== undefined) {
       const exporter = new OTLPTraceExporter({ url: settings.tracesUrl, headers: { ...settings.headers } });
-      this.#traces = new TracerProvider({ resource, spanProcessors: [new BatchSpanProcessor({ exporter })] });
+      this.#spanProcessor = new BatchSpanProcessor({ exporter });
+      this.#traces = new TracerProvider({ resource, spanProcessors: [this.#spanProcessor] });
     }
     if (settings.metricsUrl !== undefined) {
       const exporter = new OTLPMetricExporter({ url: settings.metricsUrl, headers: { ...settings.headers } });
@@ -178,6 +186,7 @@ export class OtelWorkerTelemetry implements WorkerTelemetry {
     untyped.on("phase", (e: PhaseEvent) => this.phase(e));
     untyped.on("ready", () => this.#endStart());
     events.wrapHandler = (jobId, log, run) => this.#wrap(jobId, log, run);
+    events.wrapBatch = (request, run) => this.#wrapBatch(request, run);
   }
 
   #workerAttributes(): Attributes {
@@ -282,22 +291,77 @@ export class OtelWorkerTelemetry implements WorkerTelemetry {
     span.end();
   }
 
-  async #wrap<T>(jobId: string, log: Logger, run: (log: Logger) => Promise<T>): Promise<T> {
+  /** Exports spans an isolation thread recorded (they ended there) with the worker's own. */
+  readonly #receive = (spans: readonly ShippedSpan[]): void => {
+    const processor = this.#spanProcessor;
+    if (processor === undefined) return;
+    for (const span of spans) processor.onEnd(fromShipped(span, this.#resource));
+  };
+
+  async #wrap<T>(jobId: string, log: Logger, run: (log: Logger, link?: TraceLink) => Promise<T>): Promise<T> {
     const job = this.#jobs.get(jobId);
     if (job === undefined) return run(log);
     const span = this.#child(job, "runlet.handler", Date.now());
     job.handler = span;
-    const ids = span.spanContext();
-    const scoped = log.child({
-      trace_id: ids.traceId,
-      span_id: ids.spanId,
-      trace_flags: `0${ids.traceFlags.toString(16)}`.slice(-2),
-    });
+    const link: TraceLink = { span: toRef(span.spanContext()), receive: this.#receive };
     try {
-      return await context.with(trace.setSpan(job.context, span), () => run(scoped));
+      // `run` is called at once (an isolation thread's run is launched inside it).
+      return await context.with(trace.setSpan(job.context, span), () => run(tracedLog(log, link.span), link));
     } finally {
       job.handlerEndedAt = Date.now();
     }
+  }
+
+  /**
+   * A batch's one handler call: the batch gets a span of its own (`runlet.batch.handler`, linked to
+   * each job's span), which is the active context while the batch handler runs, and each job a
+   * `runlet.batch` span (linked to it) whose ids its `jobs[i].log` lines carry.
+   */
+  #wrapBatch(request: BatchRunRequest, run: (request: BatchRunRequest) => BatchRun): BatchRun {
+    const now = Date.now();
+    const jobs = request.members.map((member) => this.#jobs.get(member.job.id));
+    const attributes = { "runlet.batch.id": request.batchId, "runlet.batch.size": request.members.length };
+    const batchSpan = this.#tracer.startSpan(
+      "runlet.batch.handler",
+      {
+        startTime: now,
+        attributes: { ...this.#workerAttributes(), ...attributes },
+        links: jobs.flatMap((job) => (job === undefined ? [] : [{ context: job.span.spanContext() }])),
+      },
+      ROOT_CONTEXT,
+    );
+    const batchRef = toRef(batchSpan.spanContext());
+    const jobRefs = request.members.map((_, index) => {
+      const job = jobs[index];
+      if (job === undefined) return batchRef;
+      const span = this.#tracer.startSpan(
+        "runlet.batch",
+        { startTime: now, attributes, links: [{ context: batchSpan.spanContext() }] },
+        job.context,
+      );
+      job.handler = span;
+      return toRef(span.spanContext());
+    });
+    const link: BatchTraceLink = { span: batchRef, jobs: jobRefs, receive: this.#receive };
+    const traced: BatchRunRequest = {
+      ...request,
+      log: tracedLog(request.log, batchRef),
+      members: request.members.map((member, index) => ({
+        ...member,
+        log: tracedLog(member.log, jobRefs[index]),
+      })),
+      trace: link,
+    };
+    const batchRun = context.with(trace.setSpan(ROOT_CONTEXT, batchSpan), () => run(traced));
+    // Before the batch executor's own: each job's span ends where the call did.
+    const outcomes = batchRun.outcomes.then((outcomes) => {
+      const ended = Date.now();
+      for (const job of jobs) if (job !== undefined) job.handlerEndedAt ??= ended;
+      if (outcomes === "killed") errorStatus(batchSpan, "the batch was hard-stopped");
+      batchSpan.end(ended);
+      return outcomes;
+    });
+    return { ...batchRun, outcomes };
   }
 
   #chunkPosted(e: WorkerEvents["chunkPosted"]): void {
@@ -351,6 +415,7 @@ export class OtelWorkerTelemetry implements WorkerTelemetry {
       });
     }
     if (handler !== undefined) {
+      if (batch !== undefined) handler.setAttribute("runlet.batch.wait_ms", batch.waitMs);
       if (failure !== undefined) errorStatus(handler, failure.message.slice(0, 500));
       handler.end(job.handlerEndedAt ?? now);
       job.handler = undefined;

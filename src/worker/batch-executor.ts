@@ -5,7 +5,8 @@ import { isRunletError, RunletError } from "../errors.js";
 import type { HandlerDefinition } from "../handler/define-handler.js";
 import type { ExecuteHooks, ExecuteOutcome } from "../handler/execute.js";
 import { type ParsedInput, parseInput } from "../handler/parse-input.js";
-import type { BatchRun } from "./batch-runner.js";
+import type { BatchRun, BatchRunRequest } from "./batch-runner.js";
+import type { BatchWrapper } from "./events.js";
 import type { ExecHandle, ExecRequest, Executor, Runner, RunnerStart } from "./executor.js";
 import type { SetupOutcome } from "./setup.js";
 
@@ -32,6 +33,8 @@ export interface BatchExecutorOptions {
   readonly log: Logger;
   /** Told when an in-process batch ignores its aborted signal past the grace (the worker must be replaced). */
   readonly runaway: (jobId: string) => void;
+  /** Launches each batch: telemetry's seam (events.ts, `wrapBatch`). Absent: as is. */
+  readonly wrapBatch?: BatchWrapper;
 }
 
 type Phase = "validating" | "waiting" | "running" | "ended";
@@ -218,7 +221,7 @@ export class BatchExecutor implements Executor {
     log.debug({ size: members.length, jobIds: members.map((m) => m.request.job.id) }, "running a batch");
     // Before runBatch: an in-process batch's handler may block the thread from its first line.
     for (const member of members) member.request.onLaunch(Date.now());
-    const run = this.#options.runner.runBatch({
+    const run = this.#runBatch({
       batchId: id,
       log,
       members: members.map((member) => ({
@@ -250,6 +253,12 @@ export class BatchExecutor implements Executor {
       });
     // The filling batch is empty again: the take loop may ask for a whole batch.
     this.#roomChanged();
+  }
+
+  /** Runs a batch on the runner, through telemetry's seam when there is one. */
+  #runBatch(request: BatchRunRequest): BatchRun {
+    const run = (r: BatchRunRequest) => this.#options.runner.runBatch(r);
+    return this.#options.wrapBatch === undefined ? run(request) : this.#options.wrapBatch(request, run);
   }
 
   #withBatch(member: Member, outcome: ExecuteOutcome | "killed"): ExecuteOutcome | "killed" {

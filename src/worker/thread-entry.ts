@@ -7,6 +7,8 @@ import { executeBatch } from "../handler/execute-batch.js";
 import { failedResult, type ReportIdentity } from "../handler/outcome.js";
 import { createLogger } from "../log/index.js";
 import type { DeliveredJob } from "../protocol/index.js";
+import { type ShippedSpan, type ThreadTrace, tracedLog } from "../telemetry/link.js";
+import { threadTracer } from "../telemetry/thread.js";
 import { type ExecutorSettings, s3Options } from "./executor.js";
 import { runSetup, runTeardown } from "./setup.js";
 
@@ -31,9 +33,17 @@ export interface ExecutorWorkerData {
 
 /** Main → thread: run one job, or one batch (batch-executor.ts). */
 export type RunMessage =
-  | { readonly type: "run"; readonly runId: number; readonly job: DeliveredJob; readonly timeoutMs: number }
+  | {
+      readonly type: "run";
+      readonly runId: number;
+      readonly job: DeliveredJob;
+      readonly timeoutMs: number;
+      /** The span the handler runs under (telemetry on; src/telemetry/thread.ts). */
+      readonly trace?: ThreadTrace | undefined;
+    }
   | {
       readonly type: "run-batch";
+      readonly trace?: ThreadTrace | undefined;
       readonly runId: number;
       readonly batchId: string;
       readonly jobs: readonly DeliveredJob[];
@@ -83,6 +93,8 @@ export type FromThread =
       readonly bodies: readonly (string | Uint8Array)[];
       readonly bytes: number;
     }
+  /** Spans the handler made, each sent as it ended (telemetry on): the main thread exports them. */
+  | { readonly type: "spans"; readonly spans: ShippedSpan[] }
   | { readonly type: "result"; readonly outcome: Awaited<ReturnType<typeof executeJob>> }
   | { readonly type: "batch-result"; readonly outcomes: Awaited<ReturnType<typeof executeBatch>> };
 
@@ -135,6 +147,10 @@ function serveJobs(
   let runId: number | undefined;
   let seq = 0;
   const credits = new Map<number, () => void>();
+  // Telemetry on: a run carries the span the handler runs under (src/telemetry/thread.ts).
+  const traced = threadTracer(log, (spans) =>
+    port.postMessage({ type: "spans", spans } satisfies FromThread),
+  );
   port.on("message", (msg: ToThread) => {
     if (msg.type === "abort") {
       if (msg.runId !== runId) return;
@@ -146,18 +162,21 @@ function serveJobs(
       runId = msg.runId;
       const startedAt = Date.now();
       port.postMessage({ type: "started", at: startedAt } satisfies FromThread);
-      void executeBatch({
+      void traced(
+        msg.trace,
+        executeBatch,
+      )({
         definition,
         batchId: msg.batchId,
         signal: controller.signal,
-        log: log.child({ batchId: msg.batchId }),
+        log: tracedLog(log.child({ batchId: msg.batchId }), msg.trace?.span),
         identity,
         state,
         members: msg.jobs.map((job, index) => ({
           job,
           signal: jobControllers[index]!.signal,
           deadline: startedAt + (msg.timeoutsMs[index] ?? 0),
-          log: log.child({ requestId: job.id }),
+          log: tracedLog(log.child({ requestId: job.id }), msg.trace?.jobs?.[index]),
           progress: (json: string) =>
             port.postMessage({ type: "progress", json, index } satisfies FromThread),
         })),
@@ -183,12 +202,15 @@ function serveJobs(
       runId = msg.runId;
       const startedAt = Date.now();
       port.postMessage({ type: "started", at: startedAt } satisfies FromThread);
-      void executeJob({
+      void traced(
+        msg.trace,
+        executeJob,
+      )({
         definition,
         job: msg.job,
         signal: controller.signal,
         deadline: startedAt + msg.timeoutMs,
-        log: log.child({ requestId: msg.job.id }),
+        log: tracedLog(log.child({ requestId: msg.job.id }), msg.trace?.span),
         identity,
         s3: s3Options(data.settings),
         state,

@@ -4,6 +4,7 @@ import type { Clock, ClockTimer } from "../clock.js";
 import type { RunletErrorCode } from "../errors.js";
 import type { ExecuteHooks, ExecuteOutcome } from "../handler/execute.js";
 import { onAbort } from "../linked-signal.js";
+import { launchInSpan, threadTrace } from "../telemetry/link.js";
 import type { BatchRun, BatchRunRequest } from "./batch-runner.js";
 import type { ExecHandle, ExecRequest, ExecutorSettings, Runner, RunnerStart } from "./executor.js";
 import { SETUP_CHECK, type SetupOutcome } from "./setup.js";
@@ -58,6 +59,8 @@ interface Relay {
   progress(msg: Extract<FromThread, { type: "progress" }>): void;
   streaming?(): void;
   chunks?(msg: Extract<FromThread, { type: "chunks" }>): Promise<void>;
+  /** Spans the handler made in the thread (telemetry on), to export. */
+  spans?: ((spans: Extract<FromThread, { type: "spans" }>["spans"]) => void) | undefined;
 }
 
 /** One run (a job or a batch) on a thread. */
@@ -268,14 +271,18 @@ export class ThreadRunner implements Runner {
     }
     const runId = this.#nextRunId();
     request.onLaunch(Date.now());
-    const onThread = this.#launch(
-      { type: "run", runId, job: request.job, timeoutMs: request.timeoutMs },
-      request.log,
-      {
-        progress: (msg) => hooks.progress(msg.json),
-        streaming: () => hooks.streaming?.(),
-        chunks: (msg) => hooks.chunks(msg.bodies, msg.bytes),
-      },
+    // Inside the job's handler span when telemetry is on: the thread runs the handler under it.
+    const onThread = launchInSpan(hooks.wrapHandler?.bind(hooks), request.log, (log, link) =>
+      this.#launch(
+        { type: "run", runId, job: request.job, timeoutMs: request.timeoutMs, trace: threadTrace(link) },
+        log,
+        {
+          progress: (msg) => hooks.progress(msg.json),
+          streaming: () => hooks.streaming?.(),
+          chunks: (msg) => hooks.chunks(msg.bodies, msg.bytes),
+          spans: link?.receive,
+        },
+      ),
     );
     return {
       started: onThread.started,
@@ -315,12 +322,14 @@ export class ThreadRunner implements Runner {
         batchId: request.batchId,
         jobs: request.members.map((member) => member.job),
         timeoutsMs: request.members.map((member) => member.timeoutMs),
+        trace: threadTrace(request.trace),
       },
       request.log,
       {
         progress: (msg) => {
           if (msg.index !== undefined) request.members[msg.index]?.progress(msg.json);
         },
+        spans: request.trace?.receive,
       },
     );
     return {
@@ -378,6 +387,7 @@ export class ThreadRunner implements Runner {
       if (msg.type === "started") markStarted(msg.at);
       else if (msg.type === "progress") relay.progress(msg);
       else if (msg.type === "streaming") relay.streaming?.();
+      else if (msg.type === "spans") relay.spans?.(msg.spans);
       else if (msg.type === "chunks") {
         // One sink for this promise (every floating promise ends in one sink): the credit goes either way, so the thread never stalls.
         (relay.chunks?.(msg) ?? Promise.resolve()).then(

@@ -2,6 +2,7 @@ import type { Logger } from "pino";
 import { HANDLER_DEFAULTS, type HandlerDefinition } from "../handler/define-handler.js";
 import { BatchExecutor } from "./batch-executor.js";
 import type { WorkerConfig } from "./config.js";
+import type { WorkerEventHub } from "./events.js";
 import {
   type Executor,
   type ExecutorSettings,
@@ -42,6 +43,7 @@ export function createExecutor(
   settings: ExecutorSettings,
   log: Logger,
   reports: ExecutorReports,
+  events?: WorkerEventHub,
 ): Executor {
   const runner: Runner =
     definition.isolation === "thread"
@@ -55,6 +57,7 @@ export function createExecutor(
     clock: config.clock,
     log,
     runaway: (jobId) => reports.runaway(jobId),
+    ...(events === undefined ? {} : { wrapBatch: (request, run) => events.wrapBatch(request, run) }),
   });
 }
 

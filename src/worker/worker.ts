@@ -107,7 +107,7 @@ export class Worker {
       closing: this.#closing,
       close: () => this.close(),
     });
-    this.#executor = createExecutor(definition, config, settings, log, this.#stopper);
+    this.#executor = createExecutor(definition, config, settings, log, this.#stopper, this.#events);
     this.#board = new JobBoard(
       {
         config,
