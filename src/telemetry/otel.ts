@@ -3,7 +3,6 @@ import {
   type Context,
   context,
   type Meter,
-  propagation,
   ROOT_CONTEXT,
   type Span,
   SpanKind,
@@ -11,7 +10,6 @@ import {
   type Tracer,
   trace,
 } from "@opentelemetry/api";
-import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import { W3CTraceContextPropagator } from "@opentelemetry/core";
 import { OTLPMetricExporter } from "@opentelemetry/exporter-metrics-otlp-http";
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
@@ -23,6 +21,7 @@ import { VERSION } from "../version.js";
 import type { BatchRun, BatchRunRequest } from "../worker/batch-runner.js";
 import type { WorkerEventHub, WorkerEvents } from "../worker/events.js";
 import { type BatchTraceLink, type ShippedSpan, type TraceLink, tracedLog } from "./link.js";
+import { type GlobalsLease, leaseGlobals } from "./otel-globals.js";
 import type { TelemetrySettings } from "./settings.js";
 import { fromShipped, toRef } from "./span-ref.js";
 import { readTraceContext } from "./trace-context.js";
@@ -74,7 +73,8 @@ export class OtelWorkerTelemetry implements WorkerTelemetry {
   readonly #log: Logger;
   readonly #jobs = new Map<string, JobTrace>();
   readonly #attempts = new Map<string, number>();
-  readonly #registered: { context: boolean; trace: boolean; propagation: boolean };
+  /** This worker's share of OpenTelemetry's globals (several workers may share a process). */
+  readonly #globals: GlobalsLease;
   #start: Span | undefined;
   readonly #phases = new Map<string, number>();
   #view: WorkerView | undefined;
@@ -110,13 +110,7 @@ export class OtelWorkerTelemetry implements WorkerTelemetry {
     }
     // The handler's own spans (the standard API's global tracer) go where runlet's go, and are
     // parented by the active context; an application that set up its own SDK keeps its globals.
-    const contextManager = new AsyncLocalStorageContextManager();
-    this.#registered = {
-      context: context.setGlobalContextManager(contextManager.enable()),
-      trace: this.#traces === undefined ? false : trace.setGlobalTracerProvider(this.#traces),
-      propagation: propagation.setGlobalPropagator(new W3CTraceContextPropagator()),
-    };
-    if (!this.#registered.context) contextManager.disable();
+    this.#globals = leaseGlobals(this.#traces);
     this.#tracer = (this.#traces ?? trace.getTracerProvider()).getTracer("runlet", VERSION);
     this.#instruments = this.#createInstruments(this.#meters?.getMeter("runlet", VERSION));
   }
@@ -261,7 +255,7 @@ export class OtelWorkerTelemetry implements WorkerTelemetry {
     if (delayMs !== undefined) this.#instruments?.delay.record(delayMs, {});
     this.#jobs.set(e.jobId, {
       span,
-      context: trace.setSpan(parent, span),
+      context: this.#globals.own(trace.setSpan(parent, span)),
       takenAt: now,
       handler: undefined,
       handlerEndedAt: undefined,
@@ -352,7 +346,9 @@ export class OtelWorkerTelemetry implements WorkerTelemetry {
       })),
       trace: link,
     };
-    const batchRun = context.with(trace.setSpan(ROOT_CONTEXT, batchSpan), () => run(traced));
+    const batchRun = context.with(this.#globals.own(trace.setSpan(ROOT_CONTEXT, batchSpan)), () =>
+      run(traced),
+    );
     // Before the batch executor's own: each job's span ends where the call did.
     const outcomes = batchRun.outcomes.then((outcomes) => {
       const ended = Date.now();
@@ -489,8 +485,6 @@ export class OtelWorkerTelemetry implements WorkerTelemetry {
       if (r.status === "rejected")
         this.#log.warn({ err: r.reason }, "exporting the last spans or metrics failed");
     }
-    if (this.#registered.trace) trace.disable();
-    if (this.#registered.context) context.disable();
-    if (this.#registered.propagation) propagation.disable();
+    this.#globals.release();
   }
 }
