@@ -3,6 +3,7 @@ import {
   type Context,
   context,
   type Meter,
+  ProxyTracerProvider,
   ROOT_CONTEXT,
   type Span,
   SpanKind,
@@ -111,7 +112,9 @@ export class OtelWorkerTelemetry implements WorkerTelemetry {
     // The handler's own spans (the standard API's global tracer) go where runlet's go, and are
     // parented by the active context; an application that set up its own SDK keeps its globals.
     this.#globals = leaseGlobals(this.#traces);
-    this.#tracer = (this.#traces ?? trace.getTracerProvider()).getTracer("runlet", VERSION);
+    // Traces off (OTEL_TRACES_EXPORTER=none): runlet's spans record nothing (the global provider
+    // may be another worker's in this process).
+    this.#tracer = (this.#traces ?? new ProxyTracerProvider()).getTracer("runlet", VERSION);
     this.#instruments = this.#createInstruments(this.#meters?.getMeter("runlet", VERSION));
   }
 
@@ -179,6 +182,8 @@ export class OtelWorkerTelemetry implements WorkerTelemetry {
     const untyped = events as unknown as { on(event: string, listener: (e: never) => void): void };
     untyped.on("phase", (e: PhaseEvent) => this.phase(e));
     untyped.on("ready", () => this.#endStart());
+    // Traces off: no span for the handler to run under, and nothing for a thread to load.
+    if (this.#traces === undefined) return;
     events.wrapHandler = (jobId, log, run) => this.#wrap(jobId, log, run);
     events.wrapBatch = (request, run) => this.#wrapBatch(request, run);
   }
