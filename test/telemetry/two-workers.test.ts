@@ -74,4 +74,37 @@ describe("two workers in one process", () => {
       await Promise.all([ra.close(), rb.close()]);
     }
   });
+
+  it("keeps a worker with traces off (OTEL_TRACES_EXPORTER=none) out of the other worker's collector", async () => {
+    const [ra, rc] = [await startReceiver(), await startReceiver()];
+    try {
+      await using ha = await testHarness();
+      await using hc = await testHarness();
+      const a = await workerFor(ha, userSpanHandler, {
+        env: { ...ha.workerEnv("local"), OTEL_EXPORTER_OTLP_ENDPOINT: ra.url },
+        sink: logSink(),
+      });
+      const c = await workerFor(hc, userSpanHandler, {
+        env: { ...hc.workerEnv("local"), OTEL_EXPORTER_OTLP_ENDPOINT: rc.url, OTEL_TRACES_EXPORTER: "none" },
+        sink: logSink(),
+      });
+      const a1 = ha.enqueue("local", { input: { tag: "a1" } });
+      const c1 = hc.enqueue("local", { input: { tag: "c1" } });
+      await waitFor(
+        "both jobs",
+        () => ha.job(a1)?.status === "COMPLETED" && hc.job(c1)?.status === "COMPLETED",
+      );
+      await c.close();
+      await a.close();
+      const jobIds = ra.spans
+        .filter((s) => s.name === "runlet.job")
+        .map((s) => s.attributes["runlet.job.id"]);
+      expect(jobIds).toEqual([a1]);
+      // The worker with traces off still exported its metrics (so it ran with telemetry on).
+      expect(rc.requests.map((r) => r.path)).toContain("/v1/metrics");
+      expect(rc.spans).toEqual([]);
+    } finally {
+      await Promise.all([ra.close(), rc.close()]);
+    }
+  });
 });
