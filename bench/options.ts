@@ -76,6 +76,10 @@ export interface BenchOptions {
     /** Input of the derived file a cold setup builds (deflated at level 9), bytes. */
     readonly derivedInputBytes: number;
   };
+  readonly telemetry: {
+    /** Fresh workers started with telemetry off and as many on, alternating (start → first take, idle RSS). */
+    readonly starts: number;
+  };
   /** Call `bench/cold-start.ts` when it exists. */
   readonly coldStart: boolean;
 }
@@ -101,6 +105,7 @@ export const FULL_OPTIONS: BenchOptions = Object.freeze({
   soak: { durationMs: 4 * 60_000, sampleMs: 15_000 },
   ocr: { starts: 5, jobs: 100, batchSizes: [1, 2, 4, 8, 16], pictures: 8 },
   warmCache: { derivedInputBytes: 128 * MiB },
+  telemetry: { starts: 9 },
   coldStart: true,
 });
 
@@ -126,5 +131,6 @@ export const QUICK_OPTIONS: BenchOptions = Object.freeze({
   // The real model takes minutes on 2 cores: the quick run leaves it out (`--only ocr` runs it).
   ocr: { starts: 0, jobs: 0, batchSizes: [], pictures: 0 },
   warmCache: { derivedInputBytes: 2 * MiB },
+  telemetry: { starts: 2 },
   coldStart: false,
 });

@@ -90,6 +90,7 @@ cache's cold and warm start-up, and cold start, prints a table and writes the re
   --quick            tiny sizes: checks the bench runs, measures nothing meaningful
   --only batching    only the batching figures (the table is printed; JSON only with --out)
   --only ocr         only the OCR model's figures (examples/ocr: start, RSS, latency, batch sizes)
+  --only telemetry   only the telemetry figures (start → first take and idle RSS, off and on)
   --out <file>       where to write the JSON   default: bench/results.json
 `;
 
@@ -122,15 +123,18 @@ async function main(): Promise<number> {
   return results.memoryWithinBound ? 0 : 1;
 }
 
-/** `--only batching|ocr`: that section alone, with the same table (and JSON when `--out` names a file). */
+/** `--only batching|ocr|telemetry`: that section alone, with the same table (and JSON when `--out` names a file). */
 async function runOnly(section: string, quick: boolean, out: string | undefined): Promise<number> {
   const sections: Record<string, (o: BenchOptions) => Promise<Figure[]>> = {
     batching: measureBatching,
     ocr: measureOcr,
+    telemetry: measureTelemetry,
   };
   const measure = sections[section];
   if (measure === undefined) {
-    process.stderr.write(`--only takes "batching" or "ocr", got ${JSON.stringify(section)}\n${HELP}`);
+    process.stderr.write(
+      `--only takes "batching", "ocr" or "telemetry", got ${JSON.stringify(section)}\n${HELP}`,
+    );
     return 2;
   }
   // The OCR figures have no quick sizes: `--only ocr` always measures them in full.

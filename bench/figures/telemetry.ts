@@ -10,7 +10,8 @@ const MiB = 1_048_576;
  * What telemetry costs a worker at start (docs/observability.md): `runlet start` to its first
  * job-take, and its RSS once idle, with telemetry off (no OTEL_* variable: no OpenTelemetry package
  * is loaded) and on (OTEL_EXPORTER_OTLP_ENDPOINT naming a loopback sink that answers 200), in
- * alternating fresh processes. Then a few jobs, so the on worker exports what it recorded.
+ * alternating fresh processes, so that a machine whose load changes weighs on both sides alike
+ * (medians of `telemetry.starts` each). Then a few jobs, so the on worker exports what it recorded.
  */
 export async function measureTelemetry(options: BenchOptions): Promise<Figure[]> {
   const sink = createServer((req, res) => {
@@ -42,7 +43,7 @@ export async function measureTelemetry(options: BenchOptions): Promise<Figure[]>
     }
   };
   try {
-    const runs = await repeat(options.memory.repetitions, async () => ({
+    const runs = await repeat(options.telemetry.starts, async () => ({
       off: await once(false),
       on: await once(true),
     }));
@@ -59,6 +60,14 @@ export async function measureTelemetry(options: BenchOptions): Promise<Figure[]>
         "ms",
         runs.map((r) => r.on.firstTake),
       ),
+      // Each start with telemetry on against the off start just before it: on a machine whose load
+      // changes, the pairs' differences say more than the difference of the two medians.
+      figure(
+        "telemetry.firstTake.added",
+        "start → first job-take, on − off (paired)",
+        "ms",
+        runs.map((r) => r.on.firstTake - r.off.firstTake),
+      ),
       figure(
         "telemetry.idle.off",
         "worker RSS, idle, telemetry off",
@@ -70,6 +79,12 @@ export async function measureTelemetry(options: BenchOptions): Promise<Figure[]>
         "worker RSS, idle, telemetry on",
         "MiB",
         runs.map((r) => r.on.idle / MiB),
+      ),
+      figure(
+        "telemetry.idle.added",
+        "worker RSS, idle, on − off (paired)",
+        "MiB",
+        runs.map((r) => (r.on.idle - r.off.idle) / MiB),
       ),
     ];
   } finally {

@@ -6,6 +6,7 @@ import { unconfiguredJobS3 } from "../s3/no-store.js";
 import type { JobS3, JobS3Options } from "../s3/types.js";
 import { sidecarContextOf } from "../sidecar/options.js";
 import { chunkBody, StreamCoalescer, splitItemIter } from "../stream/index.js";
+import type { TraceLink } from "../telemetry/link.js";
 import type { HandlerContext, HandlerDefinition } from "./define-handler.js";
 import { createJobMetrics, type JobMetrics } from "./metrics.js";
 import { failedResult, type JobResult, type ReportIdentity, returnedResult, toJsonText } from "./outcome.js";
@@ -43,9 +44,10 @@ export interface ExecuteHooks {
   validated?(ok: boolean, startedAt: number): void;
   /**
    * Runs the handler (and the draining of its stream) and hands it the logger for `ctx.log`:
-   * telemetry's one seam (src/telemetry), which runs it inside the job's span. Absent: as is.
+   * telemetry's one seam (src/telemetry), which runs it inside the job's span and calls `run` at
+   * once, with the span's link (an isolation thread's run carries it across). Absent: as is.
    */
-  wrapHandler?<T>(log: Logger, run: (log: Logger) => Promise<T>): Promise<T>;
+  wrapHandler?<T>(log: Logger, run: (log: Logger, link?: TraceLink) => Promise<T>): Promise<T>;
 }
 
 /** Everything {@link executeJob} needs. */

@@ -3,7 +3,7 @@ import {
   type Context,
   context,
   type Meter,
-  propagation,
+  ProxyTracerProvider,
   ROOT_CONTEXT,
   type Span,
   SpanKind,
@@ -11,7 +11,6 @@ import {
   type Tracer,
   trace,
 } from "@opentelemetry/api";
-import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import { W3CTraceContextPropagator } from "@opentelemetry/core";
 import { OTLPMetricExporter } from "@opentelemetry/exporter-metrics-otlp-http";
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
@@ -20,8 +19,12 @@ import { MeterProvider, PeriodicExportingMetricReader } from "@opentelemetry/sdk
 import { BatchSpanProcessor, TracerProvider } from "@opentelemetry/sdk-trace";
 import type { Logger } from "pino";
 import { VERSION } from "../version.js";
+import type { BatchRun, BatchRunRequest } from "../worker/batch-runner.js";
 import type { WorkerEventHub, WorkerEvents } from "../worker/events.js";
+import { type BatchTraceLink, type ShippedSpan, type TraceLink, tracedLog } from "./link.js";
+import { type GlobalsLease, leaseGlobals } from "./otel-globals.js";
 import type { TelemetrySettings } from "./settings.js";
+import { fromShipped, toRef } from "./span-ref.js";
 import { readTraceContext } from "./trace-context.js";
 import type { PhaseEvent, TelemetryIdentity, WorkerTelemetry, WorkerView } from "./types.js";
 
@@ -63,12 +66,16 @@ function errorStatus(span: Span, message: string): void {
 export class OtelWorkerTelemetry implements WorkerTelemetry {
   readonly #tracer: Tracer;
   readonly #traces: TracerProvider | undefined;
+  /** Where spans an isolation thread sent back go: the exporter's queue, beside runlet's own. */
+  readonly #spanProcessor: BatchSpanProcessor | undefined;
+  readonly #resource: ReturnType<typeof resourceFromAttributes>;
   readonly #meters: MeterProvider | undefined;
   readonly #identity: TelemetryIdentity;
   readonly #log: Logger;
   readonly #jobs = new Map<string, JobTrace>();
   readonly #attempts = new Map<string, number>();
-  readonly #registered: { context: boolean; trace: boolean; propagation: boolean };
+  /** This worker's share of OpenTelemetry's globals (several workers may share a process). */
+  readonly #globals: GlobalsLease;
   #start: Span | undefined;
   readonly #phases = new Map<string, number>();
   #view: WorkerView | undefined;
@@ -87,9 +94,11 @@ export class OtelWorkerTelemetry implements WorkerTelemetry {
       "runlet.version": VERSION,
       ...(identity.endpointId === undefined ? {} : { "runlet.endpoint.id": identity.endpointId }),
     });
+    this.#resource = resource;
     if (settings.tracesUrl !== undefined) {
       const exporter = new OTLPTraceExporter({ url: settings.tracesUrl, headers: { ...settings.headers } });
-      this.#traces = new TracerProvider({ resource, spanProcessors: [new BatchSpanProcessor({ exporter })] });
+      this.#spanProcessor = new BatchSpanProcessor({ exporter });
+      this.#traces = new TracerProvider({ resource, spanProcessors: [this.#spanProcessor] });
     }
     if (settings.metricsUrl !== undefined) {
       const exporter = new OTLPMetricExporter({ url: settings.metricsUrl, headers: { ...settings.headers } });
@@ -102,14 +111,10 @@ export class OtelWorkerTelemetry implements WorkerTelemetry {
     }
     // The handler's own spans (the standard API's global tracer) go where runlet's go, and are
     // parented by the active context; an application that set up its own SDK keeps its globals.
-    const contextManager = new AsyncLocalStorageContextManager();
-    this.#registered = {
-      context: context.setGlobalContextManager(contextManager.enable()),
-      trace: this.#traces === undefined ? false : trace.setGlobalTracerProvider(this.#traces),
-      propagation: propagation.setGlobalPropagator(new W3CTraceContextPropagator()),
-    };
-    if (!this.#registered.context) contextManager.disable();
-    this.#tracer = (this.#traces ?? trace.getTracerProvider()).getTracer("runlet", VERSION);
+    this.#globals = leaseGlobals(this.#traces);
+    // Traces off (OTEL_TRACES_EXPORTER=none): runlet's spans record nothing (the global provider
+    // may be another worker's in this process).
+    this.#tracer = (this.#traces ?? new ProxyTracerProvider()).getTracer("runlet", VERSION);
     this.#instruments = this.#createInstruments(this.#meters?.getMeter("runlet", VERSION));
   }
 
@@ -177,7 +182,10 @@ export class OtelWorkerTelemetry implements WorkerTelemetry {
     const untyped = events as unknown as { on(event: string, listener: (e: never) => void): void };
     untyped.on("phase", (e: PhaseEvent) => this.phase(e));
     untyped.on("ready", () => this.#endStart());
+    // Traces off: no span for the handler to run under, and nothing for a thread to load.
+    if (this.#traces === undefined) return;
     events.wrapHandler = (jobId, log, run) => this.#wrap(jobId, log, run);
+    events.wrapBatch = (request, run) => this.#wrapBatch(request, run);
   }
 
   #workerAttributes(): Attributes {
@@ -252,7 +260,7 @@ export class OtelWorkerTelemetry implements WorkerTelemetry {
     if (delayMs !== undefined) this.#instruments?.delay.record(delayMs, {});
     this.#jobs.set(e.jobId, {
       span,
-      context: trace.setSpan(parent, span),
+      context: this.#globals.own(trace.setSpan(parent, span)),
       takenAt: now,
       handler: undefined,
       handlerEndedAt: undefined,
@@ -282,22 +290,79 @@ export class OtelWorkerTelemetry implements WorkerTelemetry {
     span.end();
   }
 
-  async #wrap<T>(jobId: string, log: Logger, run: (log: Logger) => Promise<T>): Promise<T> {
+  /** Exports spans an isolation thread recorded (they ended there) with the worker's own. */
+  readonly #receive = (spans: readonly ShippedSpan[]): void => {
+    const processor = this.#spanProcessor;
+    if (processor === undefined) return;
+    for (const span of spans) processor.onEnd(fromShipped(span, this.#resource));
+  };
+
+  async #wrap<T>(jobId: string, log: Logger, run: (log: Logger, link?: TraceLink) => Promise<T>): Promise<T> {
     const job = this.#jobs.get(jobId);
     if (job === undefined) return run(log);
     const span = this.#child(job, "runlet.handler", Date.now());
     job.handler = span;
-    const ids = span.spanContext();
-    const scoped = log.child({
-      trace_id: ids.traceId,
-      span_id: ids.spanId,
-      trace_flags: `0${ids.traceFlags.toString(16)}`.slice(-2),
-    });
+    const link: TraceLink = { span: toRef(span.spanContext()), receive: this.#receive };
     try {
-      return await context.with(trace.setSpan(job.context, span), () => run(scoped));
+      // `run` is called at once (an isolation thread's run is launched inside it).
+      return await context.with(trace.setSpan(job.context, span), () => run(tracedLog(log, link.span), link));
     } finally {
       job.handlerEndedAt = Date.now();
     }
+  }
+
+  /**
+   * A batch's one handler call: the batch gets a span of its own (`runlet.batch.handler`, linked to
+   * each job's span), which is the active context while the batch handler runs, and each job a
+   * `runlet.batch` span (linked to it) whose ids its `jobs[i].log` lines carry.
+   */
+  #wrapBatch(request: BatchRunRequest, run: (request: BatchRunRequest) => BatchRun): BatchRun {
+    const now = Date.now();
+    const jobs = request.members.map((member) => this.#jobs.get(member.job.id));
+    const attributes = { "runlet.batch.id": request.batchId, "runlet.batch.size": request.members.length };
+    const batchSpan = this.#tracer.startSpan(
+      "runlet.batch.handler",
+      {
+        startTime: now,
+        attributes: { ...this.#workerAttributes(), ...attributes },
+        links: jobs.flatMap((job) => (job === undefined ? [] : [{ context: job.span.spanContext() }])),
+      },
+      ROOT_CONTEXT,
+    );
+    const batchRef = toRef(batchSpan.spanContext());
+    const jobRefs = request.members.map((_, index) => {
+      const job = jobs[index];
+      if (job === undefined) return batchRef;
+      const span = this.#tracer.startSpan(
+        "runlet.batch",
+        { startTime: now, attributes, links: [{ context: batchSpan.spanContext() }] },
+        job.context,
+      );
+      job.handler = span;
+      return toRef(span.spanContext());
+    });
+    const link: BatchTraceLink = { span: batchRef, jobs: jobRefs, receive: this.#receive };
+    const traced: BatchRunRequest = {
+      ...request,
+      log: tracedLog(request.log, batchRef),
+      members: request.members.map((member, index) => ({
+        ...member,
+        log: tracedLog(member.log, jobRefs[index]),
+      })),
+      trace: link,
+    };
+    const batchRun = context.with(this.#globals.own(trace.setSpan(ROOT_CONTEXT, batchSpan)), () =>
+      run(traced),
+    );
+    // Before the batch executor's own: each job's span ends where the call did.
+    const outcomes = batchRun.outcomes.then((outcomes) => {
+      const ended = Date.now();
+      for (const job of jobs) if (job !== undefined) job.handlerEndedAt ??= ended;
+      if (outcomes === "killed") errorStatus(batchSpan, "the batch was hard-stopped");
+      batchSpan.end(ended);
+      return outcomes;
+    });
+    return { ...batchRun, outcomes };
   }
 
   #chunkPosted(e: WorkerEvents["chunkPosted"]): void {
@@ -351,6 +416,7 @@ export class OtelWorkerTelemetry implements WorkerTelemetry {
       });
     }
     if (handler !== undefined) {
+      if (batch !== undefined) handler.setAttribute("runlet.batch.wait_ms", batch.waitMs);
       if (failure !== undefined) errorStatus(handler, failure.message.slice(0, 500));
       handler.end(job.handlerEndedAt ?? now);
       job.handler = undefined;
@@ -424,8 +490,6 @@ export class OtelWorkerTelemetry implements WorkerTelemetry {
       if (r.status === "rejected")
         this.#log.warn({ err: r.reason }, "exporting the last spans or metrics failed");
     }
-    if (this.#registered.trace) trace.disable();
-    if (this.#registered.context) context.disable();
-    if (this.#registered.propagation) propagation.disable();
+    this.#globals.release();
   }
 }

@@ -2,6 +2,7 @@ import type { Logger } from "pino";
 import type { ExecuteOutcome } from "../handler/execute.js";
 import type { ParsedInput } from "../handler/parse-input.js";
 import type { DeliveredJob } from "../protocol/index.js";
+import type { BatchTraceLink } from "../telemetry/link.js";
 
 /**
  * Where a batch runs, once it is launched: on the main thread (InProcessRunner.runBatch, executor.ts)
@@ -27,6 +28,8 @@ export interface BatchRunRequest {
   readonly members: readonly BatchRunMember[];
   /** The batch's logger (`batchId` bound). */
   readonly log: Logger;
+  /** Telemetry's spans for the batch (src/telemetry), when it is on: a thread runs the batch under them. */
+  readonly trace?: BatchTraceLink;
 }
 
 /** A running batch, made by the runner that runs it. */

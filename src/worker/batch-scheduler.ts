@@ -4,7 +4,8 @@ import { isRunletError, RunletError } from "../errors.js";
 import type { HandlerDefinition } from "../handler/define-handler.js";
 import type { ExecuteHooks, ExecuteOutcome } from "../handler/execute.js";
 import { type ParsedInput, parseInput } from "../handler/parse-input.js";
-import type { BatchRun } from "./batch-runner.js";
+import type { BatchRun, BatchRunRequest } from "./batch-runner.js";
+import type { BatchWrapper } from "./events.js";
 import type { ExecHandle, ExecRequest, Runner } from "./executor.js";
 import { armHardStop } from "./run-job.js";
 import type { Scheduler } from "./scheduler.js";
@@ -37,6 +38,8 @@ export interface BatchSchedulerOptions {
    * ended, a job left the filling batch): the take loop waits on it.
    */
   readonly roomChanged: () => void;
+  /** Launches each batch: telemetry's seam (events.ts, `wrapBatch`). Absent: as is. */
+  readonly wrapBatch?: BatchWrapper;
 }
 
 type Phase = "validating" | "waiting" | "running" | "ended";
@@ -223,7 +226,7 @@ export class BatchScheduler implements Scheduler {
     log.debug({ size: members.length, jobIds: members.map((m) => m.request.job.id) }, "running a batch");
     // Before runBatch: an in-process batch's handler may block the thread from its first line.
     for (const member of members) member.request.onLaunch(Date.now());
-    const run = this.#options.runner.runBatch({
+    const run = this.#runBatch({
       batchId: id,
       log,
       members: members.map((member) => ({
@@ -255,6 +258,12 @@ export class BatchScheduler implements Scheduler {
       });
     // The filling batch is empty again: the take loop may ask for a whole batch.
     this.#roomChanged();
+  }
+
+  /** Runs a batch on the runner, through telemetry's seam when there is one. */
+  #runBatch(request: BatchRunRequest): BatchRun {
+    const run = (r: BatchRunRequest) => this.#options.runner.runBatch(r);
+    return this.#options.wrapBatch === undefined ? run(request) : this.#options.wrapBatch(request, run);
   }
 
   #withBatch(member: Member, outcome: ExecuteOutcome | "killed"): ExecuteOutcome | "killed" {

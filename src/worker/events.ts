@@ -1,5 +1,7 @@
 import type { Logger } from "pino";
 import type { BatchInfo } from "../handler/execute.js";
+import type { TraceLink } from "../telemetry/link.js";
+import type { BatchRun, BatchRunRequest } from "./batch-runner.js";
 
 /** The start-up phases before the first take, in their order (docs/worker.md, "Start-up phases"). */
 export type StartupPhaseName = "fitness" | "cache" | "sidecar" | "setup";
@@ -86,8 +88,18 @@ export interface WorkerEvents {
   readonly stopped: { readonly reason: string; readonly exitCode: number };
 }
 
-/** See {@link WorkerEventHub.wrapHandler}. */
-export type HandlerWrapper = <T>(jobId: string, log: Logger, run: (log: Logger) => Promise<T>) => Promise<T>;
+/** See {@link WorkerEventHub.wrapHandler}; `run` is called at once, with the link when telemetry is on. */
+export type HandlerWrapper = <T>(
+  jobId: string,
+  log: Logger,
+  run: (log: Logger, link?: TraceLink) => Promise<T>,
+) => Promise<T>;
+
+/** See {@link WorkerEventHub.wrapBatch}. */
+export type BatchWrapper = (
+  request: BatchRunRequest,
+  run: (request: BatchRunRequest) => BatchRun,
+) => BatchRun;
 
 /** A listener of event `K`. */
 export type WorkerListener<K extends keyof WorkerEvents> = (event: WorkerEvents[K]) => void;
@@ -104,6 +116,11 @@ export class WorkerEventHub {
    * the handler inside the job's span, with a logger that carries the trace ids. Default: as is.
    */
   wrapHandler: HandlerWrapper = (_jobId, log, run) => run(log);
+  /**
+   * Launches a batch (batch-executor.ts); telemetry replaces it to launch it inside the batch's
+   * span, with its loggers carrying the trace ids and `request.trace` set. Default: as is.
+   */
+  wrapBatch: BatchWrapper = (request, run) => run(request);
 
   constructor(log: Logger) {
     this.#log = log;

@@ -7,6 +7,8 @@ import { executeBatch } from "../handler/execute-batch.js";
 import { failedResult, type ReportIdentity } from "../handler/outcome.js";
 import { createLogger } from "../log/index.js";
 import type { DeliveredJob } from "../protocol/index.js";
+import { type ShippedSpan, type ThreadTrace, tracedLog } from "../telemetry/link.js";
+import { threadTracer } from "../telemetry/thread.js";
 import { type ExecutorSettings, s3Options } from "./executor.js";
 import { runSetup, runTeardown } from "./setup.js";
 
@@ -38,6 +40,8 @@ export interface RunMessage {
   readonly jobs: readonly DeliveredJob[];
   /** Each job's time limit, in the order of `jobs`. */
   readonly timeoutsMs: readonly number[];
+  /** The span the handler runs under, and a batch's jobs' spans (telemetry on; src/telemetry/thread.ts). */
+  readonly trace?: ThreadTrace | undefined;
 }
 
 /** Main → thread messages. */
@@ -82,6 +86,8 @@ export type FromThread =
       readonly bodies: readonly (string | Uint8Array)[];
       readonly bytes: number;
     }
+  /** Spans the handler made, each sent as it ended (telemetry on): the main thread exports them. */
+  | { readonly type: "spans"; readonly spans: ShippedSpan[] }
   /** One outcome per job of the run, in order. */
   | { readonly type: "result"; readonly outcomes: readonly ExecuteOutcome[] };
 
@@ -134,6 +140,10 @@ function serveJobs(
   let runId: number | undefined;
   let seq = 0;
   const credits = new Map<number, () => void>();
+  // Telemetry on: a run carries the span the handler runs under (src/telemetry/thread.ts).
+  const traced = threadTracer(log, (spans) =>
+    port.postMessage({ type: "spans", spans } satisfies FromThread),
+  );
   // This thread's ExecuteHooks: each call becomes a message; ThreadRunner on the main thread
   // hands it to the job's ActiveJob, and a "credit" answers a chunk once it may go on.
   const hooks = {
@@ -162,13 +172,19 @@ function serveJobs(
       job,
       signal: jobControllers[index]!.signal,
       deadline: startedAt + (msg.timeoutsMs[index] ?? 0),
-      log: log.child({ requestId: job.id }),
+      log: tracedLog(
+        log.child({ requestId: job.id }),
+        msg.batchId === undefined ? msg.trace?.span : msg.trace?.jobs?.[index],
+      ),
       progress: (json: string) => port.postMessage({ type: "progress", json, index } satisfies FromThread),
     }));
     const single = members[0]!;
     const outcomes: Promise<readonly ExecuteOutcome[]> =
       msg.batchId === undefined
-        ? executeJob({
+        ? traced(
+            msg.trace,
+            executeJob,
+          )({
             definition,
             job: single.job,
             signal: single.signal,
@@ -179,11 +195,14 @@ function serveJobs(
             state,
             hooks,
           }).then((outcome) => [outcome])
-        : executeBatch({
+        : traced(
+            msg.trace,
+            executeBatch,
+          )({
             definition,
             batchId: msg.batchId,
             signal: controller!.signal,
-            log: log.child({ batchId: msg.batchId }),
+            log: tracedLog(log.child({ batchId: msg.batchId }), msg.trace?.span),
             identity,
             state,
             members,

@@ -4,6 +4,7 @@ import type { Clock, ClockTimer } from "../clock.js";
 import type { RunletErrorCode } from "../errors.js";
 import type { ExecuteHooks, ExecuteOutcome } from "../handler/execute.js";
 import { onAbort } from "../linked-signal.js";
+import { launchInSpan, threadTrace } from "../telemetry/link.js";
 import type { BatchRun, BatchRunRequest } from "./batch-runner.js";
 import {
   type ExecHandle,
@@ -66,6 +67,8 @@ interface Relay {
   progress(index: number, json: string): void;
   streaming(): void;
   chunks: ExecuteHooks["chunks"];
+  /** Spans the handler made in the thread (telemetry on), to export. */
+  spans?: ((spans: Extract<FromThread, { type: "spans" }>["spans"]) => void) | undefined;
 }
 
 /** One run (a job or a batch) on a thread. */
@@ -276,14 +279,25 @@ export class ThreadRunner implements Runner {
     }
     const runId = this.#nextRunId();
     request.onLaunch(Date.now());
-    const onThread = this.#launch(
-      { type: "run", runId, batchId: undefined, jobs: [request.job], timeoutsMs: [request.timeoutMs] },
-      request.log,
-      {
-        progress: (_index, json) => hooks.progress(json),
-        streaming: () => hooks.streaming?.(),
-        chunks: (bodies, bytes) => hooks.chunks(bodies, bytes),
-      },
+    // Inside the job's handler span when telemetry is on: the thread runs the handler under it.
+    const onThread = launchInSpan(hooks.wrapHandler?.bind(hooks), request.log, (log, link) =>
+      this.#launch(
+        {
+          type: "run",
+          runId,
+          batchId: undefined,
+          jobs: [request.job],
+          timeoutsMs: [request.timeoutMs],
+          trace: threadTrace(link),
+        },
+        log,
+        {
+          progress: (_index, json) => hooks.progress(json),
+          streaming: () => hooks.streaming?.(),
+          chunks: (bodies, bytes) => hooks.chunks(bodies, bytes),
+          spans: link?.receive,
+        },
+      ),
     );
     return {
       started: onThread.started,
@@ -321,12 +335,14 @@ export class ThreadRunner implements Runner {
         batchId: request.batchId,
         jobs: request.members.map((member) => member.job),
         timeoutsMs: request.members.map((member) => member.timeoutMs),
+        trace: threadTrace(request.trace),
       },
       request.log,
       {
         progress: (index, json) => request.members[index]?.progress(json),
         streaming: () => undefined,
         chunks: async () => undefined,
+        spans: request.trace?.receive,
       },
     );
     return {
@@ -383,6 +399,7 @@ export class ThreadRunner implements Runner {
       if (msg.type === "started") markStarted(msg.at);
       else if (msg.type === "progress") relay.progress(msg.index, msg.json);
       else if (msg.type === "streaming") relay.streaming();
+      else if (msg.type === "spans") relay.spans?.(msg.spans);
       else if (msg.type === "chunks") {
         // One sink for this promise (every floating promise ends in one sink): the credit goes either way, so the thread never stalls.
         relay.chunks(msg.bodies, msg.bytes).then(

@@ -3,6 +3,7 @@ import type { Clock } from "../clock.js";
 import { HANDLER_DEFAULTS, type HandlerDefinition } from "../handler/define-handler.js";
 import { BatchScheduler } from "./batch-scheduler.js";
 import type { WorkerConfig } from "./config.js";
+import type { WorkerEventHub } from "./events.js";
 import { type ExecutorSettings, InProcessRunner, type Runner, type S3Settings } from "./executor.js";
 import { Heartbeat, WATCH_ID_MARK, WATCH_TIMEOUT_MARK, type WatchdogReport } from "./heartbeat.js";
 import { failureBody, timeoutMessage } from "./run-job.js";
@@ -53,6 +54,7 @@ export function createScheduler(
   clock: Clock,
   log: Logger,
   reports: Pick<RunReports, "runaway" | "roomChanged">,
+  events?: WorkerEventHub,
 ): Scheduler {
   if (definition.batch === undefined) return new PlainScheduler(runner);
   return new BatchScheduler({
@@ -62,6 +64,7 @@ export function createScheduler(
     log,
     runaway: (jobId) => reports.runaway(jobId),
     roomChanged: () => reports.roomChanged(),
+    ...(events === undefined ? {} : { wrapBatch: (request, run) => events.wrapBatch(request, run) }),
   });
 }
 

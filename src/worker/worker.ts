@@ -112,7 +112,7 @@ export class Worker {
     const scheduler = createScheduler(definition, this.#runner, config.clock, log, {
       runaway: (jobId) => lifecycle.runaway(jobId),
       roomChanged: () => changes.wakeAll(),
-    });
+    }, this.#events);
     this.#board = new JobBoard(
       {
         config,

@@ -78,8 +78,10 @@ const FIGURE_IDS = [
   "memory.heapGrowth",
   "telemetry.firstTake.off",
   "telemetry.firstTake.on",
+  "telemetry.firstTake.added",
   "telemetry.idle.off",
   "telemetry.idle.on",
+  "telemetry.idle.added",
   "soak.rssSlope",
   "soak.heapSlope",
   "soak.handlesSlope",
@@ -132,13 +134,15 @@ describe("npm run bench (quick smoke run: shape only, never speed)", () => {
         const runs = f["runs"] as number[];
         const expectedRuns = String(f["id"]).startsWith("stream.")
           ? QUICK_OPTIONS.stream.repetitions
-          : String(f["id"]).startsWith("memory.") || String(f["id"]).startsWith("telemetry.")
+          : String(f["id"]).startsWith("memory.")
             ? QUICK_OPTIONS.memory.repetitions
-            : String(f["id"]).startsWith("soak.")
-              ? 1
-              : f["id"] === "start.firstTake"
-                ? QUICK_OPTIONS.throughput.concurrency.length
-                : QUICK_OPTIONS.repetitions;
+            : String(f["id"]).startsWith("telemetry.")
+              ? QUICK_OPTIONS.telemetry.starts
+              : String(f["id"]).startsWith("soak.")
+                ? 1
+                : f["id"] === "start.firstTake"
+                  ? QUICK_OPTIONS.throughput.concurrency.length
+                  : QUICK_OPTIONS.repetitions;
         expect(runs, String(f["id"])).toHaveLength(expectedRuns);
         expect(
           runs.every((v) => Number.isFinite(v)),

@@ -17,6 +17,7 @@ export interface ReceivedSpan {
   readonly end: number;
   readonly attributes: Record<string, unknown>;
   readonly events: { name: string; attributes: Record<string, unknown> }[];
+  readonly links: { traceId: string; spanId: string }[];
   readonly status: { code?: number; message?: string };
   readonly resource: Record<string, unknown>;
 }
@@ -87,6 +88,10 @@ export async function startReceiver(): Promise<Receiver> {
                 events: (s.events ?? []).map((e: { name: string; attributes?: OtlpAttr[] }) => ({
                   name: e.name,
                   attributes: attrs(e.attributes),
+                })),
+                links: (s.links ?? []).map((l: { traceId: string; spanId: string }) => ({
+                  traceId: l.traceId,
+                  spanId: l.spanId,
                 })),
                 status: s.status ?? {},
                 resource,
