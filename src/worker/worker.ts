@@ -109,10 +109,17 @@ export class Worker {
     this.#runner = createRunner(definition, config, settings, log, lifecycle);
     // The board's waits, shared with the scheduler: a batch starting grows the room for new jobs.
     const changes = new WaiterSet(config.clock);
-    const scheduler = createScheduler(definition, this.#runner, config.clock, log, {
-      runaway: (jobId) => lifecycle.runaway(jobId),
-      roomChanged: () => changes.wakeAll(),
-    }, this.#events);
+    const scheduler = createScheduler(
+      definition,
+      this.#runner,
+      config.clock,
+      log,
+      {
+        runaway: (jobId) => lifecycle.runaway(jobId),
+        roomChanged: () => changes.wakeAll(),
+      },
+      this.#events,
+    );
     this.#board = new JobBoard(
       {
         config,
