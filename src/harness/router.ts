@@ -1,5 +1,4 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { ExtraRoutes } from "./options.js";
 import { dropBody, type JsonRead, readJson } from "./read-json.js";
 import { decide, noBody, type RouteCall, type RouteFamily, type RouteRequest } from "./route-table.js";
 
