@@ -161,7 +161,13 @@ export function matchPattern(
   pattern: string,
   segments: readonly string[],
 ): Record<string, string> | undefined {
-  const parts = pattern.split("/");
+  return matchParts(pattern.split("/"), segments);
+}
+
+function matchParts(
+  parts: readonly string[],
+  segments: readonly string[],
+): Record<string, string> | undefined {
   const params: Record<string, string> = {};
   for (let i = 0; i < parts.length; i++) {
     const part = parts[i]!;
@@ -181,6 +187,34 @@ export function matchPattern(
   return parts.length === segments.length ? params : undefined;
 }
 
+/** A family with its mount and patterns split once, not on every request. */
+export interface CompiledFamily<C, A extends string> {
+  /** The mount's segments; `:endpoint` marks the endpoint's place. */
+  readonly mount: readonly string[];
+  readonly endpointAt: number;
+  /** The routes' names (their first segments), for `claims: "named"`. */
+  readonly names: ReadonlySet<string>;
+  readonly routes: readonly { readonly spec: RouteSpec<C, A>; readonly parts: readonly string[] }[];
+}
+
+const COMPILED = new WeakMap<object, CompiledFamily<never, string>>();
+
+/** The family's compiled form, made on first use and kept with it. */
+export function compiled<C, A extends string>(family: RouteFamily<C, A>): CompiledFamily<C, A> {
+  const known = COMPILED.get(family) as CompiledFamily<C, A> | undefined;
+  if (known !== undefined) return known;
+  const mount = family.mount.split("/").filter((s) => s !== "");
+  const routes = family.routes.map((spec) => ({ spec, parts: spec.path.split("/") }));
+  const made: CompiledFamily<C, A> = {
+    mount,
+    endpointAt: mount.indexOf(":endpoint"),
+    names: new Set(routes.map((r) => r.parts[0]!)),
+    routes,
+  };
+  COMPILED.set(family, made as unknown as CompiledFamily<never, string>);
+  return made;
+}
+
 /** What the router decided about a request of a family, before its body: a route to serve, or a refusal. */
 export type Decision<C, A extends string> =
   | { readonly ok: true; readonly route: RouteSpec<C, A>; readonly params: Record<string, string> }
@@ -197,13 +231,18 @@ export function decide<C, A extends string>(
   request: RouteRequest,
   malformed: boolean,
 ): Decision<C, A> {
-  const fits = malformed
-    ? []
-    : family.routes.flatMap((route) => {
-        const params = matchPattern(route.path, request.path);
-        return params === undefined ? [] : [{ route, params }];
-      });
-  const chosen = fits.find((f) => takesMethod(f.route, request.method)) ?? fits[0];
+  const fits: { route: RouteSpec<C, A>; params: Record<string, string> }[] = [];
+  let chosen: (typeof fits)[number] | undefined;
+  if (!malformed) {
+    for (const { spec, parts } of compiled(family).routes) {
+      const params = matchParts(parts, request.path);
+      if (params === undefined) continue;
+      const fit = { route: spec, params };
+      fits.push(fit);
+      if (chosen === undefined && takesMethod(spec, request.method)) chosen = fit;
+    }
+  }
+  chosen ??= fits[0];
   const auth = family.authorize(chosen?.route.access ?? family.defaultAccess, request);
   if (auth === "unauthorized") return { ok: false, refusal: { reason: "key" } };
   if (family.hasEndpoint !== undefined && !family.hasEndpoint(request.endpointId)) {

@@ -1,6 +1,13 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { dropBody, type JsonRead, readJson } from "./read-json.js";
-import { decide, noBody, type RouteCall, type RouteFamily, type RouteRequest } from "./route-table.js";
+import {
+  compiled,
+  decide,
+  noBody,
+  type RouteCall,
+  type RouteFamily,
+  type RouteRequest,
+} from "./route-table.js";
 
 /** One step of a router: a family of declared routes, or a seam such as `extraRoutes`, tried in order. */
 export type RouteHandler = (
@@ -37,17 +44,6 @@ export class Router {
   }
 }
 
-/** A family's mount, parsed: its literal segments and where its `:endpoint` is. */
-interface Mount {
-  readonly segments: readonly string[];
-  readonly endpointAt: number;
-}
-
-function parseMount(mount: string): Mount {
-  const segments = mount.split("/").filter((s) => s !== "");
-  return { segments, endpointAt: segments.indexOf(":endpoint") };
-}
-
 /** Decodes path segments; undefined when one is badly escaped (`%zz`). */
 function decodeAll(raw: readonly string[]): string[] | undefined {
   try {
@@ -64,25 +60,24 @@ export function requestOf<C, A extends string>(
   headers: RouteRequest["headers"],
   url: URL,
 ): { request: RouteRequest; malformed: boolean } | undefined {
-  const mount = parseMount(family.mount);
+  const mount = compiled(family);
   const raw = url.pathname.split("/").slice(1);
   // "/" splits to [""]: the root mount's rest is that one empty segment.
-  for (let i = 0; i < mount.segments.length; i++) {
-    const expected = mount.segments[i]!;
+  for (let i = 0; i < mount.mount.length; i++) {
+    const expected = mount.mount[i]!;
     const given = raw[i];
     if (given === undefined) return undefined;
     if (i === mount.endpointAt ? given === "" : given !== expected) return undefined;
   }
-  const rest = raw.slice(mount.segments.length);
+  const rest = raw.slice(mount.mount.length);
   if (rest.length === 0 && family.claims === "named") return undefined;
   const decoded = decodeAll(rest);
   const name = decoded?.[0] ?? rest[0];
-  if (family.claims === "named" && !family.routes.some((r) => r.path.split("/")[0] === name))
-    return undefined;
-  const endpointRaw = mount.endpointAt < 0 ? "" : raw[mount.endpointAt]!;
-  const endpointId = mount.endpointAt < 0 ? "" : (decodeAll([endpointRaw])?.[0] ?? endpointRaw);
-  const malformed =
-    decoded === undefined || (mount.endpointAt >= 0 && decodeAll([endpointRaw]) === undefined);
+  if (family.claims === "named" && (name === undefined || !mount.names.has(name))) return undefined;
+  const endpointRaw = mount.endpointAt < 0 ? undefined : raw[mount.endpointAt]!;
+  const endpointDecoded = endpointRaw === undefined ? [""] : decodeAll([endpointRaw]);
+  const endpointId = endpointDecoded?.[0] ?? endpointRaw ?? "";
+  const malformed = decoded === undefined || endpointDecoded === undefined;
   return {
     request: { method, headers, url, endpointId, path: decoded ?? rest },
     malformed,
