@@ -7,24 +7,17 @@ import { listItemOf, recentJobs } from "./job-list.js";
 import type { JobService, Outcome } from "./job-service.js";
 import type { JobStore } from "./job-store.js";
 import type { ResolvedOptions } from "./options.js";
-import type { RateLimiter } from "./rate-limits.js";
-import type { JsonRead } from "./read-json.js";
-import { noBody, type Route, type RouteCall, type RouteFamily } from "./route-table.js";
-
-/** The client-facing job routes under `/v2/<endpoint>` (docs/protocol.md, "Job API", with `/status-sync`). */
-export const CLIENT_ROUTES = [
-  "run",
-  "runsync",
-  "status",
-  "status-sync",
-  "stream",
-  "cancel",
-  "retry",
-  "purge-queue",
-  "health",
-  "requests",
-] as const;
-export type ClientRoute = (typeof CLIENT_ROUTES)[number];
+import { type RateLimiter, rateAdmission } from "./rate-limits.js";
+import type { ReadJsonOptions } from "./read-json.js";
+import {
+  headerOf,
+  type ParsedBody,
+  type RouteCall,
+  type RouteFamily,
+  routeOf,
+  routesOf,
+  tableOf,
+} from "./route-table.js";
 
 /** What the client routes need from the harness. */
 export interface ClientRoutesContext {
@@ -37,30 +30,118 @@ export interface ClientRoutesContext {
   readonly health: (endpointId: string) => Health;
 }
 
-const METHODS: Readonly<Record<ClientRoute, "GET" | "POST">> = {
-  run: "POST",
-  runsync: "POST",
-  status: "GET",
-  "status-sync": "GET",
-  stream: "GET",
-  cancel: "POST",
-  retry: "POST",
-  "purge-queue": "POST",
-  health: "GET",
-  requests: "GET",
-};
-const WITH_JOB_ID: ReadonlySet<ClientRoute> = new Set(["status", "status-sync", "stream", "cancel", "retry"]);
-/** The rate-limit operation of a route (docs/protocol.md, "Rate limits"); routes not listed there are not limited. */
-const RATE_OPERATION: Partial<Record<ClientRoute, string>> = {
-  run: "run",
-  runsync: "runsync",
-  status: "status",
-  "status-sync": "status",
-  stream: "stream",
-  cancel: "cancel",
-  "purge-queue": "purge-queue",
-  requests: "requests",
-};
+const route = routeOf<ClientRoutesContext, "client">();
+
+/** How `/run` and `/runsync` bodies are read: their byte limit, the nesting limit, an empty body allowed. */
+const jobBody =
+  (name: "run" | "runsync") =>
+  (ctx: ClientRoutesContext): ReadJsonOptions => ({
+    limitBytes: name === "run" ? ctx.options.limits.runBytes : ctx.options.limits.runsyncBytes,
+    limitName: `/${name}`,
+    maxDepth: ctx.options.limits.maxJsonDepth,
+    subject: "request body",
+    tooLargeStatus: 413,
+    allowEmpty: true,
+  });
+
+/** The routes on one job, `<name>/:jobId`, served by {@link onJob}. */
+type JobRouteName = "status" | "status-sync" | "stream" | "cancel" | "retry";
+const onJobRoute =
+  (name: JobRouteName) =>
+  (ctx: ClientRoutesContext, { req, res, url, endpointId, params }: RouteCall<":jobId">): Promise<void> =>
+    onJob(ctx, res, url, name, endpointId, params.jobId, readerKey(req.headers.authorization), req.method);
+
+/**
+ * The job API's routes under `/v2/<endpoint>/` (docs/protocol.md, "Job API", with `/status-sync`
+ * and `/requests`), each with its rate-limit row (docs/protocol.md, "Rate limits"; `/status-sync`
+ * counts as `/status`; `/retry` and `/health` are not limited). Adding a route is one entry here.
+ */
+export const CLIENT_ROUTE_TABLE = tableOf<ClientRoutesContext, "client">()({
+  run: route({
+    method: "POST",
+    path: "run",
+    access: "client",
+    rate: "run",
+    body: jobBody("run"),
+    handle: (ctx, { res, url, endpointId }, body) => submit(ctx, res, url, "run", endpointId, body),
+  }),
+  runsync: route({
+    method: "POST",
+    path: "runsync",
+    access: "client",
+    rate: "runsync",
+    body: jobBody("runsync"),
+    handle: (ctx, { res, url, endpointId }, body) => submit(ctx, res, url, "runsync", endpointId, body),
+  }),
+  status: route({
+    method: "GET",
+    path: "status/:jobId",
+    access: "client",
+    rate: "status",
+    body: "none",
+    handle: onJobRoute("status"),
+  }),
+  "status-sync": route({
+    method: "GET",
+    path: "status-sync/:jobId",
+    access: "client",
+    rate: "status",
+    body: "none",
+    handle: onJobRoute("status-sync"),
+  }),
+  stream: route({
+    method: "GET",
+    path: "stream/:jobId",
+    access: "client",
+    rate: "stream",
+    body: "none",
+    handle: onJobRoute("stream"),
+  }),
+  cancel: route({
+    method: "POST",
+    path: "cancel/:jobId",
+    access: "client",
+    rate: "cancel",
+    body: "none",
+    handle: onJobRoute("cancel"),
+  }),
+  retry: route({
+    method: "POST",
+    path: "retry/:jobId",
+    access: "client",
+    rate: "unlimited",
+    body: "none",
+    handle: onJobRoute("retry"),
+  }),
+  "purge-queue": route({
+    method: "POST",
+    path: "purge-queue",
+    access: "client",
+    rate: "purge-queue",
+    body: "none",
+    handle: (ctx, { res, endpointId }) =>
+      sendJson(res, 200, { removed: ctx.store.purge(endpointId), status: "completed" }),
+  }),
+  health: route({
+    method: "GET",
+    path: "health",
+    access: "client",
+    rate: "unlimited",
+    body: "none",
+    handle: (ctx, { res, endpointId }) => sendJson(res, 200, ctx.health(endpointId)),
+  }),
+  requests: route({
+    method: "GET",
+    path: "requests",
+    access: "client",
+    rate: "requests",
+    body: "none",
+    handle: (ctx, { res, url, endpointId }) => listRequests(ctx, res, url, endpointId),
+  }),
+});
+export type ClientRoute = keyof typeof CLIENT_ROUTE_TABLE;
+/** The client-facing job routes under `/v2/<endpoint>` (docs/protocol.md, "Job API", with `/status-sync`). */
+export const CLIENT_ROUTES = Object.keys(CLIENT_ROUTE_TABLE) as ClientRoute[];
 
 /** Parses an integer query parameter within bounds; returns the value, undefined when absent, or an error text. */
 function intParam(url: URL, name: string, min: number, max: number): number | undefined | string {
@@ -74,13 +155,26 @@ function intParam(url: URL, name: string, min: number, max: number): number | un
 }
 
 /**
- * The client routes' family: refusals in the job API's error body, in the order of docs/harness.md
- * ("Client routes"): key (401), endpoint (404), the key's access (403), method (405), rate limit (429).
+ * The client routes' family: refusals in the job API's error body, in the router's order
+ * (docs/harness.md, "Routes"): key (401), endpoint (404), the key's access (403), path (404),
+ * method (405), rate limit (429).
  */
-export function clientFamily(ctx: ClientRoutesContext): RouteFamily {
+export function clientFamily(ctx: ClientRoutesContext): RouteFamily<ClientRoutesContext, "client"> {
   return {
+    name: "client",
+    mount: "/v2/:endpoint/",
+    claims: "named",
+    context: ctx,
+    routes: routesOf(CLIENT_ROUTE_TABLE),
+    defaultAccess: "client",
+    authorize: (_access, request) =>
+      ctx.keys.client(headerOf(request.headers, "authorization"), request.endpointId),
     hasEndpoint: (id) => ctx.store.table.hasEndpoint(id),
-    refuse({ req, res, url, endpointId }, route, refusal) {
+    admit: rateAdmission(ctx.limiter, (id) => {
+      const counts = ctx.store.workers.counts(id, 0);
+      return counts.idle + counts.running;
+    }),
+    refuse({ req, res, url, endpointId }, refusal) {
       switch (refusal.reason) {
         case "key":
           return sendError(res, 401, "missing or wrong API key");
@@ -88,9 +182,11 @@ export function clientFamily(ctx: ClientRoutesContext): RouteFamily {
           return sendError(res, 404, `endpoint "${endpointId}" not found`);
         case "forbidden":
           return sendError(res, 403, `this API key has no access to endpoint "${endpointId}"`);
+        case "malformed":
+          return sendError(res, 400, `malformed path: ${url.pathname}`);
         case "method": {
-          const method = METHODS[route.name as ClientRoute];
-          return sendError(res, 405, `/${route.name} takes ${method}, got ${req.method}`, {
+          const method = refusal.allow.join(", ");
+          return sendError(res, 405, `/${refusal.pattern.split("/")[0]} takes ${method}, got ${req.method}`, {
             headers: { allow: method },
           });
         }
@@ -101,83 +197,6 @@ export function clientFamily(ctx: ClientRoutesContext): RouteFamily {
       }
     },
   };
-}
-
-/** The job API's routes under `/v2/<endpoint>/` (docs/protocol.md, "Job API"). */
-export function clientRoutes(ctx: ClientRoutesContext): ReadonlyMap<string, Route> {
-  const routes = new Map<string, Route>();
-  const limits = ctx.options.limits;
-  for (const name of CLIENT_ROUTES) {
-    const operation = RATE_OPERATION[name];
-    routes.set(name, {
-      name,
-      auth: (call) => ctx.keys.client(call.req.headers.authorization, call.endpointId),
-      methods: () => [METHODS[name]],
-      params: (p) => p.length === (WITH_JOB_ID.has(name) ? 1 : 0) && p[0] !== "",
-      ...(operation === undefined ? {} : { admit: (call: RouteCall) => admit(ctx, call, operation) }),
-      body: () =>
-        name === "run" || name === "runsync"
-          ? {
-              limitBytes: name === "run" ? limits.runBytes : limits.runsyncBytes,
-              limitName: `/${name}`,
-              maxDepth: limits.maxJsonDepth,
-              subject: "request body",
-              tooLargeStatus: 413,
-              allowEmpty: true,
-            }
-          : noBody("request body"),
-      handle: (call, body) => serveClientRoute(ctx, call, name, body),
-    });
-  }
-  return routes;
-}
-
-/** A slot of the route's rate limit (docs/protocol.md, "Limits"), freed when the answer is done; or a 429. */
-function admit(ctx: ClientRoutesContext, call: RouteCall, operation: string) {
-  const counts = ctx.store.workers.counts(call.endpointId, 0);
-  const slot = ctx.limiter.acquire(call.endpointId, operation, counts.idle + counts.running);
-  if (!slot.ok) {
-    return {
-      reason: "rate" as const,
-      status: 429,
-      message: slot.message,
-      headers: { "retry-after": String(slot.retryAfterSec) },
-    };
-  }
-  call.res.once("close", slot.release);
-  return undefined;
-}
-
-async function serveClientRoute(
-  ctx: ClientRoutesContext,
-  call: RouteCall,
-  route: ClientRoute,
-  body: JsonRead,
-): Promise<void> {
-  const { req, res, url, endpointId } = call;
-  const jobId = call.params[0];
-  switch (route) {
-    case "run":
-    case "runsync":
-      return submit(ctx, res, url, route, endpointId, body);
-    case "health":
-      return sendJson(res, 200, ctx.health(endpointId));
-    case "requests":
-      return listRequests(ctx, res, url, endpointId);
-    case "purge-queue":
-      return sendJson(res, 200, ctx.jobs.purge(endpointId));
-    default:
-      return onJob(
-        ctx,
-        res,
-        url,
-        route,
-        endpointId,
-        jobId!,
-        readerKey(req.headers.authorization),
-        req.method,
-      );
-  }
 }
 
 /** `GET /requests[?status=S]`: the endpoint's recent jobs, newest first (runlet's own shape, docs/harness.md). */
@@ -205,7 +224,7 @@ async function submit(
   url: URL,
   route: "run" | "runsync",
   endpointId: string,
-  body: JsonRead,
+  body: ParsedBody,
 ): Promise<void> {
   let wait: number | undefined;
   if (route === "runsync") {
@@ -213,7 +232,6 @@ async function submit(
     if (typeof param === "string") return sendError(res, 400, param);
     wait = param;
   }
-  if (!body.ok) return sendError(res, body.status, body.message);
   const made = ctx.jobs.submit(endpointId, route, body, wait);
   if (!made.ok) return sendError(res, made.status, made.message, { issues: made.issues });
   // The answer says IN_QUEUE even when a waiting worker took the job at once, as the platform's does.
@@ -231,7 +249,7 @@ async function onJob(
   ctx: ClientRoutesContext,
   res: ServerResponse,
   url: URL,
-  route: ClientRoute,
+  route: JobRouteName,
   endpointId: string,
   jobId: string,
   reader: string,

@@ -2,6 +2,7 @@ import { createServer, type Server } from "node:http";
 import { RunletError } from "../errors.js";
 import type { Health } from "../protocol/api.js";
 import { KeyRing } from "./auth.js";
+import { CLIENT_ROUTE_TABLE, clientFamily } from "./client-routes.js";
 import { TimerSet } from "./clock.js";
 import { Dashboard, type HandlerInfo } from "./dashboard/index.js";
 import { type WorkerView, workerViewsOf } from "./dashboard/views.js";
@@ -15,7 +16,7 @@ import { JobTimelines, type TimelineSpan } from "./job-timeline.js";
 import { untilTerminal } from "./job-waits.js";
 import { exceedsValueDepth } from "./json-depth.js";
 import { type HarnessManagement, harnessManagement } from "./management-api/index.js";
-import { JobFeed } from "./openai/index.js";
+import { JobFeed, OPENAI_ROUTE_TABLE, openAIFamily } from "./openai/index.js";
 import {
   checkEndpoint,
   type EndpointOptions,
@@ -31,10 +32,11 @@ import {
   RequestLog,
   type WorkerRoute,
 } from "./request-log.js";
-import { type RouterTargets, routeRequest, routeTable } from "./router.js";
+import { assertDistinctNames, Router, serveFamily } from "./router.js";
 import { Scaler } from "./scaler.js";
 import { type WebhookAttempt, WebhookSender, webhookUrlProblem } from "./webhooks.js";
 import { type WorkerEnvOptions, workerEnvFor } from "./worker-env.js";
+import { WORKER_ROUTE_TABLE, workerFamily } from "./worker-routes.js";
 import { type StartupUpdate, type WorkerStartup, WorkerStartups } from "./worker-startup.js";
 
 /** What {@link Harness.memory} reports. */
@@ -146,43 +148,53 @@ export class Harness {
         options.logger?.error({ err }, "management: could not apply an endpoint change to the harness"),
     });
     this.#management.attach(this);
-    const targets: RouterTargets = {
-      worker: {
-        store: this.#store,
-        requests: this.#requests,
-        keys: this.#keys,
-        takeTimeoutMs: options.takeTimeoutMs,
-        jobDoneBytes: options.limits.jobDoneBytes,
-        streamBodyBytes: options.limits.streamBodyBytes,
-        maxJsonDepth: options.limits.maxJsonDepth,
-        onStopPod: (ep, workerId) => this.#scaler.replace(ep, workerId),
-        logger: options.logger,
-      },
-      client: {
-        store: this.#store,
-        jobs: this.#jobs,
-        keys: this.#keys,
-        limiter: this.#limiter,
-        options,
-        health: (ep) => this.health(ep),
-      },
-      openai: {
-        store: this.#store,
-        keys: this.#keys,
-        limiter: this.#limiter,
-        options,
-        feed: new JobFeed((listener) => this.#events.subscribe(listener)),
-      },
-      fallbacks: [
+    // Every route of the API listener, declared one way (route-table.ts), tried in this order:
+    // the worker, client and OpenAI families under /v2/<endpoint>/, the extraRoutes seam, then
+    // the management copy (/v2/<reserved resource>, /v1/).
+    assertDistinctNames(WORKER_ROUTE_TABLE, CLIENT_ROUTE_TABLE, OPENAI_ROUTE_TABLE);
+    const router = new Router(
+      [
+        serveFamily(
+          workerFamily({
+            store: this.#store,
+            requests: this.#requests,
+            keys: this.#keys,
+            takeTimeoutMs: options.takeTimeoutMs,
+            jobDoneBytes: options.limits.jobDoneBytes,
+            streamBodyBytes: options.limits.streamBodyBytes,
+            maxJsonDepth: options.limits.maxJsonDepth,
+            onStopPod: (ep, workerId) => this.#scaler.replace(ep, workerId),
+            logger: options.logger,
+          }),
+        ),
+        serveFamily(
+          clientFamily({
+            store: this.#store,
+            jobs: this.#jobs,
+            keys: this.#keys,
+            limiter: this.#limiter,
+            options,
+            health: (ep) => this.health(ep),
+          }),
+        ),
+        serveFamily(
+          openAIFamily({
+            store: this.#store,
+            keys: this.#keys,
+            limiter: this.#limiter,
+            options,
+            feed: new JobFeed((listener) => this.#events.subscribe(listener)),
+          }),
+        ),
         ...(options.extraRoutes === undefined ? [] : [options.extraRoutes]),
-        (req, res, url) => this.#management.extraRoutes(req, res, url),
+        this.#management.routes.serve,
       ],
-    };
-    const table = routeTable(targets);
+      (req, res, url) => sendError(res, 404, `no route for ${req.method} ${url.pathname}`),
+    );
     const hosts = new HostCheck(options.allowedHosts, options.host);
     this.#server = createServer((req, res) => {
       if (hosts.refuse(req, res)) return;
-      routeRequest(table, targets.fallbacks, req, res, this.#url).catch((err: unknown) => {
+      router.serve(req, res, this.#url).catch((err: unknown) => {
         options.logger?.error({ err, url: req.url }, "harness request failed");
         sendError(res, 500, `internal harness error: ${err instanceof Error ? err.message : String(err)}`);
       });

@@ -1,5 +1,12 @@
-import { RATE_LIMIT_WINDOW_MS, RATE_LIMITS, type RateLimitRule } from "../protocol/limits.js";
+import type { ServerResponse } from "node:http";
+import {
+  RATE_LIMIT_WINDOW_MS,
+  RATE_LIMITS,
+  type RateLimitRule,
+  type RateOperation,
+} from "../protocol/limits.js";
 import type { Clock } from "./clock.js";
+import type { Refusal } from "./route-table.js";
 
 /** Rate-limit settings (docs/protocol.md, "Rate limits"); tests shrink them. */
 export interface RateLimitOptions {
@@ -129,4 +136,31 @@ export class RateLimiter {
       },
     };
   }
+}
+
+/**
+ * The admission step of the families whose routes have rate-limit rows (client, OpenAI): takes a
+ * slot of the row on the call's endpoint, freed when the answer is done, or refuses with 429 and
+ * `Retry-After`. `connected` counts the endpoint's connected workers (the dynamic rule).
+ */
+export function rateAdmission(
+  limiter: RateLimiter,
+  connected: (endpointId: string) => number,
+): (
+  call: { readonly endpointId: string; readonly res: ServerResponse },
+  operation: RateOperation,
+) => Refusal | undefined {
+  return (call, operation) => {
+    const slot = limiter.acquire(call.endpointId, operation, connected(call.endpointId));
+    if (!slot.ok) {
+      return {
+        reason: "rate",
+        status: 429,
+        message: slot.message,
+        headers: { "retry-after": String(slot.retryAfterSec) },
+      };
+    }
+    call.res.once("close", slot.release);
+    return undefined;
+  };
 }

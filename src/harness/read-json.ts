@@ -26,6 +26,11 @@ export interface ReadJsonOptions {
   readonly allowEmpty?: boolean;
   /** The JSON parser (the job-stream fast path); its result must be JSON.parse's. @default parseJson */
   readonly parse?: (text: string) => JsonParse;
+  /**
+   * The body must be a JSON object: an empty one is refused with `emptyMessage`, any other value
+   * with "<subject> must be a JSON object" (400). @default any JSON value
+   */
+  readonly object?: { readonly emptyMessage: string };
 }
 
 /** A body read by {@link readJson}. `text` is what was kept of it ("" when it was too large). */
@@ -71,28 +76,44 @@ export async function readJson(req: IncomingMessage, options: ReadJsonOptions): 
     // Kept as far as it decodes (for the request log), refused rather than worked on.
     return fail(400, `${subject} is not valid UTF-8`, read.bytes.toString("utf8"), read.bytes.length);
   }
-  const { text } = read;
-  const bytes = read.receivedBytes;
+  return parseBodyText(read.text, read.receivedBytes, options, req.headers["content-type"]);
+}
+
+/**
+ * Checks and parses a body's text under `options` (media type, nesting, JSON, an object when
+ * asked): what {@link readJson} does once the bytes are in, for callers that hold the text already
+ * (the pure management API).
+ */
+export function parseBodyText(
+  text: string,
+  bytes: number,
+  options: ReadJsonOptions,
+  contentType: string | undefined,
+): JsonRead {
+  const { subject } = options;
+  const fail = (message: string): JsonRead => ({ ok: false, status: 400, message, text, bytes });
   if (options.types !== undefined) {
-    const type = (req.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase();
+    const type = (contentType ?? "").split(";")[0]!.trim().toLowerCase();
     if (!options.types.has(type)) {
       const taken = [...options.types].join(" or ");
-      return fail(400, `${subject.split(" ")[0]} takes a JSON body as ${taken}, got "${type}"`, text, bytes);
+      return fail(`${subject.split(" ")[0]} takes a JSON body as ${taken}, got "${type}"`);
     }
   }
   if (options.kind === "text") return { ok: true, text, value: undefined, bytes };
-  if (options.allowEmpty === true && text.trim() === "") return { ok: true, text, value: undefined, bytes };
+  if (text.trim() === "") {
+    if (options.object !== undefined) return fail(options.object.emptyMessage);
+    if (options.allowEmpty === true) return { ok: true, text, value: undefined, bytes };
+  }
   if (exceedsJsonDepth(text, options.maxDepth)) {
-    return fail(
-      400,
-      `${subject} nests objects and arrays deeper than the limit of ${options.maxDepth} levels`,
-      text,
-      bytes,
-    );
+    return fail(`${subject} nests objects and arrays deeper than the limit of ${options.maxDepth} levels`);
   }
   const parsed = (options.parse ?? parseJson)(text);
-  if (!parsed.ok) return fail(400, `${subject} is not JSON: ${parsed.message}`, text, bytes);
-  return { ok: true, text, value: parsed.value, bytes };
+  if (!parsed.ok) return fail(`${subject} is not JSON: ${parsed.message}`);
+  const value = parsed.value;
+  if (options.object !== undefined && (typeof value !== "object" || value === null || Array.isArray(value))) {
+    return fail(`${subject} must be a JSON object`);
+  }
+  return { ok: true, text, value, bytes };
 }
 
 /** A request body read under a size limit. */

@@ -1,66 +1,136 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { type ClientRoutesContext, clientFamily, clientRoutes } from "./client-routes.js";
-import { sendError } from "./http-util.js";
-import { OPENAI_ROUTE, type OpenAIRoutesContext, openAIFamily, openAIRoute } from "./openai/index.js";
-import type { ExtraRoutes } from "./options.js";
-import { type Route, type RouteFamily, serveRoute } from "./route-table.js";
-import { type WorkerRoutesContext, workerFamily, workerRoutes } from "./worker-routes.js";
+import { dropBody, type JsonRead, readJson } from "./read-json.js";
+import {
+  compiled,
+  decide,
+  noBody,
+  type RouteCall,
+  type RouteFamily,
+  type RouteRequest,
+} from "./route-table.js";
 
-/** What the router sends requests to. */
-export interface RouterTargets {
-  readonly worker: WorkerRoutesContext;
-  readonly client: ClientRoutesContext;
-  /** `/v2/<endpoint>/openai/*` (docs/openai.md). */
-  readonly openai: OpenAIRoutesContext;
-  /** Tried in order for every path that is not a job or worker route; unanswered paths get 404. */
-  readonly fallbacks: readonly ExtraRoutes[];
+/** One step of a router: a family of declared routes, or a seam such as `extraRoutes`, tried in order. */
+export type RouteHandler = (
+  req: IncomingMessage,
+  res: ServerResponse,
+  url: URL,
+) => Promise<boolean> | boolean;
+
+/**
+ * The one router of every harness listener: tries each family (and seam) in order; the first that
+ * claims the path answers it, else `notFound`. The harness's API listener runs the worker, client
+ * and OpenAI families, the `extraRoutes` seam, then the management families; the dashboard's
+ * listener its own three.
+ */
+export class Router {
+  readonly #steps: readonly RouteHandler[];
+  readonly #notFound: (req: IncomingMessage, res: ServerResponse, url: URL) => void;
+
+  constructor(
+    steps: readonly RouteHandler[],
+    notFound: (req: IncomingMessage, res: ServerResponse, url: URL) => void,
+  ) {
+    this.#steps = steps;
+    this.#notFound = notFound;
+  }
+
+  /** Routes one request; `baseUrl` resolves its path. */
+  async serve(req: IncomingMessage, res: ServerResponse, baseUrl: string): Promise<void> {
+    const url = new URL(req.url ?? "/", baseUrl);
+    for (const step of this.#steps) {
+      if (await step(req, res, url)) return;
+    }
+    this.#notFound(req, res, url);
+  }
 }
 
-/** The harness's route table: under `/v2/<endpoint>/`, each route segment's route and its family. */
-export type RouteTable = ReadonlyMap<string, { readonly family: RouteFamily; readonly route: Route }>;
+/** Decodes path segments; undefined when one is badly escaped (`%zz`). */
+function decodeAll(raw: readonly string[]): string[] | undefined {
+  try {
+    return raw.map(decodeURIComponent);
+  } catch {
+    return undefined;
+  }
+}
 
-/** Builds the table of every route under `/v2/<endpoint>/`: worker, client and OpenAI routes. */
-export function routeTable(targets: RouterTargets): RouteTable {
-  const table = new Map<string, { family: RouteFamily; route: Route }>();
-  const add = (family: RouteFamily, routes: Iterable<Route>) => {
-    for (const route of routes) {
-      if (table.has(route.name)) throw new Error(`two routes named "${route.name}"`);
-      table.set(route.name, { family, route });
-    }
+/** The request as the route checks see it, when `url` lies under the family's mount and the family claims it. */
+export function requestOf<C, A extends string>(
+  family: RouteFamily<C, A>,
+  method: string,
+  headers: RouteRequest["headers"],
+  url: URL,
+): { request: RouteRequest; malformed: boolean } | undefined {
+  const mount = compiled(family);
+  const raw = url.pathname.split("/").slice(1);
+  // "/" splits to [""]: the root mount's rest is that one empty segment.
+  for (let i = 0; i < mount.mount.length; i++) {
+    const expected = mount.mount[i]!;
+    const given = raw[i];
+    if (given === undefined) return undefined;
+    if (i === mount.endpointAt ? given === "" : given !== expected) return undefined;
+  }
+  const rest = raw.slice(mount.mount.length);
+  if (rest.length === 0 && family.claims === "named") return undefined;
+  const decoded = decodeAll(rest);
+  const name = decoded?.[0] ?? rest[0];
+  if (family.claims === "named" && (name === undefined || !mount.names.has(name))) return undefined;
+  const endpointRaw = mount.endpointAt < 0 ? undefined : raw[mount.endpointAt]!;
+  const endpointDecoded = endpointRaw === undefined ? [""] : decodeAll([endpointRaw]);
+  const endpointId = endpointDecoded?.[0] ?? endpointRaw ?? "";
+  const malformed = decoded === undefined || endpointDecoded === undefined;
+  return {
+    request: { method, headers, url, endpointId, path: decoded ?? rest },
+    malformed,
   };
-  add(workerFamily(targets.worker), workerRoutes(targets.worker).values());
-  add(clientFamily(targets.client), clientRoutes(targets.client).values());
-  add(openAIFamily(targets.openai), [openAIRoute(targets.openai)]);
-  if (!table.has(OPENAI_ROUTE)) throw new Error("the OpenAI route is missing");
-  return table;
 }
 
 /**
- * Routes one request: `/v2/<endpoint>/<route>/...` to its entry in the table (which checks the key
- * and the body limit before a byte of the body is read), anything else to the fallbacks (the
- * `extraRoutes` seam, then the management copy), else a 404 in the job API's error body.
+ * Serves a family through its declared routes: the checks of {@link decide} (key, endpoint, access,
+ * path, method), then the route's rate-limit row (429), before a byte of the body is read; a
+ * refused request's body is dropped as it arrives. Then the body, read under the route's limits
+ * and parsed; a failed read is answered by the family (or its `around`), never by the handler.
  */
-export async function routeRequest(
-  table: RouteTable,
-  fallbacks: readonly ExtraRoutes[],
-  req: IncomingMessage,
-  res: ServerResponse,
-  baseUrl: string,
-): Promise<void> {
-  const url = new URL(req.url ?? "/", baseUrl);
-  let parts: string[];
-  try {
-    parts = url.pathname.split("/").slice(1).map(decodeURIComponent);
-  } catch {
-    return sendError(res, 400, `malformed path: ${url.pathname}`);
+export function serveFamily<C, A extends string>(family: RouteFamily<C, A>): RouteHandler {
+  return async (req, res, url) => {
+    const found = requestOf(family, req.method ?? "GET", req.headers, url);
+    if (found === undefined) return false;
+    const decision = decide(family, found.request, found.malformed);
+    const base: RouteCall = { ...found.request, req, res, params: decision.ok ? decision.params : {} };
+    if (!decision.ok) {
+      dropBody(req);
+      family.refuse(base, decision.refusal);
+      return true;
+    }
+    const { route } = decision;
+    if (route.rate !== "unlimited" && family.admit !== undefined) {
+      const refusal = family.admit(base, route.rate);
+      if (refusal !== undefined) {
+        dropBody(req);
+        family.refuse(base, refusal);
+        return true;
+      }
+    }
+    const options = route.body === "none" ? noBody("request body") : route.body(family.context, base);
+    const body: JsonRead = await readJson(req, options);
+    const next = (parsed: Extract<JsonRead, { ok: true }>) => route.handle(family.context, base, parsed);
+    if (family.around !== undefined) {
+      await family.around(base, body, next);
+    } else if (!body.ok) {
+      family.refuse(base, { reason: "body", status: body.status, message: body.message });
+    } else {
+      await next(body);
+    }
+    return true;
+  };
+}
+
+/** Throws when two families under one mount name the same route (the first would hide the second). */
+export function assertDistinctNames(...tables: readonly Readonly<Record<string, unknown>>[]): void {
+  const seen = new Set<string>();
+  for (const table of tables) {
+    for (const name of Object.keys(table)) {
+      if (seen.has(name)) throw new Error(`two routes named "${name}"`);
+      seen.add(name);
+    }
   }
-  const [prefix, endpointId, name, ...params] = parts;
-  const entry = name === undefined ? undefined : table.get(name);
-  if (prefix === "v2" && endpointId !== undefined && endpointId !== "" && entry !== undefined) {
-    return serveRoute(entry.family, entry.route, { req, res, url, endpointId, params });
-  }
-  for (const fallback of fallbacks) {
-    if (await fallback(req, res, url)) return;
-  }
-  sendError(res, 404, `no route for ${req.method} ${url.pathname}`);
 }

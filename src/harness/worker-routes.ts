@@ -6,11 +6,21 @@ import { sleep } from "../wait.js";
 import type { KeyRing } from "./auth.js";
 import { hangUpSignal, headersOf, queryOf, sendEmpty, sendError, sendJson } from "./http-util.js";
 import type { JobStore } from "./job-store.js";
-import type { JsonRead } from "./read-json.js";
-import { type RecordedRequest, type RequestLog, WORKER_ROUTES, type WorkerRoute } from "./request-log.js";
-import { noBody, type Refusal, type Route, type RouteCall, type RouteFamily } from "./route-table.js";
+import type { JsonRead, ReadJsonOptions } from "./read-json.js";
+import type { RecordedRequest, RequestLog, WorkerRoute } from "./request-log.js";
+import {
+  headerOf,
+  type ParsedBody,
+  type Refusal,
+  type RouteCall,
+  type RouteFamily,
+  routeOf,
+  routesOf,
+  tableOf,
+} from "./route-table.js";
 import { parseStreamBody } from "./stream-body.js";
 import type { WorkerRegistry, WorkerState } from "./worker-registry.js";
+
 /** What the worker routes need from the harness. */
 export interface WorkerRoutesContext {
   readonly store: JobStore;
@@ -30,18 +40,148 @@ export interface WorkerRoutesContext {
   readonly logger: Logger | undefined;
 }
 
-const GET_ROUTES: ReadonlySet<WorkerRoute> = new Set(["job-take", "job-take-batch", "job-stop", "ping"]);
 const JSON_TYPES: ReadonlySet<string> = new Set(["application/json", "application/x-www-form-urlencoded"]);
 
-/** The worker routes' family: a refused request is recorded (without a body) and answered `{error, status}`. */
-export function workerFamily(ctx: WorkerRoutesContext): RouteFamily {
-  return {
-    hasEndpoint: (id) => ctx.store.table.hasEndpoint(id),
-    refuse(call, route, refusal) {
-      const { status, message } = refusalOf(call, route.name as WorkerRoute, refusal);
-      recordOf(ctx, call, route.name as WorkerRoute, undefined).status = status;
-      sendError(call.res, status, message);
+/** Each request's entry in the request log, while its route serves it. */
+const RECORDS = new WeakMap<ServerResponse, RecordedRequest>();
+
+/** Sets the status a request's log entry shows. */
+function answerOf(res: ServerResponse): (status: number | "dropped") => void {
+  const record = RECORDS.get(res);
+  return (status) => {
+    if (record !== undefined) record.status = status;
+  };
+}
+
+const route = routeOf<WorkerRoutesContext, "worker">();
+
+/** How job-done and job-stream bodies are read: JSON or form-encoded, under their limits (400 past them, as the platform). */
+const resultBody =
+  (name: "job-done" | "job-stream") =>
+  (ctx: WorkerRoutesContext): ReadJsonOptions => ({
+    limitBytes: name === "job-done" ? ctx.jobDoneBytes : ctx.streamBodyBytes,
+    maxDepth: ctx.maxJsonDepth,
+    subject: `${name} body`,
+    tooLargeStatus: 400,
+    types: JSON_TYPES,
+    ...(name === "job-stream" ? { parse: parseStreamBody } : {}),
+  });
+
+/** The worker a request comes from, as the registry knows it (a take counts as its first take). */
+function workerOf(ctx: WorkerRoutesContext, call: RouteCall<":workerId">, takes: boolean): WorkerState {
+  return ctx.store.workers.seen(call.endpointId, call.params.workerId, takes);
+}
+
+/** The result routes: job-done and job-stream, applied by {@link result}. */
+const resultRoute =
+  (name: "job-done" | "job-stream") =>
+  (ctx: WorkerRoutesContext, call: RouteCall<":workerId/:jobId">, body: ParsedBody): void => {
+    const { res, url, endpointId, params } = call;
+    workerOf(ctx, call, false);
+    const outcome = result(ctx, url, name, endpointId, params.workerId, params.jobId, body.value, body.bytes);
+    answerOf(res)(outcome.status);
+    if (outcome.message !== undefined) sendError(res, outcome.status, outcome.message);
+    else sendJson(res, 200, {});
+  };
+
+/** The job-take routes (one job, or a batch). */
+const takeRoute =
+  (name: "job-take" | "job-take-batch") =>
+  (ctx: WorkerRoutesContext, call: RouteCall<":workerId">): Promise<void> =>
+    take(ctx, call.res, call.url, name, workerOf(ctx, call, true), answerOf(call.res));
+
+/**
+ * The six worker routes (docs/protocol.md, "Taking jobs", "Results", "Streaming", "Stopping one
+ * job", "Heartbeat"), none rate-limited (the platform lists none). Any other name under
+ * `/v2/<endpoint>/` is no worker route: 404.
+ */
+export const WORKER_ROUTE_TABLE = tableOf<WorkerRoutesContext, "worker">()({
+  "job-take": route({
+    method: "GET",
+    path: "job-take/:workerId",
+    access: "worker",
+    rate: "unlimited",
+    body: "none",
+    handle: takeRoute("job-take"),
+  }),
+  "job-take-batch": route({
+    method: "GET",
+    path: "job-take-batch/:workerId",
+    access: "worker",
+    rate: "unlimited",
+    body: "none",
+    handle: takeRoute("job-take-batch"),
+  }),
+  "job-stop": route({
+    method: "GET",
+    path: "job-stop/:workerId",
+    access: "worker",
+    rate: "unlimited",
+    body: "none",
+    handle: async (ctx, call) => {
+      const { res } = call;
+      const answer = answerOf(res);
+      const worker = workerOf(ctx, call, false);
+      const ids = await ctx.store.workers.stopPoll(worker, ctx.takeTimeoutMs, hangUpSignal(res));
+      if (ids.length === 0) {
+        answer(204);
+        return sendEmpty(res, 204);
+      }
+      answer(200);
+      return sendJson(res, 200, { jobsToStop: ids });
     },
+  }),
+  ping: route({
+    method: "GET",
+    path: "ping/:workerId",
+    access: "worker",
+    rate: "unlimited",
+    body: "none",
+    handle: (ctx, call) =>
+      ping(call.res, call.url, ctx.store.workers, workerOf(ctx, call, false), answerOf(call.res)),
+  }),
+  "job-done": route({
+    method: "POST",
+    path: "job-done/:workerId/:jobId",
+    access: "worker",
+    rate: "unlimited",
+    body: resultBody("job-done"),
+    handle: resultRoute("job-done"),
+  }),
+  "job-stream": route({
+    method: "POST",
+    path: "job-stream/:workerId/:jobId",
+    access: "worker",
+    rate: "unlimited",
+    body: resultBody("job-stream"),
+    handle: resultRoute("job-stream"),
+  }),
+}) satisfies Record<WorkerRoute, unknown>;
+
+/**
+ * The worker routes' family: every request is recorded in the request log (a refused one without
+ * its body), injected faults are applied to requests with the key, and errors are answered
+ * `{error, status}`.
+ */
+export function workerFamily(ctx: WorkerRoutesContext): RouteFamily<WorkerRoutesContext, "worker"> {
+  return {
+    name: "worker",
+    mount: "/v2/:endpoint/",
+    claims: "named",
+    context: ctx,
+    routes: routesOf(WORKER_ROUTE_TABLE),
+    defaultAccess: "worker",
+    authorize: (_access, request) =>
+      ctx.keys.worker(headerOf(request.headers, "authorization"), request.endpointId),
+    hasEndpoint: (id) => ctx.store.table.hasEndpoint(id),
+    refuse(call, refusal) {
+      const name = call.path[0] as WorkerRoute;
+      const { status, message } = refusalOf(call, name, refusal);
+      recordOf(ctx, call, name, undefined).status = status;
+      const headers = refusal.reason === "method" ? { allow: refusal.allow.join(", ") } : {};
+      sendError(call.res, status, message, { headers });
+    },
+    around: (call, body, next) => aroundWorkerRoute(ctx, call, body, next),
   };
 }
 
@@ -50,8 +190,8 @@ function refusalOf(
   route: WorkerRoute,
   refusal: Refusal,
 ): { status: number; message: string } {
-  const expected = GET_ROUTES.has(route) ? "GET" : "POST";
-  const wantsJob = route === "job-done" || route === "job-stream";
+  const spec = WORKER_ROUTE_TABLE[route];
+  const wantsJob = spec.path.endsWith("/:jobId");
   switch (refusal.reason) {
     case "key":
     case "forbidden":
@@ -59,8 +199,10 @@ function refusalOf(
       return { status: 401, message: "missing or wrong API key: send the raw key in Authorization" };
     case "endpoint":
       return { status: 404, message: `endpoint "${call.endpointId}" not found` };
+    case "malformed":
+      return { status: 400, message: `malformed path: ${call.url.pathname}` };
     case "method":
-      return { status: 405, message: `${route} takes ${expected}, got ${call.req.method}` };
+      return { status: 405, message: `${route} takes ${spec.method}, got ${call.req.method}` };
     case "path":
       return {
         status: 404,
@@ -91,45 +233,21 @@ function recordOf(
   });
 }
 
-/** The six worker routes (docs/protocol.md, "Taking jobs", "Results", "Streaming", "Stopping one job", "Heartbeat"). */
-export function workerRoutes(ctx: WorkerRoutesContext): ReadonlyMap<string, Route> {
-  const routes = new Map<string, Route>();
-  for (const name of WORKER_ROUTES) {
-    const expected = GET_ROUTES.has(name) ? "GET" : "POST";
-    const wantsJob = name === "job-done" || name === "job-stream";
-    const subject = `${name} body`;
-    routes.set(name, {
-      name,
-      auth: (call) => ctx.keys.worker(call.req.headers.authorization, call.endpointId),
-      methods: () => [expected],
-      params: (p) => p[0] !== undefined && p[0] !== "" && p.length === (wantsJob ? 2 : 1) && p[1] !== "",
-      body: () =>
-        name === "job-done" || name === "job-stream"
-          ? {
-              limitBytes: name === "job-done" ? ctx.jobDoneBytes : ctx.streamBodyBytes,
-              maxDepth: ctx.maxJsonDepth,
-              subject,
-              tooLargeStatus: 400,
-              types: JSON_TYPES,
-              ...(name === "job-stream" ? { parse: parseStreamBody } : {}),
-            }
-          : noBody(subject),
-      answersBodyErrors: true,
-      handle: (call, body) => serveWorkerRoute(ctx, call, name, body),
-    });
-  }
-  return routes;
-}
-
-/** Serves one authenticated worker-route request whose body has been read (docs/protocol.md, "Taking jobs" to "Heartbeat"). */
-async function serveWorkerRoute(
+/**
+ * Around every worker route, once its body is read (docs/protocol.md, "Taking jobs" to
+ * "Heartbeat"): records the request, applies an injected fault, answers a body that failed to
+ * read (400), then hands the parsed body to the route.
+ */
+async function aroundWorkerRoute(
   ctx: WorkerRoutesContext,
   call: RouteCall,
-  route: WorkerRoute,
   body: JsonRead,
+  next: (body: ParsedBody) => void | Promise<void>,
 ): Promise<void> {
-  const { req, res, url, endpointId } = call;
+  const { req, res } = call;
+  const route = call.path[0] as WorkerRoute;
   const record = recordOf(ctx, call, route, body);
+  RECORDS.set(res, record);
   const answer = (status: number | "dropped") => {
     record.status = status;
   };
@@ -166,42 +284,14 @@ async function serveWorkerRoute(
     answer(body.status === 413 ? 400 : body.status);
     return sendError(res, 400, body.message);
   }
-  const workerId = call.params[0]!;
-  const jobId = call.params[1];
-  const worker = ctx.store.workers.seen(
-    endpointId,
-    workerId,
-    route === "job-take" || route === "job-take-batch",
-  );
-  switch (route) {
-    case "job-take":
-    case "job-take-batch":
-      return await take(ctx, res, url, route, worker, answer);
-    case "job-stop": {
-      const ids = await ctx.store.workers.stopPoll(worker, ctx.takeTimeoutMs, hangUpSignal(res));
-      if (ids.length === 0) {
-        answer(204);
-        return sendEmpty(res, 204);
-      }
-      answer(200);
-      return sendJson(res, 200, { jobsToStop: ids });
-    }
-    case "ping":
-      return ping(res, url, ctx.store.workers, worker, answer);
-    default: {
-      const outcome = result(ctx, url, route, endpointId, workerId, jobId!, body.value, body.bytes);
-      answer(outcome.status);
-      if (outcome.message !== undefined) return sendError(res, outcome.status, outcome.message);
-      return sendJson(res, 200, {});
-    }
-  }
+  await next(body);
 }
 
 async function take(
   ctx: WorkerRoutesContext,
   res: ServerResponse,
   url: URL,
-  route: WorkerRoute,
+  route: "job-take" | "job-take-batch",
   worker: WorkerState,
   answer: (status: number | "dropped") => void,
 ): Promise<void> {
@@ -272,7 +362,7 @@ function ping(
 function result(
   ctx: WorkerRoutesContext,
   url: URL,
-  route: WorkerRoute,
+  route: "job-done" | "job-stream",
   endpointId: string,
   workerId: string,
   jobId: string,

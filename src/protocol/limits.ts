@@ -25,7 +25,7 @@ export interface RateLimitRule {
 }
 
 /** Rate limits per endpoint and operation (docs/protocol.md, "Rate limits"); the window is 10 s. */
-export const RATE_LIMITS: Readonly<Record<string, RateLimitRule>> = {
+export const RATE_LIMITS = {
   runsync: { perWindow: 2000, concurrent: 400 },
   run: { perWindow: 1000, concurrent: 200 },
   status: { perWindow: 2000, concurrent: 400 },
@@ -34,6 +34,8 @@ export const RATE_LIMITS: Readonly<Record<string, RateLimitRule>> = {
   "purge-queue": { perWindow: 2, concurrent: null },
   openai: { perWindow: 2000, concurrent: 400 },
   requests: { perWindow: 10, concurrent: 2 },
-};
+} as const satisfies Readonly<Record<string, RateLimitRule>>;
+/** A row of {@link RATE_LIMITS}: the operations the platform limits. */
+export type RateOperation = keyof typeof RATE_LIMITS;
 /** The rate-limit window, in ms. */
 export const RATE_LIMIT_WINDOW_MS = 10_000;

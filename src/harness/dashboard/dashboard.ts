@@ -1,5 +1,5 @@
 import { timingSafeEqual } from "node:crypto";
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createServer, type Server, type ServerResponse } from "node:http";
 import type { Logger } from "pino";
 import { HostCheck } from "../host-check.js";
 import { closeServer, listen, sendError, sendJson } from "../http-util.js";
@@ -10,8 +10,19 @@ import type { JobService } from "../job-service.js";
 import type { JobStore } from "../job-store.js";
 import type { TimelineSpan } from "../job-timeline.js";
 import type { RateLimiter } from "../rate-limits.js";
-import type { JsonRead } from "../read-json.js";
-import { noBody, type Route, type RouteFamily, serveRoute } from "../route-table.js";
+import {
+  ANY_METHOD,
+  headerOf,
+  noBody,
+  type ParsedBody,
+  type RouteCall,
+  type RouteFamily,
+  type RouteRequest,
+  routeOf,
+  routesOf,
+  tableOf,
+} from "../route-table.js";
+import { Router, serveFamily } from "../router.js";
 import type { WebhookAttempt } from "../webhooks.js";
 import type { WorkerChange, WorkerState } from "../worker-registry.js";
 import type { WorkerStartups } from "../worker-startup.js";
@@ -40,10 +51,6 @@ const MAX_LAPSED_WORKERS = 50;
 const MAX_METRICS_JOBS = 1_000;
 /** Largest handler metrics record kept for one job, in bytes of JSON. */
 const MAX_METRICS_BYTES = 16_384;
-/** Table keys of the data paths no route serves (404), and of a path that does not decode (400). */
-const NO_ROUTE = "\u0000none";
-const MALFORMED = "\u0000malformed";
-const ANY_METHOD = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
 /** Largest request the page may post: a `/runsync` body plus its wrapper. */
 const SUBMIT_ENVELOPE_BYTES = 4_096;
 
@@ -77,6 +84,193 @@ export interface DashboardSource {
   readonly logger: Logger | undefined;
 }
 
+/** What the dashboard's routes do, bound to one dashboard. */
+interface DashboardRoutesContext {
+  readonly authorized: (request: RouteRequest) => boolean;
+  readonly openFeed: (res: ServerResponse) => void;
+  readonly state: (res: ServerResponse) => void;
+  readonly onJob: (res: ServerResponse, id: string, action: "cancel" | "retry" | undefined) => Promise<void>;
+  readonly submit: (res: ServerResponse, body: ParsedBody) => Promise<void>;
+  readonly bodyLimits: DashboardSource["bodyLimits"];
+}
+
+type DashboardAccess = "main" | "none";
+const route = routeOf<DashboardRoutesContext, DashboardAccess>();
+const small = () => noBody("request");
+
+/**
+ * The data routes under `/_runlet/api/`, each taking the main key and reading its body under its
+ * limit through the router (no route reads a byte before the key is checked); none is rate-limited.
+ */
+export const DASHBOARD_API_ROUTES = tableOf<DashboardRoutesContext, DashboardAccess>()({
+  events: route({
+    method: "GET",
+    path: "events",
+    access: "main",
+    rate: "unlimited",
+    body: small,
+    handle: (ctx, { res }) => ctx.openFeed(res),
+  }),
+  state: route({
+    method: "GET",
+    path: "state",
+    access: "main",
+    rate: "unlimited",
+    body: small,
+    handle: (ctx, { res }) => ctx.state(res),
+  }),
+  jobs: [
+    route({
+      method: "POST",
+      path: "jobs",
+      access: "main",
+      rate: "unlimited",
+      body: ({ bodyLimits }) => ({
+        limitBytes: Math.max(bodyLimits.runBytes, bodyLimits.runsyncBytes) + SUBMIT_ENVELOPE_BYTES,
+        // The job's request body is one level down, in `body`.
+        maxDepth: bodyLimits.maxJsonDepth + 1,
+        subject: "request",
+        tooLargeStatus: 413,
+      }),
+      handle: (ctx, { res }, body) => ctx.submit(res, body),
+    }),
+    route({
+      method: "GET",
+      path: "jobs/:id",
+      access: "main",
+      rate: "unlimited",
+      body: small,
+      handle: (ctx, { res, params }) => ctx.onJob(res, params.id, undefined),
+    }),
+    route({
+      method: "POST",
+      path: "jobs/:id/cancel",
+      access: "main",
+      rate: "unlimited",
+      body: small,
+      handle: (ctx, { res, params }) => ctx.onJob(res, params.id, "cancel"),
+    }),
+    route({
+      method: "POST",
+      path: "jobs/:id/retry",
+      access: "main",
+      rate: "unlimited",
+      body: small,
+      handle: (ctx, { res, params }) => ctx.onJob(res, params.id, "retry"),
+    }),
+  ],
+});
+
+/** The page's own files: no key, no data. */
+const PAGE_ROUTES = [
+  route({
+    method: "GET",
+    path: "",
+    access: "none",
+    rate: "unlimited",
+    body: small,
+    handle: (_ctx, { res }) => sendStatic(res, "index.html"),
+  }),
+  route({
+    method: "GET",
+    path: ":file",
+    access: "none",
+    rate: "unlimited",
+    body: small,
+    handle: (_ctx, { req, res, url, params }) =>
+      isStaticFile(params.file)
+        ? sendStatic(res, params.file)
+        : sendError(res, 404, `no route for ${req.method} ${url.pathname}`, { headers: SECURITY_HEADERS }),
+  }),
+];
+
+/** `/` and `/_runlet` lead to the page. */
+const REDIRECT_ROUTES = tableOf<DashboardRoutesContext, DashboardAccess>()({
+  "": route({
+    method: ANY_METHOD,
+    path: "",
+    access: "none",
+    rate: "unlimited",
+    body: small,
+    handle: redirect,
+  }),
+  _runlet: route({
+    method: ANY_METHOD,
+    path: "_runlet",
+    access: "none",
+    rate: "unlimited",
+    body: small,
+    handle: redirect,
+  }),
+});
+
+function redirect(_ctx: DashboardRoutesContext, { res }: RouteCall): void {
+  res.writeHead(302, { ...SECURITY_HEADERS, location: DASHBOARD_PATH });
+  res.end();
+}
+
+/** The dashboard listener's families: the data routes, the page's files, the redirect. */
+function dashboardFamilies(
+  ctx: DashboardRoutesContext,
+): RouteFamily<DashboardRoutesContext, DashboardAccess>[] {
+  const authorize = (access: DashboardAccess, request: RouteRequest) =>
+    access === "none" || ctx.authorized(request) ? ("ok" as const) : ("unauthorized" as const);
+  const notFound = ({ req, res, url }: RouteCall) =>
+    sendError(res, 404, `no route for ${req.method} ${url.pathname}`, { headers: SECURITY_HEADERS });
+  return [
+    {
+      name: "dashboard",
+      mount: `${DASHBOARD_PATH}api/`,
+      claims: "all",
+      context: ctx,
+      routes: routesOf(DASHBOARD_API_ROUTES),
+      defaultAccess: "main",
+      authorize,
+      refuse: (call, refusal) => {
+        const { res, url } = call;
+        switch (refusal.reason) {
+          case "key":
+            return sendError(
+              res,
+              401,
+              "missing or wrong API key: the dashboard needs the harness's main key",
+              {
+                headers: SECURITY_HEADERS,
+              },
+            );
+          case "malformed":
+            return sendError(res, 400, `malformed path: ${url.pathname}`, { headers: SECURITY_HEADERS });
+          case "rate":
+          case "body":
+            return sendError(res, refusal.status, refusal.message, { headers: SECURITY_HEADERS });
+          default:
+            return notFound(call);
+        }
+      },
+    },
+    {
+      name: "dashboard page",
+      mount: DASHBOARD_PATH,
+      claims: "all",
+      context: ctx,
+      routes: PAGE_ROUTES,
+      defaultAccess: "none",
+      authorize,
+      refuse: notFound,
+    },
+    {
+      name: "dashboard redirect",
+      mount: "/",
+      claims: "named",
+      context: ctx,
+      routes: routesOf(REDIRECT_ROUTES),
+      defaultAccess: "none",
+      authorize,
+      refuse: notFound,
+    },
+  ];
+}
+
 /**
  * The harness's live page on its own listener: endpoints, workers, jobs, one job's details and a
  * form to submit one. Static files need no key; every data route and the event feed need the
@@ -94,8 +288,6 @@ export class Dashboard {
   readonly #handlers = new Map<string, HandlerInfo>();
   readonly #metrics = new Map<string, Readonly<Record<string, number | string>>>();
   readonly #unsubscribe: () => void;
-  readonly #routes: ReadonlyMap<string, Route>;
-  readonly #family: RouteFamily;
   #flushing = false;
   #url = "";
   #closing: Promise<void> | undefined;
@@ -103,25 +295,22 @@ export class Dashboard {
   private constructor(source: DashboardSource) {
     this.#source = source;
     this.#unsubscribe = source.onJobEvent((event) => this.#onJobEvent(event));
-    this.#routes = this.#apiRoutes();
-    this.#family = {
-      hasEndpoint: () => true,
-      refuse: ({ req, res, url }, _route, refusal) => {
-        if (refusal.reason === "key") {
-          return sendError(res, 401, "missing or wrong API key: the dashboard needs the harness's main key", {
-            headers: SECURITY_HEADERS,
-          });
-        }
-        if (refusal.reason === "rate" || refusal.reason === "body") {
-          return sendError(res, refusal.status, refusal.message, { headers: SECURITY_HEADERS });
-        }
-        sendError(res, 404, `no route for ${req.method} ${url.pathname}`, { headers: SECURITY_HEADERS });
-      },
-    };
+    const router = new Router(
+      dashboardFamilies({
+        authorized: (request) => this.#authorized(request),
+        openFeed: (res) => this.#feed.open(res, { type: "snapshot", data: this.#snapshot() }),
+        state: (res) => sendJson(res, 200, this.#snapshot(), SECURITY_HEADERS),
+        onJob: (res, id, action) => this.#onJob(res, id, action),
+        submit: (res, body) => this.#submit(res, body),
+        bodyLimits: source.bodyLimits,
+      }).map((family) => serveFamily(family)),
+      (req, res, url) =>
+        sendError(res, 404, `no route for ${req.method} ${url.pathname}`, { headers: SECURITY_HEADERS }),
+    );
     const hosts = new HostCheck(source.allowedHosts ?? [], source.host);
     this.#server = createServer((req, res) => {
       if (hosts.refuse(req, res, SECURITY_HEADERS)) return;
-      this.#route(req, res).catch((err: unknown) => {
+      router.serve(req, res, "http://dashboard").catch((err: unknown) => {
         source.logger?.error({ err }, "dashboard request failed");
         sendError(res, 500, `internal dashboard error: ${err instanceof Error ? err.message : String(err)}`);
       });
@@ -288,100 +477,12 @@ export class Dashboard {
     };
   }
 
-  #authorized(req: IncomingMessage): boolean {
-    const match = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? "");
+  #authorized(request: RouteRequest): boolean {
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(headerOf(request.headers, "authorization") ?? "");
     if (match === null) return false;
     const given = Buffer.from(match[1]!);
     const key = Buffer.from(this.#source.apiKey);
     return given.length === key.length && timingSafeEqual(given, key);
-  }
-
-  async #route(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const path = new URL(req.url ?? "/", "http://dashboard").pathname;
-    if (path === "/" || path === "/_runlet") {
-      res.writeHead(302, { ...SECURITY_HEADERS, location: DASHBOARD_PATH });
-      res.end();
-      return;
-    }
-    if (!path.startsWith(DASHBOARD_PATH)) return sendError(res, 404, `no route for ${req.method} ${path}`);
-    const rest = path.slice(DASHBOARD_PATH.length);
-    if (!rest.startsWith("api/")) {
-      const name = rest === "" ? "index.html" : rest;
-      if (req.method !== "GET" || !isStaticFile(name)) {
-        return sendError(res, 404, `no route for ${req.method} ${path}`);
-      }
-      return sendStatic(res, name);
-    }
-    const [what = "", ...params] = rest.slice("api/".length).split("/");
-    let route = this.#routes.get(what) ?? this.#routes.get(NO_ROUTE)!;
-    let decoded: string[] = [];
-    try {
-      decoded = params.map(decodeURIComponent);
-    } catch {
-      route = this.#routes.get(MALFORMED)!;
-    }
-    const url = new URL(path, "http://dashboard");
-    return serveRoute(this.#family, route, { req, res, url, endpointId: "", params: decoded });
-  }
-
-  /**
-   * The data routes under `/_runlet/api/`, each taking the main key and reading its body under its
-   * limit through the router (no route reads a byte before the key is checked).
-   */
-  #apiRoutes(): ReadonlyMap<string, Route> {
-    const auth = (call: { req: IncomingMessage }) => (this.#authorized(call.req) ? "ok" : "unauthorized");
-    const small = () => noBody("request");
-    const { bodyLimits } = this.#source;
-    const routes: Route[] = [
-      { name: NO_ROUTE, auth, methods: () => undefined, body: small, handle: () => {} },
-      {
-        name: MALFORMED,
-        auth,
-        methods: () => ANY_METHOD,
-        body: small,
-        handle: ({ res, url }) =>
-          sendError(res, 400, `malformed path: ${url.pathname}`, { headers: SECURITY_HEADERS }),
-      },
-      {
-        name: "events",
-        auth,
-        methods: (p) => (p.length === 0 ? ["GET"] : undefined),
-        body: small,
-        handle: ({ res }) => this.#feed.open(res, { type: "snapshot", data: this.#snapshot() }),
-      },
-      {
-        name: "state",
-        auth,
-        methods: (p) => (p.length === 0 ? ["GET"] : undefined),
-        body: small,
-        handle: ({ res }) => sendJson(res, 200, this.#snapshot(), SECURITY_HEADERS),
-      },
-      {
-        name: "jobs",
-        auth,
-        methods: (p) =>
-          p.length === 0
-            ? ["POST"]
-            : p.length === 1
-              ? ["GET"]
-              : p.length === 2 && (p[1] === "cancel" || p[1] === "retry")
-                ? ["POST"]
-                : undefined,
-        body: ({ params }) =>
-          params.length === 0
-            ? {
-                limitBytes: Math.max(bodyLimits.runBytes, bodyLimits.runsyncBytes) + SUBMIT_ENVELOPE_BYTES,
-                // The job's request body is one level down, in `body`.
-                maxDepth: bodyLimits.maxJsonDepth + 1,
-                subject: "request",
-                tooLargeStatus: 413,
-              }
-            : small(),
-        handle: ({ res, params }, body) =>
-          params.length === 0 ? this.#submit(res, body) : this.#onJob(res, params[0]!, params[1]),
-      },
-    ];
-    return new Map(routes.map((r) => [r.name, r]));
   }
 
   async #onJob(res: ServerResponse, id: string, action: string | undefined): Promise<void> {
@@ -406,11 +507,11 @@ export class Dashboard {
   }
 
   /** `POST api/jobs {endpointId, route: "run" | "runsync", body}`: a job created as that route would. */
-  async #submit(res: ServerResponse, read: JsonRead): Promise<void> {
+  async #submit(res: ServerResponse, read: ParsedBody): Promise<void> {
     const { jobs, store } = this.#source;
     const fail = (status: number, message: string, issues?: readonly string[]) =>
       sendError(res, status, message, { issues, headers: SECURITY_HEADERS });
-    const envelope = read.ok ? (read.value as Record<string, unknown> | null) : null;
+    const envelope = read.value as Record<string, unknown> | null;
     if (typeof envelope !== "object" || envelope === null) {
       return fail(400, "send a JSON object {endpointId, route, body}");
     }

@@ -22,17 +22,6 @@ export const MANAGEMENT_V2_SEGMENTS: ReadonlySet<string> = new Set([
 /** Segments the harness serves in memory; the other reserved ones answer 501. */
 export const EMULATED_V2_SEGMENTS: ReadonlySet<string> = new Set(["templates", "serverless"]);
 
-/** Splits a path into its non-empty, percent-decoded segments (`undefined` if a segment is badly encoded). */
-export function segmentsOf(path: string): string[] | undefined {
-  const parts = path.split("/").filter((s) => s.length > 0);
-  try {
-    return parts.map((s) => decodeURIComponent(s));
-  } catch {
-    // A malformed escape (e.g. `%zz`) cannot name any resource: treat the path as unparseable.
-    return undefined;
-  }
-}
-
 /** True for every path the management emulation answers (`/v1/...` and reserved `/v2/<resource>...`). */
 export function isManagementPath(path: string): boolean {
   const [version, first] = path

@@ -1,10 +1,25 @@
+import type { ServerResponse } from "node:http";
 import { RunletError } from "../../errors.js";
+import { MAX_JSON_DEPTH } from "../json-depth.js";
+import { parseBodyText, type ReadJsonOptions } from "../read-json.js";
+import {
+  ANY_METHOD,
+  decide,
+  headerOf,
+  type ParsedBody,
+  type PathParams,
+  type Refusal,
+  type RouteFamily,
+  type RouteRequest,
+  type RouteSpec,
+} from "../route-table.js";
+import { type RouteHandler, requestOf, serveFamily } from "../router.js";
 import { type ManagementAnswer, problem, v1Error } from "./answers.js";
-import { EMULATED_V2_SEGMENTS, isManagementPath, segmentsOf } from "./paths.js";
-import type { EndpointEvent, RouteContext } from "./route-context.js";
-import { serverlessRoutes } from "./serverless-routes.js";
+import { EMULATED_V2_SEGMENTS, isManagementPath, MANAGEMENT_V2_SEGMENTS } from "./paths.js";
+import type { CrudResource, EndpointEvent, RouteContext } from "./route-context.js";
+import { serverlessResource } from "./serverless-routes.js";
 import { ManagementStore, type TemplateSeed } from "./store.js";
-import { templateRoutes, v1TemplateLookup } from "./template-routes.js";
+import { templateResource, v1TemplateLookup } from "./template-routes.js";
 
 /** One HTTP request as the harness server hands it over. */
 export interface ManagementRequest {
@@ -53,31 +68,238 @@ export interface ManagementRoutes {
   refuse(request: Omit<ManagementRequest, "body">): ManagementAnswer | undefined;
   /** The state, for tests and for the harness to read. */
   readonly store: ManagementStore;
-}
-
-function headerOf(headers: ManagementRequest["headers"], name: string): string | undefined {
-  const value = headers[name];
-  return typeof value === "string" ? value : value?.[0];
-}
-
-function queryOf(request: ManagementRequest): URLSearchParams {
-  const out = new URLSearchParams(
-    request.path.includes("?") ? request.path.slice(request.path.indexOf("?") + 1) : "",
-  );
-  const q = request.query;
-  if (q instanceof URLSearchParams) for (const [k, v] of q) out.append(k, v);
-  else if (q !== undefined) {
-    for (const [k, v] of Object.entries(q)) {
-      if (typeof v === "string") out.append(k, v);
-      else if (v !== undefined) for (const item of v) out.append(k, item);
-    }
-  }
-  return out;
+  /**
+   * The same routes as a step of the harness's router (docs/harness.md, "Routes"): answers a
+   * management path and resolves true, leaves any other alone (false, its body unread).
+   */
+  readonly serve: RouteHandler;
 }
 
 /** What a `/v1/...` path answers (410) unless v1 is kept on. */
 export const V1_RETIRED_MESSAGE =
   "the v1 management API was retired on 2026-11-15; use the v2 API (a template: GET /v2/templates/{templateId})";
+const KEY_MESSAGE = "missing or incorrect API key: send Authorization: Bearer <API_KEY>";
+
+/** Largest management request body read, bytes; management bodies are small JSON objects. */
+export const MAX_MANAGEMENT_BODY_BYTES = 1_048_576; // 1 MiB
+
+/** Who may call a management route: the caller with the key, or anyone (a retired API's 410). */
+type ManagementAccess = "key" | "none";
+
+/** What the management routes work on. */
+interface ManagementContext extends RouteContext {
+  /** The `Authorization` header that opens the copy: `Bearer <apiKey>`. */
+  readonly expected: string;
+  readonly resources: { readonly [N in CrudResource["name"]]: CrudResource };
+}
+
+/** A management route: its answer is pure (the pure {@link ManagementRoutes.handle} calls it too). */
+type ManagementRoute<P extends string = string> = RouteSpec<ManagementContext, ManagementAccess, P> & {
+  answer(
+    ctx: ManagementContext,
+    request: RouteRequest & { readonly params: PathParams<P> },
+    body: ParsedBody,
+  ): ManagementAnswer;
+};
+
+/** Writes a management answer. */
+export function sendAnswer(res: ServerResponse, answer: ManagementAnswer): void {
+  if (res.headersSent || res.destroyed) return;
+  res.writeHead(answer.status, { ...answer.headers, "content-length": Buffer.byteLength(answer.body) });
+  res.end(answer.body);
+}
+
+const textBody = (): ReadJsonOptions => ({
+  limitBytes: MAX_MANAGEMENT_BODY_BYTES,
+  maxDepth: MAX_JSON_DEPTH,
+  subject: "the body",
+  kind: "text",
+});
+const objectBody = (): ReadJsonOptions => ({
+  limitBytes: MAX_MANAGEMENT_BODY_BYTES,
+  maxDepth: MAX_JSON_DEPTH,
+  subject: "the body",
+  object: { emptyMessage: "a JSON object body is required" },
+});
+
+function managementRoute<const P extends string>(
+  spec: Omit<RouteSpec<ManagementContext, ManagementAccess, P>, "handle" | "rate" | "body"> & {
+    readonly body: "object" | "text";
+    answer(
+      ctx: ManagementContext,
+      request: RouteRequest & { readonly params: PathParams<NoInfer<P>> },
+      body: ParsedBody,
+    ): ManagementAnswer;
+  },
+): ManagementRoute<P> {
+  return {
+    ...spec,
+    // The platform's management API publishes no rate-limit rows.
+    rate: "unlimited",
+    body: spec.body === "object" ? objectBody : textBody,
+    handle: (ctx, call, body) => sendAnswer(call.res, spec.answer(ctx, call, body)),
+  };
+}
+
+/** The body as the object the router checked it is. */
+const objectOf = (body: ParsedBody) => body.value as Readonly<Record<string, unknown>>;
+
+/**
+ * The five routes of a CRUD resource, from its one description ({@link CrudResource}): list and
+ * create on `/v2/<name>`, get, update (PATCH) and delete on `/v2/<name>/{id}`, and what lies below.
+ */
+function crudRoutes(name: CrudResource["name"]): ManagementRoute[] {
+  const of = (ctx: ManagementContext) => ctx.resources[name];
+  return [
+    managementRoute({
+      method: "GET",
+      path: `${name}`,
+      access: "key",
+      body: "text",
+      answer: (ctx) => of(ctx).list(),
+    }),
+    managementRoute({
+      method: "POST",
+      path: `${name}`,
+      access: "key",
+      body: "object",
+      answer: (ctx, _request, body) => of(ctx).create(objectOf(body)),
+    }),
+    managementRoute({
+      method: "GET",
+      path: `${name}/:id`,
+      access: "key",
+      body: "text",
+      answer: (ctx, { params }) => of(ctx).get(params.id),
+    }),
+    managementRoute({
+      method: "PATCH",
+      path: `${name}/:id`,
+      access: "key",
+      body: "object",
+      answer: (ctx, { params }, body) => of(ctx).update(params.id, objectOf(body)),
+    }),
+    managementRoute({
+      method: "DELETE",
+      path: `${name}/:id`,
+      access: "key",
+      body: "text",
+      answer: (ctx, { params }) => of(ctx).remove(params.id),
+    }),
+    managementRoute({
+      method: ANY_METHOD,
+      path: `${name}/:id/*rest`,
+      access: "key",
+      body: "text",
+      answer: (ctx, { params }) => of(ctx).below(params.id, params.rest),
+    }),
+  ] as ManagementRoute[];
+}
+
+/** `/v2/<resource>...` the copy does not keep: 501 for every method and path below. */
+function notEmulated(resource: string): ManagementRoute[] {
+  const answer = () =>
+    problem(501, `the harness does not emulate /v2/${resource}; it serves /v2/templates and /v2/serverless`);
+  return [
+    managementRoute({ method: ANY_METHOD, path: resource, access: "key", body: "text", answer }),
+    managementRoute({ method: ANY_METHOD, path: `${resource}/*rest`, access: "key", body: "text", answer }),
+  ] as ManagementRoute[];
+}
+
+/** Every v2 route: the CRUD resources, then each reserved resource the copy does not keep. */
+export const MANAGEMENT_V2_ROUTES: readonly ManagementRoute[] = [
+  ...crudRoutes("templates"),
+  ...crudRoutes("serverless"),
+  ...[...MANAGEMENT_V2_SEGMENTS].filter((s) => !EMULATED_V2_SEGMENTS.has(s)).flatMap(notEmulated),
+];
+
+/** The v1 template lookup, served while v1 is kept on. */
+const V1_ROUTES: readonly ManagementRoute[] = [
+  managementRoute({
+    method: "GET",
+    path: "templates/:templateId",
+    access: "key",
+    body: "text",
+    answer: (ctx, { params, url }) => v1TemplateLookup(ctx, params.templateId, url.searchParams),
+  }),
+] as ManagementRoute[];
+
+/** A pattern as the platform's documents write it: `templates/:id` is `/v2/templates/{id}`. */
+function shown(version: "v1" | "v2", pattern: string): string {
+  return `/${version}/${pattern.replace(/:(\w+)/g, "{$1}")}`;
+}
+
+/** A refusal in v2's format (RFC 9457 problems). */
+function v2Refusal(request: RouteRequest, refusal: Refusal): ManagementAnswer {
+  switch (refusal.reason) {
+    case "key":
+    case "forbidden":
+      return problem(401, KEY_MESSAGE);
+    case "malformed":
+      return problem(400, "malformed path");
+    case "method":
+      return problem(405, `${request.method} is not allowed on ${shown("v2", refusal.pattern)}`);
+    case "endpoint":
+    case "path":
+      return problem(404, `no such path /v2/${request.path.join("/")}`);
+    default:
+      return problem(refusal.status, refusal.message);
+  }
+}
+
+/** A refusal in v1's format (`{message}`); while v1 is retired, 410 for everything. */
+function v1Refusal(v1: boolean, request: RouteRequest, refusal: Refusal): ManagementAnswer {
+  if (!v1) return v1Error(410, V1_RETIRED_MESSAGE);
+  switch (refusal.reason) {
+    case "key":
+    case "forbidden":
+      return v1Error(401, KEY_MESSAGE);
+    case "malformed":
+      return v1Error(400, "malformed path");
+    case "method":
+      return v1Error(405, `${request.method} is not allowed on ${shown("v1", refusal.pattern)}`);
+    case "endpoint":
+    case "path":
+      return v1Error(404, "the harness serves only GET /v1/templates/{templateId} of the v1 API");
+    default:
+      return v1Error(refusal.status, refusal.message);
+  }
+}
+
+/** A management family: `/v2/<reserved resource>...`, or `/v1/...`. */
+function managementFamily(
+  ctx: ManagementContext,
+  version: "v1" | "v2",
+  v1: boolean,
+): RouteFamily<ManagementContext, ManagementAccess> & {
+  readonly answerRefusal: (r: RouteRequest, f: Refusal) => ManagementAnswer;
+} {
+  const answerRefusal = (request: RouteRequest, refusal: Refusal) =>
+    version === "v2" ? v2Refusal(request, refusal) : v1Refusal(v1, request, refusal);
+  return {
+    name: `management ${version}`,
+    mount: `/${version}/`,
+    claims: version === "v2" ? "named" : "all",
+    context: ctx,
+    // A retired API answers for no one: 410 before the key check, as the platform's gone v1 does.
+    routes: version === "v2" ? MANAGEMENT_V2_ROUTES : v1 ? V1_ROUTES : [],
+    defaultAccess: version === "v1" && !v1 ? "none" : "key",
+    authorize: (access, request) =>
+      access === "none" || headerOf(request.headers, "authorization") === ctx.expected
+        ? "ok"
+        : "unauthorized",
+    refuse(call, refusal) {
+      const answer = answerRefusal(call, refusal);
+      const allow =
+        refusal.reason === "method" && refusal.allow.length > 0 ? refusal.allow.join(", ") : undefined;
+      sendAnswer(
+        call.res,
+        allow === undefined ? answer : { ...answer, headers: { ...answer.headers, allow } },
+      );
+    },
+    answerRefusal,
+  };
+}
 
 /**
  * Creates the harness's copy of the management API's template and serverless parts:
@@ -111,53 +333,79 @@ export function createManagementRoutes(options: ManagementRoutesOptions): Manage
       }
     },
   };
-  const expected = `Bearer ${options.apiKey}`;
-  const templates = templateRoutes(context);
-  const serverless = serverlessRoutes(context, {
-    created: (e) => context.hook(options.onEndpointCreated && (() => options.onEndpointCreated?.(e))),
-    updated: (e) => context.hook(options.onEndpointUpdated && (() => options.onEndpointUpdated?.(e))),
-    deleted: (id) => context.hook(options.onEndpointDeleted && (() => options.onEndpointDeleted?.(id))),
-  });
-
-  const refuse = (request: Omit<ManagementRequest, "body">): ManagementAnswer | undefined => {
-    const v1 = request.path.startsWith("/v1");
-    // A retired API answers for no one: before the key check, as the platform's gone v1 does.
-    if (v1 && options.v1 !== true) return v1Error(410, V1_RETIRED_MESSAGE);
-    if (headerOf(request.headers, "authorization") !== expected) {
-      const message = "missing or incorrect API key: send Authorization: Bearer <API_KEY>";
-      return v1 ? v1Error(401, message) : problem(401, message);
-    }
-    return undefined;
-  };
-
-  return {
-    store,
-    refuse,
-    handle(request) {
-      if (!isManagementPath(request.path)) return undefined;
-      const pathOnly = request.path.split("?")[0]!;
-      const segments = segmentsOf(pathOnly);
-      const v1 = pathOnly.startsWith("/v1");
-      const refused = refuse(request);
-      if (refused !== undefined) return refused;
-      const method = request.method.toUpperCase();
-      if (segments === undefined) return v1 ? v1Error(400, "malformed path") : problem(400, "malformed path");
-      const [, resource, ...rest] = segments;
-      if (v1) {
-        if (resource === "templates" && rest.length === 1) {
-          if (method !== "GET") return v1Error(405, `${method} is not allowed on /v1/templates/{templateId}`);
-          return v1TemplateLookup(context, rest[0]!, queryOf(request));
-        }
-        return v1Error(404, "the harness serves only GET /v1/templates/{templateId} of the v1 API");
-      }
-      if (resource === undefined || !EMULATED_V2_SEGMENTS.has(resource)) {
-        return problem(
-          501,
-          `the harness does not emulate /v2/${resource ?? ""}; it serves /v2/templates and /v2/serverless`,
-        );
-      }
-      const table = resource === "templates" ? templates : serverless;
-      return table(method, rest, request.body);
+  const ctx: ManagementContext = {
+    ...context,
+    expected: `Bearer ${options.apiKey}`,
+    resources: {
+      templates: templateResource(context),
+      serverless: serverlessResource(context, {
+        created: (e) => context.hook(options.onEndpointCreated && (() => options.onEndpointCreated?.(e))),
+        updated: (e) => context.hook(options.onEndpointUpdated && (() => options.onEndpointUpdated?.(e))),
+        deleted: (id) => context.hook(options.onEndpointDeleted && (() => options.onEndpointDeleted?.(id))),
+      }),
     },
   };
+  const v1 = options.v1 === true;
+  const families = { v2: managementFamily(ctx, "v2", v1), v1: managementFamily(ctx, "v1", v1) };
+
+  /** The family, request and decision for a pure request; undefined for a path that is not a management path. */
+  const decideOf = (request: Omit<ManagementRequest, "body">) => {
+    if (!isManagementPath(request.path)) return undefined;
+    const url = new URL(request.path, "http://management");
+    for (const [k, v] of queryOf(request)) if (!url.searchParams.has(k)) url.searchParams.append(k, v);
+    const family = url.pathname.startsWith("/v1") ? families.v1 : families.v2;
+    const method = request.method.toUpperCase();
+    const found = requestOf(family, method, request.headers, url);
+    if (found === undefined) {
+      const bare: RouteRequest = { method, headers: request.headers, url, endpointId: "", path: [] };
+      return {
+        family,
+        request: bare,
+        decision: { ok: false as const, refusal: { reason: "path" as const } },
+      };
+    }
+    return { family, request: found.request, decision: decide(family, found.request, found.malformed) };
+  };
+
+  const serveV2 = serveFamily(families.v2);
+  const serveV1 = serveFamily(families.v1);
+  return {
+    store,
+    serve: async (req, res, url) => (await serveV2(req, res, url)) || serveV1(req, res, url),
+    refuse(request) {
+      const decided = decideOf(request);
+      if (decided === undefined || decided.decision.ok) return undefined;
+      return decided.family.answerRefusal(decided.request, decided.decision.refusal);
+    },
+    handle(request) {
+      const decided = decideOf(request);
+      if (decided === undefined) return undefined;
+      const { family, decision } = decided;
+      if (!decision.ok) return family.answerRefusal(decided.request, decision.refusal);
+      const route = decision.route as ManagementRoute;
+      const options = route.body === "none" ? textBody() : route.body(ctx, decided.request);
+      const body = parseBodyText(request.body, Buffer.byteLength(request.body), options, undefined);
+      if (!body.ok) {
+        return family.answerRefusal(decided.request, {
+          reason: "body",
+          status: body.status,
+          message: body.message,
+        });
+      }
+      return route.answer(ctx, { ...decided.request, params: decision.params }, body);
+    },
+  };
+}
+
+function queryOf(request: Omit<ManagementRequest, "body">): URLSearchParams {
+  const out = new URLSearchParams();
+  const q = request.query;
+  if (q instanceof URLSearchParams) for (const [k, v] of q) out.append(k, v);
+  else if (q !== undefined) {
+    for (const [k, v] of Object.entries(q)) {
+      if (typeof v === "string") out.append(k, v);
+      else if (v !== undefined) for (const item of v) out.append(k, item);
+    }
+  }
+  return out;
 }

@@ -4,8 +4,7 @@ import {
   serverlessUpdateSchema,
 } from "../../protocol/management/index.js";
 import { json, type ManagementAnswer, noContent, problem } from "./answers.js";
-import { readJsonBody } from "./body.js";
-import type { EndpointEvent, RouteContext } from "./route-context.js";
+import type { CrudResource, EndpointEvent, RouteContext } from "./route-context.js";
 import { randomId, type StoredEndpoint } from "./store.js";
 
 /** Worker counts of an endpoint created without `workers` (the platform's defaults are not shown). */
@@ -19,8 +18,9 @@ export interface EndpointHooks {
 }
 
 /** `/v2/serverless` and `/v2/serverless/{id}`: list, create, get, PATCH, delete. */
-export function serverlessRoutes(context: RouteContext, hooks: EndpointHooks) {
+export function serverlessResource(context: RouteContext, hooks: EndpointHooks): CrudResource {
   const { store } = context;
+  const notFound = (id: string) => problem(404, `endpoint ${id} not found`);
   const eventOf = (endpoint: StoredEndpoint): EndpointEvent => ({
     endpoint,
     template: endpoint.templateId === undefined ? undefined : store.template(endpoint.templateId)?.template,
@@ -33,13 +33,11 @@ export function serverlessRoutes(context: RouteContext, hooks: EndpointHooks) {
     return problem(400, "the endpoint is invalid", [`templateId: no template ${templateId}`]);
   };
 
-  return (method: string, rest: readonly string[], bodyText: string): ManagementAnswer => {
-    if (rest.length === 0) {
-      if (method === "GET") return json(200, { endpoints: store.endpoints() });
-      if (method !== "POST") return problem(405, `${method} is not allowed on /v2/serverless`);
-      const body = readJsonBody(bodyText);
-      if ("answer" in body) return body.answer;
-      const parsed = serverlessCreateSchema.safeParse(body.value);
+  return {
+    name: "serverless",
+    list: () => json(200, { endpoints: store.endpoints() }),
+    create(body) {
+      const parsed = serverlessCreateSchema.safeParse(body);
       if (!parsed.success) return problem(400, "the endpoint is invalid", issueMessages(parsed.error));
       const bad = templateProblem(parsed.data.templateId);
       if (bad !== undefined) return bad;
@@ -56,54 +54,57 @@ export function serverlessRoutes(context: RouteContext, hooks: EndpointHooks) {
       store.putEndpoint(endpoint);
       hooks.created(eventOf(endpoint));
       return json(201, endpoint);
-    }
-    const id = rest[0]!;
-    const current = store.endpoint(id);
-    if (current === undefined) return problem(404, `endpoint ${id} not found`);
-    if (rest.length > 1) {
-      const known = rest[1] === "workers" || rest[1] === "releases";
-      return known
-        ? problem(501, `the harness does not emulate /v2/serverless/{id}/${rest.slice(1).join("/")}`)
-        : problem(404, `no such path /v2/serverless/${rest.join("/")}`);
-    }
-    if (method === "GET") return json(200, current);
-    if (method === "DELETE") {
+    },
+    get(id) {
+      const current = store.endpoint(id);
+      return current === undefined ? notFound(id) : json(200, current);
+    },
+    remove(id) {
+      if (store.endpoint(id) === undefined) return notFound(id);
       store.deleteEndpoint(id);
       hooks.deleted(id);
       return noContent();
-    }
-    if (method !== "PATCH") return problem(405, `${method} is not allowed on /v2/serverless/{id}`);
-    const body = readJsonBody(bodyText);
-    if ("answer" in body) return body.answer;
-    const parsed = serverlessUpdateSchema.safeParse(body.value);
-    if (!parsed.success) return problem(400, "the endpoint update is invalid", issueMessages(parsed.error));
-    const bad = templateProblem(parsed.data.templateId);
-    if (bad !== undefined) return bad;
-    const { gpu, cpu, workers, ...others } = parsed.data;
-    const next: Record<string, unknown> = { ...current, ...others };
-    // Switching compute kind replaces the other one: an endpoint has a gpu or a cpu, never both.
-    if (gpu !== undefined) {
-      next["gpu"] = gpu;
-      delete next["cpu"];
-    }
-    if (cpu !== undefined) {
-      next["cpu"] = cpu;
-      delete next["gpu"];
-    }
-    const mergedWorkers = { ...current.workers, ...workers };
-    if (
-      mergedWorkers.min !== undefined &&
-      mergedWorkers.max !== undefined &&
-      mergedWorkers.min > mergedWorkers.max
-    ) {
-      return problem(400, "the endpoint update is invalid", [
-        `workers.max: workers.min (${mergedWorkers.min}) must be ≤ workers.max (${mergedWorkers.max})`,
-      ]);
-    }
-    next["workers"] = mergedWorkers;
-    const updated = next as StoredEndpoint;
-    store.putEndpoint(updated);
-    hooks.updated(eventOf(updated));
-    return json(200, updated);
+    },
+    update(id, body) {
+      const current = store.endpoint(id);
+      if (current === undefined) return notFound(id);
+      const parsed = serverlessUpdateSchema.safeParse(body);
+      if (!parsed.success) return problem(400, "the endpoint update is invalid", issueMessages(parsed.error));
+      const bad = templateProblem(parsed.data.templateId);
+      if (bad !== undefined) return bad;
+      const { gpu, cpu, workers, ...others } = parsed.data;
+      const next: Record<string, unknown> = { ...current, ...others };
+      // Switching compute kind replaces the other one: an endpoint has a gpu or a cpu, never both.
+      if (gpu !== undefined) {
+        next["gpu"] = gpu;
+        delete next["cpu"];
+      }
+      if (cpu !== undefined) {
+        next["cpu"] = cpu;
+        delete next["gpu"];
+      }
+      const mergedWorkers = { ...current.workers, ...workers };
+      if (
+        mergedWorkers.min !== undefined &&
+        mergedWorkers.max !== undefined &&
+        mergedWorkers.min > mergedWorkers.max
+      ) {
+        return problem(400, "the endpoint update is invalid", [
+          `workers.max: workers.min (${mergedWorkers.min}) must be ≤ workers.max (${mergedWorkers.max})`,
+        ]);
+      }
+      next["workers"] = mergedWorkers;
+      const updated = next as StoredEndpoint;
+      store.putEndpoint(updated);
+      hooks.updated(eventOf(updated));
+      return json(200, updated);
+    },
+    below(id, rest) {
+      if (store.endpoint(id) === undefined) return notFound(id);
+      const sub = rest.split("/")[0];
+      return sub === "workers" || sub === "releases"
+        ? problem(501, `the harness does not emulate /v2/serverless/{id}/${rest}`)
+        : problem(404, `no such path /v2/serverless/${id}/${rest}`);
+    },
   };
 }

@@ -7,8 +7,7 @@ import {
   templateV2ToV1,
 } from "../../protocol/management/index.js";
 import { json, type ManagementAnswer, noContent, problem, v1Error } from "./answers.js";
-import { readJsonBody } from "./body.js";
-import type { RouteContext } from "./route-context.js";
+import type { CrudResource, RouteContext } from "./route-context.js";
 import { randomId, withTemplateDefaults } from "./store.js";
 
 /** What a template id must look like; anything else is the v1 lookup's 400 "invalid id". */
@@ -55,7 +54,7 @@ export function v1TemplateLookup(
 }
 
 /** `/v2/templates` and `/v2/templates/{id}`: list, create, get, update, delete in v2 field names. */
-export function templateRoutes(context: RouteContext) {
+export function templateResource(context: RouteContext): CrudResource {
   const { store } = context;
   const duplicateName = (name: string | undefined, exceptId?: string): ManagementAnswer | undefined =>
     name !== undefined && store.templateNamed(name, exceptId) !== undefined
@@ -63,14 +62,19 @@ export function templateRoutes(context: RouteContext) {
           `name: a template named ${JSON.stringify(name)} already exists`,
         ])
       : undefined;
+  /** The caller's own template, or the answer why it may not be changed. */
+  const own = (id: string): { answer: ManagementAnswer } | { template: TemplateV1 } => {
+    const stored = store.template(id);
+    if (stored === undefined) return { answer: problem(404, `template ${id} not found`) };
+    if (stored.owner !== "self") return { answer: problem(403, `template ${id} is not yours to change`) };
+    return { template: stored.template };
+  };
 
-  return (method: string, rest: readonly string[], bodyText: string): ManagementAnswer => {
-    if (rest.length === 0) {
-      if (method === "GET") return json(200, { templates: store.ownTemplates().map(templateV1ToV2) });
-      if (method !== "POST") return problem(405, `${method} is not allowed on /v2/templates`);
-      const body = readJsonBody(bodyText);
-      if ("answer" in body) return body.answer;
-      const parsed = templateCreateSchema.safeParse(body.value);
+  return {
+    name: "templates",
+    list: () => json(200, { templates: store.ownTemplates().map(templateV1ToV2) }),
+    create(body) {
+      const parsed = templateCreateSchema.safeParse(body);
       if (!parsed.success) return problem(400, "the template is invalid", issueMessages(parsed.error));
       const clash = duplicateName(parsed.data.name);
       if (clash !== undefined) return clash;
@@ -78,20 +82,30 @@ export function templateRoutes(context: RouteContext) {
       const template = withTemplateDefaults(randomId(10), v1 as TemplateV1);
       store.putTemplate(template);
       return json(201, templateV1ToV2(template));
-    }
-    if (rest.length > 1) return problem(404, `no such path /v2/templates/${rest.join("/")}`);
-    const id = rest[0]!;
-    const stored = store.template(id);
-    if (stored === undefined) return problem(404, `template ${id} not found`);
-    if (method === "GET") {
-      if (stored.owner === "self" || stored.template.isPublic === true)
+    },
+    get(id) {
+      const stored = store.template(id);
+      if (stored !== undefined && (stored.owner === "self" || stored.template.isPublic === true))
         return json(200, templateV1ToV2(stored.template));
       return problem(404, `template ${id} not found`);
-    }
-    if (method !== "PATCH" && method !== "DELETE")
-      return problem(405, `${method} is not allowed on /v2/templates/{id}`);
-    if (stored.owner !== "self") return problem(403, `template ${id} is not yours to change`);
-    if (method === "DELETE") {
+    },
+    update(id, body) {
+      const found = own(id);
+      if ("answer" in found) return found.answer;
+      const parsed = templateUpdateSchema.safeParse(body);
+      if (!parsed.success) return problem(400, "the template update is invalid", issueMessages(parsed.error));
+      const clash = duplicateName(parsed.data.name, id);
+      if (clash !== undefined) return clash;
+      const current = templateV1ToV2(found.template);
+      // Keys the update leaves out (undefined after parsing) keep the stored values.
+      const changes = Object.fromEntries(Object.entries(parsed.data).filter(([, v]) => v !== undefined));
+      const merged = templateV2ToV1({ ...current, ...changes, id });
+      store.putTemplate(merged);
+      return json(200, templateV1ToV2(merged));
+    },
+    remove(id) {
+      const found = own(id);
+      if ("answer" in found) return found.answer;
       const users = store.endpointsUsing(id);
       if (users.length > 0) {
         return problem(
@@ -101,18 +115,7 @@ export function templateRoutes(context: RouteContext) {
       }
       store.deleteTemplate(id);
       return noContent();
-    }
-    const body = readJsonBody(bodyText);
-    if ("answer" in body) return body.answer;
-    const parsed = templateUpdateSchema.safeParse(body.value);
-    if (!parsed.success) return problem(400, "the template update is invalid", issueMessages(parsed.error));
-    const clash = duplicateName(parsed.data.name, id);
-    if (clash !== undefined) return clash;
-    const current = templateV1ToV2(stored.template);
-    // Keys the update leaves out (undefined after parsing) keep the stored values.
-    const changes = Object.fromEntries(Object.entries(parsed.data).filter(([, v]) => v !== undefined));
-    const merged = templateV2ToV1({ ...current, ...changes, id });
-    store.putTemplate(merged);
-    return json(200, templateV1ToV2(merged));
+    },
+    below: (id, rest) => problem(404, `no such path /v2/templates/${id}/${rest}`),
   };
 }

@@ -1,4 +1,4 @@
 /** The platform's OpenAI-compatible routes, `/v2/<endpoint>/openai/v1/*` (docs/openai.md). */
 export { type OpenAIErrorBody, openAIError } from "./error-body.js";
 export { JobFeed } from "./job-feed.js";
-export { OPENAI_ROUTE, type OpenAIRoutesContext, openAIFamily, openAIRoute } from "./routes.js";
+export { OPENAI_ROUTE_TABLE, type OpenAIRoutesContext, openAIFamily } from "./routes.js";

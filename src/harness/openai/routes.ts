@@ -1,9 +1,17 @@
 import type { KeyRing } from "../auth.js";
 import type { JobStore } from "../job-store.js";
 import type { ResolvedOptions } from "../options.js";
-import type { RateLimiter } from "../rate-limits.js";
-import type { JsonRead } from "../read-json.js";
-import type { Route, RouteCall, RouteFamily } from "../route-table.js";
+import { type RateLimiter, rateAdmission } from "../rate-limits.js";
+import type { ReadJsonOptions } from "../read-json.js";
+import {
+  headerOf,
+  type ParsedBody,
+  type RouteCall,
+  type RouteFamily,
+  routeOf,
+  routesOf,
+  tableOf,
+} from "../route-table.js";
 import { openAIError, sendOpenAIError } from "./error-body.js";
 import type { JobFeed } from "./job-feed.js";
 import { relay } from "./relay.js";
@@ -17,18 +25,67 @@ export interface OpenAIRoutesContext {
   readonly feed: JobFeed;
 }
 
-/** The path segment after the endpoint id that leads here: `/v2/<endpoint>/openai/...`. */
-export const OPENAI_ROUTE = "openai";
+const route = routeOf<OpenAIRoutesContext, "client">();
+
+/** How an OpenAI body is read: under `/runsync`'s limit, two levels under the job's nesting limit. */
+const openAIBody = (ctx: OpenAIRoutesContext): ReadJsonOptions => ({
+  limitBytes: ctx.options.limits.runsyncBytes,
+  // The body becomes `input.openai_input` of the job: two levels under the job's own limit.
+  maxDepth: Math.max(1, ctx.options.limits.maxJsonDepth - 2),
+  subject: "request body",
+  tooLargeStatus: 413,
+  // An empty POST (models) is an empty body, as for GET.
+  allowEmpty: true,
+});
+
+/**
+ * `/v2/<endpoint>/openai/v1/<path>` as the platform serves it: the request becomes an ordinary job
+ * whose input is `{openai_route: "/v1/<path>", openai_input: <body, or {} for GET>}`; the answer is
+ * the job's output (not streamed), or its stream items as server-sent events (`stream: true`).
+ * `models` takes GET too; every request counts under the `openai` rate-limit row.
+ */
+export const OPENAI_ROUTE_TABLE = tableOf<OpenAIRoutesContext, "client">()({
+  openai: [
+    route({
+      method: "GET",
+      path: "openai/v1/models",
+      access: "client",
+      rate: "openai",
+      body: openAIBody,
+      handle: (ctx, call, body) => handleOpenAIRoute(ctx, call, "/v1/models", body),
+    }),
+    route({
+      method: "POST",
+      path: "openai/v1/*route",
+      access: "client",
+      rate: "openai",
+      body: openAIBody,
+      handle: (ctx, call, body) => handleOpenAIRoute(ctx, call, `/v1/${call.params.route}`, body),
+    }),
+  ],
+});
 
 /**
  * The OpenAI routes' family: refusals in OpenAI's error shape. The router checks key (401),
  * endpoint (404), the key's access (403), the path (404), the method (405) and the `openai` rate
  * limit (429) before a byte of the body is read.
  */
-export function openAIFamily(ctx: OpenAIRoutesContext): RouteFamily {
+export function openAIFamily(ctx: OpenAIRoutesContext): RouteFamily<OpenAIRoutesContext, "client"> {
   return {
+    name: "openai",
+    mount: "/v2/:endpoint/",
+    claims: "named",
+    context: ctx,
+    routes: routesOf(OPENAI_ROUTE_TABLE),
+    defaultAccess: "client",
+    authorize: (_access, request) =>
+      ctx.keys.client(headerOf(request.headers, "authorization"), request.endpointId),
     hasEndpoint: (id) => ctx.store.table.hasEndpoint(id),
-    refuse({ req, res, url, endpointId, params }, _route, refusal) {
+    admit: rateAdmission(ctx.limiter, (id) => {
+      const counts = ctx.store.workers.counts(id, 0);
+      return counts.idle + counts.running;
+    }),
+    refuse({ req, res, url, endpointId, path }, refusal) {
       switch (refusal.reason) {
         case "key":
           return sendOpenAIError(
@@ -49,6 +106,7 @@ export function openAIFamily(ctx: OpenAIRoutesContext): RouteFamily {
             openAIError(`this API key has no access to endpoint "${endpointId}"`, "permission_error"),
           );
         case "path":
+        case "malformed":
           return sendOpenAIError(
             res,
             404,
@@ -59,16 +117,16 @@ export function openAIFamily(ctx: OpenAIRoutesContext): RouteFamily {
             ),
           );
         case "method": {
-          const method = methodsOf(params) ?? [];
+          const methods = [...refusal.allow].sort();
           return sendOpenAIError(
             res,
             405,
             openAIError(
-              `/${params.join("/")} takes ${method.join(" or ")}, got ${req.method}`,
+              `/${path.slice(1).join("/")} takes ${methods.join(" or ")}, got ${req.method}`,
               "invalid_request_error",
               "method_not_allowed",
             ),
-            { allow: method.join(", ") },
+            { allow: methods.join(", ") },
           );
         }
         case "rate":
@@ -91,54 +149,15 @@ export function openAIFamily(ctx: OpenAIRoutesContext): RouteFamily {
   };
 }
 
-/** The methods `/v1/<path>` takes, or undefined when the path is not one (`rest` is after `/openai`). */
-function methodsOf(rest: readonly string[]): readonly string[] | undefined {
-  if (rest[0] !== "v1" || rest.length < 2 || rest.some((part) => part === "")) return undefined;
-  return rest.join("/") === "v1/models" ? ["GET", "POST"] : ["POST"];
-}
-
-/**
- * `/v2/<endpoint>/openai/v1/<path>` as the platform serves it: the request becomes an ordinary job
- * whose input is `{openai_route: "/v1/<path>", openai_input: <body, or {} for GET>}`; the answer is
- * the job's output (not streamed), or its stream items as server-sent events (`stream: true`).
- */
-export function openAIRoute(ctx: OpenAIRoutesContext): Route {
-  return {
-    name: OPENAI_ROUTE,
-    auth: (call) => ctx.keys.client(call.req.headers.authorization, call.endpointId),
-    methods: methodsOf,
-    admit(call) {
-      const counts = ctx.store.workers.counts(call.endpointId, 0);
-      const slot = ctx.limiter.acquire(call.endpointId, "openai", counts.idle + counts.running);
-      if (!slot.ok) {
-        return {
-          reason: "rate",
-          status: 429,
-          message: slot.message,
-          headers: { "retry-after": String(slot.retryAfterSec) },
-        };
-      }
-      call.res.once("close", slot.release);
-      return undefined;
-    },
-    body: () => ({
-      limitBytes: ctx.options.limits.runsyncBytes,
-      // The body becomes `input.openai_input` of the job: two levels under the job's own limit.
-      maxDepth: Math.max(1, ctx.options.limits.maxJsonDepth - 2),
-      subject: "request body",
-      tooLargeStatus: 413,
-      // An empty POST (models) is an empty body, as for GET.
-      allowEmpty: true,
-    }),
-    handle: (call, body) => handleOpenAIRoute(ctx, call, body),
-  };
-}
-
 /** Serves an OpenAI request the router has checked and whose body it has read. */
-async function handleOpenAIRoute(ctx: OpenAIRoutesContext, call: RouteCall, read: JsonRead): Promise<void> {
-  const { res, params } = call;
-  const openaiRoute = `/${params.join("/")}`;
-  const value = read.ok ? read.value : undefined;
+async function handleOpenAIRoute(
+  ctx: OpenAIRoutesContext,
+  call: RouteCall,
+  openaiRoute: string,
+  read: ParsedBody,
+): Promise<void> {
+  const { res } = call;
+  const value = read.value;
   if (value !== undefined && (typeof value !== "object" || value === null || Array.isArray(value))) {
     sendOpenAIError(res, 400, openAIError("request body must be a JSON object", "invalid_request_error"));
     return;
@@ -147,7 +166,7 @@ async function handleOpenAIRoute(ctx: OpenAIRoutesContext, call: RouteCall, read
   const job = ctx.store.create(
     call.endpointId,
     "runsync",
-    { input: { openai_route: openaiRoute, openai_input: body }, bytes: read.ok ? read.bytes : 0 },
+    { input: { openai_route: openaiRoute, openai_input: body }, bytes: read.bytes },
     ctx.options.limits.runsyncRetentionMs,
   );
   await relay(ctx, res, job, body["stream"] === true);

@@ -8,60 +8,34 @@ import {
   podSchema,
   podUpdateSchema,
 } from "../../protocol/management/pod.js";
-import { validateBody, validateResponse } from "../validate.js";
-import { type Call, type CallOptions, type ListOptions, pathId, unwrapList, withSignal } from "./call.js";
+import { validateBody } from "../validate.js";
+import { type Call, type CallOptions, type ListOptions, pathId, withSignal } from "./call.js";
+import { type CrudApi, crudApi } from "./resource.js";
 
-/** `/v2/pods`: CRUD, lifecycle actions and logs. */
-export interface PodsApi {
-  /** `GET /v2/pods`, unwrapped from `{pods: [...]}`. */
-  list(options?: ListOptions): Promise<Pod[]>;
-  /** `GET /v2/pods/{id}`. */
-  get(id: string, options?: CallOptions): Promise<Pod>;
-  /** `POST /v2/pods`: exactly one of `gpu` or `cpu`; `cloud` defaults to SECURE. */
-  create(body: PodCreateInput, options?: CallOptions): Promise<Pod>;
-  /** `PATCH /v2/pods/{id}` (v1's `POST /pods/{podId}/update`). */
-  update(id: string, body: PodUpdateInput, options?: CallOptions): Promise<Pod>;
-  /** `DELETE /v2/pods/{id}`. */
-  delete(id: string, options?: CallOptions): Promise<void>;
+/**
+ * `/v2/pods`: CRUD (`create` takes exactly one of `gpu` or `cpu`, `cloud` defaults to SECURE;
+ * `update` is v1's `POST /pods/{podId}/update`), lifecycle actions and logs.
+ */
+export interface PodsApi extends CrudApi<Pod, PodCreateInput, PodUpdateInput> {
   /** `POST /v2/pods/{id}/action` with `{action}`: start, stop, restart or terminate. */
   action(id: string, action: PodAction, options?: CallOptions): Promise<unknown>;
   /** `GET /v2/pods/{id}/logs` (JSON, or text when the answer is not JSON). */
   logs(id: string, options?: ListOptions): Promise<unknown>;
 }
 
+/** The pods resource, described once. */
+export const PODS = {
+  path: "/pods",
+  listKey: "pods",
+  item: podSchema,
+  name: "pod",
+  create: podCreateSchema,
+  update: podUpdateSchema,
+} as const;
+
 export function podsApi(call: Call): PodsApi {
   return {
-    async list(options) {
-      const answer = await call({
-        method: "GET",
-        path: "/pods",
-        query: options?.query,
-        ...withSignal(options),
-      });
-      return unwrapList(answer, "pods", podSchema, "GET /v2/pods");
-    },
-    async get(id, options) {
-      const answer = await call({ method: "GET", path: `/pods/${pathId(id)}`, ...withSignal(options) });
-      return validateResponse(podSchema, answer, "GET /v2/pods/{id}");
-    },
-    async create(body, options) {
-      const checked = validateBody(podCreateSchema, body, "pod");
-      const answer = await call({ method: "POST", path: "/pods", body: checked, ...withSignal(options) });
-      return validateResponse(podSchema, answer, "POST /v2/pods");
-    },
-    async update(id, body, options) {
-      const checked = validateBody(podUpdateSchema, body, "pod update");
-      const answer = await call({
-        method: "PATCH",
-        path: `/pods/${pathId(id)}`,
-        body: checked,
-        ...withSignal(options),
-      });
-      return validateResponse(podSchema, answer, "PATCH /v2/pods/{id}");
-    },
-    async delete(id, options) {
-      await call({ method: "DELETE", path: `/pods/${pathId(id)}`, ...withSignal(options) });
-    },
+    ...crudApi(call, PODS),
     async action(id, action, options) {
       const checked = validateBody(podActionSchema, action, "pod action");
       return call({

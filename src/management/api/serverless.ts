@@ -6,21 +6,15 @@ import {
   serverlessCreateSchema,
   serverlessUpdateSchema,
 } from "../../protocol/management/serverless.js";
-import { validateBody, validateResponse } from "../validate.js";
-import { type Call, type CallOptions, type ListOptions, pathId, unwrapList, withSignal } from "./call.js";
+import { type Call, type ListOptions, pathId, withSignal } from "./call.js";
+import { type CrudApi, crudApi } from "./resource.js";
 
-/** `/v2/serverless`: endpoint CRUD, in-place update, workers, worker logs and releases. */
-export interface ServerlessApi {
-  /** `GET /v2/serverless`, unwrapped from `{endpoints: [...]}`. */
-  list(options?: ListOptions): Promise<Endpoint[]>;
-  /** `GET /v2/serverless/{id}`. */
-  get(id: string, options?: CallOptions): Promise<Endpoint>;
-  /** `POST /v2/serverless`: `templateId`, or `name` + `image` + `gpu` (or `cpu`); `workers`, `scaling`. */
-  create(body: ServerlessCreateInput, options?: CallOptions): Promise<Endpoint>;
-  /** `PATCH /v2/serverless/{id}` (v1's `POST /endpoints/{id}/update`). */
-  update(id: string, body: ServerlessUpdateInput, options?: CallOptions): Promise<Endpoint>;
-  /** `DELETE /v2/serverless/{id}`. */
-  delete(id: string, options?: CallOptions): Promise<void>;
+/**
+ * `/v2/serverless`: endpoint CRUD (`create` takes `templateId`, or `name` + `image` + `gpu` (or
+ * `cpu`), and `workers`, `scaling`; `update` is v1's `POST /endpoints/{id}/update`), workers,
+ * worker logs and releases.
+ */
+export interface ServerlessApi extends CrudApi<Endpoint, ServerlessCreateInput, ServerlessUpdateInput> {
   /** `GET /v2/serverless/{id}/workers`. */
   workers(id: string, options?: ListOptions): Promise<unknown>;
   /** `GET /v2/serverless/{id}/workers/{workerId}/logs`. */
@@ -29,44 +23,19 @@ export interface ServerlessApi {
   releases(id: string, options?: ListOptions): Promise<unknown>;
 }
 
+/** The serverless endpoints resource, described once. */
+export const SERVERLESS = {
+  path: "/serverless",
+  listKey: "endpoints",
+  item: endpointSchema,
+  name: "serverless endpoint",
+  create: serverlessCreateSchema,
+  update: serverlessUpdateSchema,
+} as const;
+
 export function serverlessApi(call: Call): ServerlessApi {
   return {
-    async list(options) {
-      const answer = await call({
-        method: "GET",
-        path: "/serverless",
-        query: options?.query,
-        ...withSignal(options),
-      });
-      return unwrapList(answer, "endpoints", endpointSchema, "GET /v2/serverless");
-    },
-    async get(id, options) {
-      const answer = await call({ method: "GET", path: `/serverless/${pathId(id)}`, ...withSignal(options) });
-      return validateResponse(endpointSchema, answer, "GET /v2/serverless/{id}");
-    },
-    async create(body, options) {
-      const checked = validateBody(serverlessCreateSchema, body, "serverless endpoint");
-      const answer = await call({
-        method: "POST",
-        path: "/serverless",
-        body: checked,
-        ...withSignal(options),
-      });
-      return validateResponse(endpointSchema, answer, "POST /v2/serverless");
-    },
-    async update(id, body, options) {
-      const checked = validateBody(serverlessUpdateSchema, body, "serverless endpoint update");
-      const answer = await call({
-        method: "PATCH",
-        path: `/serverless/${pathId(id)}`,
-        body: checked,
-        ...withSignal(options),
-      });
-      return validateResponse(endpointSchema, answer, "PATCH /v2/serverless/{id}");
-    },
-    async delete(id, options) {
-      await call({ method: "DELETE", path: `/serverless/${pathId(id)}`, ...withSignal(options) });
-    },
+    ...crudApi(call, SERVERLESS),
     async workers(id, options) {
       return call({
         method: "GET",

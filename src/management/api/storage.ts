@@ -7,20 +7,23 @@ import {
   networkVolumeSchema,
   networkVolumeUpdateSchema,
 } from "../../protocol/management/network-volume.js";
-import { validateBody, validateResponse } from "../validate.js";
-import { type Call, type CallOptions, type ListOptions, pathId, unwrapList, withSignal } from "./call.js";
+import { validateBody } from "../validate.js";
+import { type Call, type CallOptions, type ListOptions, pathId, withSignal } from "./call.js";
+import { type CrudApi, crudApi } from "./resource.js";
 
-/** `/v2/network-volumes`. */
-export interface NetworkVolumesApi {
-  /** `GET /v2/network-volumes`, unwrapped from `{networkVolumes: [...]}`. */
-  list(options?: ListOptions): Promise<NetworkVolume[]>;
-  get(id: string, options?: CallOptions): Promise<NetworkVolume>;
-  /** `POST /v2/network-volumes`: `name`, `dataCenter`; optional `size` (GB) and `type`. */
-  create(body: NetworkVolumeCreateInput, options?: CallOptions): Promise<NetworkVolume>;
-  /** `PATCH /v2/network-volumes/{id}`. */
-  update(id: string, body: NetworkVolumeUpdateInput, options?: CallOptions): Promise<NetworkVolume>;
-  delete(id: string, options?: CallOptions): Promise<void>;
-}
+/** `/v2/network-volumes`: `create` takes `name`, `dataCenter`, and optionally `size` (GB) and `type`. */
+export interface NetworkVolumesApi
+  extends CrudApi<NetworkVolume, NetworkVolumeCreateInput, NetworkVolumeUpdateInput> {}
+
+/** The network volumes resource, described once. */
+export const NETWORK_VOLUMES = {
+  path: "/network-volumes",
+  listKey: "networkVolumes",
+  item: networkVolumeSchema,
+  name: "network volume",
+  create: networkVolumeCreateSchema,
+  update: networkVolumeUpdateSchema,
+} as const;
 
 /** A container registry auth as v2 answers it (its fields are not shown in the spec). */
 export const registrySchema = z.looseObject({ id: z.string() });
@@ -45,65 +48,26 @@ export interface RegistriesApi {
 const objectBody = z.record(z.string(), z.unknown(), { error: "body must be a JSON object" });
 
 export function networkVolumesApi(call: Call): NetworkVolumesApi {
-  const base = "/network-volumes";
-  return {
-    async list(options) {
-      const answer = await call({ method: "GET", path: base, query: options?.query, ...withSignal(options) });
-      return unwrapList(answer, "networkVolumes", networkVolumeSchema, `GET /v2${base}`);
-    },
-    async get(id, options) {
-      const answer = await call({ method: "GET", path: `${base}/${pathId(id)}`, ...withSignal(options) });
-      return validateResponse(networkVolumeSchema, answer, `GET /v2${base}/{id}`);
-    },
-    async create(body, options) {
-      const checked = validateBody(networkVolumeCreateSchema, body, "network volume");
-      const answer = await call({ method: "POST", path: base, body: checked, ...withSignal(options) });
-      return validateResponse(networkVolumeSchema, answer, `POST /v2${base}`);
-    },
-    async update(id, body, options) {
-      const checked = validateBody(networkVolumeUpdateSchema, body, "network volume update");
-      const answer = await call({
-        method: "PATCH",
-        path: `${base}/${pathId(id)}`,
-        body: checked,
-        ...withSignal(options),
-      });
-      return validateResponse(networkVolumeSchema, answer, `PATCH /v2${base}/{id}`);
-    },
-    async delete(id, options) {
-      await call({ method: "DELETE", path: `${base}/${pathId(id)}`, ...withSignal(options) });
-    },
-  };
+  return crudApi(call, NETWORK_VOLUMES);
 }
 
+/** The registries resource, described once (it has no update). */
+export const REGISTRIES = {
+  path: "/registries",
+  listKey: "registries",
+  item: registrySchema,
+  name: "registry",
+  create: objectBody,
+  update: objectBody,
+} as const;
+
 export function registriesApi(call: Call): RegistriesApi {
+  const { list, get, create, delete: remove } = crudApi(call, REGISTRIES);
   return {
-    async list(options) {
-      const answer = await call({
-        method: "GET",
-        path: "/registries",
-        query: options?.query,
-        ...withSignal(options),
-      });
-      return unwrapList(answer, "registries", registrySchema, "GET /v2/registries");
-    },
-    async get(id, options) {
-      const answer = await call({ method: "GET", path: `/registries/${pathId(id)}`, ...withSignal(options) });
-      return validateResponse(registrySchema, answer, "GET /v2/registries/{id}");
-    },
-    async create(body, options) {
-      const checked = validateBody(objectBody, body, "registry");
-      const answer = await call({
-        method: "POST",
-        path: "/registries",
-        body: checked,
-        ...withSignal(options),
-      });
-      return validateResponse(registrySchema, answer, "POST /v2/registries");
-    },
-    async delete(id, options) {
-      await call({ method: "DELETE", path: `/registries/${pathId(id)}`, ...withSignal(options) });
-    },
+    list,
+    get,
+    create,
+    delete: remove,
     async listDelegations(options) {
       return call({
         method: "GET",

@@ -10,21 +10,21 @@ import {
   templateV2Schema,
 } from "../../protocol/management/template.js";
 import { validateBody, validateResponse } from "../validate.js";
-import { type Call, type CallOptions, type ListOptions, pathId, unwrapList, withSignal } from "./call.js";
+import { type Call, type CallOptions, pathId, withSignal } from "./call.js";
+import { type CrudApi, crudApi } from "./resource.js";
 
-/** `/v2/templates`: template CRUD with v2 field names (`image`, `disk`, `public`, `registry`). */
-export interface TemplatesApi {
-  /** `GET /v2/templates`, unwrapped from `{templates: [...]}`. */
-  list(options?: ListOptions): Promise<TemplateV2[]>;
-  /** `GET /v2/templates/{id}`. */
-  get(id: string, options?: CallOptions): Promise<TemplateV2>;
-  /** `POST /v2/templates`: `name` and `image` required. */
-  create(body: TemplateCreateInput, options?: CallOptions): Promise<TemplateV2>;
-  /** `PATCH /v2/templates/{id}`. */
-  update(id: string, body: TemplateUpdateInput, options?: CallOptions): Promise<TemplateV2>;
-  /** `DELETE /v2/templates/{id}`. */
-  delete(id: string, options?: CallOptions): Promise<void>;
-}
+/** `/v2/templates`: template CRUD with v2 field names (`image`, `disk`, `public`, `registry`); `create` needs `name` and `image`. */
+export interface TemplatesApi extends CrudApi<TemplateV2, TemplateCreateInput, TemplateUpdateInput> {}
+
+/** The templates resource, described once. */
+export const TEMPLATES = {
+  path: "/templates",
+  listKey: "templates",
+  item: templateV2Schema,
+  name: "template",
+  create: templateCreateSchema,
+  update: templateUpdateSchema,
+} as const;
 
 /** The three include flags of the v1 template lookup (docs/protocol.md, "v1 retirement"); each defaults to false. */
 export interface GetTemplateV1Options extends CallOptions {
@@ -37,44 +37,7 @@ export interface GetTemplateV1Options extends CallOptions {
 }
 
 export function templatesApi(call: Call): TemplatesApi {
-  return {
-    async list(options) {
-      const answer = await call({
-        method: "GET",
-        path: "/templates",
-        query: options?.query,
-        ...withSignal(options),
-      });
-      return unwrapList(answer, "templates", templateV2Schema, "GET /v2/templates");
-    },
-    async get(id, options) {
-      const answer = await call({ method: "GET", path: `/templates/${pathId(id)}`, ...withSignal(options) });
-      return validateResponse(templateV2Schema, answer, "GET /v2/templates/{id}");
-    },
-    async create(body, options) {
-      const checked = validateBody(templateCreateSchema, body, "template");
-      const answer = await call({
-        method: "POST",
-        path: "/templates",
-        body: checked,
-        ...withSignal(options),
-      });
-      return validateResponse(templateV2Schema, answer, "POST /v2/templates");
-    },
-    async update(id, body, options) {
-      const checked = validateBody(templateUpdateSchema, body, "template update");
-      const answer = await call({
-        method: "PATCH",
-        path: `/templates/${pathId(id)}`,
-        body: checked,
-        ...withSignal(options),
-      });
-      return validateResponse(templateV2Schema, answer, "PATCH /v2/templates/{id}");
-    },
-    async delete(id, options) {
-      await call({ method: "DELETE", path: `/templates/${pathId(id)}`, ...withSignal(options) });
-    },
-  };
+  return crudApi(call, TEMPLATES);
 }
 
 const flagSchema = z.boolean({ error: "must be true or false" }).optional();
