@@ -1,8 +1,8 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
 import { join } from "node:path";
+import { startupUpdateOfLine } from "../harness/fleet/worker-startup.js";
 import type { SpawnedWorker, WorkerSpawner } from "../harness/index.js";
-import { startupUpdateOfLine } from "../harness/worker-startup.js";
 import { RUNLET_ROOT } from "./paths.js";
 import { inheritedEnv, pipeLines } from "./worker-pool.js";
 

@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
-import { type StartupUpdate, startupUpdateOfRecord } from "../harness/worker-startup.js";
+import { type StartupUpdate, startupUpdateOfRecord } from "../harness/fleet/worker-startup.js";
 import { FITNESS_ENV } from "../protocol/index.js";
 import { sleep } from "../wait.js";
 import { parseLogLine } from "./log-line.js";

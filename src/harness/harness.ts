@@ -1,20 +1,25 @@
 import { createServer, type Server } from "node:http";
 import { RunletError } from "../errors.js";
 import type { Health } from "../protocol/api.js";
-import { KeyRing } from "./auth.js";
-import { CLIENT_ROUTE_TABLE, clientFamily } from "./client-routes.js";
 import { TimerSet } from "./clock.js";
 import { Dashboard, type HandlerInfo } from "./dashboard/index.js";
 import { type WorkerView, workerViewsOf } from "./dashboard/views.js";
-import { HostCheck } from "./host-check.js";
-import { closeServer, listen, sendError } from "./http-util.js";
-import { type JobSnapshot, type NewJob, recordOf, snapshotOf } from "./job-entry.js";
-import { JobEventHub, type JobEventListener } from "./job-events.js";
-import { JobService } from "./job-service.js";
-import { JobStore } from "./job-store.js";
-import { JobTimelines, type TimelineSpan } from "./job-timeline.js";
-import { untilTerminal } from "./job-waits.js";
-import { exceedsValueDepth } from "./json-depth.js";
+import { Scaler } from "./fleet/scaler.js";
+import { type WorkerEnvOptions, workerEnvFor } from "./fleet/worker-env.js";
+import { type StartupUpdate, type WorkerStartup, WorkerStartups } from "./fleet/worker-startup.js";
+import { KeyRing } from "./http/auth.js";
+import { HostCheck } from "./http/host-check.js";
+import { closeServer, listen, sendError } from "./http/http-util.js";
+import { exceedsValueDepth } from "./http/json-depth.js";
+import { RateLimiter } from "./http/rate-limits.js";
+import { assertDistinctNames, Router, serveFamily } from "./http/router.js";
+import { type JobSnapshot, type NewJob, recordOf, snapshotOf } from "./jobs/job-entry.js";
+import { JobEventHub, type JobEventListener } from "./jobs/job-events.js";
+import { JobService } from "./jobs/job-service.js";
+import { JobStore } from "./jobs/job-store.js";
+import { JobTimelines, type TimelineSpan } from "./jobs/job-timeline.js";
+import { untilTerminal } from "./jobs/job-waits.js";
+import { type WebhookAttempt, WebhookSender, webhookUrlProblem } from "./jobs/webhooks.js";
 import { type HarnessManagement, harnessManagement } from "./management-api/index.js";
 import { JobFeed, OPENAI_ROUTE_TABLE, openAIFamily } from "./openai/index.js";
 import {
@@ -24,20 +29,15 @@ import {
   type ResolvedOptions,
   resolveOptions,
 } from "./options.js";
-import { RateLimiter } from "./rate-limits.js";
+import { CLIENT_ROUTE_TABLE, clientFamily } from "./routes/client-routes.js";
 import {
   type Fault,
   type RecordedRequest,
   type RequestFilter,
   RequestLog,
   type WorkerRoute,
-} from "./request-log.js";
-import { assertDistinctNames, Router, serveFamily } from "./router.js";
-import { Scaler } from "./scaler.js";
-import { type WebhookAttempt, WebhookSender, webhookUrlProblem } from "./webhooks.js";
-import { type WorkerEnvOptions, workerEnvFor } from "./worker-env.js";
-import { WORKER_ROUTE_TABLE, workerFamily } from "./worker-routes.js";
-import { type StartupUpdate, type WorkerStartup, WorkerStartups } from "./worker-startup.js";
+} from "./routes/request-log.js";
+import { WORKER_ROUTE_TABLE, workerFamily } from "./routes/worker-routes.js";
 
 /** What {@link Harness.memory} reports. */
 export interface HarnessMemory {

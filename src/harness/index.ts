@@ -1,11 +1,23 @@
-export { type AuthResult, KeyRing, type ScopedKey } from "./auth.js";
 export { type Clock, type ClockTimer, ManualClock, realClock } from "./clock.js";
 export { describeHandler, type HandlerInfo, handlerInfoSchema } from "./dashboard/index.js";
 export type { WorkerView } from "./dashboard/views.js";
+export { type ProcessSpawnerOptions, processSpawner } from "./fleet/process-spawner.js";
+export type { WorkerEnvOptions } from "./fleet/worker-env.js";
+export type { WorkerCounts } from "./fleet/worker-registry.js";
+export {
+  type StartupReport,
+  type StartupUpdate,
+  startupUpdateOfLine,
+  startupUpdateOfRecord,
+  type WorkerStartup,
+} from "./fleet/worker-startup.js";
 export { Harness, type HarnessMemory, startHarness } from "./harness.js";
-export type { JobKind, JobSnapshot, NewJob } from "./job-entry.js";
-export type { JobEvent, JobEventListener } from "./job-events.js";
-export type { TimelineSpan } from "./job-timeline.js";
+export { type AuthResult, KeyRing, type ScopedKey } from "./http/auth.js";
+export type { RateLimitOptions } from "./http/rate-limits.js";
+export type { JobKind, JobSnapshot, NewJob } from "./jobs/job-entry.js";
+export type { JobEvent, JobEventListener } from "./jobs/job-events.js";
+export type { TimelineSpan } from "./jobs/job-timeline.js";
+export type { WebhookAttempt, WebhookOptions } from "./jobs/webhooks.js";
 export type {
   DashboardOptions,
   EndpointOptions,
@@ -15,22 +27,10 @@ export type {
   SpawnedWorker,
   WorkerSpawner,
 } from "./options.js";
-export { type ProcessSpawnerOptions, processSpawner } from "./process-spawner.js";
-export type { RateLimitOptions } from "./rate-limits.js";
 export {
   type Fault,
   type RecordedRequest,
   type RequestFilter,
   WORKER_ROUTES,
   type WorkerRoute,
-} from "./request-log.js";
-export type { WebhookAttempt, WebhookOptions } from "./webhooks.js";
-export type { WorkerEnvOptions } from "./worker-env.js";
-export type { WorkerCounts } from "./worker-registry.js";
-export {
-  type StartupReport,
-  type StartupUpdate,
-  startupUpdateOfLine,
-  startupUpdateOfRecord,
-  type WorkerStartup,
-} from "./worker-startup.js";
+} from "./routes/request-log.js";

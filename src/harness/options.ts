@@ -11,15 +11,15 @@ import {
   MAX_STREAM_CHUNK_BYTES,
   RETENTION_MS,
 } from "../protocol/limits.js";
-import type { ScopedKey } from "./auth.js";
 import type { Clock } from "./clock.js";
 import { realClock } from "./clock.js";
-import { MAX_JSON_DEPTH } from "./json-depth.js";
-import type { RateLimitOptions } from "./rate-limits.js";
-import { STREAM_GATHER_MS } from "./stream-reader.js";
-import type { WebhookOptions } from "./webhooks.js";
-import { DEFAULT_GPU_TYPE_ID } from "./worker-env.js";
-import type { StartupReport } from "./worker-startup.js";
+import { DEFAULT_GPU_TYPE_ID } from "./fleet/worker-env.js";
+import type { StartupReport } from "./fleet/worker-startup.js";
+import type { ScopedKey } from "./http/auth.js";
+import { MAX_JSON_DEPTH } from "./http/json-depth.js";
+import type { RateLimitOptions } from "./http/rate-limits.js";
+import { STREAM_GATHER_MS } from "./jobs/stream-reader.js";
+import type { WebhookOptions } from "./jobs/webhooks.js";
 
 /** A running worker the harness started; `close()` stops it (idempotent). */
 export interface SpawnedWorker {

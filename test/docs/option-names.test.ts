@@ -17,6 +17,7 @@ const ROOT = resolve(import.meta.dirname, "../..");
 const FOREIGN_NAMES = new Set([
   "runSync", // runpod-sdk's method, named in docs/harness.md
   "getRequestListener", // @hono/node-server's, named in docs/architecture.md
+  "bodyLimit", // hono's middleware, named in docs/architecture.md (decision 16)
 ]);
 
 function filesUnder(dir: string, out: string[] = []): string[] {

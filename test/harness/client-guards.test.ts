@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { sendJson } from "../../src/harness/http-util.js";
+import { sendJson } from "../../src/harness/http/http-util.js";
 import { ManualClock, startHarness } from "../../src/harness/index.js";
 import { api } from "./helpers.js";
 

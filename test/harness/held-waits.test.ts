@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { ManualClock } from "../../src/clock.js";
 import { TimerSet } from "../../src/harness/clock.js";
-import { EndpointQueue } from "../../src/harness/endpoint-queue.js";
-import { JobEntry } from "../../src/harness/job-entry.js";
-import { JobWaits, untilTerminal } from "../../src/harness/job-waits.js";
-import { WorkerRegistry } from "../../src/harness/worker-registry.js";
+import { WorkerRegistry } from "../../src/harness/fleet/worker-registry.js";
+import { EndpointQueue } from "../../src/harness/jobs/endpoint-queue.js";
+import { JobEntry } from "../../src/harness/jobs/job-entry.js";
+import { JobWaits, untilTerminal } from "../../src/harness/jobs/job-waits.js";
 
 /**
  * The harness's held requests (waits on a job, job-take polls, job-stop polls) all wait on one

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { JobEntry } from "../../src/harness/job-entry.js";
+import { JobEntry } from "../../src/harness/jobs/job-entry.js";
 
 const newJob = (input: unknown = { a: 1 }) =>
   new JobEntry("j1", "ep", "run", { input, bytes: 10 }, 1_000, 60_000);

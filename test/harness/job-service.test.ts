@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { ManualClock } from "../../src/clock.js";
 import { TimerSet } from "../../src/harness/clock.js";
-import { JobService } from "../../src/harness/job-service.js";
-import { JobStore } from "../../src/harness/job-store.js";
+import { JobService } from "../../src/harness/jobs/job-service.js";
+import { JobStore } from "../../src/harness/jobs/job-store.js";
 import { resolveOptions } from "../../src/harness/options.js";
 
 /** The one job service behind the client routes and the dashboard, on a store driven by a ManualClock. */

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import type { JobEntry } from "../../src/harness/job-entry.js";
-import { JobTimelines, MAX_SPANS_PER_JOB, MAX_TIMELINE_JOBS } from "../../src/harness/job-timeline.js";
+import type { JobEntry } from "../../src/harness/jobs/job-entry.js";
+import { JobTimelines, MAX_SPANS_PER_JOB, MAX_TIMELINE_JOBS } from "../../src/harness/jobs/job-timeline.js";
 import { defineHandler } from "../../src/index.js";
 import { testHarness, waitFor, workerFor } from "../worker/helpers.js";
 

@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CLIENT_ROUTE_TABLE } from "../../src/harness/client-routes.js";
 import { DASHBOARD_API_ROUTES } from "../../src/harness/dashboard/dashboard.js";
+import { type RouteSpec, routeOf, routesOf, tableOf } from "../../src/harness/http/route-table.js";
 import { type Harness, ManualClock, startHarness } from "../../src/harness/index.js";
 import { MANAGEMENT_V2_ROUTES } from "../../src/harness/management-api/routes.js";
 import { OPENAI_ROUTE_TABLE } from "../../src/harness/openai/routes.js";
-import { type RouteSpec, routeOf, routesOf, tableOf } from "../../src/harness/route-table.js";
-import { WORKER_ROUTE_TABLE } from "../../src/harness/worker-routes.js";
+import { CLIENT_ROUTE_TABLE } from "../../src/harness/routes/client-routes.js";
+import { WORKER_ROUTE_TABLE } from "../../src/harness/routes/worker-routes.js";
 import { RATE_LIMITS } from "../../src/protocol/limits.js";
 import { type RawAnswer, send } from "../hostile/raw-http.js";
 

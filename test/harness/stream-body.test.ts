@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { parseJson } from "../../src/harness/http-util.js";
-import { parseStreamBody } from "../../src/harness/stream-body.js";
+import { parseJson } from "../../src/harness/http/http-util.js";
+import { parseStreamBody } from "../../src/harness/routes/stream-body.js";
 
 // The job-stream body parser's fast path for large plain slices must answer exactly as JSON.parse:
 // the same value (same keys in the same order) for a valid body, the same message for a bad one.

@@ -3,7 +3,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
 import { startHarness } from "../../src/harness/index.js";
-import { MAX_WEBHOOK_ATTEMPT_BYTES, MAX_WEBHOOK_URL_BYTES } from "../../src/harness/webhooks.js";
+import { MAX_WEBHOOK_ATTEMPT_BYTES, MAX_WEBHOOK_URL_BYTES } from "../../src/harness/jobs/webhooks.js";
 import { waitFor } from "../worker/helpers.js";
 import { send } from "./raw-http.js";
 

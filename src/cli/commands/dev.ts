@@ -2,8 +2,8 @@ import { readFile } from "node:fs/promises";
 import { dirname, join, relative } from "node:path";
 import { Writable } from "node:stream";
 import { RunletError } from "../../errors.js";
+import { startupUpdateOfRecord } from "../../harness/fleet/worker-startup.js";
 import type { HandlerInfo } from "../../harness/index.js";
-import { startupUpdateOfRecord } from "../../harness/worker-startup.js";
 import {
   allowedHostsFlag,
   type Command,

@@ -1,15 +1,11 @@
 import { timingSafeEqual } from "node:crypto";
 import { createServer, type Server, type ServerResponse } from "node:http";
 import type { Logger } from "pino";
-import { HostCheck } from "../host-check.js";
-import { closeServer, listen, sendError, sendJson } from "../http-util.js";
-import type { JobView } from "../job-entry.js";
-import type { JobEvent } from "../job-events.js";
-import { recentJobs } from "../job-list.js";
-import type { JobService } from "../job-service.js";
-import type { JobStore } from "../job-store.js";
-import type { TimelineSpan } from "../job-timeline.js";
-import type { RateLimiter } from "../rate-limits.js";
+import type { WorkerChange, WorkerState } from "../fleet/worker-registry.js";
+import type { WorkerStartups } from "../fleet/worker-startup.js";
+import { HostCheck } from "../http/host-check.js";
+import { closeServer, listen, sendError, sendJson } from "../http/http-util.js";
+import type { RateLimiter } from "../http/rate-limits.js";
 import {
   ANY_METHOD,
   headerOf,
@@ -21,11 +17,15 @@ import {
   routeOf,
   routesOf,
   tableOf,
-} from "../route-table.js";
-import { Router, serveFamily } from "../router.js";
-import type { WebhookAttempt } from "../webhooks.js";
-import type { WorkerChange, WorkerState } from "../worker-registry.js";
-import type { WorkerStartups } from "../worker-startup.js";
+} from "../http/route-table.js";
+import { Router, serveFamily } from "../http/router.js";
+import type { JobView } from "../jobs/job-entry.js";
+import type { JobEvent } from "../jobs/job-events.js";
+import { recentJobs } from "../jobs/job-list.js";
+import type { JobService } from "../jobs/job-service.js";
+import type { JobStore } from "../jobs/job-store.js";
+import type { TimelineSpan } from "../jobs/job-timeline.js";
+import type { WebhookAttempt } from "../jobs/webhooks.js";
 import type { HandlerInfo } from "./handler-info.js";
 import { SseFeed } from "./sse-feed.js";
 import { isStaticFile, SECURITY_HEADERS, sendStatic } from "./static-files.js";

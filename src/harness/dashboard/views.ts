@@ -1,14 +1,14 @@
 import type { JobListItem, JobStatus } from "../../protocol/api.js";
 import type { BatchQuery } from "../../protocol/batch-query.js";
 import type { StreamChunk } from "../../protocol/worker-bodies.js";
-import { deliveredOf, type JobView } from "../job-entry.js";
-import { listItemOf } from "../job-list.js";
-import type { JobLookup } from "../job-table.js";
-import type { TimelineSpan } from "../job-timeline.js";
-import type { RateState } from "../rate-limits.js";
-import type { WebhookAttempt } from "../webhooks.js";
-import type { WorkerState } from "../worker-registry.js";
-import type { WorkerStartup } from "../worker-startup.js";
+import type { WorkerState } from "../fleet/worker-registry.js";
+import type { WorkerStartup } from "../fleet/worker-startup.js";
+import type { RateState } from "../http/rate-limits.js";
+import { deliveredOf, type JobView } from "../jobs/job-entry.js";
+import { listItemOf } from "../jobs/job-list.js";
+import type { JobLookup } from "../jobs/job-table.js";
+import type { TimelineSpan } from "../jobs/job-timeline.js";
+import type { WebhookAttempt } from "../jobs/webhooks.js";
 
 /** What the dashboard shows in place of a secret. */
 export const MASKED = "[redacted]";

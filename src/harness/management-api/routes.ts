@@ -1,7 +1,7 @@
 import type { ServerResponse } from "node:http";
 import { RunletError } from "../../errors.js";
-import { MAX_JSON_DEPTH } from "../json-depth.js";
-import { parseBodyText, type ReadJsonOptions } from "../read-json.js";
+import { MAX_JSON_DEPTH } from "../http/json-depth.js";
+import { parseBodyText, type ReadJsonOptions } from "../http/read-json.js";
 import {
   ANY_METHOD,
   decide,
@@ -12,8 +12,8 @@ import {
   type RouteFamily,
   type RouteRequest,
   type RouteSpec,
-} from "../route-table.js";
-import { type RouteHandler, requestOf, serveFamily } from "../router.js";
+} from "../http/route-table.js";
+import { type RouteHandler, requestOf, serveFamily } from "../http/router.js";
 import { type ManagementAnswer, problem, v1Error } from "./answers.js";
 import { EMULATED_V2_SEGMENTS, isManagementPath, MANAGEMENT_V2_SEGMENTS } from "./paths.js";
 import type { CrudResource, EndpointEvent, RouteContext } from "./route-context.js";

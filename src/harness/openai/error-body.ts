@@ -1,6 +1,6 @@
 import type { ServerResponse } from "node:http";
 import { type OpenAIErrorBody, openAIError } from "../../protocol/openai.js";
-import { sendJson } from "../http-util.js";
+import { sendJson } from "../http/http-util.js";
 import { parsePythonLiteral } from "./python-literal.js";
 
 export { type OpenAIErrorBody, openAIError };

@@ -1,4 +1,4 @@
-import type { JobEvent, JobEventListener } from "../job-events.js";
+import type { JobEvent, JobEventListener } from "../jobs/job-events.js";
 
 /**
  * Job events sorted by job: one subscription to the harness's job events while anyone watches,

@@ -1,6 +1,6 @@
 import type { ServerResponse } from "node:http";
-import type { JobEntry } from "../job-entry.js";
-import type { JobStore } from "../job-store.js";
+import type { JobEntry } from "../jobs/job-entry.js";
+import type { JobStore } from "../jobs/job-store.js";
 import {
   asOpenAIError,
   jobEndError,

@@ -1,8 +1,6 @@
-import type { KeyRing } from "../auth.js";
-import type { JobStore } from "../job-store.js";
-import type { ResolvedOptions } from "../options.js";
-import { type RateLimiter, rateAdmission } from "../rate-limits.js";
-import type { ReadJsonOptions } from "../read-json.js";
+import type { KeyRing } from "../http/auth.js";
+import { type RateLimiter, rateAdmission } from "../http/rate-limits.js";
+import type { ReadJsonOptions } from "../http/read-json.js";
 import {
   headerOf,
   type ParsedBody,
@@ -11,7 +9,9 @@ import {
   routeOf,
   routesOf,
   tableOf,
-} from "../route-table.js";
+} from "../http/route-table.js";
+import type { JobStore } from "../jobs/job-store.js";
+import type { ResolvedOptions } from "../options.js";
 import { openAIError, sendOpenAIError } from "./error-body.js";
 import type { JobFeed } from "./job-feed.js";
 import { relay } from "./relay.js";

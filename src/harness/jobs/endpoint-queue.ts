@@ -1,5 +1,5 @@
-import type { Clock } from "../clock.js";
-import { KeyedWaiters } from "../wait.js";
+import type { Clock } from "../../clock.js";
+import { KeyedWaiters } from "../../wait.js";
 
 /** Per-endpoint settings the store needs. */
 export interface StoreEndpoint {

@@ -1,6 +1,6 @@
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { ApiError } from "../protocol/api.js";
+import type { ApiError } from "../../protocol/api.js";
 
 /** Answers with a JSON body. */
 export function sendJson(

@@ -1,4 +1,4 @@
-import type { JobListItem, JobStatus } from "../protocol/api.js";
+import type { JobListItem, JobStatus } from "../../protocol/api.js";
 import type { JobView } from "./job-entry.js";
 import type { JobLookup } from "./job-table.js";
 

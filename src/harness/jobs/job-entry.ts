@@ -1,8 +1,8 @@
-import { RunletError } from "../errors.js";
-import type { JobRecord, JobStatus, RunRequest } from "../protocol/api.js";
-import type { BatchQuery } from "../protocol/batch-query.js";
-import type { Policy } from "../protocol/job.js";
-import type { StreamChunk } from "../protocol/worker-bodies.js";
+import { RunletError } from "../../errors.js";
+import type { JobRecord, JobStatus, RunRequest } from "../../protocol/api.js";
+import type { BatchQuery } from "../../protocol/batch-query.js";
+import type { Policy } from "../../protocol/job.js";
+import type { StreamChunk } from "../../protocol/worker-bodies.js";
 
 /** How a job was submitted: its id prefix and its result retention depend on it. */
 export type JobKind = "run" | "runsync";

@@ -1,5 +1,5 @@
 import type { z } from "zod";
-import { runRequestSchema } from "../protocol/api.js";
+import { runRequestSchema } from "../../protocol/api.js";
 import type { NewJob } from "./job-entry.js";
 import { webhookUrlProblem } from "./webhooks.js";
 

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { RateOperation } from "../protocol/limits.js";
+import type { RateOperation } from "../../protocol/limits.js";
 import type { AuthResult } from "./auth.js";
 import type { JsonRead, ReadJsonOptions } from "./read-json.js";
 

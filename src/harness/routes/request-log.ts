@@ -1,4 +1,4 @@
-import { Fifo } from "../fifo.js";
+import { Fifo } from "../../fifo.js";
 
 /** The worker-facing routes (docs/protocol.md, "Taking jobs" to "Heartbeat"). */
 export const WORKER_ROUTES = [

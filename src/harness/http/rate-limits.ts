@@ -4,8 +4,8 @@ import {
   RATE_LIMITS,
   type RateLimitRule,
   type RateOperation,
-} from "../protocol/limits.js";
-import type { Clock } from "./clock.js";
+} from "../../protocol/limits.js";
+import type { Clock } from "../clock.js";
 import type { Refusal } from "./route-table.js";
 
 /** Rate-limit settings (docs/protocol.md, "Rate limits"); tests shrink them. */

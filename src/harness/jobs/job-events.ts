@@ -1,4 +1,4 @@
-import type { StreamChunk } from "../protocol/worker-bodies.js";
+import type { StreamChunk } from "../../protocol/worker-bodies.js";
 import type { JobSnapshot } from "./job-entry.js";
 
 /**

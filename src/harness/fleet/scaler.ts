@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
-import type { JobStore } from "./job-store.js";
-import type { SpawnedWorker, WorkerSpawner } from "./options.js";
+import type { JobStore } from "../jobs/job-store.js";
+import type { SpawnedWorker, WorkerSpawner } from "../options.js";
 import type { StartupUpdate, WorkerStartup } from "./worker-startup.js";
 
 interface Slot {

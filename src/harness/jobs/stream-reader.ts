@@ -1,5 +1,5 @@
-import { type StreamResponse, TERMINAL_STATUSES } from "../protocol/api.js";
-import type { StreamChunk } from "../protocol/worker-bodies.js";
+import { type StreamResponse, TERMINAL_STATUSES } from "../../protocol/api.js";
+import type { StreamChunk } from "../../protocol/worker-bodies.js";
 import type { JobEntry } from "./job-entry.js";
 import type { JobStore } from "./job-store.js";
 

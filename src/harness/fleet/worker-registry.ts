@@ -1,5 +1,5 @@
-import { KeyedWaiters } from "../wait.js";
-import type { Clock, ClockTimer, TimerSet } from "./clock.js";
+import { KeyedWaiters } from "../../wait.js";
+import type { Clock, ClockTimer, TimerSet } from "../clock.js";
 import type { WorkerStartup } from "./worker-startup.js";
 
 /** One worker (pod) as the harness knows it, from the requests it makes. */

@@ -1,8 +1,8 @@
-import type { JobRecord, StreamResponse } from "../protocol/api.js";
+import type { JobRecord, StreamResponse } from "../../protocol/api.js";
+import type { ResolvedOptions } from "../options.js";
 import type { JobEntry, JobKind, JobView } from "./job-entry.js";
 import { recordOf } from "./job-entry.js";
 import type { JobStore } from "./job-store.js";
-import type { ResolvedOptions } from "./options.js";
 import { parseRunBody } from "./run-body.js";
 import { readStream } from "./stream-reader.js";
 

@@ -1,9 +1,9 @@
-import { TTL_MS } from "../protocol/limits.js";
-import type { ClockTimer, TimerSet } from "./clock.js";
+import { TTL_MS } from "../../protocol/limits.js";
+import type { ClockTimer, TimerSet } from "../clock.js";
+import type { WorkerRegistry } from "../fleet/worker-registry.js";
 import type { JobEntry } from "./job-entry.js";
 import type { JobTable } from "./job-table.js";
 import type { JobWaits } from "./job-waits.js";
-import type { WorkerRegistry } from "./worker-registry.js";
 
 /** How long a deleted job is remembered (for `Harness.job` and counting late results), ms. */
 const TOMBSTONE_MS = 60 * 60_000; // 1 h

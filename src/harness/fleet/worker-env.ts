@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { PLATFORM_ENV } from "../protocol/index.js";
+import { PLATFORM_ENV } from "../../protocol/index.js";
 
 /** `RUNPOD_GPU_TYPE_ID` of the harness's workers when no other is given. */
 export const DEFAULT_GPU_TYPE_ID = "LOCAL";

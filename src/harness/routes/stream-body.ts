@@ -1,4 +1,4 @@
-import { parseJson } from "./http-util.js";
+import { parseJson } from "../http/http-util.js";
 
 /**
  * Parsing a job-stream body. A large item reaches the harness as ~1 MiB chunks whose body is

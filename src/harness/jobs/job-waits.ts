@@ -1,6 +1,6 @@
-import { RunletError } from "../errors.js";
-import { KeyedWaiters } from "../wait.js";
-import { type Clock, realClock } from "./clock.js";
+import { RunletError } from "../../errors.js";
+import { KeyedWaiters } from "../../wait.js";
+import { type Clock, realClock } from "../clock.js";
 import type { JobEntry } from "./job-entry.js";
 
 /**

@@ -1,19 +1,19 @@
 import { randomUUID } from "node:crypto";
-import type { BatchQuery } from "../protocol/batch-query.js";
-import type { StreamChunk } from "../protocol/worker-bodies.js";
-import { type Clock, realClock, type TimerSet } from "./clock.js";
-import { EndpointQueue, type StoreEndpoint } from "./endpoint-queue.js";
-import { type Delivery, deliveredOf, type JobEnd, JobEntry, type JobKind, type NewJob } from "./job-entry.js";
-import { JobExpiry } from "./job-expiry.js";
-import { type JobLookup, JobTable } from "./job-table.js";
-import { JobWaits } from "./job-waits.js";
+import type { BatchQuery } from "../../protocol/batch-query.js";
+import type { StreamChunk } from "../../protocol/worker-bodies.js";
+import { type Clock, realClock, type TimerSet } from "../clock.js";
 import {
   WorkerRegistry as Registry,
   type UnlistedJob,
   type WorkerChange,
   type WorkerRegistry,
   type WorkerState,
-} from "./worker-registry.js";
+} from "../fleet/worker-registry.js";
+import { EndpointQueue, type StoreEndpoint } from "./endpoint-queue.js";
+import { type Delivery, deliveredOf, type JobEnd, JobEntry, type JobKind, type NewJob } from "./job-entry.js";
+import { JobExpiry } from "./job-expiry.js";
+import { type JobLookup, JobTable } from "./job-table.js";
+import { JobWaits } from "./job-waits.js";
 
 /** What the store tells its owner about. */
 export interface StoreEvents {

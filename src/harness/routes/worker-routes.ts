@@ -1,13 +1,12 @@
 import type { ServerResponse } from "node:http";
 import type { Logger } from "pino";
-import { readBatchQuery } from "../protocol/batch-query.js";
-import { streamChunkSchema } from "../protocol/worker-bodies.js";
-import { sleep } from "../wait.js";
-import type { KeyRing } from "./auth.js";
-import { hangUpSignal, headersOf, queryOf, sendEmpty, sendError, sendJson } from "./http-util.js";
-import type { JobStore } from "./job-store.js";
-import type { JsonRead, ReadJsonOptions } from "./read-json.js";
-import type { RecordedRequest, RequestLog, WorkerRoute } from "./request-log.js";
+import { readBatchQuery } from "../../protocol/batch-query.js";
+import { streamChunkSchema } from "../../protocol/worker-bodies.js";
+import { sleep } from "../../wait.js";
+import type { WorkerRegistry, WorkerState } from "../fleet/worker-registry.js";
+import type { KeyRing } from "../http/auth.js";
+import { hangUpSignal, headersOf, queryOf, sendEmpty, sendError, sendJson } from "../http/http-util.js";
+import type { JsonRead, ReadJsonOptions } from "../http/read-json.js";
 import {
   headerOf,
   type ParsedBody,
@@ -17,9 +16,10 @@ import {
   routeOf,
   routesOf,
   tableOf,
-} from "./route-table.js";
+} from "../http/route-table.js";
+import type { JobStore } from "../jobs/job-store.js";
+import type { RecordedRequest, RequestLog, WorkerRoute } from "./request-log.js";
 import { parseStreamBody } from "./stream-body.js";
-import type { WorkerRegistry, WorkerState } from "./worker-registry.js";
 
 /** What the worker routes need from the harness. */
 export interface WorkerRoutesContext {

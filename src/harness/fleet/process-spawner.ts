@@ -1,8 +1,8 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
 import { fileURLToPath } from "node:url";
+import type { SpawnedWorker, WorkerSpawner } from "../options.js";
 import { readLines } from "./child-lines.js";
-import type { SpawnedWorker, WorkerSpawner } from "./options.js";
 import { startupUpdateOfLine } from "./worker-startup.js";
 
 /** Options of {@link processSpawner}. */
@@ -23,7 +23,7 @@ export interface ProcessSpawnerOptions {
   readonly cliPath?: string;
 }
 
-const DEFAULT_CLI = fileURLToPath(new URL("../../bin/runlet.mjs", import.meta.url));
+const DEFAULT_CLI = fileURLToPath(new URL("../../../bin/runlet.mjs", import.meta.url));
 
 /**
  * A {@link WorkerSpawner} that runs `runlet start <handlerPath>` as a child process with the

@@ -1,14 +1,10 @@
 import type { ServerResponse } from "node:http";
-import { type Health, JOB_STATUSES, type JobList, jobStatusSchema } from "../protocol/api.js";
-import { RUNSYNC_WAIT_MS, TTL_MS } from "../protocol/limits.js";
-import type { KeyRing } from "./auth.js";
-import { hangUpSignal, sendError, sendJson } from "./http-util.js";
-import { listItemOf, recentJobs } from "./job-list.js";
-import type { JobService, Outcome } from "./job-service.js";
-import type { JobStore } from "./job-store.js";
-import type { ResolvedOptions } from "./options.js";
-import { type RateLimiter, rateAdmission } from "./rate-limits.js";
-import type { ReadJsonOptions } from "./read-json.js";
+import { type Health, JOB_STATUSES, type JobList, jobStatusSchema } from "../../protocol/api.js";
+import { RUNSYNC_WAIT_MS, TTL_MS } from "../../protocol/limits.js";
+import type { KeyRing } from "../http/auth.js";
+import { hangUpSignal, sendError, sendJson } from "../http/http-util.js";
+import { type RateLimiter, rateAdmission } from "../http/rate-limits.js";
+import type { ReadJsonOptions } from "../http/read-json.js";
 import {
   headerOf,
   type ParsedBody,
@@ -17,7 +13,11 @@ import {
   routeOf,
   routesOf,
   tableOf,
-} from "./route-table.js";
+} from "../http/route-table.js";
+import { listItemOf, recentJobs } from "../jobs/job-list.js";
+import type { JobService, Outcome } from "../jobs/job-service.js";
+import type { JobStore } from "../jobs/job-store.js";
+import type { ResolvedOptions } from "../options.js";
 
 /** What the client routes need from the harness. */
 export interface ClientRoutesContext {

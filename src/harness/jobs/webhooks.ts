@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
-import { withLinkedSignal } from "../linked-signal.js";
-import { USER_AGENT } from "../version.js";
-import type { TimerSet } from "./clock.js";
+import { withLinkedSignal } from "../../linked-signal.js";
+import { USER_AGENT } from "../../version.js";
+import type { TimerSet } from "../clock.js";
 
 /** Webhook delivery settings (docs/protocol.md, "Webhooks"). */
 export interface WebhookOptions {
