@@ -89,6 +89,7 @@ cache's cold and warm start-up, and cold start, prints a table and writes the re
 
   --quick            tiny sizes: checks the bench runs, measures nothing meaningful
   --only batching    only the batching figures (the table is printed; JSON only with --out)
+  --only worker      only the worker's figures (job throughput against its ceilings, per-job overhead)
   --only ocr         only the OCR model's figures (examples/ocr: start, RSS, latency, batch sizes)
   --only telemetry   only the telemetry figures (start → first take and idle RSS, off and on)
   --out <file>       where to write the JSON   default: bench/results.json
@@ -127,13 +128,14 @@ async function main(): Promise<number> {
 async function runOnly(section: string, quick: boolean, out: string | undefined): Promise<number> {
   const sections: Record<string, (o: BenchOptions) => Promise<Figure[]>> = {
     batching: measureBatching,
+    worker: async (o) => [...(await measureThroughput(o)).figures, ...(await measureOverhead(o))],
     ocr: measureOcr,
     telemetry: measureTelemetry,
   };
   const measure = sections[section];
   if (measure === undefined) {
     process.stderr.write(
-      `--only takes "batching", "ocr" or "telemetry", got ${JSON.stringify(section)}\n${HELP}`,
+      `--only takes "batching", "worker", "ocr" or "telemetry", got ${JSON.stringify(section)}\n${HELP}`,
     );
     return 2;
   }
