@@ -1,8 +1,7 @@
 import type { KeyRing } from "../http/auth.js";
-import { type RateLimiter, rateAdmission } from "../http/rate-limits.js";
+import type { RateLimiter } from "../http/rate-limits.js";
 import type { ReadJsonOptions } from "../http/read-json.js";
 import {
-  headerOf,
   type ParsedBody,
   type RouteCall,
   type RouteFamily,
@@ -12,6 +11,7 @@ import {
 } from "../http/route-table.js";
 import type { JobStore } from "../jobs/job-store.js";
 import type { ResolvedOptions } from "../options.js";
+import { clientChecks } from "../routes/client-routes.js";
 import { openAIError, sendOpenAIError } from "./error-body.js";
 import type { JobFeed } from "./job-feed.js";
 import { relay } from "./relay.js";
@@ -77,14 +77,7 @@ export function openAIFamily(ctx: OpenAIRoutesContext): RouteFamily<OpenAIRoutes
     claims: "named",
     context: ctx,
     routes: routesOf(OPENAI_ROUTE_TABLE),
-    defaultAccess: "client",
-    authorize: (_access, request) =>
-      ctx.keys.client(headerOf(request.headers, "authorization"), request.endpointId),
-    hasEndpoint: (id) => ctx.store.table.hasEndpoint(id),
-    admit: rateAdmission(ctx.limiter, (id) => {
-      const counts = ctx.store.workers.counts(id, 0);
-      return counts.idle + counts.running;
-    }),
+    ...clientChecks(ctx),
     refuse({ req, res, url, endpointId, path }, refusal) {
       switch (refusal.reason) {
         case "key":

@@ -155,6 +155,28 @@ function intParam(url: URL, name: string, min: number, max: number): number | un
 }
 
 /**
+ * The checks every client-keyed family shares (the job API's and the OpenAI routes'): the client
+ * key of the call's endpoint, the endpoint's existence, and its rate rows, whose dynamic rule counts
+ * the endpoint's connected workers.
+ */
+export function clientChecks(ctx: {
+  readonly store: JobStore;
+  readonly keys: KeyRing;
+  readonly limiter: RateLimiter;
+}): Pick<RouteFamily<unknown, "client">, "defaultAccess" | "authorize" | "hasEndpoint" | "admit"> {
+  return {
+    defaultAccess: "client",
+    authorize: (_access, request) =>
+      ctx.keys.client(headerOf(request.headers, "authorization"), request.endpointId),
+    hasEndpoint: (id) => ctx.store.table.hasEndpoint(id),
+    admit: rateAdmission(ctx.limiter, (id) => {
+      const counts = ctx.store.workers.counts(id, 0);
+      return counts.idle + counts.running;
+    }),
+  };
+}
+
+/**
  * The client routes' family: refusals in the job API's error body, in the router's order
  * (docs/harness.md, "Routes"): key (401), endpoint (404), the key's access (403), path (404),
  * method (405), rate limit (429).
@@ -166,14 +188,7 @@ export function clientFamily(ctx: ClientRoutesContext): RouteFamily<ClientRoutes
     claims: "named",
     context: ctx,
     routes: routesOf(CLIENT_ROUTE_TABLE),
-    defaultAccess: "client",
-    authorize: (_access, request) =>
-      ctx.keys.client(headerOf(request.headers, "authorization"), request.endpointId),
-    hasEndpoint: (id) => ctx.store.table.hasEndpoint(id),
-    admit: rateAdmission(ctx.limiter, (id) => {
-      const counts = ctx.store.workers.counts(id, 0);
-      return counts.idle + counts.running;
-    }),
+    ...clientChecks(ctx),
     refuse({ req, res, url, endpointId }, refusal) {
       switch (refusal.reason) {
         case "key":
