@@ -109,7 +109,8 @@ export interface PlatformEnv {
 
 /** Parses the platform's variables from `env`; a bad value throws RUNLET_CONFIG_INVALID naming it. */
 export function readPlatformEnv(env: Readonly<Record<string, string | undefined>>): PlatformEnv {
-  const parsed = envSchema.safeParse(env);
+  // Parsed once: zod compiling a fast path for the object (its JIT) would cost more than it saves.
+  const parsed = envSchema.safeParse(env, { jitless: true });
   if (!parsed.success) {
     const problems = parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`);
     throw new RunletError("RUNLET_CONFIG_INVALID", `bad environment: ${problems.join("; ")}`, {

@@ -71,7 +71,9 @@ export function parseOptions<S extends z.ZodType>(
   code: RunletErrorCode,
   prefix = "",
 ): z.output<S> {
-  const result = schema.safeParse(value, { reportInput: true });
+  // Options are parsed once each: zod compiling a fast path for the object (its JIT, `new
+  // Function`) costs more than that one parse; at start-up it was most of defineHandler's time.
+  const result = schema.safeParse(value, { reportInput: true, jitless: true });
   if (result.success) return result.data;
   const issues = result.error.issues.map((issue) => {
     const name = pathOf(issue.path);

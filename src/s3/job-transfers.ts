@@ -1,4 +1,3 @@
-import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Readable } from "node:stream";
@@ -118,7 +117,12 @@ export function createJobTransfers(options: JobTransfersOptions): JobTransfers {
   async function jobFolder(): Promise<string> {
     // Never a folder after the job's end: end() would not see it.
     if (ended.signal.aborted) throw abortReason(ended.signal);
-    tmpDir ??= mkdtemp(join(options.tmpRoot ?? tmpdir(), `runlet-${jobId.replace(/[^A-Za-z0-9_-]/g, "_")}-`));
+    // node:fs/promises on first use: it brings node:readline and more with it, which the worker's
+    // start would otherwise load (and, under the image's flags, compile) for a job that may never
+    // download (docs/benchmarks.md, "Cold start").
+    tmpDir ??= import("node:fs/promises").then(({ mkdtemp }) =>
+      mkdtemp(join(options.tmpRoot ?? tmpdir(), `runlet-${jobId.replace(/[^A-Za-z0-9_-]/g, "_")}-`)),
+    );
     return tmpDir;
   }
 
@@ -206,6 +210,7 @@ export function createJobTransfers(options: JobTransfersOptions): JobTransfers {
     if (tmpDir !== undefined) {
       const dir = await tmpDir.catch(() => undefined);
       if (dir !== undefined) {
+        const { rm } = await import("node:fs/promises");
         await rm(dir, { recursive: true, force: true }).catch((err: unknown) =>
           log.warn({ err }, "removing the job's temporary folder failed"),
         );

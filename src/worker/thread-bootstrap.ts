@@ -1,4 +1,3 @@
-import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -42,7 +41,10 @@ export const TS_FILE = /\.(c|m)?tsx?$/;
 export function tsxApiUrl(): string {
   const require = createRequire(import.meta.url);
   const manifestPath = require.resolve("tsx/package.json");
-  const manifest = JSON.parse(readFileSync(manifestPath, "utf8")) as {
+  // Read through require, not node:fs: a static ESM import of node:fs makes Node build its
+  // namespace, which loads node:fs/promises, file streams and node:readline with it (27 of Node's
+  // modules, compiled anew at every start under the image's flags).
+  const manifest = require(manifestPath) as {
     exports: Record<string, { import?: { default?: string } }>;
   };
   const target = manifest.exports["./esm/api"]?.import?.default ?? "./dist/esm/api/index.mjs";

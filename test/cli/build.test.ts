@@ -166,6 +166,44 @@ describe("runlet build", () => {
     expect(entries.filter((e) => e.includes("/")).length).toBeGreaterThan(0);
   });
 
+  it("loads none of Node's modules that a start does not need (each is compiled anew under the image's flags)", async () => {
+    // docs/benchmarks.md, "Cold start": under the image's V8 flags Node compiles each of its own
+    // modules from source at every start. --warm-compile-cache loads what a start loads up front
+    // (the bundle's static modules and the handler); a preload lists Node's modules at its exit
+    // (written with writeSync: process.stderr, a pipe here, would load node:net itself).
+    const { dir } = await buildIn("builtins", "examples/echo/handler.ts");
+    const listAtExit = `data:text/javascript,${encodeURIComponent(
+      'process.on("exit",()=>process.getBuiltinModule("node:fs").writeSync(2,process.moduleLoadList.filter((m)=>m.startsWith("NativeModule ")).map((m)=>m.slice(13)).join("\\n")))',
+    )}`;
+    const r = await runNode(
+      [
+        ...WORKER_NODE_FLAGS,
+        `--import=${listAtExit}`,
+        join(dir, "dist", "worker.mjs"),
+        "--warm-compile-cache",
+      ],
+      { node: node.bin, cwd: dir, env: childEnv() },
+    );
+    expect(r.code).toBe(0);
+    const loaded = r.stderr.split("\n");
+    expect(loaded).toContain("worker_threads"); // The list is Node's modules (so the check below can fail).
+    // node:fs/promises and node:readline come with a static ESM import of node:fs (Node builds its
+    // namespace), node:perf_hooks with the first touch of `performance`; the rest with optional parts.
+    // (node:net is not listed: a worker's log lines go to stdout, a pipe on the platform.)
+    const unneeded = [
+      "fs/promises",
+      "internal/fs/promises",
+      "internal/readline/interface",
+      "perf_hooks",
+      "crypto",
+      "child_process",
+      "zlib",
+      "http",
+      "https",
+    ];
+    expect(loaded.filter((m) => unneeded.includes(m))).toEqual([]);
+  });
+
   it("never runs setup with --warm-compile-cache (the image build), and runs it on a real start", async () => {
     const { mkdir, writeFile } = await import("node:fs/promises");
     const dir = join(tmp, "warm-setup");

@@ -130,7 +130,7 @@ const schema = z.object({
 
 /** Reads the fitness variables from `env`; a bad value throws RUNLET_CONFIG_INVALID naming it, its range and what came. */
 export function readFitnessConfig(env: Readonly<Record<string, string | undefined>>): FitnessConfig {
-  const parsed = schema.safeParse(env);
+  const parsed = schema.safeParse(env, { jitless: true });
   if (!parsed.success) {
     const problems = parsed.error.issues.map((i) => i.message);
     throw new RunletError("RUNLET_CONFIG_INVALID", `bad environment: ${problems.join("; ")}`, {
