@@ -15,8 +15,11 @@ import { ROOT } from "./worker-process.js";
  * (wall and, where the bundle reports it, CPU), of the CPU to the first take and of spawn → first
  * take, each against the other and runlet's phase against its target. Nothing is written.
  *
- *   node bin/run-ts.mjs bench/cold-compare.ts --before <tree> [--after <tree>] [--rounds 5]
+ *   node bin/run-ts.mjs bench/cold-compare.ts --before <tree> [--after <tree>] [--rounds 5] [--node <bin>]
  *
+ * `--node`: the Node binary that runs both bundles (default: the one running this script), e.g.
+ * a Node 22 as the image has (`npm install node@22` in a scratch folder), whose compile cache the
+ * starts get as in the image.
  * A tree is a runlet checkout whose dist/ is built (`node scripts/build.mjs`); --after defaults to
  * this one. For main as the before: `git archive main | tar -x -C <dir>`, link node_modules,
  * build.
@@ -59,9 +62,9 @@ const CPU_AT_EXIT = `data:text/javascript,${encodeURIComponent(
  * CPU ms of loading `bundle` as a start loads it (its static modules and the handler) and exiting:
  * `--warm-compile-cache`, with the image's Node flags and environment.
  */
-async function loadCpuMs(bundle: string): Promise<number> {
+async function loadCpuMs(bundle: string, node: string): Promise<number> {
   const { stderr } = await promisify(execFile)(
-    process.execPath,
+    node,
     [...WORKER_NODE_FLAGS, `--import=${CPU_AT_EXIT}`, bundle, WARM_COMPILE_CACHE_FLAG],
     {
       env: { PATH: process.env["PATH"] ?? "", NODE_ENV: "production", NODE_OPTIONS: "--enable-source-maps" },
@@ -96,17 +99,19 @@ async function main(): Promise<number> {
       after: { type: "string" },
       rounds: { type: "string" },
       "runs-per-round": { type: "string" },
+      node: { type: "string" },
     },
   });
   if (values.before === undefined) {
     process.stderr.write(
-      "usage: node bin/run-ts.mjs bench/cold-compare.ts --before <tree> [--after <tree>] [--rounds 5]\n",
+      "usage: node bin/run-ts.mjs bench/cold-compare.ts --before <tree> [--after <tree>] [--rounds 5] [--node <bin>]\n",
     );
     return 2;
   }
   const trees = { before: resolve(values.before), after: resolve(values.after ?? ROOT) };
   const rounds = Number(values.rounds ?? 5);
   const runs = Number(values["runs-per-round"] ?? 3);
+  const node = values.node === undefined ? process.execPath : resolve(values.node);
   const dir = await mkdtemp(join(tmpdir(), "runlet-cold-compare-"));
   try {
     const bundles = {
@@ -120,8 +125,8 @@ async function main(): Promise<number> {
     for (let round = 0; round < rounds; round++) {
       for (const side of ["before", "after"] as const) {
         process.stderr.write(`cold-compare: round ${round + 1}/${rounds}, ${side}…\n`);
-        pool(pooled[side], await measureColdStart({ bundlePath: bundles[side], runs, idleMs: 100 }));
-        for (let i = 0; i < runs; i++) pooled[side].loadCpuMs.push(await loadCpuMs(bundles[side]));
+        pool(pooled[side], await measureColdStart({ bundlePath: bundles[side], runs, idleMs: 100, node }));
+        for (let i = 0; i < runs; i++) pooled[side].loadCpuMs.push(await loadCpuMs(bundles[side], node));
       }
     }
     const m = (side: "before" | "after", key: keyof Pooled) => median(pooled[side][key]);
@@ -133,6 +138,7 @@ async function main(): Promise<number> {
       ["spawn → first take, wall", "takeMs"],
     ];
     const out = [
+      `node: ${(await promisify(execFile)(node, ["--version"])).stdout.trim()} (${node})`,
       `before: ${trees.before}`,
       `after:  ${trees.after}`,
       `${rounds} rounds × ${runs} starts each, alternating; medians:`,

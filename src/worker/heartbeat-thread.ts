@@ -1,5 +1,3 @@
-import { request as httpRequest } from "node:http";
-import { request as httpsRequest } from "node:https";
 import { parentPort, workerData } from "node:worker_threads";
 import { JobSlotReader, SLOT_FLAGS, type SlotJob, type SlotMessage } from "./job-slots.js";
 import { requestIdHeader } from "./request-id.js";
@@ -9,6 +7,12 @@ import { requestIdHeader } from "./request-id.js";
  * "Heartbeat") and the in-process watchdog. It reads the jobs from the shared job table
  * (job-slots.ts) and talks HTTP through node:http(s), not `fetch`, whose undici would add ~12 MiB
  * to an idle worker's memory: every thread has its own heap, so this one imports nothing else.
+ *
+ * node:http and node:https come through `process.getBuiltinModule`, not a static `import`: for an
+ * ESM import Node builds the module's namespace, reading every export, and node:http's `WebSocket`
+ * and friends are getters that load Node's own copy of undici (about 95 more of Node's modules,
+ * each compiled anew at every start under the image's flags; docs/benchmarks.md, "Cold start").
+ * node:https (with TLS) loads only for an https URL.
  */
 
 /** What the watchdog posts for a job it finds holding the main thread past its time. */
@@ -72,8 +76,8 @@ function send(
   hops = 0,
 ): Promise<number> {
   return new Promise<{ status: number; location: string | undefined }>((resolve, reject) => {
-    const request = url.protocol === "https:" ? httpsRequest : httpRequest;
-    const req = request(url, { method: options.method ?? "GET", headers: options.headers }, (res) => {
+    const http = process.getBuiltinModule(url.protocol === "https:" ? "node:https" : "node:http");
+    const req = http.request(url, { method: options.method ?? "GET", headers: options.headers }, (res) => {
       const done = (): void => {
         clearTimeout(timer);
         resolve({ status: res.statusCode ?? 0, location: res.headers.location });

@@ -1,4 +1,4 @@
-import type { Agent, Dispatcher } from "undici";
+import type { ClientRequest, Agent as HttpAgent, IncomingMessage } from "node:http";
 import { RunletError } from "../errors.js";
 import { onAbort } from "../linked-signal.js";
 import { RESULT_POST_HEADERS } from "../protocol/headers.js";
@@ -6,8 +6,15 @@ import { USER_AGENT } from "../version.js";
 import { requestIdHeader } from "./request-id.js";
 
 /**
- * The worker's HTTP to the platform: one keep-alive undici Agent, and the headers of
- * docs/protocol.md, "Headers" set per request (never on a shared session, which races under concurrency).
+ * The worker's HTTP to the platform: one keep-alive node:http Agent (node:https's for an https
+ * platform), and the headers of docs/protocol.md, "Headers" set per request (never on a shared
+ * session, which races under concurrency).
+ *
+ * node:http rather than undici: undici's public entry, with its fetch, WebSocket and cache
+ * modules, cost a start about 130 ms of CPU before the first take under the image's flags, and an
+ * idle worker about 12 MiB (docs/benchmarks.md, "Cold start"). The modules come through
+ * `process.getBuiltinModule`: a static ESM import of node:http makes Node build its namespace,
+ * whose `WebSocket` getters load Node's own copy of undici anyway.
  */
 
 /** One answer, body already read. */
@@ -76,10 +83,12 @@ export function isRefusedRequest(err: unknown): boolean {
   return err instanceof RunletError && err.code === "RUNLET_REQUEST_REFUSED";
 }
 
-/** undici's errors for a request it will not send (a header value or URL it cannot carry). */
+/**
+ * node:http's errors for a request it will not send (a header value, method or path it cannot
+ * carry: ERR_INVALID_CHAR, ERR_UNESCAPED_CHARACTERS… are TypeErrors), and a request after close().
+ */
 function refusal(err: unknown, method: string): unknown {
-  const code = (err as { code?: unknown } | undefined)?.code;
-  if (code !== "UND_ERR_INVALID_ARG" && !(err instanceof TypeError)) return err;
+  if (!(err instanceof TypeError)) return err;
   return new RunletError(
     "RUNLET_REQUEST_REFUSED",
     `the HTTP client refused the ${method} before sending it: ${(err as Error).message}`,
@@ -113,26 +122,31 @@ const SLASH = 47;
  */
 const PLAIN_PATH = /^(?!.*\/\.\.?(?:[/?]|$))[A-Za-z0-9\-._~!$&()*+,;=:@/%?]*$/;
 
-/**
- * undici, imported once on first use. Its public entry also evaluates its fetch, WebSocket and
- * cache modules and makes Node load its own internal undici (docs/benchmarks.md, "Cold start"):
- * imported statically it was most of runlet's start-up phase. The worker starts loading it when
- * it is created, so it loads while the start-up phases (fitness checks, setup) run, not before them.
- */
-let undici: Promise<typeof import("undici")> | undefined;
+/** Where one origin's requests go: what node:http's request options need of it. */
+interface Origin {
+  readonly https: boolean;
+  /** Without the brackets of an IPv6 literal. */
+  readonly hostname: string;
+  readonly port: number;
+}
+
+/** An error with a network code, as node:http's own errors have (the retry policy reads `code`). */
+function networkError(message: string, code: string): Error {
+  return Object.assign(new Error(message), { code });
+}
 
 /** Talks to the platform's worker routes. */
 
 export class PlatformHttp {
-  /** Set once undici has loaded; every request goes through it. */
-  #agent: Agent | undefined;
-  /** undici's load and the agent's creation; the first requests wait for it. */
-  readonly #loading: Promise<Agent>;
+  /** One keep-alive agent per scheme, made on first use. */
+  #httpAgent: HttpAgent | undefined;
+  #httpsAgent: HttpAgent | undefined;
+  #closed = false;
   /** URL text → origin and path. A streaming job posts thousands of chunks to one URL: parse it once. */
   readonly #targets = new Map<string, { readonly origin: string; readonly path: string }>();
-  /** Origins of URLs parsed so far (one, on the platform). */
-  readonly #origins = new Set<string>();
-  /** Headers of every GET and every JSON POST, built once (undici only reads them). */
+  /** Origins of URLs parsed so far (one, on the platform), and where each one's requests go. */
+  readonly #origins = new Map<string, Origin>();
+  /** Headers of every GET and every JSON POST, built once (node:http only reads them). */
   readonly #plainHeaders: Readonly<Record<string, string>>;
   readonly #jsonHeaders: Readonly<Record<string, string>>;
 
@@ -141,28 +155,32 @@ export class PlatformHttp {
     if (apiKey !== undefined) plain["authorization"] = apiKey;
     this.#plainHeaders = Object.freeze(plain);
     this.#jsonHeaders = Object.freeze({ ...plain, ...RESULT_POST_HEADERS });
-    undici ??= import("undici");
-    this.#loading = undici.then((mod) => {
-      // undici is CommonJS: its exports are the namespace's default, bundled (runlet build) or not.
-      const { Agent } = mod.default;
-      // Long polls are bounded by the caller's signal (takeTimeoutMs), not by undici's own timers.
-      this.#agent = new Agent({
-        keepAliveTimeout: 30_000,
-        headersTimeout: 0,
-        bodyTimeout: 0,
-        connections: MAX_PLATFORM_CONNECTIONS,
-      });
-      return this.#agent;
-    });
-    // A failed load fails each request that waits for it; it is not also an unhandled rejection.
-    this.#loading.catch(() => {});
+  }
+
+  /**
+   * The agent of a scheme. Keep-alive, at most {@link MAX_PLATFORM_CONNECTIONS} sockets (more
+   * requests queue for one); an idle socket closes when the server's `Keep-Alive: timeout` says so.
+   * Long polls are bounded by the caller's signal (takeTimeoutMs), not by a socket timeout here.
+   */
+  #agentFor(https: boolean): HttpAgent {
+    const options = {
+      keepAlive: true,
+      maxSockets: MAX_PLATFORM_CONNECTIONS,
+      maxFreeSockets: MAX_PLATFORM_CONNECTIONS,
+    };
+    if (https) {
+      this.#httpsAgent ??= new (process.getBuiltinModule("node:https").Agent)(options);
+      return this.#httpsAgent;
+    }
+    this.#httpAgent ??= new (process.getBuiltinModule("node:http").Agent)(options);
+    return this.#httpAgent;
   }
 
   #target(url: string): { readonly origin: string; readonly path: string } {
     let target = this.#targets.get(url);
     if (target !== undefined) return target;
     // Each job's URLs are new text but share an origin seen before: split there instead of parsing.
-    for (const origin of this.#origins) {
+    for (const origin of this.#origins.keys()) {
       if (url.startsWith(origin) && url.charCodeAt(origin.length) === SLASH) {
         const path = url.slice(origin.length);
         if (PLAIN_PATH.test(path)) return { origin, path };
@@ -172,8 +190,24 @@ export class PlatformHttp {
     target = { origin: parsed.origin, path: `${parsed.pathname}${parsed.search}` };
     if (this.#targets.size >= TARGET_CACHE_SIZE) this.#targets.clear();
     this.#targets.set(url, target);
-    if (this.#origins.size < TARGET_CACHE_SIZE) this.#origins.add(parsed.origin);
+    if (this.#origins.size < TARGET_CACHE_SIZE && !this.#origins.has(parsed.origin)) {
+      this.#origins.set(parsed.origin, PlatformHttp.#originOf(parsed));
+    }
     return target;
+  }
+
+  static #originOf(url: URL): Origin {
+    const https = url.protocol === "https:";
+    if (!https && url.protocol !== "http:") {
+      throw new TypeError(`the platform's URL must be http: or https:, got ${url.protocol}`);
+    }
+    const hostname = url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname;
+    return { https, hostname, port: url.port === "" ? (https ? 443 : 80) : Number(url.port) };
+  }
+
+  /** Where `origin`'s requests go: remembered by #target, or parsed now (past the cache's bound). */
+  #originTo(origin: string): Origin {
+    return this.#origins.get(origin) ?? PlatformHttp.#originOf(new URL(origin));
   }
 
   #headers(jobId: string | undefined, json: boolean): Record<string, string> {
@@ -243,10 +277,9 @@ export class PlatformHttp {
   }
 
   /**
-   * One request through undici's dispatcher, the answer collected into a string. A streaming job
-   * makes one request per chunk, so this skips what `request()` builds per call that the worker
-   * does not need: the URL parse (cached in #target), a Readable for the answer body, and, with
-   * `answerTimeoutMs`, per-request AbortSignals (undici's own header and body timers instead).
+   * One request, the answer collected into a string. A streaming job makes one request per chunk,
+   * so this keeps per-request work small: the URL parse is cached (#target), the answer's body is
+   * collected as Buffers, and one socket timeout stands for the answer's header and body timers.
    */
   #send(
     method: "GET" | "POST",
@@ -255,10 +288,6 @@ export class PlatformHttp {
     body: string | Uint8Array | undefined,
     options: PlatformRequestOptions,
   ): Promise<PlatformResponse> {
-    const agent = this.#agent;
-    if (agent === undefined) {
-      return this.#loading.then(() => this.#send(method, url, headers, body, options));
-    }
     const { signal, answerTimeoutMs } = options;
     const maxAnswerBytes = options.maxAnswerBytes ?? DEFAULT_MAX_ANSWER_BYTES;
     const answerBodyMs = options.answerBodyMs ?? DEFAULT_ANSWER_BODY_MS;
@@ -268,12 +297,11 @@ export class PlatformHttp {
         reject(signal.reason);
         return;
       }
-      let controller: { abort(reason: Error): void } | undefined;
+      let req: ClientRequest | undefined;
       let status = 0;
       let answerHeaders: PlatformResponse["headers"] = {};
       let headersCame = false;
       let settled = false;
-      let cutNow = false;
       const chunks: Buffer[] = [];
       let answerBytes = 0;
       let bodyTimer: NodeJS.Timeout | undefined;
@@ -281,8 +309,7 @@ export class PlatformHttp {
       const cut = (): void => {
         // Once the headers came the answer is the server's: read it (bounded) rather than drop it.
         if (headersCame || signal === undefined) return;
-        cutNow = true;
-        controller?.abort(signal.reason);
+        req?.destroy(signal.reason);
       };
       // One listener per signal however many requests share it (every in-flight post shares the
       // worker's give-up signal): a listener each tripped MaxListenersExceededWarning under a burst.
@@ -303,7 +330,8 @@ export class PlatformHttp {
           reject(refusal(outcome.err, method));
           return;
         }
-        const text = Buffer.concat(chunks).toString("utf8");
+        const text =
+          chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks).toString("utf8");
         resolve(
           outcome.truncated === undefined
             ? { status, headers: answerHeaders, text }
@@ -313,73 +341,68 @@ export class PlatformHttp {
       const stopReading = (why: "bytes" | "time"): void => {
         finish({ ok: true, truncated: why });
         // The rest is not wanted: drop the connection (its error is ignored, the answer is out).
-        controller?.abort(new Error(`the answer to ${method} was not read to its end (${why})`));
+        req?.destroy(new Error(`the answer to ${method} was not read to its end (${why})`));
+      };
+      const onResponse = (res: IncomingMessage): void => {
+        status = res.statusCode ?? 0;
+        answerHeaders = res.headers;
+        headersCame = true;
+        clearTimeout(settleTimer);
+        bodyTimer = setTimeout(() => stopReading("time"), answerBodyMs);
+        res.on("data", (chunk: Buffer) => {
+          if (settled) return;
+          const room = maxAnswerBytes - answerBytes;
+          answerBytes += chunk.length;
+          if (answerBytes > maxAnswerBytes) {
+            if (room > 0) chunks.push(chunk.subarray(0, room));
+            stopReading("bytes");
+            return;
+          }
+          chunks.push(chunk);
+        });
+        res.on("end", () => finish({ ok: true }));
+        res.on("error", (err) => finish({ ok: false, err }));
       };
       try {
-        this.#dispatch(agent, method, url, headers, body, answerTimeoutMs, {
-          onRequestStart(c) {
-            controller = c;
-            // Aborted while the request waited for a connection.
-            if (signal?.aborted && (cutNow || settleMs <= 0)) c.abort(signal.reason);
+        if (this.#closed) throw new TypeError("the worker's HTTP client is closed");
+        const target = this.#target(url);
+        const to = this.#originTo(target.origin);
+        const payload =
+          body === undefined ? undefined : typeof body === "string" ? Buffer.from(body, "utf8") : body;
+        const http = process.getBuiltinModule(to.https ? "node:https" : "node:http");
+        req = http.request(
+          {
+            agent: this.#agentFor(to.https),
+            hostname: to.hostname,
+            port: to.port,
+            method,
+            path: target.path,
+            headers:
+              payload === undefined ? headers : { ...headers, "content-length": String(payload.byteLength) },
           },
-          onResponseStart(_c, statusCode, responseHeaders) {
-            status = statusCode;
-            answerHeaders = responseHeaders;
-            headersCame = true;
-            clearTimeout(settleTimer);
-            bodyTimer = setTimeout(() => stopReading("time"), answerBodyMs);
-          },
-          onResponseData(_c, chunk) {
-            if (settled) return;
-            const room = maxAnswerBytes - answerBytes;
-            answerBytes += chunk.length;
-            if (answerBytes > maxAnswerBytes) {
-              if (room > 0) chunks.push(chunk.subarray(0, room));
-              stopReading("bytes");
-              return;
-            }
-            chunks.push(chunk);
-          },
-          onResponseEnd() {
-            finish({ ok: true });
-          },
-          onResponseError(_c, err) {
-            finish({ ok: false, err });
-          },
-        });
+          onResponse,
+        );
+        req.on("error", (err) => finish({ ok: false, err }));
+        if (answerTimeoutMs !== undefined) {
+          // No byte for answerTimeoutMs, waiting for the answer's headers or between its body's bytes.
+          req.setTimeout(answerTimeoutMs, () =>
+            req?.destroy(
+              networkError(`no answer to the ${method} within ${answerTimeoutMs} ms`, "ETIMEDOUT"),
+            ),
+          );
+        }
+        req.end(payload);
       } catch (err) {
-        // A closed agent, or a header or URL undici will not send, refuses synchronously.
+        // A closed client, or a header, method or path node:http will not send, refuses synchronously.
         finish({ ok: false, err });
       }
     });
   }
 
-  #dispatch(
-    agent: Agent,
-    method: "GET" | "POST",
-    url: string,
-    headers: Record<string, string>,
-    body: string | Uint8Array | undefined,
-    answerTimeoutMs: number | undefined,
-    handler: Dispatcher.DispatchHandler,
-  ): void {
-    agent.dispatch(
-      {
-        ...this.#target(url),
-        method,
-        headers,
-        body: body ?? null,
-        ...(answerTimeoutMs === undefined
-          ? {}
-          : { headersTimeout: answerTimeoutMs, bodyTimeout: answerTimeoutMs }),
-      },
-      handler,
-    );
-  }
-
-  /** Closes idle connections; requests still running are destroyed. */
+  /** Closes idle connections; requests still running are destroyed, and later ones refused. */
   async close(): Promise<void> {
-    const agent = await this.#loading.catch(() => undefined);
-    await agent?.destroy();
+    this.#closed = true;
+    this.#httpAgent?.destroy();
+    this.#httpsAgent?.destroy();
   }
 }
