@@ -32,6 +32,7 @@ interface Pooled {
   readonly runletCpuMs: number[];
   readonly cpuToTakeMs: number[];
   readonly takeMs: number[];
+  readonly idleRssMiB: number[];
 }
 
 function median(values: readonly number[]): number | undefined {
@@ -48,6 +49,7 @@ function pool(into: Pooled, figures: ColdStartFigures): void {
     if (cpu["runlet"] !== undefined) into.runletCpuMs.push(cpu["runlet"]);
   if (figures.coldStartCpuMsMedian !== undefined) into.cpuToTakeMs.push(figures.coldStartCpuMsMedian);
   into.takeMs.push(...figures.coldStartMsRuns);
+  into.idleRssMiB.push(...figures.idleRssBytesRuns.map((b) => b / 1_048_576));
 }
 
 /**
@@ -84,7 +86,8 @@ async function bundleWith(tree: string, outDir: string): Promise<string> {
   return built.bundlePath;
 }
 
-const fmt = (ms: number | undefined): string => (ms === undefined ? "—" : `${Math.round(ms * 10) / 10} ms`);
+const fmt = (value: number | undefined, unit = "ms"): string =>
+  value === undefined ? "—" : `${Math.round(value * 10) / 10} ${unit}`;
 
 function change(before: number | undefined, after: number | undefined): string {
   if (before === undefined || after === undefined) return "";
@@ -119,8 +122,8 @@ async function main(): Promise<number> {
       after: await bundleWith(trees.after, join(dir, "after")),
     };
     const pooled: Record<"before" | "after", Pooled> = {
-      before: { loadCpuMs: [], runletMs: [], runletCpuMs: [], cpuToTakeMs: [], takeMs: [] },
-      after: { loadCpuMs: [], runletMs: [], runletCpuMs: [], cpuToTakeMs: [], takeMs: [] },
+      before: { loadCpuMs: [], runletMs: [], runletCpuMs: [], cpuToTakeMs: [], takeMs: [], idleRssMiB: [] },
+      after: { loadCpuMs: [], runletMs: [], runletCpuMs: [], cpuToTakeMs: [], takeMs: [], idleRssMiB: [] },
     };
     for (let round = 0; round < rounds; round++) {
       for (const side of ["before", "after"] as const) {
@@ -136,6 +139,7 @@ async function main(): Promise<number> {
       ["  CPU used by then (`cpuMs` of `worker ready`, where reported)", "runletCpuMs"],
       ["CPU to the first take (all threads)", "cpuToTakeMs"],
       ["spawn → first take, wall", "takeMs"],
+      ["idle RSS after the first take (all threads), MiB", "idleRssMiB"],
     ];
     const out = [
       `node: ${(await promisify(execFile)(node, ["--version"])).stdout.trim()} (${node})`,
@@ -145,8 +149,9 @@ async function main(): Promise<number> {
       "",
     ];
     for (const [label, key] of rows) {
+      const unit = key === "idleRssMiB" ? "MiB" : "ms";
       out.push(
-        `${label.padEnd(64)} ${fmt(m("before", key)).padStart(9)} → ${fmt(m("after", key)).padStart(9)}  ${change(m("before", key), m("after", key))}`,
+        `${label.padEnd(64)} ${fmt(m("before", key), unit).padStart(9)} → ${fmt(m("after", key), unit).padStart(9)}  ${change(m("before", key), m("after", key))}`,
       );
     }
     const after = m("after", "runletMs");
