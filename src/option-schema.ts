@@ -20,15 +20,21 @@ function expecting<S extends z.ZodType>(expected: string, build: (error: { error
   return build({ error: expected });
 }
 
-/** A safe integer ≥ `min` (and ≤ `max` when given); `note` explains the bound in the message. */
+/**
+ * A safe integer ≥ `min` (and ≤ `max` when given); `note` explains the bound in the message.
+ * One schema rather than zod's chain (`z.number().int().min().max()` builds a new schema at each
+ * step): a worker builds some thirty of these at every start, before its first job
+ * (docs/benchmarks.md, "Cold start").
+ */
 export function integer(min: number, max?: number, note?: string) {
   const expected =
     (max === undefined ? `an integer ≥ ${min}` : `an integer from ${min} to ${max}`) +
     (note === undefined ? "" : ` (${note})`);
-  return expecting(expected, (e) => {
-    const base = z.number(e).int(e).min(min, e).max(Number.MAX_SAFE_INTEGER, e);
-    return max === undefined ? base : base.max(max, e);
-  });
+  const top = max ?? Number.MAX_SAFE_INTEGER;
+  return z.custom<number>(
+    (value) => typeof value === "number" && Number.isSafeInteger(value) && value >= min && value <= top,
+    { error: expected },
+  );
 }
 
 /** An optional integer ≥ `min` that is `fallback` when left out. */
@@ -41,9 +47,11 @@ export function boolean() {
   return expecting("true or false", (e) => z.boolean(e));
 }
 
-/** A string with at least one character. */
+/** A string with at least one character (one schema, as {@link integer}). */
 export function nonEmptyString() {
-  return expecting("a non-empty string", (e) => z.string(e).min(1, e));
+  return z.custom<string>((value) => typeof value === "string" && value.length > 0, {
+    error: "a non-empty string",
+  });
 }
 
 /** An optional boolean that is `fallback` when left out. */
