@@ -78,6 +78,9 @@ export const MAX_REDIRECTS = 10;
  */
 export const MAX_PLATFORM_CONNECTIONS = 64;
 
+/** Longest an idle keep-alive connection to the platform stays open, ms. */
+const IDLE_SOCKET_MS = 30_000;
+
 /** True for a request the HTTP client refused before sending it: sending it again fails the same way. */
 export function isRefusedRequest(err: unknown): boolean {
   return err instanceof RunletError && err.code === "RUNLET_REQUEST_REFUSED";
@@ -159,12 +162,16 @@ export class PlatformHttp {
 
   /**
    * The agent of a scheme. Keep-alive, at most {@link MAX_PLATFORM_CONNECTIONS} sockets (more
-   * requests queue for one); an idle socket closes when the server's `Keep-Alive: timeout` says so.
-   * Long polls are bounded by the caller's signal (takeTimeoutMs), not by a socket timeout here.
+   * requests queue for one). An idle socket closes after {@link IDLE_SOCKET_MS}, or a second
+   * before the server's `Keep-Alive: timeout` when that is sooner (node:http reads the hint only
+   * when the agent has a timeout of its own), so a request is not sent on a socket the server is
+   * closing. The agent's timeout closes idle sockets only: long polls are bounded by the caller's
+   * signal (takeTimeoutMs), and a post by `answerTimeoutMs`.
    */
   #agentFor(https: boolean): HttpAgent {
     const options = {
       keepAlive: true,
+      timeout: IDLE_SOCKET_MS,
       maxSockets: MAX_PLATFORM_CONNECTIONS,
       maxFreeSockets: MAX_PLATFORM_CONNECTIONS,
     };
