@@ -1,9 +1,9 @@
-import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { createServer, type Server } from "node:https";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runNode } from "../cli/run-cli.js";
 
 // The worker's HTTP client (PlatformHttp) speaks to an https platform through node:https: a real
 // TLS server on loopback with a test certificate (test/fixtures/tls), the client in a child
@@ -37,7 +37,9 @@ beforeAll(async () => {
           res.writeHead(307, { location: "/done" }).end();
           return;
         }
-        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ got: Buffer.byteLength(body) }));
+        res
+          .writeHead(200, { "content-type": "application/json" })
+          .end(JSON.stringify({ got: Buffer.byteLength(body) }));
       });
     },
   );
@@ -50,9 +52,7 @@ afterAll(async () => {
 });
 
 /** Runs a GET and a redirected POST through PlatformHttp in a child Node; returns its JSON lines. */
-function runClient(
-  extraEnv: Record<string, string>,
-): Promise<{ code: number | null; out: string; err: string }> {
+function runClient(extraEnv: Record<string, string>) {
   const script = `
     import { PlatformHttp } from ${JSON.stringify(CLIENT)};
     const http = new PlatformHttp("key-1");
@@ -65,21 +65,8 @@ function runClient(
     } finally {
       await http.close();
     }`;
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--input-type=module", "-e", script], {
-      env: { PATH: process.env["PATH"] ?? "", ORIGIN: origin, ...extraEnv },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let out = "";
-    let err = "";
-    child.stdout.setEncoding("utf8").on("data", (d: string) => {
-      out += d;
-    });
-    child.stderr.setEncoding("utf8").on("data", (d: string) => {
-      err += d;
-    });
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, out, err }));
+  return runNode(["--input-type=module", "-e", script], {
+    env: { PATH: process.env["PATH"] ?? "", ORIGIN: origin, ...extraEnv },
   });
 }
 
@@ -87,8 +74,8 @@ describe("the worker's HTTP client against an https platform", () => {
   it("gets and posts over TLS, following a redirect with the body and the key", async () => {
     seen.length = 0;
     const r = await runClient({ NODE_EXTRA_CA_CERTS: `${TLS}cert.pem` });
-    expect(r.err).toBe("");
-    expect(JSON.parse(r.out)).toEqual({ a: [200, '{"got":0}'], b: [200, '{"got":15}'] });
+    expect(r.stderr).toBe("");
+    expect(JSON.parse(r.stdout)).toEqual({ a: [200, '{"got":0}'], b: [200, '{"got":15}'] });
     expect(seen).toEqual([
       { method: "GET", url: "/take", authorization: "key-1", body: "" },
       { method: "POST", url: "/moved", authorization: "key-1", length: "15", body: '{"output":"é"}' },
@@ -99,7 +86,7 @@ describe("the worker's HTTP client against an https platform", () => {
   it("refuses a server whose certificate it does not trust", async () => {
     seen.length = 0;
     const r = await runClient({});
-    expect(JSON.parse(r.out)).toEqual({ error: "DEPTH_ZERO_SELF_SIGNED_CERT" });
+    expect(JSON.parse(r.stdout)).toEqual({ error: "DEPTH_ZERO_SELF_SIGNED_CERT" });
     expect(seen).toEqual([]);
   });
 });
