@@ -4,7 +4,10 @@
  * JSON line. Run it several times, alternating the variants compared, and take medians over the
  * runs (docs/benchmarks.md, "Comparing two versions of the harness").
  *
- *   node bin/run-ts.mjs bench/http-layer.ts [--label <name>] [--items <n>]
+ *   node bin/run-ts.mjs bench/http-layer.ts [--label <name>] [--items <n>] [--worker-root <dir>]
+ *
+ * `--worker-root` runs another checkout's worker (its dist/ built) against this harness, so two
+ * harnesses can be measured against the same worker.
  */
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -31,10 +34,13 @@ const KEPT = [
  * The small-item stream of `stream.small.runlet` and its ceiling, without the post-and-wait
  * baseline, the coalesced variant and the large item that `npm run bench` measures beside it.
  */
-async function measureSmallStream(items: number, repetitions: number) {
+async function measureSmallStream(items: number, repetitions: number, workerRoot: string | undefined) {
   const harness = await benchHarness(["runlet"]);
   const ceilingServer = await startCeilingServer();
-  const { worker } = await connectWorker(harness, "runlet", { handler: "bench/handlers/stream.ts" });
+  const { worker } = await connectWorker(harness, "runlet", {
+    handler: "bench/handlers/stream.ts",
+    ...(workerRoot === undefined ? {} : { root: workerRoot }),
+  });
   const streamJob = async (count: number): Promise<number> => {
     const started = performance.now();
     const id = harness.enqueue("runlet", { input: { items: count } });
@@ -78,20 +84,24 @@ async function measureSmallStream(items: number, repetitions: number) {
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
-    options: { label: { type: "string" }, items: { type: "string" } },
+    options: { label: { type: "string" }, items: { type: "string" }, "worker-root": { type: "string" } },
   });
+  const workerRoot = values["worker-root"] === undefined ? undefined : resolve(values["worker-root"]);
   const items = Number(values.items ?? "20000");
   if (!Number.isInteger(items) || items < 1)
     throw new Error(`--items must be an integer ≥ 1, got ${values.items}`);
-  const throughput = await measureThroughput({
-    ...FULL_OPTIONS,
-    throughput: { ...FULL_OPTIONS.throughput, concurrency: [8, 64] },
-  });
+  const throughput = await measureThroughput(
+    {
+      ...FULL_OPTIONS,
+      throughput: { ...FULL_OPTIONS.throughput, concurrency: [8, 64] },
+    },
+    workerRoot,
+  );
   const out: Record<string, number | string> = { label: values.label ?? "" };
   for (const f of throughput.figures) {
     if (KEPT.includes(f.id)) out[f.id] = f.median;
   }
-  Object.assign(out, await measureSmallStream(items, FULL_OPTIONS.stream.repetitions));
+  Object.assign(out, await measureSmallStream(items, FULL_OPTIONS.stream.repetitions, workerRoot));
   process.stdout.write(`${JSON.stringify(out)}\n`);
 }
 

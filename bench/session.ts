@@ -11,7 +11,13 @@ export interface Connected {
 }
 
 /** What runs as the worker: `runlet start <handler>`, or the streaming baseline. */
-export type WorkerKind = { readonly handler: string } | { readonly baseline: true };
+export type WorkerKind =
+  | {
+      readonly handler: string;
+      /** The checkout whose `runlet start` runs it (its dist/ built). @default this one */
+      readonly root?: string;
+    }
+  | { readonly baseline: true };
 
 /** A harness for one bench section: rate limits off, the platform's log format on for workers. */
 export function benchHarness(endpointIds: readonly string[]): Promise<Harness> {
@@ -40,7 +46,7 @@ export async function connectWorker(
   const started = performance.now();
   const worker =
     "handler" in kind
-      ? spawnRunletWorker(kind.handler, workerEnv)
+      ? spawnRunletWorker(kind.handler, workerEnv, kind.root)
       : spawnNode("bin/run-ts.mjs", ["bench/baseline-worker.ts"], workerEnv);
   let exited = false;
   void worker.exited.then(() => {

@@ -44,18 +44,20 @@ function workerNodeArgs(): string[] {
 }
 
 /**
- * Starts `node <script> <args>` from the repository root with `env` added to this process's
- * environment; stdout is discarded (the worker's per-job log lines), stderr kept for errors.
+ * Starts `node <script> <args>` from the repository root (or `root`, another checkout's) with
+ * `env` added to this process's environment; stdout is discarded (the worker's per-job log
+ * lines), stderr kept for errors.
  */
 export function spawnNode(
   script: string,
   args: readonly string[],
   env: Record<string, string>,
   nodeFlags: readonly string[] = [],
+  root: string = ROOT,
 ): WorkerProcess {
-  const argv = [...nodeFlags, ...workerNodeArgs(), join(ROOT, script), ...args];
+  const argv = [...nodeFlags, ...workerNodeArgs(), join(root, script), ...args];
   const child: ChildProcess = spawn(process.execPath, argv, {
-    cwd: ROOT,
+    cwd: root,
     // No built-in fitness checks (docs/fitness.md): their network check would leave loopback, and
     // the figures measure runlet, not this machine's memory, disk and route out.
     env: { RUNPOD_SKIP_AUTO_SYSTEM_CHECKS: "true", RUNPOD_SKIP_GPU_CHECK: "true", ...process.env, ...env },
@@ -101,10 +103,15 @@ export function spawnNode(
 /**
  * `runlet start <handler>` as a child process, connected through `env` (the harness's workerEnv),
  * under the Node flags the image starts its worker with (WORKER_NODE_FLAGS), so its memory and
- * CPU figures are those of a deployed worker.
+ * CPU figures are those of a deployed worker. `root`: the checkout whose worker runs (another
+ * one's, with its dist/ built, to measure two harnesses against the same worker). @default this one
  */
-export function spawnRunletWorker(handler: string, env: Record<string, string>): WorkerProcess {
-  return spawnNode("bin/runlet.mjs", ["start", handler], env, WORKER_NODE_FLAGS);
+export function spawnRunletWorker(
+  handler: string,
+  env: Record<string, string>,
+  root?: string,
+): WorkerProcess {
+  return spawnNode("bin/runlet.mjs", ["start", handler], env, WORKER_NODE_FLAGS, root);
 }
 
 /** Resets a process's peak RSS (Linux `clear_refs` 5) so the next peak is this phase's; false where unsupported. */

@@ -34,31 +34,34 @@ export interface RealClockOptions {
   readonly unref?: boolean;
 }
 
+/** A real clock's timer: the Node timer it wraps, so clearing needs no lookup. */
+class RealTimer implements ClockTimer {
+  readonly id: number;
+  readonly handle: ReturnType<typeof setTimeout>;
+  readonly owner: object;
+  constructor(id: number, handle: ReturnType<typeof setTimeout>, owner: object) {
+    this.id = id;
+    this.handle = handle;
+    this.owner = owner;
+  }
+}
+
 /** The real clock: `Date.now()` and Node timers. */
 export function realClock(options: RealClockOptions = {}): Clock {
   const unref = options.unref ?? true;
-  const timers = new Map<number, NodeJS.Timeout>();
-  return {
+  const clock: Clock = {
     now: () => Date.now(),
     setTimeout(fn, delayMs) {
-      const id = nextRealId++;
-      const handle = setTimeout(
-        () => {
-          timers.delete(id);
-          fn();
-        },
-        Math.max(0, delayMs),
-      );
+      const handle = setTimeout(fn, Math.max(0, delayMs));
       if (unref) handle.unref();
-      timers.set(id, handle);
-      return { id };
+      return new RealTimer(nextRealId++, handle, clock);
     },
     clearTimeout(timer) {
-      const handle = timers.get(timer.id);
-      if (handle !== undefined) clearTimeout(handle);
-      timers.delete(timer.id);
+      // A timer of another clock is not this one's to clear.
+      if (timer instanceof RealTimer && timer.owner === clock) clearTimeout(timer.handle);
     },
   };
+  return clock;
 }
 
 interface PendingTimer {

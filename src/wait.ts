@@ -1,15 +1,5 @@
-import type { Clock } from "./clock.js";
+import type { Clock, ClockTimer } from "./clock.js";
 import { onAbort } from "./linked-signal.js";
-
-/** A timer on `clock`, or a plain Node timer without one. */
-function setTimer(clock: Clock | undefined, fn: () => void, ms: number): { clear(): void } {
-  if (clock === undefined) {
-    const handle = setTimeout(fn, ms);
-    return { clear: () => clearTimeout(handle) };
-  }
-  const timer = clock.setTimeout(fn, ms);
-  return { clear: () => clock.clearTimeout(timer) };
-}
 
 /**
  * Waiting, shared by the worker, the job-API client and the management client: one wait/wake
@@ -20,14 +10,22 @@ function setTimer(clock: Clock | undefined, fn: () => void, ms: number): { clear
 /** How a wait ended. */
 export type WaitEnd = "woken" | "timeout" | "aborted";
 
+/** Where pending waits are kept: a {@link WaiterSet}'s set, or a {@link KeyedWaiters}' map (by `key`). */
+interface WaitRoom<K> {
+  add(key: K, end: (how: WaitEnd) => void): void;
+  delete(key: K, end: (how: WaitEnd) => void): void;
+}
+
 /**
- * Waits on `ms`, `signal` and (when `waiters` is given) a wake, whichever comes first. Every end
+ * Waits on `ms`, `signal` and (when `room` is given) a wake, whichever comes first. Every end
  * goes through one function that removes all three (the timer, the signal's callback and the
- * entry in `waiters`), so a wait that times out or is aborted leaves nothing behind to be woken,
- * and a wake never walks a chain of old waits.
+ * entry in `room`), so a wait that times out or is aborted leaves nothing behind to be woken,
+ * and a wake never walks a chain of old waits. One closure per wait (its end): the room, the
+ * clock and the key are passed, not wrapped.
  */
-function waitOn(
-  waiters: Pick<Set<(end: WaitEnd) => void>, "add" | "delete"> | undefined,
+function waitOn<K>(
+  room: WaitRoom<K> | undefined,
+  key: K,
   clock: Clock | undefined,
   ms: number | undefined,
   signal: AbortSignal | undefined,
@@ -35,18 +33,23 @@ function waitOn(
   if (signal?.aborted) return Promise.resolve("aborted");
   return new Promise((resolve) => {
     let settled = false;
-    let timer: { clear(): void } | undefined;
+    let clockTimer: ClockTimer | undefined;
+    let nodeTimer: ReturnType<typeof setTimeout> | undefined;
     let unsubscribe: (() => void) | undefined;
     const end = (how: WaitEnd): void => {
       if (settled) return;
       settled = true;
-      waiters?.delete(end);
-      timer?.clear();
+      room?.delete(key, end);
+      if (clockTimer !== undefined) clock!.clearTimeout(clockTimer);
+      if (nodeTimer !== undefined) clearTimeout(nodeTimer);
       unsubscribe?.();
       resolve(how);
     };
-    waiters?.add(end);
-    if (ms !== undefined) timer = setTimer(clock, () => end("timeout"), ms);
+    room?.add(key, end);
+    if (ms !== undefined) {
+      if (clock === undefined) nodeTimer = setTimeout(end, ms, "timeout");
+      else clockTimer = clock.setTimeout(() => end("timeout"), ms);
+    }
     // One listener on the signal however many waits share it (a worker's jobs back off on one
     // give-up signal): a listener each would trip MaxListenersExceededWarning under load.
     if (signal !== undefined) unsubscribe = onAbort(signal, () => end("aborted"));
@@ -67,10 +70,13 @@ function waitOn(
 export class WaiterSet {
   readonly #waiters = new Set<(end: WaitEnd) => void>();
   readonly #clock: Clock | undefined;
+  readonly #room: WaitRoom<undefined>;
 
   /** @param clock times the waits' `ms` (the worker's clock). @default real timers */
   constructor(clock?: Clock) {
     this.#clock = clock;
+    const waiters = this.#waiters;
+    this.#room = { add: (_key, end) => waiters.add(end), delete: (_key, end) => waiters.delete(end) };
   }
 
   /** How many waits are pending. */
@@ -80,7 +86,7 @@ export class WaiterSet {
 
   /** Waits until {@link wakeAll}, `ms` (undefined: no timeout), or `signal` aborts. */
   wait(ms: number | undefined, signal?: AbortSignal): Promise<WaitEnd> {
-    return waitOn(this.#waiters, this.#clock, ms, signal);
+    return waitOn(this.#room, undefined, this.#clock, ms, signal);
   }
 
   /** Ends every pending wait with "woken"; waits begun by their callers after this are not. */
@@ -105,6 +111,24 @@ export class KeyedWaiters<K> {
   readonly #byKey = new Map<K, Set<(end: WaitEnd) => void>>();
   readonly #clock: Clock | undefined;
   #size = 0;
+  /** The map as {@link waitOn} sees it: made once, not once a wait. */
+  readonly #room: WaitRoom<K> = {
+    add: (key, end) => {
+      let set = this.#byKey.get(key);
+      if (set === undefined) {
+        set = new Set();
+        this.#byKey.set(key, set);
+      }
+      set.add(end);
+      this.#size++;
+    },
+    delete: (key, end) => {
+      const set = this.#byKey.get(key);
+      if (set === undefined || !set.delete(end)) return;
+      this.#size--;
+      if (set.size === 0) this.#byKey.delete(key);
+    },
+  };
 
   /** @param clock times the waits' `ms`. @default real timers */
   constructor(clock?: Clock) {
@@ -128,27 +152,7 @@ export class KeyedWaiters<K> {
 
   /** Waits until {@link wake} of `key` (or {@link wakeAll}), `ms` (undefined: no timeout), or `signal` aborts. */
   wait(key: K, ms: number | undefined, signal?: AbortSignal): Promise<WaitEnd> {
-    const byKey = this.#byKey;
-    const slot = {
-      add: (end: (how: WaitEnd) => void) => {
-        let set = byKey.get(key);
-        if (set === undefined) {
-          set = new Set();
-          byKey.set(key, set);
-        }
-        set.add(end);
-        this.#size++;
-        return slot as never;
-      },
-      delete: (end: (how: WaitEnd) => void) => {
-        const set = byKey.get(key);
-        if (set === undefined || !set.delete(end)) return false;
-        this.#size--;
-        if (set.size === 0) byKey.delete(key);
-        return true;
-      },
-    };
-    return waitOn(slot, this.#clock, ms, signal);
+    return waitOn(this.#room, key, this.#clock, ms, signal);
   }
 
   /** Ends `key`'s pending waits with "woken"; true when there was one. */
@@ -170,7 +174,7 @@ export class KeyedWaiters<K> {
  * `clock` (the worker's, replaceable in tests) times it; @default real timers.
  */
 export async function sleep(ms: number, signal?: AbortSignal, clock?: Clock): Promise<boolean> {
-  return (await waitOn(undefined, clock, ms, signal)) === "timeout";
+  return (await waitOn(undefined, undefined, clock, ms, signal)) === "timeout";
 }
 
 /** Options of {@link retryAfterMs}. */

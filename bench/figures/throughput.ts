@@ -18,13 +18,15 @@ const JOB_DONE_BODY = JSON.stringify({ output: { n: 1234, handlerMs: 0.0123 } })
  */
 export async function measureThroughput(
   options: BenchOptions,
+  /** The checkout whose worker runs (bench/http-layer.ts's `--worker-root`). @default this one */
+  workerRoot?: string,
 ): Promise<{ figures: Figure[]; startToFirstTakeMs: number[] }> {
   const figures: Figure[] = [];
   const starts: number[] = [];
   const ceilingServer = await startCeilingServer();
   try {
     for (const concurrency of options.throughput.concurrency) {
-      figures.push(...(await measureLevel(options, concurrency, ceilingServer.url, starts)));
+      figures.push(...(await measureLevel(options, concurrency, ceilingServer.url, starts, workerRoot)));
     }
   } finally {
     await ceilingServer.close();
@@ -37,13 +39,14 @@ async function measureLevel(
   concurrency: number,
   ceilingUrl: string,
   starts: number[],
+  workerRoot: string | undefined,
 ): Promise<Figure[]> {
   const figures: Figure[] = [];
   const harness = await benchHarness(["local"]);
   const { worker, startToFirstTakeMs } = await connectWorker(
     harness,
     "local",
-    { handler: TRIVIAL },
+    { handler: TRIVIAL, ...(workerRoot === undefined ? {} : { root: workerRoot }) },
     {
       BENCH_CONCURRENCY: String(concurrency),
     },

@@ -150,7 +150,11 @@ export function methodsOf(spec: {
 
 /** Whether `route` takes `method`. */
 export function takesMethod(spec: { readonly method: RouteSpec<unknown, string>["method"] }, method: string) {
-  return spec.method === ANY_METHOD || methodsOf(spec).includes(method);
+  const taken = spec.method;
+  return (
+    taken === ANY_METHOD ||
+    (typeof taken === "string" ? taken === method : (taken as readonly string[]).includes(method))
+  );
 }
 
 /**
@@ -168,23 +172,40 @@ function matchParts(
   parts: readonly string[],
   segments: readonly string[],
 ): Record<string, string> | undefined {
+  // Literal segments first: most patterns tried fail there, and then nothing is allocated.
+  const star = parts.length > 0 && parts[parts.length - 1]!.startsWith("*");
+  if (star ? segments.length < parts.length : segments.length !== parts.length) return undefined;
+  for (let i = 0; i < parts.length; i++) {
+    const part = parts[i]!;
+    const first = part.charCodeAt(0);
+    if (first === COLON || first === STAR) continue;
+    if (part !== segments[i]) return undefined;
+  }
   const params: Record<string, string> = {};
   for (let i = 0; i < parts.length; i++) {
     const part = parts[i]!;
-    if (part.startsWith("*")) {
+    const first = part.charCodeAt(0);
+    if (first === STAR) {
       const rest = segments.slice(i);
-      if (rest.length === 0 || rest.some((s) => s === "")) return undefined;
+      if (rest.some((s) => s === "")) return undefined;
       params[part.slice(1)] = rest.join("/");
       return params;
     }
-    const segment = segments[i];
-    if (segment === undefined) return undefined;
-    if (part.startsWith(":")) {
-      if (segment === "") return undefined;
-      params[part.slice(1)] = segment;
-    } else if (part !== segment) return undefined;
+    if (first !== COLON) continue;
+    const segment = segments[i]!;
+    if (segment === "") return undefined;
+    params[part.slice(1)] = segment;
   }
-  return parts.length === segments.length ? params : undefined;
+  return params;
+}
+
+const COLON = 0x3a;
+const STAR = 0x2a;
+
+/** One route of a compiled family: its spec and its pattern split into segments. */
+export interface CompiledRoute<C, A extends string> {
+  readonly spec: RouteSpec<C, A>;
+  readonly parts: readonly string[];
 }
 
 /** A family with its mount and patterns split once, not on every request. */
@@ -194,7 +215,14 @@ export interface CompiledFamily<C, A extends string> {
   readonly endpointAt: number;
   /** The routes' names (their first segments), for `claims: "named"`. */
   readonly names: ReadonlySet<string>;
-  readonly routes: readonly { readonly spec: RouteSpec<C, A>; readonly parts: readonly string[] }[];
+  readonly routes: readonly CompiledRoute<C, A>[];
+  /**
+   * The routes a path whose first segment is `name` may fit, in declaration order: those named
+   * `name` and those whose pattern starts with a param; {@link unnamed} for any other name.
+   */
+  readonly byName: ReadonlyMap<string, readonly CompiledRoute<C, A>[]>;
+  /** The routes whose pattern starts with a param (`:file`), in declaration order. */
+  readonly unnamed: readonly CompiledRoute<C, A>[];
 }
 
 const COMPILED = new WeakMap<object, CompiledFamily<never, string>>();
@@ -205,11 +233,24 @@ export function compiled<C, A extends string>(family: RouteFamily<C, A>): Compil
   if (known !== undefined) return known;
   const mount = family.mount.split("/").filter((s) => s !== "");
   const routes = family.routes.map((spec) => ({ spec, parts: spec.path.split("/") }));
+  const isParam = (part: string) => part.startsWith(":") || part.startsWith("*");
+  const unnamed = routes.filter((r) => isParam(r.parts[0]!));
+  const byName = new Map<string, CompiledRoute<C, A>[]>();
+  for (const r of routes) {
+    const name = r.parts[0]!;
+    if (isParam(name) || byName.has(name)) continue;
+    byName.set(
+      name,
+      routes.filter((x) => x.parts[0] === name || isParam(x.parts[0]!)),
+    );
+  }
   const made: CompiledFamily<C, A> = {
     mount,
     endpointAt: mount.indexOf(":endpoint"),
     names: new Set(routes.map((r) => r.parts[0]!)),
     routes,
+    byName,
+    unnamed,
   };
   COMPILED.set(family, made as unknown as CompiledFamily<never, string>);
   return made;
@@ -231,31 +272,38 @@ export function decide<C, A extends string>(
   request: RouteRequest,
   malformed: boolean,
 ): Decision<C, A> {
-  const fits: { route: RouteSpec<C, A>; params: Record<string, string> }[] = [];
-  let chosen: (typeof fits)[number] | undefined;
+  let chosen: RouteSpec<C, A> | undefined;
+  let params: Record<string, string> | undefined;
+  let firstFit: RouteSpec<C, A> | undefined;
+  let candidates: readonly CompiledRoute<C, A>[] = [];
   if (!malformed) {
-    for (const { spec, parts } of compiled(family).routes) {
-      const params = matchParts(parts, request.path);
-      if (params === undefined) continue;
-      const fit = { route: spec, params };
-      fits.push(fit);
-      if (chosen === undefined && takesMethod(spec, request.method)) chosen = fit;
+    const table = compiled(family);
+    candidates = table.byName.get(request.path[0] ?? "") ?? table.unnamed;
+    for (const { spec, parts } of candidates) {
+      const fit = matchParts(parts, request.path);
+      if (fit === undefined) continue;
+      firstFit ??= spec;
+      if (takesMethod(spec, request.method)) {
+        chosen = spec;
+        params = fit;
+        break;
+      }
     }
   }
-  chosen ??= fits[0];
-  const auth = family.authorize(chosen?.route.access ?? family.defaultAccess, request);
+  const access = (chosen ?? firstFit)?.access ?? family.defaultAccess;
+  const auth = family.authorize(access, request);
   if (auth === "unauthorized") return { ok: false, refusal: { reason: "key" } };
   if (family.hasEndpoint !== undefined && !family.hasEndpoint(request.endpointId)) {
     return { ok: false, refusal: { reason: "endpoint" } };
   }
   if (auth === "forbidden") return { ok: false, refusal: { reason: "forbidden" } };
   if (malformed) return { ok: false, refusal: { reason: "malformed" } };
-  if (chosen === undefined) return { ok: false, refusal: { reason: "path" } };
-  if (!takesMethod(chosen.route, request.method)) {
-    const allow = [...new Set(fits.flatMap((f) => methodsOf(f.route)))];
-    return { ok: false, refusal: { reason: "method", allow, pattern: chosen.route.path } };
-  }
-  return { ok: true, route: chosen.route, params: chosen.params };
+  if (chosen !== undefined && params !== undefined) return { ok: true, route: chosen, params };
+  if (firstFit === undefined) return { ok: false, refusal: { reason: "path" } };
+  // The path fits, the method does not: every fitting route's methods are allowed.
+  const fits = candidates.filter((r) => matchParts(r.parts, request.path) !== undefined);
+  const allow = [...new Set(fits.flatMap((f) => methodsOf(f.spec)))];
+  return { ok: false, refusal: { reason: "method", allow, pattern: firstFit.path } };
 }
 
 /** A header's value as one string (the first of repeated ones). */

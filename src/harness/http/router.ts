@@ -44,10 +44,23 @@ export class Router {
   }
 }
 
-/** Decodes path segments; undefined when one is badly escaped (`%zz`). */
+/** Decodes path segments; undefined when one is badly escaped (`%zz`). Segments without `%` are taken as they are. */
 function decodeAll(raw: readonly string[]): string[] | undefined {
+  let escaped = false;
+  for (const segment of raw) if (segment.includes("%")) escaped = true;
+  if (!escaped) return raw as string[];
   try {
     return raw.map(decodeURIComponent);
+  } catch {
+    return undefined;
+  }
+}
+
+/** One segment decoded; undefined when it is badly escaped. */
+function decodeOne(raw: string): string | undefined {
+  if (!raw.includes("%")) return raw;
+  try {
+    return decodeURIComponent(raw);
   } catch {
     return undefined;
   }
@@ -61,28 +74,36 @@ export function requestOf<C, A extends string>(
   url: URL,
 ): { request: RouteRequest; malformed: boolean } | undefined {
   const mount = compiled(family);
-  const raw = url.pathname.split("/").slice(1);
-  // "/" splits to [""]: the root mount's rest is that one empty segment.
-  for (let i = 0; i < mount.mount.length; i++) {
-    const expected = mount.mount[i]!;
-    const given = raw[i];
+  // "/a/b" splits to ["", "a", "b"]: segment i of the path is raw[i + 1]; "/" is the one empty segment.
+  const raw = url.pathname.split("/");
+  const count = mount.mount.length;
+  for (let i = 0; i < count; i++) {
+    const given = raw[i + 1];
     if (given === undefined) return undefined;
-    if (i === mount.endpointAt ? given === "" : given !== expected) return undefined;
+    if (i === mount.endpointAt ? given === "" : given !== mount.mount[i]) return undefined;
   }
-  const rest = raw.slice(mount.mount.length);
+  const rest = raw.slice(count + 1);
   if (rest.length === 0 && family.claims === "named") return undefined;
   const decoded = decodeAll(rest);
   const name = decoded?.[0] ?? rest[0];
   if (family.claims === "named" && (name === undefined || !mount.names.has(name))) return undefined;
-  const endpointRaw = mount.endpointAt < 0 ? undefined : raw[mount.endpointAt]!;
-  const endpointDecoded = endpointRaw === undefined ? [""] : decodeAll([endpointRaw]);
-  const endpointId = endpointDecoded?.[0] ?? endpointRaw ?? "";
+  const endpointRaw = mount.endpointAt < 0 ? undefined : raw[mount.endpointAt + 1]!;
+  const endpointDecoded = endpointRaw === undefined ? "" : decodeOne(endpointRaw);
   const malformed = decoded === undefined || endpointDecoded === undefined;
   return {
-    request: { method, headers, url, endpointId, path: decoded ?? rest },
+    request: {
+      method,
+      headers,
+      url,
+      endpointId: endpointDecoded ?? endpointRaw ?? "",
+      path: decoded ?? rest,
+    },
     malformed,
   };
 }
+
+const NO_PARAMS: Readonly<Record<string, string>> = Object.freeze({});
+const NO_BODY = Object.freeze(noBody("request body"));
 
 /**
  * Serves a family through its declared routes: the checks of {@link decide} (key, endpoint, access,
@@ -94,8 +115,18 @@ export function serveFamily<C, A extends string>(family: RouteFamily<C, A>): Rou
   return async (req, res, url) => {
     const found = requestOf(family, req.method ?? "GET", req.headers, url);
     if (found === undefined) return false;
-    const decision = decide(family, found.request, found.malformed);
-    const base: RouteCall = { ...found.request, req, res, params: decision.ok ? decision.params : {} };
+    const { request } = found;
+    const decision = decide(family, request, found.malformed);
+    const base: RouteCall = {
+      method: request.method,
+      headers: request.headers,
+      url,
+      endpointId: request.endpointId,
+      path: request.path,
+      req,
+      res,
+      params: decision.ok ? decision.params : NO_PARAMS,
+    };
     if (!decision.ok) {
       dropBody(req);
       family.refuse(base, decision.refusal);
@@ -110,7 +141,7 @@ export function serveFamily<C, A extends string>(family: RouteFamily<C, A>): Rou
         return true;
       }
     }
-    const options = route.body === "none" ? noBody("request body") : route.body(family.context, base);
+    const options = route.body === "none" ? NO_BODY : route.body(family.context, base);
     const body: JsonRead = await readJson(req, options);
     const next = (parsed: Extract<JsonRead, { ok: true }>) => route.handle(family.context, base, parsed);
     if (family.around !== undefined) {

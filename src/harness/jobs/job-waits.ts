@@ -3,6 +3,8 @@ import { KeyedWaiters } from "../../wait.js";
 import { type Clock, realClock } from "../clock.js";
 import type { JobEntry } from "./job-entry.js";
 
+const DONE: Promise<unknown> = Promise.resolve();
+
 /**
  * Wake-ups for requests that wait on a job (`/runsync`, `/status-sync`, `/stream`, the OpenAI
  * routes, `waitForJob`), keyed by job id on the harness's one waiter ({@link KeyedWaiters}). Its
@@ -44,9 +46,9 @@ export class JobWaits {
    * Resolves at the job's next change, after `timeoutMs`, when `signal` aborts, or when the harness
    * closes — whichever is first. Callers re-check the job after it resolves.
    */
-  async next(jobId: string, timeoutMs: number, signal?: AbortSignal): Promise<void> {
-    if (this.#closed || signal?.aborted === true || timeoutMs <= 0) return;
-    await this.#waits.wait(jobId, timeoutMs, signal);
+  next(jobId: string, timeoutMs: number, signal?: AbortSignal): Promise<unknown> {
+    if (this.#closed || signal?.aborted === true || timeoutMs <= 0) return DONE;
+    return this.#waits.wait(jobId, timeoutMs, signal);
   }
 
   /**

@@ -46,26 +46,32 @@ const JSON_TYPES: ReadonlySet<string> = new Set(["application/json", "applicatio
 const RECORDS = new WeakMap<ServerResponse, RecordedRequest>();
 
 /** Sets the status a request's log entry shows. */
-function answerOf(res: ServerResponse): (status: number | "dropped") => void {
+function answer(res: ServerResponse, status: number | "dropped"): void {
   const record = RECORDS.get(res);
-  return (status) => {
-    if (record !== undefined) record.status = status;
-  };
+  if (record !== undefined) record.status = status;
 }
 
 const route = routeOf<WorkerRoutesContext, "worker">();
 
 /** How job-done and job-stream bodies are read: JSON or form-encoded, under their limits (400 past them, as the platform). */
-const resultBody =
-  (name: "job-done" | "job-stream") =>
-  (ctx: WorkerRoutesContext): ReadJsonOptions => ({
-    limitBytes: name === "job-done" ? ctx.jobDoneBytes : ctx.streamBodyBytes,
-    maxDepth: ctx.maxJsonDepth,
-    subject: `${name} body`,
-    tooLargeStatus: 400,
-    types: JSON_TYPES,
-    ...(name === "job-stream" ? { parse: parseStreamBody } : {}),
-  });
+const resultBody = (name: "job-done" | "job-stream") => {
+  // Made once per harness's context, not once a request.
+  let made: { readonly ctx: WorkerRoutesContext; readonly options: ReadJsonOptions } | undefined;
+  return (ctx: WorkerRoutesContext): ReadJsonOptions => {
+    if (made?.ctx !== ctx) {
+      const options: ReadJsonOptions = {
+        limitBytes: name === "job-done" ? ctx.jobDoneBytes : ctx.streamBodyBytes,
+        maxDepth: ctx.maxJsonDepth,
+        subject: `${name} body`,
+        tooLargeStatus: 400,
+        types: JSON_TYPES,
+        ...(name === "job-stream" ? { parse: parseStreamBody } : {}),
+      };
+      made = { ctx, options };
+    }
+    return made.options;
+  };
+};
 
 /** The worker a request comes from, as the registry knows it (a take counts as its first take). */
 function workerOf(ctx: WorkerRoutesContext, call: RouteCall<":workerId">, takes: boolean): WorkerState {
@@ -79,7 +85,7 @@ const resultRoute =
     const { res, url, endpointId, params } = call;
     workerOf(ctx, call, false);
     const outcome = result(ctx, url, name, endpointId, params.workerId, params.jobId, body.value, body.bytes);
-    answerOf(res)(outcome.status);
+    answer(res, outcome.status);
     if (outcome.message !== undefined) sendError(res, outcome.status, outcome.message);
     else sendJson(res, 200, {});
   };
@@ -88,7 +94,7 @@ const resultRoute =
 const takeRoute =
   (name: "job-take" | "job-take-batch") =>
   (ctx: WorkerRoutesContext, call: RouteCall<":workerId">): Promise<void> =>
-    take(ctx, call.res, call.url, name, workerOf(ctx, call, true), answerOf(call.res));
+    take(ctx, call.res, call.url, name, workerOf(ctx, call, true));
 
 /**
  * The six worker routes (docs/protocol.md, "Taking jobs", "Results", "Streaming", "Stopping one
@@ -120,14 +126,13 @@ export const WORKER_ROUTE_TABLE = tableOf<WorkerRoutesContext, "worker">()({
     body: "none",
     handle: async (ctx, call) => {
       const { res } = call;
-      const answer = answerOf(res);
       const worker = workerOf(ctx, call, false);
       const ids = await ctx.store.workers.stopPoll(worker, ctx.takeTimeoutMs, hangUpSignal(res));
       if (ids.length === 0) {
-        answer(204);
+        answer(res, 204);
         return sendEmpty(res, 204);
       }
-      answer(200);
+      answer(res, 200);
       return sendJson(res, 200, { jobsToStop: ids });
     },
   }),
@@ -137,8 +142,7 @@ export const WORKER_ROUTE_TABLE = tableOf<WorkerRoutesContext, "worker">()({
     access: "worker",
     rate: "unlimited",
     body: "none",
-    handle: (ctx, call) =>
-      ping(call.res, call.url, ctx.store.workers, workerOf(ctx, call, false), answerOf(call.res)),
+    handle: (ctx, call) => ping(call.res, call.url, ctx.store.workers, workerOf(ctx, call, false)),
   }),
   "job-done": route({
     method: "POST",
@@ -248,9 +252,6 @@ async function aroundWorkerRoute(
   const route = call.path[0] as WorkerRoute;
   const record = recordOf(ctx, call, route, body);
   RECORDS.set(res, record);
-  const answer = (status: number | "dropped") => {
-    record.status = status;
-  };
   res.once("close", () => {
     if (record.status === "pending") record.status = "dropped";
   });
@@ -263,7 +264,7 @@ async function aroundWorkerRoute(
     return;
   }
   if (fault !== undefined && "status" in fault) {
-    answer(fault.status);
+    record.status = fault.status;
     const headers: Record<string, string> = {
       ...(fault.retryAfterSec === undefined ? {} : { "retry-after": String(fault.retryAfterSec) }),
       ...(fault.location === undefined ? {} : { location: fault.location }),
@@ -281,7 +282,7 @@ async function aroundWorkerRoute(
   if (fault !== undefined && "delayMs" in fault) await sleep(fault.delayMs);
 
   if (!body.ok) {
-    answer(body.status === 413 ? 400 : body.status);
+    record.status = body.status === 413 ? 400 : body.status;
     return sendError(res, 400, body.message);
   }
   await next(body);
@@ -293,14 +294,13 @@ async function take(
   url: URL,
   route: "job-take" | "job-take-batch",
   worker: WorkerState,
-  answer: (status: number | "dropped") => void,
 ): Promise<void> {
   let max = 1;
   if (route === "job-take-batch") {
     const raw = url.searchParams.get("batch_size");
     max = Number(raw);
     if (raw === null || !Number.isInteger(max) || max < 1) {
-      answer(400);
+      answer(res, 400);
       return sendError(res, 400, `batch_size must be an integer ≥ 1, got ${raw ?? "nothing"}`);
     }
   }
@@ -314,13 +314,13 @@ async function take(
     hangUpSignal(res),
   );
   if (handed.length === 0) {
-    answer(204);
+    answer(res, 204);
     return sendEmpty(res, 204);
   }
   const jobs = handed.map((h) => h.job);
   if (res.destroyed) {
     ctx.store.undeliver(worker.endpointId, worker.id, jobs);
-    answer("dropped");
+    answer(res, "dropped");
     return;
   }
   res.once("close", () => {
@@ -332,16 +332,10 @@ async function take(
     "content-length": String(Buffer.byteLength(text)),
   });
   res.end(text);
-  answer(200);
+  answer(res, 200);
 }
 
-function ping(
-  res: ServerResponse,
-  url: URL,
-  workers: WorkerRegistry,
-  worker: WorkerState,
-  answer: (status: number | "dropped") => void,
-): void {
+function ping(res: ServerResponse, url: URL, workers: WorkerRegistry, worker: WorkerState): void {
   // One comma-joined value, as runlet and the Python SDK send it; repeated `job_id=` parameters are
   // read too, since nothing in the protocol rules them out.
   const jobIds = url.searchParams
@@ -354,7 +348,7 @@ function ping(
     const check = url.searchParams.get("check") ?? "unknown";
     worker.unhealthy = `${check}: ${url.searchParams.get("reason") ?? ""}`;
   }
-  answer(200);
+  answer(res, 200);
   sendJson(res, 200, {});
 }
 
