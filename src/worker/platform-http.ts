@@ -138,6 +138,28 @@ function networkError(message: string, code: string): Error {
   return Object.assign(new Error(message), { code });
 }
 
+/**
+ * An answer: its header object is made only when read. node:http builds an answer's headers on
+ * first read, and most answers (a 200 to a stream post) are never asked for them.
+ */
+class Answer implements PlatformResponse {
+  readonly status: number;
+  readonly text: string;
+  readonly truncated?: "bytes" | "time";
+  readonly #message: IncomingMessage | undefined;
+
+  constructor(message: IncomingMessage | undefined, text: string, truncated: "bytes" | "time" | undefined) {
+    this.#message = message;
+    this.status = message?.statusCode ?? 0;
+    this.text = text;
+    if (truncated !== undefined) this.truncated = truncated;
+  }
+
+  get headers(): PlatformResponse["headers"] {
+    return this.#message?.headers ?? {};
+  }
+}
+
 /** Talks to the platform's worker routes. */
 
 export class PlatformHttp {
@@ -256,9 +278,11 @@ export class PlatformHttp {
     let current = url;
     for (let hop = 0; ; hop++) {
       const response = await this.#send(method, current, headers, body, options);
+      // Headers are read only for a 3xx: node:http builds an answer's header object on first read.
+      if (response.status < 300 || response.status > 399) return response;
       const location = response.headers["location"];
       const to = Array.isArray(location) ? location[0] : location;
-      if (response.status < 300 || response.status > 399 || to === undefined) return response;
+      if (to === undefined) return response;
       if (hop >= MAX_REDIRECTS) {
         // Not an answer to act on (a result must not be replaced by an error for it): a network error.
         throw new RunletError(
@@ -305,8 +329,7 @@ export class PlatformHttp {
         return;
       }
       let req: ClientRequest | undefined;
-      let status = 0;
-      let answerHeaders: PlatformResponse["headers"] = {};
+      let answer: IncomingMessage | undefined;
       let headersCame = false;
       let settled = false;
       const chunks: Buffer[] = [];
@@ -339,11 +362,7 @@ export class PlatformHttp {
         }
         const text =
           chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks).toString("utf8");
-        resolve(
-          outcome.truncated === undefined
-            ? { status, headers: answerHeaders, text }
-            : { status, headers: answerHeaders, text, truncated: outcome.truncated },
-        );
+        resolve(new Answer(answer, text, outcome.truncated));
       };
       const stopReading = (why: "bytes" | "time"): void => {
         finish({ ok: true, truncated: why });
@@ -351,8 +370,7 @@ export class PlatformHttp {
         req?.destroy(new Error(`the answer to ${method} was not read to its end (${why})`));
       };
       const onResponse = (res: IncomingMessage): void => {
-        status = res.statusCode ?? 0;
-        answerHeaders = res.headers;
+        answer = res;
         headersCame = true;
         clearTimeout(settleTimer);
         bodyTimer = setTimeout(() => stopReading("time"), answerBodyMs);
@@ -374,8 +392,9 @@ export class PlatformHttp {
         if (this.#closed) throw new TypeError("the worker's HTTP client is closed");
         const target = this.#target(url);
         const to = this.#originTo(target.origin);
-        const payload =
-          body === undefined ? undefined : typeof body === "string" ? Buffer.from(body, "utf8") : body;
+        // A string body goes to node:http as it is: it writes the head and the body as one string.
+        const length =
+          body === undefined ? undefined : typeof body === "string" ? Buffer.byteLength(body) : body.byteLength;
         const http = process.getBuiltinModule(to.https ? "node:https" : "node:http");
         req = http.request(
           {
@@ -385,7 +404,7 @@ export class PlatformHttp {
             method,
             path: target.path,
             headers:
-              payload === undefined ? headers : { ...headers, "content-length": String(payload.byteLength) },
+              length === undefined ? headers : { ...headers, "content-length": String(length) },
           },
           onResponse,
         );
@@ -398,7 +417,7 @@ export class PlatformHttp {
             ),
           );
         }
-        req.end(payload);
+        req.end(body);
       } catch (err) {
         // A closed client, or a header, method or path node:http will not send, refuses synchronously.
         finish({ ok: false, err });
