@@ -100,7 +100,8 @@ export function parseBodyText(
     }
   }
   if (options.kind === "text") return { ok: true, text, value: undefined, bytes };
-  if (text.trim() === "") {
+  // Only these two options care about a blank body; trim() would copy every body's text.
+  if ((options.object !== undefined || options.allowEmpty === true) && text.trim() === "") {
     if (options.object !== undefined) return fail(options.object.emptyMessage);
     if (options.allowEmpty === true) return { ok: true, text, value: undefined, bytes };
   }
