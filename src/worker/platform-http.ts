@@ -133,6 +133,12 @@ interface Origin {
   readonly port: number;
 }
 
+/** A URL's request: where it goes and the path (with the query) sent. */
+interface Target {
+  readonly origin: Origin;
+  readonly path: string;
+}
+
 /** An error with a network code, as node:http's own errors have (the retry policy reads `code`). */
 function networkError(message: string, code: string): Error {
   return Object.assign(new Error(message), { code });
@@ -167,9 +173,9 @@ export class PlatformHttp {
   #httpAgent: HttpAgent | undefined;
   #httpsAgent: HttpAgent | undefined;
   #closed = false;
-  /** URL text → origin and path. A streaming job posts thousands of chunks to one URL: parse it once. */
-  readonly #targets = new Map<string, { readonly origin: string; readonly path: string }>();
-  /** Origins of URLs parsed so far (one, on the platform), and where each one's requests go. */
+  /** URL text → where it goes and its path. A streaming job posts thousands of chunks to one URL: parse it once. */
+  readonly #targets = new Map<string, Target>();
+  /** Origin text (`http://host:port`) of URLs parsed so far (one, on the platform) → where its requests go. */
   readonly #origins = new Map<string, Origin>();
   /** Headers of every GET and every JSON POST, built once (node:http only reads them). */
   readonly #plainHeaders: Readonly<Record<string, string>>;
@@ -205,23 +211,26 @@ export class PlatformHttp {
     return this.#httpAgent;
   }
 
-  #target(url: string): { readonly origin: string; readonly path: string } {
-    let target = this.#targets.get(url);
-    if (target !== undefined) return target;
-    // Each job's URLs are new text but share an origin seen before: split there instead of parsing.
-    for (const origin of this.#origins.keys()) {
-      if (url.startsWith(origin) && url.charCodeAt(origin.length) === SLASH) {
-        const path = url.slice(origin.length);
+  /**
+   * Where a URL's request goes, and its path. A URL seen before is looked up; a new one that starts
+   * with an origin seen before (each job's URLs: new text, the platform's origin) is split there
+   * instead of parsed. Throws a TypeError for a scheme other than http: and https: (a refusal).
+   */
+  #target(url: string): Target {
+    const known = this.#targets.get(url);
+    if (known !== undefined) return known;
+    for (const [text, origin] of this.#origins) {
+      if (url.startsWith(text) && url.charCodeAt(text.length) === SLASH) {
+        const path = url.slice(text.length);
         if (PLAIN_PATH.test(path)) return { origin, path };
       }
     }
     const parsed = new URL(url);
-    target = { origin: parsed.origin, path: `${parsed.pathname}${parsed.search}` };
+    const origin = this.#origins.get(parsed.origin) ?? PlatformHttp.#originOf(parsed);
+    const target = { origin, path: `${parsed.pathname}${parsed.search}` };
     if (this.#targets.size >= TARGET_CACHE_SIZE) this.#targets.clear();
     this.#targets.set(url, target);
-    if (this.#origins.size < TARGET_CACHE_SIZE && !this.#origins.has(parsed.origin)) {
-      this.#origins.set(parsed.origin, PlatformHttp.#originOf(parsed));
-    }
+    if (this.#origins.size < TARGET_CACHE_SIZE) this.#origins.set(parsed.origin, origin);
     return target;
   }
 
@@ -232,11 +241,6 @@ export class PlatformHttp {
     }
     const hostname = url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname;
     return { https, hostname, port: url.port === "" ? (https ? 443 : 80) : Number(url.port) };
-  }
-
-  /** Where `origin`'s requests go: remembered by #target, or parsed now (past the cache's bound). */
-  #originTo(origin: string): Origin {
-    return this.#origins.get(origin) ?? PlatformHttp.#originOf(new URL(origin));
   }
 
   #headers(jobId: string | undefined, json: boolean): Record<string, string> {
@@ -391,7 +395,7 @@ export class PlatformHttp {
       try {
         if (this.#closed) throw new TypeError("the worker's HTTP client is closed");
         const target = this.#target(url);
-        const to = this.#originTo(target.origin);
+        const to = target.origin;
         // A string body goes to node:http as it is: it writes the head and the body as one string.
         const length =
           body === undefined ? undefined : typeof body === "string" ? Buffer.byteLength(body) : body.byteLength;
