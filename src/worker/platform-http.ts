@@ -398,7 +398,11 @@ export class PlatformHttp {
         const to = target.origin;
         // A string body goes to node:http as it is: it writes the head and the body as one string.
         const length =
-          body === undefined ? undefined : typeof body === "string" ? Buffer.byteLength(body) : body.byteLength;
+          body === undefined
+            ? undefined
+            : typeof body === "string"
+              ? Buffer.byteLength(body)
+              : body.byteLength;
         const http = process.getBuiltinModule(to.https ? "node:https" : "node:http");
         req = http.request(
           {
@@ -407,8 +411,7 @@ export class PlatformHttp {
             port: to.port,
             method,
             path: target.path,
-            headers:
-              length === undefined ? headers : { ...headers, "content-length": String(length) },
+            headers: length === undefined ? headers : { ...headers, "content-length": String(length) },
           },
           onResponse,
         );
