@@ -396,13 +396,10 @@ export class PlatformHttp {
         if (this.#closed) throw new TypeError("the worker's HTTP client is closed");
         const target = this.#target(url);
         const to = target.origin;
-        // A string body goes to node:http as it is: it writes the head and the body as one string.
-        const length =
-          body === undefined
-            ? undefined
-            : typeof body === "string"
-              ? Buffer.byteLength(body)
-              : body.byteLength;
+        // Bytes, not a string: node:http writes a string body in one string with the request's head,
+        // UTF-8 encoded, so a Latin-1 character in a header (a job id, a key) would change its bytes.
+        const payload =
+          body === undefined ? undefined : typeof body === "string" ? Buffer.from(body, "utf8") : body;
         const http = process.getBuiltinModule(to.https ? "node:https" : "node:http");
         req = http.request(
           {
@@ -411,7 +408,8 @@ export class PlatformHttp {
             port: to.port,
             method,
             path: target.path,
-            headers: length === undefined ? headers : { ...headers, "content-length": String(length) },
+            headers:
+              payload === undefined ? headers : { ...headers, "content-length": String(payload.byteLength) },
           },
           onResponse,
         );
@@ -424,7 +422,7 @@ export class PlatformHttp {
             ),
           );
         }
-        req.end(body);
+        req.end(payload);
       } catch (err) {
         // A closed client, or a header, method or path node:http will not send, refuses synchronously.
         finish({ ok: false, err });

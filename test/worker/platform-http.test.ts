@@ -113,4 +113,38 @@ describe("PlatformHttp and its callers' signals", () => {
       await new Promise<void>((resolve) => server.close(() => resolve()));
     }
   });
+
+  it("sends a header's Latin-1 characters as single bytes and a string body as UTF-8, in the same post", async () => {
+    const seen: { id: string | undefined; key: string | undefined; body: Buffer }[] = [];
+    const server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on("data", (c: Buffer) => chunks.push(c));
+      req.once("end", () => {
+        // Node reads header bytes as Latin-1: one byte, one character.
+        seen.push({
+          id: req.headers["x-request-id"] as string | undefined,
+          key: req.headers.authorization,
+          body: Buffer.concat(chunks),
+        });
+        res.writeHead(200).end("{}");
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const http = new PlatformHttp("k\u00e9y-\u00ff");
+    try {
+      const body = JSON.stringify({ output: "caf\u00e9 \u65e5\u672c" });
+      const answer = await http.postJson(`${origin}/v2/ep/job-stream/pod/j`, body, { jobId: "caf\u00e9" });
+      expect(answer.status).toBe(200);
+      expect(seen).toHaveLength(1);
+      // Sent as UTF-8 these would arrive as two characters each ("cafÃ©").
+      expect(seen[0]!.id).toBe("caf\u00e9");
+      expect(seen[0]!.key).toBe("k\u00e9y-\u00ff");
+      expect(seen[0]!.body.toString("utf8")).toBe(body);
+    } finally {
+      await http.close();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
 });
