@@ -139,6 +139,12 @@ interface Target {
   readonly path: string;
 }
 
+/** What a request of one scheme goes through: node:http's or node:https's. */
+interface SchemeClient {
+  readonly agent: HttpAgent;
+  readonly request: typeof import("node:http").request;
+}
+
 /** An error with a network code, as node:http's own errors have (the retry policy reads `code`). */
 function networkError(message: string, code: string): Error {
   return Object.assign(new Error(message), { code });
@@ -169,9 +175,9 @@ class Answer implements PlatformResponse {
 /** Talks to the platform's worker routes. */
 
 export class PlatformHttp {
-  /** One keep-alive agent per scheme, made on first use. */
-  #httpAgent: HttpAgent | undefined;
-  #httpsAgent: HttpAgent | undefined;
+  /** Per scheme, its keep-alive agent and request function, made on first use. */
+  #http: SchemeClient | undefined;
+  #https: SchemeClient | undefined;
   #closed = false;
   /** URL text → where it goes and its path. A streaming job posts thousands of chunks to one URL: parse it once. */
   readonly #targets = new Map<string, Target>();
@@ -189,26 +195,30 @@ export class PlatformHttp {
   }
 
   /**
-   * The agent of a scheme. Keep-alive, at most {@link MAX_PLATFORM_CONNECTIONS} sockets (more
+   * A scheme's agent and request function, made once (the module looked up and the agent built on
+   * first use, not per request). Keep-alive, at most {@link MAX_PLATFORM_CONNECTIONS} sockets (more
    * requests queue for one). An idle socket closes after {@link IDLE_SOCKET_MS}, or a second
    * before the server's `Keep-Alive: timeout` when that is sooner (node:http reads the hint only
    * when the agent has a timeout of its own), so a request is not sent on a socket the server is
    * closing. The agent's timeout closes idle sockets only: long polls are bounded by the caller's
    * signal (takeTimeoutMs), and a post by `answerTimeoutMs`.
    */
-  #agentFor(https: boolean): HttpAgent {
-    const options = {
-      keepAlive: true,
-      timeout: IDLE_SOCKET_MS,
-      maxSockets: MAX_PLATFORM_CONNECTIONS,
-      maxFreeSockets: MAX_PLATFORM_CONNECTIONS,
+  #clientFor(https: boolean): SchemeClient {
+    const known = https ? this.#https : this.#http;
+    if (known !== undefined) return known;
+    const module = process.getBuiltinModule(https ? "node:https" : "node:http");
+    const client: SchemeClient = {
+      agent: new module.Agent({
+        keepAlive: true,
+        timeout: IDLE_SOCKET_MS,
+        maxSockets: MAX_PLATFORM_CONNECTIONS,
+        maxFreeSockets: MAX_PLATFORM_CONNECTIONS,
+      }),
+      request: module.request,
     };
-    if (https) {
-      this.#httpsAgent ??= new (process.getBuiltinModule("node:https").Agent)(options);
-      return this.#httpsAgent;
-    }
-    this.#httpAgent ??= new (process.getBuiltinModule("node:http").Agent)(options);
-    return this.#httpAgent;
+    if (https) this.#https = client;
+    else this.#http = client;
+    return client;
   }
 
   /**
@@ -400,10 +410,10 @@ export class PlatformHttp {
         // UTF-8 encoded, so a Latin-1 character in a header (a job id, a key) would change its bytes.
         const payload =
           body === undefined ? undefined : typeof body === "string" ? Buffer.from(body, "utf8") : body;
-        const http = process.getBuiltinModule(to.https ? "node:https" : "node:http");
-        req = http.request(
+        const client = this.#clientFor(to.https);
+        req = client.request(
           {
-            agent: this.#agentFor(to.https),
+            agent: client.agent,
             hostname: to.hostname,
             port: to.port,
             method,
@@ -433,7 +443,7 @@ export class PlatformHttp {
   /** Closes idle connections; requests still running are destroyed, and later ones refused. */
   async close(): Promise<void> {
     this.#closed = true;
-    this.#httpAgent?.destroy();
-    this.#httpsAgent?.destroy();
+    this.#http?.agent.destroy();
+    this.#https?.agent.destroy();
   }
 }
