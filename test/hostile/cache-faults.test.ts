@@ -13,7 +13,8 @@ import {
   remountReadOnly,
   tmpfsUnavailable,
 } from "../cache/cache-fixture.js";
-import { logSink, testHarness } from "../worker/helpers.js";
+import { startRunletChild, stopRunletChild } from "../worker/child.js";
+import { logSink, testHarness, waitFor } from "../worker/helpers.js";
 
 // Issue 42, item 2: a warm-cache sync to a read-only or full network volume ended the process
 // ("Emitted 'error' event on Pack instance": the archive was piped to the volume with no error
@@ -95,6 +96,37 @@ describe.skipIf(unavailable !== undefined)(`a warm-cache sync to a failing volum
       expect(await readFile(join(root, "manifest.json"), "utf8")).toBe(before);
       expect((await readManifest(root))?.files.map((f) => f.path)).toEqual(["first.txt"]);
       expect((await readdir(root)).filter((n) => n.includes(".runlet-tmp"))).toEqual([]);
+    });
+
+    it(`to a ${fault} volume: a \`runlet start\` process reports the job it held and exits 0 on SIGTERM`, async () => {
+      const { b, volume, root, before } = await faulty(fault, false);
+      await using h = await testHarness();
+      // Queued before the worker starts: taken right after the background sync begins.
+      const id = h.enqueue("local", { input: {} });
+      const c = startRunletChild(h, "test/cache/fixtures/volume-handler.ts", {
+        podId: `pod-child-${fault}`,
+        env: { RUNPOD_ENDPOINT_ID: "ep1", CACHE_TEST_VOLUME: volume, CACHE_TEST_DIR: b.dir },
+      });
+      try {
+        await waitFor(
+          "the job to complete",
+          () => h.job(id)?.status === "COMPLETED" || c.child.exitCode !== null,
+        );
+        expect(h.job(id)?.status, c.output()).toBe("COMPLETED");
+        expect((await h.waitForJob(h.enqueue("local", { input: {} }))).output).toBe("served");
+        c.child.kill("SIGTERM");
+        expect(await c.exited, c.output()).toEqual({ code: 0, signal: null });
+        const lines = c
+          .output()
+          .split("\n")
+          .filter((l) => l.includes('"cache":"sync"'));
+        // The background sync after start-up and the last one at shutdown: one failed line each.
+        expect(lines, c.output()).toHaveLength(2);
+        expect(lines.every((l) => l.includes('"status":"failed"'))).toBe(true);
+        expect(await readFile(join(root, "manifest.json"), "utf8")).toBe(before);
+      } finally {
+        await stopRunletChild(c);
+      }
     });
   }
 });
