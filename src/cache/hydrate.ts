@@ -1,7 +1,5 @@
 import { lstat, mkdir, realpath, stat, statfs } from "node:fs/promises";
 import { join } from "node:path";
-import { Readable } from "node:stream";
-import { pipeline } from "node:stream/promises";
 import { loadTar, MAX_PACKED_BYTES, readArchive, type TarStream } from "./archive.js";
 import type { CacheDir } from "./cache-options.js";
 import { keyOf, newer } from "./local-files.js";
@@ -12,7 +10,7 @@ import {
   openRegular,
   realDir,
   UnsafePathError,
-  writeAtomic,
+  writeBufferAtomic,
 } from "./safe-fs.js";
 
 /**
@@ -120,6 +118,19 @@ export async function hydrateMirror(ctx: HydrateContext, tally: HydrateTally): P
   }
   const locals = new LocalFolders(ctx.minDiskPercent);
   let tar: TarStream | undefined;
+  /** Folders of a cached folder already checked (or made) in this hydrate, by path: each is checked once. */
+  const checked = new Map<string, Promise<string>>();
+  const localFolder = (base: string, parts: readonly string[]) => {
+    const key = join(base, ...parts);
+    let folder = checked.get(key);
+    if (folder === undefined) {
+      folder = realDir(base, parts, true);
+      checked.set(key, folder);
+      // A refused folder stays refused for this hydrate; the caller counts each entry under it.
+      folder.catch(() => undefined);
+    }
+    return folder;
+  };
 
   /** Writes `t`'s file through `write` into its folder, every folder on the way checked (none followed). */
   const place = async (t: Todo, write: (dest: string) => Promise<void>) => {
@@ -127,7 +138,7 @@ export async function hydrateMirror(ctx: HydrateContext, tally: HydrateTally): P
     const name = parts.pop() as string;
     let dest: string;
     try {
-      dest = join(await realDir(locals.real(t.dir), parts, true), name);
+      dest = join(await localFolder(locals.real(t.dir), parts), name);
     } catch (err) {
       if (!isUnsafe(err)) throw err;
       tally.refused += 1;
@@ -173,9 +184,7 @@ export async function hydrateMirror(ctx: HydrateContext, tally: HydrateTally): P
           async (name, data) => {
             const t = todo.get(name) as Todo;
             t.settled = true;
-            await place(t, (dest) =>
-              writeAtomic(dest, t.entry.mtimeMs, (out) => pipeline(Readable.from([data]), out, { signal })),
-            );
+            await place(t, (dest) => writeBufferAtomic(dest, data, t.entry.mtimeMs));
           },
         );
       } catch (err) {

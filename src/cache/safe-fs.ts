@@ -98,6 +98,9 @@ export async function openRegular(path: string, realBase: string): Promise<FileH
   }
 }
 
+/** Bytes per read of a copy: large files are model weights, read in 1 MiB steps. */
+const CHUNK = 1_048_576;
+
 /** A fresh temporary name beside `dest`. */
 export function tempName(dest: string): string {
   return `${dest}.${randomUUID().slice(0, 8)}${TEMP_SUFFIX}`;
@@ -114,8 +117,26 @@ export async function writeAtomic(
 ): Promise<void> {
   const tmp = tempName(dest);
   try {
-    const out = createWriteStream(tmp, { flags: "wx" });
+    const out = createWriteStream(tmp, { flags: "wx", highWaterMark: CHUNK });
     await fill(out);
+    await utimes(tmp, new Date(), new Date(mtimeMs));
+    await rename(tmp, dest);
+  } catch (err) {
+    await rm(tmp, { force: true }).catch(() => undefined); // best effort; the error above is the one to report
+    throw err;
+  }
+}
+
+/** Writes `data` to `dest` as {@link writeAtomic} does, in one write (a packed file, below `smallFileBytes`). */
+export async function writeBufferAtomic(dest: string, data: Buffer, mtimeMs: number): Promise<void> {
+  const tmp = tempName(dest);
+  try {
+    const handle = await open(tmp, "wx");
+    try {
+      await handle.writeFile(data);
+    } finally {
+      await handle.close();
+    }
     await utimes(tmp, new Date(), new Date(mtimeMs));
     await rename(tmp, dest);
   } catch (err) {
@@ -140,7 +161,13 @@ export async function copyExact(
     const input =
       size === 0
         ? Readable.from([])
-        : createReadStream("", { fd: source, start: 0, end: size - 1, autoClose: false });
+        : createReadStream("", {
+            fd: source,
+            start: 0,
+            end: size - 1,
+            autoClose: false,
+            highWaterMark: CHUNK,
+          });
     await pipeline(input, out, { signal });
     if (out.bytesWritten !== size)
       throw new MissingFileError(`${dest}: its source has ${out.bytesWritten} bytes, not ${size}`);
