@@ -120,6 +120,24 @@ export async function hydrateMirror(ctx: HydrateContext, tally: HydrateTally): P
   let tar: TarStream | undefined;
   /** Folders of a cached folder already checked (or made) in this hydrate, by path: each is checked once. */
   const checked = new Map<string, Promise<string>>();
+  /** Whether a folder of a cached folder exists and is safe, without making it; each asked once per hydrate. */
+  const probed = new Map<string, Promise<FolderState>>();
+  const probe = (base: string, parts: readonly string[]) => {
+    const key = join(base, ...parts);
+    let state = probed.get(key);
+    if (state === undefined) {
+      state = realDir(base, parts, false).then(
+        (): FolderState => "ok",
+        (err: unknown): FolderState => {
+          if (err instanceof MissingFileError) return "missing";
+          if (err instanceof UnsafePathError) return "unsafe";
+          throw err;
+        },
+      );
+      probed.set(key, state);
+    }
+    return state;
+  };
   const localFolder = (base: string, parts: readonly string[]) => {
     const key = join(base, ...parts);
     let folder = checked.get(key);
@@ -160,8 +178,7 @@ export async function hydrateMirror(ctx: HydrateContext, tally: HydrateTally): P
   for (let attempt = 1; ; attempt++) {
     const read = await loadManifestFor(realRoot);
     if (read === undefined) return tally.files > 0 ? "hydrated" : "cold";
-    const todo = await wanted(read, ctx, tally);
-    for (const t of todo.values()) await locals.prepare(t.dir);
+    const todo = await wanted(read, ctx, tally, locals, probe);
 
     const packed = [...todo.values()].filter((t) => t.entry.packed);
     if (packed.length > 0 && read.archive !== null) {
@@ -239,23 +256,40 @@ async function loadManifestFor(realRoot: string): Promise<Manifest | undefined> 
   return read.kind === "read" ? read.manifest : undefined;
 }
 
-/** The manifest's entries this container lacks or holds older (newer wins); unsafe ones are counted. */
+type FolderState = "ok" | "missing" | "unsafe";
+
+/**
+ * The manifest's entries this container lacks or holds older (newer wins). The way to each is
+ * checked without following a link (`probe`); an entry whose way is unsafe is counted as refused.
+ */
 async function wanted(
   manifest: Manifest,
   ctx: HydrateContext,
   tally: HydrateTally,
+  locals: LocalFolders,
+  probe: (base: string, parts: readonly string[]) => Promise<FolderState>,
 ): Promise<Map<string, Todo>> {
   const todo = new Map<string, Todo>();
   for (const entry of manifest.files) {
     if (ctx.signal.aborted) throw ctx.signal.reason;
     const dir = ctx.dirs.get(entry.dir);
     if (dir === undefined) continue; // another handler version's folder: not this worker's
-    const dest = safeJoin(dir.path, entry.path);
-    if (dest === undefined) {
+    if (safeJoin(dir.path, entry.path) === undefined) {
       tally.refused += 1;
       continue;
     }
-    const local = await lstat(dest).catch(() => undefined);
+    await locals.prepare(dir);
+    const parts = entry.path.split("/");
+    const name = parts.pop() as string;
+    const state = await probe(locals.real(dir), parts);
+    if (state === "unsafe") {
+      tally.refused += 1;
+      continue;
+    }
+    const local =
+      state === "missing"
+        ? undefined
+        : await lstat(join(locals.real(dir), ...parts, name)).catch(() => undefined);
     const want =
       local === undefined ||
       !local.isFile() ||

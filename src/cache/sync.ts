@@ -71,7 +71,10 @@ export async function syncMirror(ctx: SyncContext, tally: SyncTally): Promise<"s
   const root = await realDir(await realpath(ctx.volume), [".runlet-cache", ctx.namespace], true);
   const lock = await acquireSyncLock(root, ctx.signal);
   try {
-    await realDir(root, ["big"], true);
+    await realDir(root, ["big"], true).catch((err: unknown) => {
+      // A link or a file as big/: each large file below is refused on its own (counted), the small ones go on.
+      if (!(err instanceof UnsafePathError)) throw err;
+    });
     const read = await baseManifest(root, ctx.log);
     const old = read.kind === "read" ? read.manifest : undefined;
     const { files: local, truncated } = await scanLocal(ctx.dirs);

@@ -69,6 +69,20 @@ describe("symbolic links on the volume (item 6)", () => {
     expect((await readManifest(root))?.files.map((f) => f.path).sort()).toEqual(["secret.txt", "small.txt"]);
   });
 
+  it("a big/ that is a link: the large files are refused one by one, the small ones still go up", async () => {
+    const { base, root, container } = await fx.setup();
+    await mkdir(join(base, "outside"), { recursive: true });
+    await mkdir(root, { recursive: true });
+    await symlink(join(base, "outside"), join(root, "big"));
+    const a = container("a");
+    await put(a.dir, "weights.bin", BIG);
+    await put(a.dir, "more/weights.bin", BIG);
+    await put(a.dir, "small.txt", "s");
+    expect(await a.cache.sync()).toMatchObject({ status: "synced", files: 1, refused: 2 });
+    expect(await paths(join(base, "outside"))).toEqual([]);
+    expect((await readManifest(root))?.files.map((f) => f.path)).toEqual(["small.txt"]);
+  });
+
   it("a manifest or an archive that is a link is refused, and a mirror folder that is a link is not synced into", async () => {
     const { base, root, volume, container } = await fx.setup();
     const a = container("a");
