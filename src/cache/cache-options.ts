@@ -1,7 +1,13 @@
 import { isAbsolute, resolve } from "node:path";
 import { z } from "zod";
 import { RunletError } from "../errors.js";
-import { booleanOption, integerOption, nonEmptyString, parseOptions } from "../option-schema.js";
+import {
+  booleanOption,
+  durationOption,
+  integerOption,
+  nonEmptyString,
+  parseOptions,
+} from "../option-schema.js";
 
 /**
  * The warm cache's options (docs/fitness.md, "Warm cache"): which local folders travel through the
@@ -84,7 +90,7 @@ function makeSchema() {
     namespace: z.string().regex(SAFE_NAME, "a name of letters, digits, . _ - (not . or ..)").optional(),
     smallFileBytes: integerOption(0, WARM_CACHE_DEFAULTS.smallFileBytes, 67_108_864, "64 MiB"),
     parallelCopies: integerOption(1, WARM_CACHE_DEFAULTS.parallelCopies, 64),
-    shutdownSyncMs: integerOption(0, WARM_CACHE_DEFAULTS.shutdownSyncMs),
+    shutdownSyncMs: durationOption(0, WARM_CACHE_DEFAULTS.shutdownSyncMs),
     strict: booleanOption(WARM_CACHE_DEFAULTS.strict),
   });
 }
