@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import type { Clock, ClockTimer } from "../clock.js";
+import { MAX_TIMER_MS } from "../duration.js";
 import type { HandlerDefinition } from "../handler/define-handler.js";
 import { finalBodyText, type JobResult } from "../handler/outcome.js";
 import { s3LoadError } from "../optional-peers.js";
@@ -43,12 +44,16 @@ export interface JobParts extends OffloadParts {
 /** The watchdog fires this long after the main thread's own hard stop, so it acts only when the main thread is stuck. */
 export const WATCHDOG_SLACK_MS = 1_000;
 
-/** A job's time limit: a positive integer `policy.executionTimeout`, else the handler's. */
+/**
+ * A job's time limit: a positive integer `policy.executionTimeout`, else the handler's. One past
+ * the longest timer (the platform's own limit is 7 days) is held to it: a longer timer fires at once.
+ */
 export function jobTimeoutMs(job: DeliveredJob, fallbackMs: number): number {
   const policy = job.policy;
   if (typeof policy === "object" && policy !== null) {
     const value = (policy as { executionTimeout?: unknown }).executionTimeout;
-    if (typeof value === "number" && Number.isSafeInteger(value) && value > 0) return value;
+    if (typeof value === "number" && Number.isSafeInteger(value) && value > 0)
+      return Math.min(value, MAX_TIMER_MS);
   }
   return fallbackMs;
 }
