@@ -63,6 +63,8 @@ export const ERROR_CODES = {
   RUNLET_CLI_USAGE: "A CLI command was called with bad arguments.",
   RUNLET_CLI_NO_PLATFORM: "`runlet start` or a built bundle ran without the platform's environment.",
   RUNLET_CLI_UNEXPECTED: "A CLI command failed on an error runlet did not expect; its stack follows.",
+  RUNLET_NODE_TOO_OLD:
+    "runlet or a bundle was started on a Node older than its floor (22.19); it refuses to start.",
   RUNLET_CLI_WORKER_EXITED: "`runlet test`'s worker process exited before its job ended.",
   RUNLET_CLI_VENDOR_FAILED:
     "`runlet init` could not put runlet's tarball into the new project's vendor/ folder.",

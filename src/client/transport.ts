@@ -61,7 +61,7 @@ export function createTransport(options: ResolvedClientOptions): Transport {
               },
               body:
                 call.body === undefined ? (call.method === "POST" ? "" : null) : JSON.stringify(call.body),
-              signal: call.signal,
+              signal: call.signal ?? null,
               headersTimeout: timeoutMs,
               bodyTimeout: timeoutMs,
               ...(options.dispatcher === undefined ? {} : { dispatcher: options.dispatcher }),
