@@ -16,7 +16,7 @@ export { isRefusedRequest } from "../http/transport.js";
  * (never on a shared session, which races under concurrency), over the one transport
  * (src/http/transport.ts) with the platform's key as its credential. The transport starts on
  * node:http (nothing to load before the first take) and moves answers read whole onto undici's
- * Pool once {@link PlatformHttp.warmUp} has loaded it (the worker calls it when idle).
+ * Pool once it has loaded it in the background, when the worker is idle after its first job.
  */
 
 /** One answer, body already read. */
@@ -56,9 +56,23 @@ export interface PlatformRequestOptions {
 /** The platform's answers read whole, and the fast client loaded in the background. */
 const loadFastClient = () => import("../http/undici-client.js").then((m) => m.loadUndiciClient());
 
+/**
+ * How long the worker must have been idle before undici's Pool is loaded, ms: an idle take in
+ * flight and no post in flight for this long, after a first job's result went out.
+ */
+export const WARM_UP_IDLE_MS = 250;
+
 /** Talks to the platform's worker routes. */
 export class PlatformHttp {
   readonly #transport: HttpTransport;
+  /** Posts (results, stream items, progress) not yet answered. */
+  #postsInFlight = 0;
+  /** A post has been answered: a first job ran. */
+  #posted = false;
+  /** Takes in flight that said `job_in_progress=0`: the worker has no job. */
+  #idleTakes = 0;
+  #warmTimer: NodeJS.Timeout | undefined;
+  #warmStarted = false;
 
   constructor(apiKey: string | undefined) {
     this.#transport = new HttpTransport({
@@ -73,6 +87,7 @@ export class PlatformHttp {
    * (loading takes the event loop ~30 ms). Resolves true once it is in use.
    */
   warmUp(): Promise<boolean> {
+    this.#warmStarted = true;
     return this.#transport.warmUp();
   }
 
@@ -81,9 +96,33 @@ export class PlatformHttp {
     return this.#transport.client;
   }
 
+  /**
+   * Loads the fast client once the worker is idle after its first job ({@link WARM_UP_IDLE_MS}),
+   * never before the first take nor while a job runs: the take's own `job_in_progress=0` says no
+   * job runs (docs/protocol.md, "Taking jobs"), and no post is in flight. A job that arrives
+   * while the Pool loads waits for it once (~30 ms of CPU on this machine).
+   */
+  #considerWarmUp(): void {
+    if (this.#warmStarted || !this.#posted || this.#idleTakes === 0 || this.#postsInFlight > 0) return;
+    if (this.#warmTimer !== undefined) return;
+    this.#warmTimer = setTimeout(() => {
+      this.#warmTimer = undefined;
+      if (this.#warmStarted || this.#idleTakes === 0 || this.#postsInFlight > 0) return;
+      this.#warmStarted = true;
+      void this.#transport.warmUp();
+    }, WARM_UP_IDLE_MS);
+    this.#warmTimer.unref();
+  }
+
   /** GET `url`. Throws on network errors and aborts; any status is an answer. */
   get(url: string, options: PlatformRequestOptions = {}): Promise<PlatformResponse> {
-    return this.#transport.request("GET", url, this.#options(options, false));
+    const request = this.#transport.request("GET", url, this.#options(options, false));
+    if (this.#warmStarted || !url.includes("job_in_progress=0")) return request;
+    this.#idleTakes++;
+    this.#considerWarmUp();
+    return request.finally(() => {
+      this.#idleTakes--;
+    });
   }
 
   /** POST JSON (text, or its UTF-8 bytes) to `url`. Throws on network errors and aborts; any status is an answer. */
@@ -92,7 +131,14 @@ export class PlatformHttp {
     body: string | Uint8Array,
     options: PlatformRequestOptions = {},
   ): Promise<PlatformResponse> {
-    return this.#transport.request("POST", url, { ...this.#options(options, true), body });
+    const request = this.#transport.request("POST", url, { ...this.#options(options, true), body });
+    if (this.#warmStarted) return request;
+    this.#postsInFlight++;
+    return request.finally(() => {
+      this.#postsInFlight--;
+      this.#posted = true;
+      this.#considerWarmUp();
+    });
   }
 
   #options(options: PlatformRequestOptions, json: boolean) {
@@ -114,6 +160,8 @@ export class PlatformHttp {
 
   /** Closes idle connections; requests still running are destroyed, and later ones refused. */
   close(): Promise<void> {
+    clearTimeout(this.#warmTimer);
+    this.#warmStarted = true;
     return this.#transport.close();
   }
 }
