@@ -30,7 +30,7 @@ export const ERROR_CODES = {
   RUNLET_REPORT_REJECTED: "The platform refused a result with a 4xx; the worker reported why instead.",
   RUNLET_REPORT_GAVE_UP: "A result could not be delivered before the worker had to exit.",
   RUNLET_REQUEST_REFUSED:
-    "The HTTP client refused a request to the platform before sending it (a URL or header it cannot carry).",
+    "The HTTP client refused a request before sending it (a URL or header it cannot carry).",
   RUNLET_REQUEST_REDIRECTS:
     "A request to the platform was redirected more than 10 times (a loop); it counts as a network error.",
   // streaming

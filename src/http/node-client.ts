@@ -25,10 +25,14 @@ export interface CollectLimits {
   readonly signal: AbortSignal | undefined;
   /** Longest wait for the headers, and then between body bytes, ms; undefined: none (long polls). */
   readonly answerTimeoutMs: number | undefined;
+  /** `Infinity`: no bound. */
   readonly maxAnswerBytes: number;
+  /** `Infinity`: no bound. */
   readonly answerBodyMs: number;
   /** When `signal` aborts before the headers came, how long to wait for them first, ms. */
   readonly settleMs: number;
+  /** `signal` cuts the body too once the headers came (the job API client), not only the wait for them. */
+  readonly abortBody?: boolean;
 }
 
 /** An answer read whole (or as far as its bounds allow). */
@@ -175,8 +179,10 @@ export class NodeClient implements Collector {
       let bodyTimer: NodeJS.Timeout | undefined;
       let settleTimer: NodeJS.Timeout | undefined;
       const cut = (): void => {
-        // Once the headers came the answer is the server's: read it (bounded) rather than drop it.
-        if (headersCame || signal === undefined) return;
+        // Once the headers came the answer is the server's: read it (bounded) rather than drop it,
+        // unless the caller wants the body cut too.
+        if ((headersCame && !limits.abortBody) || signal === undefined) return;
+        finish({ ok: false, err: signal.reason });
         req?.destroy(signal.reason);
       };
       // One listener per signal however many requests share it (every in-flight post shares the
@@ -211,7 +217,7 @@ export class NodeClient implements Collector {
         answer = res;
         headersCame = true;
         clearTimeout(settleTimer);
-        bodyTimer = setTimeout(() => stopReading("time"), answerBodyMs);
+        if (Number.isFinite(answerBodyMs)) bodyTimer = setTimeout(() => stopReading("time"), answerBodyMs);
         res.on("data", (chunk: Buffer) => {
           if (settled) return;
           const room = maxAnswerBytes - answerBytes;

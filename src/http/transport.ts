@@ -28,7 +28,7 @@ import {
  * `test/http/transport-contract.test.ts` holds both to the same contract.
  */
 
-export type { Answer, Opened } from "./node-client.js";
+export type { Answer, Collector, Opened } from "./node-client.js";
 
 /** Options of one request whose answer is read whole. */
 export interface RequestOptions {
@@ -47,6 +47,8 @@ export interface RequestOptions {
   readonly settleMs?: number;
   /** Follow redirects (the default), or return a 3xx as the answer. */
   readonly redirects?: "follow" | "none";
+  /** `signal` cuts the body too, not only the wait for the headers. @default false */
+  readonly abortBody?: boolean;
 }
 
 /** Options of one request whose body the caller reads ({@link HttpTransport.open}). */
@@ -81,6 +83,11 @@ export interface TransportOptions {
    * worker's main thread; the heartbeat thread has none and stays on node:http.
    */
   readonly loadFastClient?: () => Promise<Collector>;
+  /**
+   * The client for answers read whole from the start, instead of node:http: the job API and
+   * management clients pass {@link dispatcherClient} over their dispatcher.
+   */
+  readonly client?: Collector;
 }
 
 /** True for a request the HTTP client refused before sending it: sending it again fails the same way. */
@@ -121,6 +128,7 @@ export class HttpTransport {
       ...(options.keepAlive === undefined ? {} : { keepAlive: options.keepAlive }),
       ...(options.lookup === undefined ? {} : { lookup: options.lookup }),
     });
+    this.#fast = options.client;
     const base: Record<string, string> = {};
     if (options.userAgent !== undefined) base["user-agent"] = options.userAgent;
     if (options.credential !== undefined) base["authorization"] = options.credential;
@@ -168,6 +176,7 @@ export class HttpTransport {
       maxAnswerBytes: options.maxAnswerBytes ?? DEFAULT_MAX_ANSWER_BYTES,
       answerBodyMs: options.answerBodyMs ?? DEFAULT_ANSWER_BODY_MS,
       settleMs: options.settleMs ?? 0,
+      ...(options.abortBody === undefined ? {} : { abortBody: options.abortBody }),
     };
     const body = typeof options.body === "string" ? encoder.encode(options.body) : options.body;
     let hop: Hop = { method, url, headers: this.headers(options.headers), body };

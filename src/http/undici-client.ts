@@ -16,7 +16,36 @@ import { Targets } from "./targets.js";
 /** Loads undici's Pool alone, not undici's public entry. */
 export async function loadUndiciClient(): Promise<Collector> {
   const { default: PoolClass } = await import("undici/lib/dispatcher/pool.js");
-  return new UndiciClient(PoolClass);
+  const pools = new Map<string, Pool>();
+  return new UndiciClient(
+    (origin) => {
+      let pool = pools.get(origin);
+      if (pool === undefined) {
+        pool = new PoolClass(origin, {
+          connections: MAX_CONNECTIONS,
+          pipelining: 1,
+          keepAliveTimeout: IDLE_SOCKET_MS,
+          keepAliveMaxTimeout: IDLE_SOCKET_MS,
+        });
+        pools.set(origin, pool);
+      }
+      return pool;
+    },
+    async () => {
+      await Promise.all([...pools.values()].map((p) => p.destroy().catch(() => undefined)));
+    },
+  );
+}
+
+/**
+ * The same collector over a dispatcher the caller owns (the job API and management clients: a
+ * proxy agent, a mock agent, undici's global dispatcher). Closing it leaves the dispatcher open.
+ */
+export function dispatcherClient(dispatcher: Dispatcher): Collector {
+  return new UndiciClient(
+    () => dispatcher,
+    async () => undefined,
+  );
 }
 
 class UndiciAnswer implements Answer {
@@ -38,27 +67,14 @@ class UndiciAnswer implements Answer {
 }
 
 class UndiciClient implements Collector {
-  readonly #Pool: typeof Pool;
-  readonly #pools = new Map<string, Pool>();
+  readonly #dispatcherFor: (origin: string) => Dispatcher;
+  readonly #closeAll: () => Promise<void>;
   readonly #targets = new Targets();
   #closed = false;
 
-  constructor(PoolClass: typeof Pool) {
-    this.#Pool = PoolClass;
-  }
-
-  #pool(origin: string): Pool {
-    let pool = this.#pools.get(origin);
-    if (pool === undefined) {
-      pool = new this.#Pool(origin, {
-        connections: MAX_CONNECTIONS,
-        pipelining: 1,
-        keepAliveTimeout: IDLE_SOCKET_MS,
-        keepAliveMaxTimeout: IDLE_SOCKET_MS,
-      });
-      this.#pools.set(origin, pool);
-    }
-    return pool;
+  constructor(dispatcherFor: (origin: string) => Dispatcher, closeAll: () => Promise<void>) {
+    this.#dispatcherFor = dispatcherFor;
+    this.#closeAll = closeAll;
   }
 
   collect(hop: Hop, limits: CollectLimits): Promise<Answer> {
@@ -79,7 +95,7 @@ class UndiciClient implements Collector {
       let bodyTimer: NodeJS.Timeout | undefined;
       let settleTimer: NodeJS.Timeout | undefined;
       const cut = (): void => {
-        if (headersCame || signal === undefined || settled) return;
+        if ((headersCame && !limits.abortBody) || signal === undefined || settled) return;
         cutReason = signal.reason;
         // Settled here: the reason is the signal's, whatever undici reports for the abort.
         finish({ ok: false, err: signal.reason });
@@ -119,7 +135,7 @@ class UndiciClient implements Collector {
           headers = answerHeaders as Answer["headers"];
           headersCame = true;
           clearTimeout(settleTimer);
-          bodyTimer = setTimeout(() => stopReading("time"), answerBodyMs);
+          if (Number.isFinite(answerBodyMs)) bodyTimer = setTimeout(() => stopReading("time"), answerBodyMs);
         },
         onResponseData(_c, chunk) {
           if (settled) return;
@@ -142,8 +158,9 @@ class UndiciClient implements Collector {
       try {
         if (this.#closed) throw new TypeError("the HTTP client is closed");
         const target = this.#targets.of(hop.url);
-        this.#pool(target.origin.text).dispatch(
+        this.#dispatcherFor(target.origin.text).dispatch(
           {
+            origin: target.origin.text,
             method: hop.method as Dispatcher.HttpMethod,
             path: target.path,
             headers: hop.headers as Record<string, string>,
@@ -162,6 +179,6 @@ class UndiciClient implements Collector {
 
   async close(): Promise<void> {
     this.#closed = true;
-    await Promise.all([...this.#pools.values()].map((p) => p.destroy().catch(() => undefined)));
+    await this.#closeAll();
   }
 }

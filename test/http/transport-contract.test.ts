@@ -277,6 +277,17 @@ describe.each(clients)("answers read whole, through %s", (_name, make) => {
     expect(answer.status).toBe(200);
   });
 
+  it("with abortBody, cuts the body too: the request fails with the signal's reason", async () => {
+    const controller = new AbortController();
+    const pending = t.request("GET", `${base}/drip`, {
+      signal: controller.signal,
+      abortBody: true,
+      answerBodyMs: 60_000,
+    });
+    setTimeout(() => controller.abort(new Error("client gave up")), 200);
+    expect(((await caught(pending)) as Error).message).toBe("client gave up");
+  });
+
   it("reuses kept connections for requests one after another (20 requests, at most 2 connections)", async () => {
     const fresh = await make();
     try {
