@@ -41,7 +41,8 @@ export const ERROR_CODES = {
   RUNLET_S3_DOWNLOAD_REFUSED: "A download URL points at a private or loopback address that is not allowed.",
   RUNLET_S3_DOWNLOAD_TOO_LARGE: "A download is larger than its size cap.",
   RUNLET_S3_DOWNLOAD_TIMEOUT: "A download did not finish within its timeout.",
-  RUNLET_URL_DOWNLOAD_HTTP: "A URL download was answered with an HTTP status other than 200 (details.status).",
+  RUNLET_URL_DOWNLOAD_HTTP:
+    "A URL download was answered with an HTTP status other than 200 (details.status).",
   RUNLET_URL_DOWNLOAD_FAILED: "A URL download got no answer: the connection failed, or its redirects looped.",
   RUNLET_S3_ENDPOINT_REFUSED:
     "A job's s3Config.endpointUrl points at a private or loopback address that is not allowed.",
