@@ -21,7 +21,7 @@ export interface SidecarOptions {
   readonly name?: string;
   /** The program and its arguments, run directly (no shell): `["llama-server", "-m", "model.gguf", "--port", "8080"]`. */
   readonly command: readonly string[];
-  /** Variables added to the worker's environment for it. Values of names holding KEY, TOKEN, SECRET or PASSWORD are scrubbed from its log lines. @default {} */
+  /** Variables added to the worker's environment for it. Values of names holding KEY, TOKEN, SECRET or PASSWORD are scrubbed from its log lines and its logged command. @default {} */
   readonly env?: Readonly<Record<string, string>>;
   /** Its working directory. @default the worker's */
   readonly cwd?: string;
