@@ -5,6 +5,7 @@ import type { BatchInfo, ExecuteOutcome } from "../handler/execute.js";
 import { finalBodyText, type JobResult } from "../handler/outcome.js";
 import { withBatchQuery } from "../protocol/batch-query.js";
 import type { DeliveredJob } from "../protocol/index.js";
+import { StateMachine, type Transitions } from "../state-machine.js";
 import type { ExecHandle } from "./executor.js";
 import type { JobOutbox } from "./outbox.js";
 import {
@@ -43,7 +44,7 @@ export type ActiveJobState =
   | "stopped";
 
 /** The states each state may move to. */
-const NEXT: Readonly<Record<ActiveJobState, readonly ActiveJobState[]>> = {
+const NEXT: Transitions<ActiveJobState> = {
   starting: ["running", "reporting"],
   running: ["timed-out", "stopping", "settling", "reporting"],
   "timed-out": ["stopping", "reporting"],
@@ -65,7 +66,7 @@ export class ActiveJob {
   readonly #outbox: JobOutbox;
   readonly #timeoutMs: number;
   readonly #startedAt = Date.now();
-  #state: ActiveJobState = "starting";
+  readonly #machine: StateMachine<ActiveJobState>;
   #handle: ExecHandle | undefined;
   /** The deadline and hard-stop timers, on the worker's clock. */
   #timers: ClockTimer[] = [];
@@ -85,6 +86,7 @@ export class ActiveJob {
     this.#job = job;
     this.#parts = parts;
     this.#log = parts.log.child({ requestId: job.id });
+    this.#machine = new StateMachine(`job ${job.id}`, NEXT, "starting", "RUNLET_WORKER_STATE");
     this.#timeoutMs = jobTimeoutMs(job, parts.definition.executionTimeoutMs);
     const { outbox, reported } = openOutbox(job.id, parts, this.#log, parts.events);
     this.#outbox = outbox;
@@ -107,7 +109,7 @@ export class ActiveJob {
 
   /** Where the job is in its life. */
   get state(): ActiveJobState {
-    return this.#state;
+    return this.#machine.state;
   }
 
   /** True once job-stop named this job: the platform no longer counts it as running. */
@@ -120,9 +122,11 @@ export class ActiveJob {
    * does; false (and nothing changes) otherwise.
    */
   transition(to: ActiveJobState): boolean {
-    if (!NEXT[this.#state].includes(to)) return false;
-    this.#state = to;
-    return true;
+    return this.#machine.move(to);
+  }
+
+  get #state(): ActiveJobState {
+    return this.#machine.state;
   }
 
   /** The in-process watchdog on the heartbeat thread, when the worker may end the process. */

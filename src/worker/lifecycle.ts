@@ -1,6 +1,7 @@
 import type { Logger } from "pino";
 import type { Clock, ClockTimer } from "../clock.js";
 import type { Unfitness } from "../handler/unfit.js";
+import { StateMachine, type Transitions } from "../state-machine.js";
 import { installSignalHandlers } from "./signals.js";
 
 /**
@@ -20,6 +21,14 @@ import { installSignalHandlers } from "./signals.js";
  */
 
 export type LifecycleState = "running" | "draining" | "flushing" | "closed";
+
+/** The moves each state allows: forward only; closed is the end (a close while running skips the middle). */
+const MOVES: Transitions<LifecycleState> = {
+  running: ["draining"],
+  draining: ["flushing", "closed"],
+  flushing: ["closed"],
+  closed: [],
+};
 
 /** Why and how a worker stopped. */
 export interface WorkerStopInfo {
@@ -90,7 +99,7 @@ export class WorkerLifecycle implements WorkerFacts {
   readonly #taking = new AbortController();
   readonly #polling = new AbortController();
   readonly #giveUp = new AbortController();
-  #state: LifecycleState = "running";
+  readonly #state = new StateMachine<LifecycleState>("the worker", MOVES, "running", "RUNLET_WORKER_STATE");
   #info: WorkerStopInfo = { reason: "closed", exitCode: 0 };
   #unfit: Unfitness | undefined;
   #unhealthyPing: Promise<void> | undefined;
@@ -116,7 +125,7 @@ export class WorkerLifecycle implements WorkerFacts {
   }
 
   get state(): LifecycleState {
-    return this.#state;
+    return this.#state.state;
   }
 
   /** Aborted once the worker takes nothing more (it leaves `running`): ends the loops and their waits. */
@@ -166,7 +175,7 @@ export class WorkerLifecycle implements WorkerFacts {
 
   refresh(jobId: string): void {
     // Stopping already, or unfit: nothing to add.
-    if (this.#state !== "running" || this.#unfit !== undefined) return;
+    if (!this.#state.is("running") || this.#unfit !== undefined) return;
     this.#options.log.info(
       { jobId },
       "a result asked the platform to replace this worker (stopPod); taking no more jobs, finishing the running ones, then stopping",
@@ -202,16 +211,14 @@ export class WorkerLifecycle implements WorkerFacts {
 
   /** running → draining, once: `taking` aborts and the worker's shutdown starts. */
   #drain(): void {
-    if (this.#state !== "running") return;
-    this.#state = "draining";
+    if (!this.#state.move("draining")) return;
     this.#taking.abort();
     this.#startDraining();
   }
 
   /** draining → flushing: the jobs are done or aborted; reports may post until the flush deadline. */
   flushing(): void {
-    if (this.#state !== "draining") return;
-    this.#state = "flushing";
+    if (!this.#state.move("flushing")) return;
     const { clock, flushTimeoutMs } = this.#options;
     this.#flushTimer = clock.setTimeout(() => {
       this.#flushTimer = undefined;
@@ -221,9 +228,9 @@ export class WorkerLifecycle implements WorkerFacts {
 
   /** → closed: nothing more is posted or polled, and the signal handlers are removed. */
   closed(): void {
-    if (this.#state === "closed") return;
+    if (this.#state.is("closed")) return;
     this.#drain();
-    this.#state = "closed";
+    this.#state.to("closed");
     if (this.#flushTimer !== undefined) this.#options.clock.clearTimeout(this.#flushTimer);
     this.#flushTimer = undefined;
     this.#polling.abort();
