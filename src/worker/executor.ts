@@ -93,11 +93,13 @@ export interface Runner {
   /** Runs a launched batch at once (batch-scheduler.ts fills it and keeps each job's fate). */
   runBatch(request: BatchRunRequest): BatchRun;
   /**
-   * Runs the handler's `setup` where the handler runs (in-process: once; threads: in the first
-   * thread, and in every thread before it is offered a job). Resolves once a job can be offered;
+   * The runner's start-up phase (after fitness, cache and sidecars): nothing runs before it (no
+   * thread is spawned by the constructor). It runs the handler's `setup` where the handler runs
+   * (in-process: once; threads: it spawns the first thread, and every thread runs setup before it
+   * is offered a job), `setupTimeoutMs` counting from here. Resolves once a job can be offered;
    * a failed outcome means the worker is unfit (`check=setup`). Never rejects.
    */
-  setup(start: RunnerStart): Promise<SetupOutcome>;
+  start(start: RunnerStart): Promise<SetupOutcome>;
   /** Runs the handler's `teardown` where setup ran, for at most `withinMs`. Never rejects. */
   teardown(withinMs: number): Promise<void>;
   close(): Promise<void>;
@@ -143,7 +145,7 @@ export class InProcessRunner implements Runner {
     this.#clock = clock;
   }
 
-  async setup(start: RunnerStart): Promise<SetupOutcome> {
+  async start(start: RunnerStart): Promise<SetupOutcome> {
     const outcome = await runSetup(this.#definition, {
       log: this.#log,
       clock: this.#clock,

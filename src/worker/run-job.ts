@@ -27,7 +27,7 @@ export interface JobParts extends OffloadParts {
   readonly http: PlatformHttp;
   /** When the job's run starts (plain: at once; a batch handler's: with its batch). */
   readonly scheduler: Scheduler;
-  readonly heartbeat: Heartbeat | undefined;
+  readonly heartbeat: HeartbeatLink | undefined;
   readonly log: Logger;
   /** The worker's lifecycle events (taken, started, progress, finished, failed, retrying). */
   readonly events?: WorkerEventHub;
@@ -39,6 +39,9 @@ export interface JobParts extends OffloadParts {
    */
   readonly facts: WorkerFacts;
 }
+
+/** What a job tells the heartbeat thread: the job table it pings with, and the watchdog's deadlines. */
+export type HeartbeatLink = Pick<Heartbeat, "addJob" | "unlistJob" | "removeJob" | "watch" | "unwatch">;
 
 /** The watchdog fires this long after the main thread's own hard stop, so it acts only when the main thread is stuck. */
 export const WATCHDOG_SLACK_MS = 1_000;

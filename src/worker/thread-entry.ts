@@ -70,6 +70,8 @@ export type FromThread =
    * error before this is a load failure.
    */
   | { readonly type: "ready" }
+  /** The handler loaded and its setup begins (only with a setup): the slot is setting up. */
+  | { readonly type: "setting-up" }
   /** setup's `progress(text)`. */
   | { readonly type: "setup-progress"; readonly text: string }
   /** setup threw or timed out: the thread serves no job (the worker is unfit, `check=setup`). */
@@ -115,6 +117,7 @@ export function runExecutorThread(definition: HandlerDefinition): void {
     serveJobs(port, definition, data, log, undefined);
     return;
   }
+  port.postMessage({ type: "setting-up" } satisfies FromThread);
   void runSetup(definition, {
     log,
     clock: realClock({ unref: false }),
