@@ -2,7 +2,7 @@ import type { Logger } from "pino";
 import type { Clock, ClockTimer } from "../clock.js";
 import type { Unfitness } from "../handler/unfit.js";
 import { StateMachine, type Transitions } from "../state-machine.js";
-import { installSignalHandlers } from "./signals.js";
+import { installCrashHandlers, installSignalHandlers } from "./signals.js";
 
 /**
  * The worker's own lifecycle: running → draining → flushing → closed. It owns the worker's
@@ -93,6 +93,15 @@ export function endProcessSoon(code: number, ms: number): void {
   setTimeout(() => endProcess(code), ms).unref();
 }
 
+/**
+ * After a crash, how long the unhealthy ping (`check=crash`) may take before the process exits
+ * anyway, ms of real time: the process's state is not to be trusted, so it ends soon regardless.
+ */
+export const CRASH_PING_MS = 2_000;
+
+/** The check name of the unhealthy ping after an error escaped every owner. */
+export const CRASH_CHECK = "crash";
+
 /** The worker's lifecycle (see the file's summary). */
 export class WorkerLifecycle implements WorkerFacts {
   readonly #options: LifecycleOptions;
@@ -107,6 +116,7 @@ export class WorkerLifecycle implements WorkerFacts {
   #flushTimer: ClockTimer | undefined;
   #removeSignalHandlers: (() => void) | undefined;
   #signalled = false;
+  #crashed = false;
   #startDraining!: () => void;
   /** Resolves when the worker must shut down: the first close, signal, runaway, unfitness or refresh. */
   readonly draining: Promise<void>;
@@ -117,10 +127,15 @@ export class WorkerLifecycle implements WorkerFacts {
       this.#startDraining = resolve;
     });
     if (options.handleSignals) {
-      this.#removeSignalHandlers = installSignalHandlers(options.log, {
+      const removeSignals = installSignalHandlers(options.log, {
         first: () => this.signal(),
         second: () => this.#exit(1),
       });
+      const removeCrash = installCrashHandlers((err, origin) => this.crash(err, origin));
+      this.#removeSignalHandlers = () => {
+        removeSignals();
+        removeCrash();
+      };
     }
   }
 
@@ -207,6 +222,43 @@ export class WorkerLifecycle implements WorkerFacts {
     // Stop taking before the ping goes out, so no job arrives at a worker that declared itself unfit.
     this.#drain();
     this.#unhealthyPing = this.#options.ping?.unhealthy(check, reason);
+  }
+
+  /**
+   * The last line: an error escaped every owner (an uncaught exception or unhandled rejection).
+   * Logged with its stack (`RUNLET_WORKER_CRASHED`), one unhealthy ping with `check=crash`, and
+   * the process exits 1 as soon as the ping is answered, at most {@link CRASH_PING_MS} later: no
+   * drain, no teardown (the process's state cannot be trusted). The jobs it held are not
+   * reported; the platform sees the worker gone (docs/reliability.md).
+   */
+  crash(err: unknown, origin: "uncaughtException" | "unhandledRejection"): void {
+    if (this.#crashed) return;
+    this.#crashed = true;
+    const what = err instanceof Error ? `${err.name || "Error"}: ${err.message}` : String(err);
+    const reason = `${origin}: ${what}`;
+    try {
+      this.#options.log.fatal(
+        { code: "RUNLET_WORKER_CRASHED", origin, err },
+        `an error escaped every owner of the worker's tasks (${reason}); pinging unhealthy (check=crash) and exiting 1`,
+      );
+    } catch {
+      // The log is what failed: the ping and the exit still follow.
+    }
+    let ping: Promise<void>;
+    try {
+      ping = this.#options.ping?.unhealthy(CRASH_CHECK, reason) ?? Promise.resolve();
+    } catch {
+      ping = Promise.resolve();
+    }
+    // Real time, not the worker's clock: nothing of the worker is trusted now.
+    const timer = setTimeout(() => this.#exit(1), CRASH_PING_MS);
+    void ping.then(
+      () => {
+        clearTimeout(timer);
+        this.#exit(1);
+      },
+      () => undefined,
+    );
   }
 
   /** running → draining, once: `taking` aborts and the worker's shutdown starts. */
