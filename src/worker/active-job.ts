@@ -6,7 +6,7 @@ import { finalBodyText, type JobResult } from "../handler/outcome.js";
 import { withBatchQuery } from "../protocol/batch-query.js";
 import type { DeliveredJob } from "../protocol/index.js";
 import { StateMachine, type Transitions } from "../state-machine.js";
-import type { ExecHandle } from "./executor.js";
+import type { JobRunHandle } from "./executor.js";
 import type { JobOutbox } from "./outbox.js";
 import {
   armHardStop,
@@ -67,7 +67,7 @@ export class ActiveJob {
   readonly #timeoutMs: number;
   readonly #startedAt = Date.now();
   readonly #machine: StateMachine<ActiveJobState>;
-  #handle: ExecHandle | undefined;
+  #handle: JobRunHandle | undefined;
   /** The deadline and hard-stop timers, on the worker's clock. */
   #timers: ClockTimer[] = [];
   /** The deadline the watchdog is armed for (epoch ms, real time: the thread reads Date.now()); 0 when unarmed. */

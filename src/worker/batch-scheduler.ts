@@ -7,7 +7,7 @@ import { type ParsedInput, parseInput } from "../handler/parse-input.js";
 import { StateMachine, type Transitions } from "../state-machine.js";
 import type { BatchRun, BatchRunRequest } from "./batch-runner.js";
 import type { BatchWrapper } from "./events.js";
-import type { ExecHandle, ExecRequest, Runner } from "./executor.js";
+import type { JobRunHandle, JobRunRequest, Runner } from "./executor.js";
 import { armHardStop } from "./run-job.js";
 import type { Scheduler } from "./scheduler.js";
 
@@ -59,7 +59,7 @@ const PHASES: Transitions<Phase> = {
 
 /** One job given to the scheduler, through its phases. */
 interface Member {
-  readonly request: ExecRequest;
+  readonly request: JobRunRequest;
   readonly hooks: ExecuteHooks;
   readonly phase: StateMachine<Phase>;
   parsed: ParsedInput | undefined;
@@ -125,7 +125,7 @@ export class BatchScheduler implements Scheduler {
     return Math.max(0, this.#maxSize - this.#pending.length - this.#validating);
   }
 
-  run(request: ExecRequest, hooks: ExecuteHooks): ExecHandle {
+  run(request: JobRunRequest, hooks: ExecuteHooks): JobRunHandle {
     let resolveStarted!: (at: number) => void;
     let resolveOutcome!: (outcome: ExecuteOutcome | "killed") => void;
     const started = new Promise<number>((resolve) => {

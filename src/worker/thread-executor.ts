@@ -8,16 +8,16 @@ import { StateMachine, type Transitions } from "../state-machine.js";
 import { launchInSpan, threadTrace } from "../telemetry/link.js";
 import type { BatchRun, BatchRunRequest } from "./batch-runner.js";
 import {
-  type ExecHandle,
-  type ExecRequest,
-  type ExecutorSettings,
+  type JobRunHandle,
+  type JobRunRequest,
+  type RunnerSettings,
   RunEnd,
   type Runner,
   type RunnerStart,
 } from "./executor.js";
 import { SETUP_CHECK, type SetupOutcome } from "./setup.js";
-import { EXECUTOR_BOOTSTRAP, TS_FILE, toUrl, tsxApiUrl } from "./thread-bootstrap.js";
-import type { ExecutorWorkerData, FromThread, RunMessage, ToThread } from "./thread-entry.js";
+import { RUNNER_THREAD_BOOTSTRAP, TS_FILE, toUrl, tsxApiUrl } from "./thread-bootstrap.js";
+import type { RunnerThreadData, FromThread, RunMessage, ToThread } from "./thread-entry.js";
 
 /**
  * `isolation: "thread"`: each running job owns a worker thread; a hard stop terminates it (even a
@@ -33,8 +33,8 @@ export interface ThreadRunnerOptions {
   readonly entryUrl: string;
   /** Sources: the handler module (path or URL). Undefined for a bundle. */
   readonly handlerModule: string | undefined;
-  readonly log: ExecutorWorkerData["log"];
-  readonly settings: ExecutorSettings;
+  readonly log: RunnerThreadData["log"];
+  readonly settings: RunnerSettings;
   /** The main thread's logger, for a thread's failure outside any job. */
   readonly logger: Logger;
   /**
@@ -141,7 +141,7 @@ class Slot {
 }
 
 export class ThreadRunner implements Runner {
-  readonly #data: ExecutorWorkerData;
+  readonly #data: RunnerThreadData;
   readonly #options: ThreadRunnerOptions;
   /** The thread the runner's start spawns: the worker's first take waits for its setup. */
   #first: Slot | undefined;
@@ -165,7 +165,7 @@ export class ThreadRunner implements Runner {
       TS_FILE.test(new URL(options.entryUrl).pathname) ||
       (handlerUrl !== undefined && TS_FILE.test(new URL(handlerUrl).pathname));
     this.#data = {
-      runletRole: "executor",
+      runletRole: "runner",
       entryUrl: options.entryUrl,
       handlerUrl,
       // Resolved lazily: a bundle (plain .mjs) never needs tsx and may not ship it.
@@ -177,7 +177,7 @@ export class ThreadRunner implements Runner {
 
   #spawn(): Slot {
     this.#spawned += 1;
-    const thread = new Thread(EXECUTOR_BOOTSTRAP, { eval: true, workerData: this.#data });
+    const thread = new Thread(RUNNER_THREAD_BOOTSTRAP, { eval: true, workerData: this.#data });
     const slot = new Slot(thread, this.#spawned);
     this.#slots.add(slot);
     const { clock, setup } = this.#options;
@@ -321,7 +321,7 @@ export class ThreadRunner implements Runner {
     };
   }
 
-  run(request: ExecRequest, hooks: ExecuteHooks): ExecHandle {
+  run(request: JobRunRequest, hooks: ExecuteHooks): JobRunHandle {
     if (this.#loadFailure !== undefined) {
       return {
         started: Promise.resolve(Date.now()),
@@ -366,7 +366,7 @@ export class ThreadRunner implements Runner {
 
   /**
    * Runs a batch (batch-scheduler.ts) on one thread: a hard stop terminates the thread, and each
-   * job of the batch then ends as the batch executor decides (each was already let go).
+   * job of the batch then ends as executeBatch decides (each was already let go).
    */
   runBatch(request: BatchRunRequest): BatchRun {
     const count = request.members.length;

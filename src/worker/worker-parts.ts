@@ -4,7 +4,7 @@ import { HANDLER_DEFAULTS, type HandlerDefinition } from "../handler/define-hand
 import { BatchScheduler } from "./batch-scheduler.js";
 import type { WorkerConfig } from "./config.js";
 import type { WorkerEventHub } from "./events.js";
-import { type ExecutorSettings, InProcessRunner, type Runner, type S3Settings } from "./executor.js";
+import { type RunnerSettings, InProcessRunner, type Runner, type S3Settings } from "./executor.js";
 import {
   type HeartbeatOptions,
   WATCH_ID_MARK,
@@ -40,7 +40,7 @@ export function s3Settings(config: WorkerConfig, definition: HandlerDefinition):
 export function createRunner(
   definition: HandlerDefinition,
   config: WorkerConfig,
-  settings: ExecutorSettings,
+  settings: RunnerSettings,
   log: Logger,
   reports: Pick<RunReports, "unfit">,
 ): Runner {
@@ -86,7 +86,7 @@ export interface RunReports {
 function threadRunner(
   definition: HandlerDefinition,
   config: WorkerConfig,
-  settings: ExecutorSettings,
+  settings: RunnerSettings,
   log: Logger,
   reports: Pick<RunReports, "unfit">,
 ): ThreadRunner {

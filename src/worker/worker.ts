@@ -8,7 +8,7 @@ import { loadTelemetry, type WorkerTelemetry } from "../telemetry/index.js";
 import { WaiterSet } from "../wait.js";
 import { resolveWorkerConfig, type WorkerConfig, type WorkerOptions } from "./config.js";
 import { WorkerEventHub, type WorkerEvents, type WorkerListener } from "./events.js";
-import type { ExecutorSettings } from "./executor.js";
+import type { RunnerSettings } from "./executor.js";
 import { JobBoard } from "./job-board.js";
 import { WorkerLifecycle, type WorkerStopInfo } from "./lifecycle.js";
 import { PartList } from "./part-list.js";
@@ -66,7 +66,7 @@ export class Worker {
       this.#resolveStopped = resolve;
     });
     const http = new PlatformHttp(config.apiKey);
-    const settings: ExecutorSettings = {
+    const settings: RunnerSettings = {
       identity: { hostname: config.hostname, workerId: config.podId },
       bucket: config.bucket,
       s3: s3Settings(config, definition),
