@@ -10,14 +10,14 @@ import type { BatchRun, BatchRunRequest } from "./batch-runner.js";
 import {
   type JobRunHandle,
   type JobRunRequest,
-  type RunnerSettings,
   RunEnd,
   type Runner,
+  type RunnerSettings,
   type RunnerStart,
 } from "./executor.js";
 import { SETUP_CHECK, type SetupOutcome } from "./setup.js";
 import { RUNNER_THREAD_BOOTSTRAP, TS_FILE, toUrl, tsxApiUrl } from "./thread-bootstrap.js";
-import type { RunnerThreadData, FromThread, RunMessage, ToThread } from "./thread-entry.js";
+import type { FromThread, RunMessage, RunnerThreadData, ToThread } from "./thread-entry.js";
 
 /**
  * `isolation: "thread"`: each running job owns a worker thread; a hard stop terminates it (even a

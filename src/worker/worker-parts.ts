@@ -4,7 +4,7 @@ import { HANDLER_DEFAULTS, type HandlerDefinition } from "../handler/define-hand
 import { BatchScheduler } from "./batch-scheduler.js";
 import type { WorkerConfig } from "./config.js";
 import type { WorkerEventHub } from "./events.js";
-import { type RunnerSettings, InProcessRunner, type Runner, type S3Settings } from "./executor.js";
+import { InProcessRunner, type Runner, type RunnerSettings, type S3Settings } from "./executor.js";
 import {
   type HeartbeatOptions,
   WATCH_ID_MARK,
