@@ -7,16 +7,11 @@ import { withBatchQuery } from "../protocol/batch-query.js";
 import type { DeliveredJob } from "../protocol/index.js";
 import { StateMachine, type Transitions } from "../state-machine.js";
 import type { JobRunHandle } from "./executor.js";
+import { armHardStop } from "./hard-stop.js";
+import { jobTimeoutMs, timeoutMessage, WATCHDOG_SLACK_MS } from "./job-deadline.js";
+import { type JobParts, openOutbox } from "./job-parts.js";
+import { fitResult } from "./offload.js";
 import type { JobOutbox } from "./outbox.js";
-import {
-  armHardStop,
-  fitResult,
-  type JobParts,
-  jobTimeoutMs,
-  openOutbox,
-  timeoutMessage,
-  WATCHDOG_SLACK_MS,
-} from "./run-job.js";
 
 /**
  * One job on the main thread: its deadline and hard stop, its outbox, and the final result

@@ -8,13 +8,13 @@ import { StateMachine, type Transitions } from "../state-machine.js";
 import type { BatchRun, BatchRunRequest } from "./batch-runner.js";
 import type { BatchWrapper } from "./events.js";
 import type { JobRunHandle, JobRunRequest, Runner } from "./executor.js";
-import { armHardStop } from "./run-job.js";
+import { armHardStop } from "./hard-stop.js";
 import type { Scheduler } from "./scheduler.js";
 
 /**
  * Dynamic batching (docs/handler.md, "Batching"): a Scheduler that gathers the jobs it is given into
  * batches and runs each batch with one call of the batch handler. Each job keeps its own ActiveJob
- * (run-job.ts), so its deadline, job-stop, progress, result and offload work as for a single job:
+ * (job-parts.ts), so its deadline, job-stop, progress, result and offload work as for a single job:
  * the job's handle starts when its batch starts and settles with its place in the batch's outputs,
  * or at once when the job is let go (stopped, timed out, shut down) while its batch runs on.
  *
@@ -332,7 +332,7 @@ export class BatchScheduler implements Scheduler {
 
   #end(member: Member, outcome: ExecuteOutcome | "killed"): void {
     if (!member.phase.move("ended")) return;
-    // Epoch ms, as a runner's start: a job's deadline is computed from it (run-job.ts).
+    // Epoch ms, as a runner's start: a job's deadline is computed from it (active-job.ts).
     member.resolveStarted(Date.now());
     member.resolveOutcome(outcome);
   }

@@ -5,13 +5,14 @@ import { BatchScheduler } from "./batch-scheduler.js";
 import type { WorkerConfig } from "./config.js";
 import type { WorkerEventHub } from "./events.js";
 import { InProcessRunner, type Runner, type RunnerSettings, type S3Settings } from "./executor.js";
+import { failureBody } from "./failure-body.js";
 import {
   type HeartbeatOptions,
   WATCH_ID_MARK,
   WATCH_TIMEOUT_MARK,
   type WatchdogReport,
 } from "./heartbeat.js";
-import { failureBody, timeoutMessage } from "./run-job.js";
+import { timeoutMessage } from "./job-deadline.js";
 import { PlainScheduler, type Scheduler } from "./scheduler.js";
 import { defaultThreadEntryUrl, ThreadRunner } from "./thread-executor.js";
 
