@@ -54,7 +54,7 @@ export interface WorkerOptions {
   exitOnHardStop?: boolean;
   /** The handler module's path or file URL, loaded by isolation threads (`isolation: "thread"`). */
   handlerModule?: string;
-  /** A file that serves jobs when started as a thread with `workerData.runletRole === "executor"` (a bundle passes its own `import.meta.url`). */
+  /** A file that serves jobs when started as a thread with `workerData.runletRole === "runner"` (a bundle passes its own `import.meta.url`). */
   threadEntry?: string;
   /**
    * The heartbeat thread's module (file URL): a bundle names its own heartbeat-thread.mjs.

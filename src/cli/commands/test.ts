@@ -1,3 +1,4 @@
+import { pipeline } from "node:stream/promises";
 import { RunletError } from "../../errors.js";
 import type { Harness } from "../../harness/index.js";
 import { FITNESS_ENV } from "../../protocol/index.js";
@@ -75,7 +76,8 @@ function batchNote(harness: Harness, jobId: string): string {
 /** process.stderr behind a stream that escapes terminal control characters (the worker's output). */
 function workerOutput(): NodeJS.WritableStream {
   const escaping = escapingStream();
-  escaping.pipe(process.stderr, { end: false });
+  // stream.pipeline: a closed stderr (EPIPE) ends the pipe here instead of reaching the process.
+  pipeline(escaping, process.stderr, { end: false }).catch(() => undefined);
   return escaping;
 }
 
