@@ -1,8 +1,8 @@
-import { mkdir, readdir, readFile, stat, writeFile } from "node:fs/promises";
+import { mkdir, readdir, stat, writeFile } from "node:fs/promises";
 import { basename, join, relative, resolve } from "node:path";
 import { VERSION } from "../../version.js";
 import { type Command, EXIT, parseCommandArgs, reportCliError, usageError } from "../command.js";
-import { renderProjectDockerfile } from "../dockerfile.js";
+import { dockerfileOptionsFor, renderProjectDockerfile } from "../dockerfile.js";
 import { TEMPLATE_NAMES, TEMPLATES_DIR, type TemplateName } from "../paths.js";
 import { defaultSource, runletFrom } from "../runlet-source.js";
 import { copyTemplate, packageNameFor } from "../scaffold.js";
@@ -93,15 +93,7 @@ export const command: Command = {
       });
       if (runlet.file !== undefined) files.push(runlet.file);
       // The one Dockerfile `runlet build` also writes, rendered here rather than kept as a copy per starter.
-      const deps = (
-        JSON.parse(await readFile(join(dir, "package.json"), "utf8")) as {
-          dependencies?: Record<string, string>;
-        }
-      ).dependencies;
-      await writeFile(
-        join(dir, "Dockerfile"),
-        renderProjectDockerfile({ onnxruntime: deps?.["onnxruntime-node"] !== undefined }),
-      );
+      await writeFile(join(dir, "Dockerfile"), renderProjectDockerfile(await dockerfileOptionsFor(dir)));
       files.push("Dockerfile");
       files.sort();
       const shown = relative(process.cwd(), dir) || ".";
