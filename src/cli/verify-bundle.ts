@@ -44,8 +44,11 @@ export interface VerifyOptions {
 }
 
 const ENDPOINT_ID = "verify";
-/** Lines of the worker's log kept for an error message. */
+/** Lines of the worker's log kept for an error message, and the longest kept of each. */
 const KEPT_LINES = 40;
+const KEPT_LINE_CHARS = 2_000;
+/** Longest unterminated line held while it is being written. */
+const MAX_PENDING_CHARS = 1_048_576;
 
 /**
  * The package a worker's log says it could not find (`Cannot find module 'x/package.json'`,
@@ -111,8 +114,10 @@ export async function verifyBundle(options: VerifyOptions): Promise<VerifyReport
     const lines: string[] = [];
     let readyMs: number | undefined;
     let failure: string | undefined;
-    let pending = "";
-    const onLine = (line: string) => {
+    // Each stream's unterminated last line.
+    const pending = ["", ""];
+    const onLine = (whole: string) => {
+      const line = whole.length > KEPT_LINE_CHARS ? `${whole.slice(0, KEPT_LINE_CHARS)}…` : whole;
       lines.push(line);
       if (lines.length > KEPT_LINES) lines.shift();
       if (line.includes('"worker ready"') && readyMs === undefined) readyMs = performance.now() - started;
@@ -121,12 +126,16 @@ export async function verifyBundle(options: VerifyOptions): Promise<VerifyReport
         failure = describeLine(line);
       }
     };
-    for (const stream of [child.stdout, child.stderr]) {
+    for (const [at, stream] of [child.stdout, child.stderr].entries()) {
       stream.setEncoding("utf8").on("data", (chunk: string) => {
-        pending += chunk;
-        const parts = pending.split("\n");
-        pending = parts.pop() ?? "";
+        const parts = (pending[at] + chunk).split("\n");
+        let rest = parts.pop() ?? "";
         for (const part of parts) onLine(part);
+        if (rest.length > MAX_PENDING_CHARS) {
+          onLine(rest);
+          rest = "";
+        }
+        pending[at] = rest;
       });
     }
     const exited = new Promise<number | null>((resolve) => child.once("close", (code) => resolve(code)));
@@ -136,8 +145,8 @@ export async function verifyBundle(options: VerifyOptions): Promise<VerifyReport
     });
     const deadline = Date.now() + timeoutMs;
     const log = () => {
-      if (pending !== "") onLine(pending);
-      pending = "";
+      for (const rest of pending) if (rest !== "") onLine(rest);
+      pending.fill("");
       return lines.length === 0 ? "" : `\nThe worker's last log lines:\n${lines.join("\n")}`;
     };
     const fail = (what: string): RunletError => {
