@@ -471,7 +471,9 @@ async function onnxImage(
   for (const k of Object.keys(clean)) if (/^(npm_config_)?onnxruntime_node_install/i.test(k)) delete clean[k];
   const project = await makeProject(dir, "onnx-app", "onnx");
   const tested = await run("npm", ["test"], { env: clean, cwd: project, echo: false });
-  check(/Tests\s+\d+ passed/.test(tested), "the onnx starter's own npm test passes (its tiny model)");
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: vitest's colour codes
+  const plain = tested.replace(/\x1b\[[0-9;]*m/g, "");
+  check(/Tests\s+\d+ passed/.test(plain), "the onnx starter's own npm test passes (its tiny model)");
   const built = await run("npx", ["runlet", "build"], { env: clean, cwd: project, echo: false });
   step(`npx runlet build:\n${built.trimEnd().replace(/^/gm, "    ")}`);
   check(
