@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
-import { cp, mkdtemp, rm } from "node:fs/promises";
+import { cp, mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { RunletError } from "../errors.js";
@@ -31,6 +31,33 @@ export interface VerifyReport {
   readonly hadInput: boolean;
 }
 
+/**
+ * How far the verify step goes, from package.json's `"runlet": {"verify": ...}`: `"job"` (the
+ * default) runs test_input.json's job; `"setup"` stops after load and setup (a job that needs
+ * what a build has not: an S3 store, a GPU); `"off"` skips the step, as `--no-verify` does.
+ */
+export type VerifyMode = "job" | "setup" | "off";
+
+/** The package.json key of {@link VerifyMode}. */
+export const VERIFY_KEY = "runlet.verify";
+
+/** The project's {@link VerifyMode}: `"job"` without a package.json or the field; a bad value is an error naming it. */
+export async function declaredVerifyMode(projectDir: string): Promise<VerifyMode> {
+  let pkg: { runlet?: { verify?: unknown } };
+  try {
+    pkg = JSON.parse(await readFile(join(projectDir, "package.json"), "utf8")) as typeof pkg;
+  } catch {
+    return "job"; // No package.json, or not JSON (declaredExternals says so first).
+  }
+  const value = pkg.runlet?.verify;
+  if (value === undefined) return "job";
+  if (value === "job" || value === "setup" || value === "off") return value;
+  throw new RunletError(
+    "RUNLET_BUILD_FAILED",
+    `package.json's "runlet": {"verify": ...} must be "job", "setup" or "off", got ${JSON.stringify(value).slice(0, 100)}`,
+  );
+}
+
 /** Options of {@link verifyBundle}. */
 export interface VerifyOptions {
   /** The project folder: test_input.json and package.json are read there. */
@@ -41,6 +68,8 @@ export interface VerifyOptions {
   readonly declared: readonly string[];
   /** Longest the whole step may take. */
   readonly timeoutMs: number;
+  /** `"setup"`: no job, only load, setup and the stop. @default "job" */
+  readonly mode?: "job" | "setup";
 }
 
 const ENDPOINT_ID = "verify";
@@ -86,7 +115,7 @@ function describeLine(line: string): string {
  */
 export async function verifyBundle(options: VerifyOptions): Promise<VerifyReport> {
   const { projectDir, distDir, declared, timeoutMs } = options;
-  const hadInput = existsSync(join(projectDir, "test_input.json"));
+  const hadInput = options.mode !== "setup" && existsSync(join(projectDir, "test_input.json"));
   const read = hadInput ? await readJobs(undefined, projectDir) : [];
   const jobs = Array.isArray(read) ? read : [read];
   const { startHarness } = await import("../harness/index.js");

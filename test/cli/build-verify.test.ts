@@ -128,6 +128,25 @@ describe("runlet build: the verify step and resolved packages", { timeout: 120_0
     const skipped = await runCli(["build", "--no-verify"], { cwd: dir });
     expect(skipped.code, skipped.stderr).toBe(0);
     expect(skipped.stdout).toContain("Verify step skipped (--no-verify)\n");
+    // A project whose job needs what a build has not (an S3 store) verifies load and setup only.
+    await put(
+      join(dir, "package.json"),
+      JSON.stringify({ name: "bad-job", type: "module", private: true, runlet: { verify: "setup" } }),
+    );
+    const setupOnly = await runCli(["build"], { cwd: dir });
+    expect(setupOnly.code, setupOnly.stderr).toBe(0);
+    expect(setupOnly.stdout).toMatch(
+      /\nVerified dist\/ alone in an empty folder: handler loaded, setup done \(ready in \d+ ms\), no job \(package\.json: runlet\.verify is "setup"\), stopped cleanly\n/,
+    );
+    await put(
+      join(dir, "package.json"),
+      JSON.stringify({ name: "bad-job", type: "module", private: true, runlet: { verify: "yes" } }),
+    );
+    const badMode = await runCli(["build"], { cwd: dir });
+    expect(badMode.code).toBe(1);
+    expect(badMode.stderr).toBe(
+      'runlet build: package.json\'s "runlet": {"verify": ...} must be "job", "setup" or "off", got "yes" (RUNLET_BUILD_FAILED)\n',
+    );
     const bad = await runCli(["build", "--verify-timeout", "0"], { cwd: dir });
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain("--verify-timeout takes whole seconds from 1 to 3600, got 0");

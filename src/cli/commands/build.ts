@@ -6,7 +6,7 @@ import { type Command, EXIT, parseCommandArgs, reportCliError, usageError } from
 import { dockerfileOptionsFor, IMAGE_LAYOUT, renderProjectDockerfile } from "../dockerfile.js";
 import { copyExternals, declaredExternals, EXTERNALS_KEY } from "../externals.js";
 import { DEFAULT_HANDLER_PATHS, resolveHandlerPath } from "../handler-path.js";
-import { verifyBundle } from "../verify-bundle.js";
+import { declaredVerifyMode, VERIFY_KEY, verifyBundle } from "../verify-bundle.js";
 
 const HELP = `Usage: runlet build [handler] [--external PKG]... [--no-minify] [--all-source-maps] [--no-verify] [--verify-timeout S]
 
@@ -31,6 +31,8 @@ Options:
                       build has not); the image's build stage runs it too, unless its build
                       script says --no-verify
   --verify-timeout S  longest the verify step may take, seconds. default: 300
+                      package.json's "runlet": {"verify": "setup"} stops it after setup (a
+                      job that needs an S3 store or a GPU); "off" skips it in every build
   --all-source-maps   keep the source maps of runlet and the dependencies too; by default only
                       the files with the project's own code keep theirs (each map costs
                       start-up time and memory under the image's --enable-source-maps)
@@ -111,6 +113,7 @@ export const command: Command = {
       }
       const flagged = Array.isArray(external) ? external.map(String) : [];
       const declared = await declaredExternals(cwd);
+      const mode = await declaredVerifyMode(cwd);
       const result = await bundleHandler({
         handlerPath,
         outDir: join(cwd, "dist"),
@@ -150,18 +153,23 @@ export const command: Command = {
           );
         }
       }
-      if (parsed.values["no-verify"] === true) {
-        process.stdout.write("Verify step skipped (--no-verify)\n");
+      if (parsed.values["no-verify"] === true || mode === "off") {
+        process.stdout.write(
+          `Verify step skipped (${mode === "off" ? `package.json: ${VERIFY_KEY} is "off"` : "--no-verify"})\n`,
+        );
       } else {
         const report = await verifyBundle({
           projectDir: cwd,
           distDir: join(cwd, "dist"),
           declared,
           timeoutMs: verifyTimeoutS * 1_000,
+          mode,
         });
         const jobs = report.hadInput
           ? `test_input.json's job${report.jobs.length === 1 ? "" : "s"} ${report.jobs.map((j) => `${j.status} in ${j.ms ?? "?"} ms`).join(", ")}`
-          : "no job (the project has no test_input.json)";
+          : mode === "setup"
+            ? `no job (package.json: ${VERIFY_KEY} is "setup")`
+            : "no job (the project has no test_input.json)";
         process.stdout.write(
           `Verified dist/ alone in an empty folder: handler loaded, setup done (ready in ${Math.round(report.readyMs)} ms), ` +
             `${jobs}, stopped cleanly\n`,
