@@ -15,6 +15,7 @@ import {
 } from "../option-schema.js";
 import { DEFAULT_MAX_RESULT_BYTES } from "../protocol/limits.js";
 import type { RetryPolicy } from "../retry-policy.js";
+import { operatorAllowsPrivateAddresses, PRIVATE_ADDRESSES_WARNING } from "../s3/private-address.js";
 import type { TelemetryOptions } from "../telemetry/settings.js";
 import { pollRetryPolicy, postRetryPolicy } from "./backoff.js";
 import { type FitnessConfig, readFitnessConfig } from "./fitness/fitness-config.js";
@@ -155,6 +156,7 @@ const optionsSchema = z.object({
 /** Merges `options` and the env (RUNLET_CONFIG_INVALID names a bad value); local mode (no job-take URL) is an error here. */
 export function resolveWorkerConfig(options: WorkerOptions): WorkerConfig {
   const env = readPlatformEnv(options.env);
+  const operatorAllows = operatorAllowsPrivateAddresses(options.env ?? {});
   const fitness = readFitnessConfig(options.env);
   const checked = parseOptions(
     optionsSchema,
@@ -192,7 +194,9 @@ export function resolveWorkerConfig(options: WorkerOptions): WorkerConfig {
     handlerModule: checked.handlerModule,
     threadEntry: checked.threadEntry,
     heartbeatEntry: checked.heartbeatEntry,
-    allowPrivateAddresses: checked.allowPrivateAddresses,
+    // The operator's RUNLET_ALLOW_PRIVATE_ADDRESSES=1 wins over the code's settings, with a warning at start.
+    allowPrivateAddresses: operatorAllows ?? checked.allowPrivateAddresses,
+    warnings: operatorAllows ? Object.freeze([...env.warnings, PRIVATE_ADDRESSES_WARNING]) : env.warnings,
     presignExpiresSec: checked.presignExpiresSec,
     tmpRoot: checked.tmpRoot,
     fitness,
