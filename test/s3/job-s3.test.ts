@@ -13,6 +13,7 @@ import { isRunletError } from "../../src/errors.js";
 import { createLogger } from "../../src/log/index.js";
 import type { S3Config } from "../../src/protocol/index.js";
 import { createJobS3, type JobS3, type JobS3Options } from "../../src/s3/index.js";
+import { waitFor } from "../support/wait-for.js";
 import { type S3rverHandle, startS3rver } from "./s3rver.js";
 
 const BUCKET = "runlet-test";
@@ -206,11 +207,10 @@ describe("upload", () => {
       },
     });
     const upload = s3.upload(body, { key: "job-abort/big.bin" });
-    const deadline = Date.now() + 20_000;
-    while ((await s3rver.listMultipartUploads(BUCKET)).length === 0) {
-      if (Date.now() > deadline) throw new Error("no multipart upload was started");
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    await waitFor(
+      "a multipart upload to start",
+      async () => (await s3rver.listMultipartUploads(BUCKET)).length > 0,
+    );
     job.abort(reason);
     expect(await caught(upload)).toBe(reason);
     expect(await s3rver.listMultipartUploads(BUCKET)).toEqual([]);
