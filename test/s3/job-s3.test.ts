@@ -13,24 +13,21 @@ import { isRunletError } from "../../src/errors.js";
 import { createLogger } from "../../src/log/index.js";
 import type { S3Config } from "../../src/protocol/index.js";
 import { createJobS3, type JobS3, type JobS3Options } from "../../src/s3/index.js";
+import { useS3rver } from "../support/use-s3rver.js";
 import { waitFor } from "../support/wait-for.js";
-import { type S3rverHandle, startS3rver } from "./s3rver.js";
 
 const BUCKET = "runlet-test";
-let s3rver: S3rverHandle;
+const s3rver = useS3rver(BUCKET);
 let tmpRoot: string;
 const opened: JobS3[] = [];
 
 beforeAll(async () => {
-  s3rver = await startS3rver();
-  await s3rver.createBucket(BUCKET);
   tmpRoot = await mkdtemp(join(tmpdir(), "runlet-s3-test-"));
 });
 afterEach(async () => {
   await Promise.all(opened.splice(0).map((s) => s.cleanup()));
 });
 afterAll(async () => {
-  await s3rver?.close();
   if (tmpRoot) await rm(tmpRoot, { recursive: true, force: true });
 });
 
