@@ -74,14 +74,6 @@ const PROCESS = [
   "test/worker/process.test.ts",
 ];
 
-/**
- * The starters' own tests, run here against src/ (their `runlet` imports resolve through the alias
- * below): test/package/consumer.test.ts takes one starter through npm pack, install, npm test and
- * build, `npm run test:starters` all of them. The OCR starter's tests load the model; its handler
- * runs in test/examples/ocr.test.ts, which test/cli/templates.test.ts keeps identical.
- */
-const STARTER_TESTS = ["templates/!(ocr)/test/*.test.ts"];
-
 // Processes tests start (`node bin/runlet.mjs`) run dist/: rebuilt before those lanes when src/ is newer.
 const BUILD_DIST = ["test/build-dist.ts"];
 
@@ -122,7 +114,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: "integration",
-          include: ["test/**/*.test.ts", ...STARTER_TESTS],
+          include: ["test/**/*.test.ts"],
           exclude: [...UNIT, ...PROCESS],
           globalSetup: BUILD_DIST,
           pool: "forks",
