@@ -5,7 +5,7 @@ import { defineConfig } from "vitest/config";
  * The suite runs in three lanes (vitest projects; `npm test` runs all three, and so does CI):
  *
  * - `unit`: no sockets, no child processes — pure functions, in-memory parts on a ManualClock,
- *   the harness through `inject()`, doc and type checks. These files share one thread without
+ *   the harness's routes in memory (test/support/inject.ts), doc and type checks. These files share one thread without
  *   per-file isolation, so the import cost is paid once: a file here must leave no global state
  *   behind (no fake timers, no `process.env` changes, no `vi.mock`).
  * - `process`: tests whose subject is a process — the CLI, packaging, the bench's smoke run, the
@@ -20,9 +20,15 @@ const UNIT = [
   "test/cli/templates.test.ts",
   "test/dashboard/page-modules.test.ts",
   "test/docs/*.test.ts",
+  "test/harness/client-deadlines.test.ts",
+  "test/harness/client-jobs.test.ts",
+  "test/harness/client-stream.test.ts",
+  "test/harness/harness-errors.test.ts",
   "test/harness/held-waits.test.ts",
   "test/harness/job-entry.test.ts",
   "test/harness/job-service.test.ts",
+  "test/harness/progress-status.test.ts",
+  "test/harness/requests-list.test.ts",
   "test/harness/route-match.test.ts",
   "test/harness/stream-body.test.ts",
   "test/hostile/secrets.test.ts",
