@@ -3,7 +3,7 @@ import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { waitFor } from "../support/wait-for.js";
+import { waitForAsync } from "../support/wait-for.js";
 import { REPO_ROOT, startCli } from "./run-cli.js";
 
 const SECRET = "Zq9xWv7Rk2Lm4Tp8Hs3D";
@@ -82,7 +82,7 @@ describe("runlet dev never shows secrets", () => {
       const failed = await call("POST", "/runsync", job({ text: "bye", fail: true }));
       expect(failed.json()).toMatchObject({ status: "FAILED" });
       const queued = (await call("POST", "/run", job({ text: "async" }))).json();
-      await waitFor(
+      await waitForAsync(
         "the queued job to complete",
         async () => (await call("GET", `/status/${queued.id}`)).json().status === "COMPLETED",
       );

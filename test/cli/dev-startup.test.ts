@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { waitFor } from "../support/wait-for.js";
+import { waitForAsync } from "../support/wait-for.js";
 import { afterRestartWindow, REPO_ROOT, startCli } from "./run-cli.js";
 
 // runlet dev and a worker's start-up (docs/cli.md, "runlet dev"): a worker that exits before it
@@ -78,7 +78,7 @@ describe("runlet dev and a worker's start-up", () => {
       await writeFile(handler, FIT);
       await dev.waitFor(/runlet dev: worker w2 ready in \d+ ms \(runlet \d+ ms, fitness \d+ ms\)\n/, 60_000);
       // Ready before its first request reaches the harness: initializing until then, then idle.
-      await waitFor(
+      await waitForAsync(
         "the ready worker to count as idle",
         async () => (await health(endpoint!, apiKey!))["idle"] !== 0,
       );

@@ -14,7 +14,7 @@ import { createLogger } from "../../src/log/index.js";
 import type { S3Config } from "../../src/protocol/index.js";
 import { createJobS3, type JobS3, type JobS3Options } from "../../src/s3/index.js";
 import { useS3rver } from "../support/use-s3rver.js";
-import { waitFor } from "../support/wait-for.js";
+import { waitForAsync } from "../support/wait-for.js";
 
 const BUCKET = "runlet-test";
 const s3rver = useS3rver(BUCKET);
@@ -204,7 +204,7 @@ describe("upload", () => {
       },
     });
     const upload = s3.upload(body, { key: "job-abort/big.bin" });
-    await waitFor(
+    await waitForAsync(
       "a multipart upload to start",
       async () => (await s3rver.listMultipartUploads(BUCKET)).length > 0,
     );
