@@ -15,7 +15,7 @@ import {
 } from "../option-schema.js";
 import { DEFAULT_MAX_RESULT_BYTES } from "../protocol/limits.js";
 import type { RetryPolicy } from "../retry-policy.js";
-import { operatorAllowsPrivateAddresses, PRIVATE_ADDRESSES_WARNING } from "../s3/private-address.js";
+import { operatorAllowsPrivateAddresses, PRIVATE_ADDRESSES_WARNING } from "../s3/private-address-switch.js";
 import type { TelemetryOptions } from "../telemetry/settings.js";
 import { pollRetryPolicy, postRetryPolicy } from "./backoff.js";
 import { type FitnessConfig, readFitnessConfig } from "./fitness/fitness-config.js";
