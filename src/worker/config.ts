@@ -7,6 +7,7 @@ import {
   boolean,
   booleanOption,
   describeValue,
+  durationOption,
   integer,
   integerOption,
   nonEmptyString,
@@ -54,7 +55,7 @@ export interface WorkerOptions {
   exitOnHardStop?: boolean;
   /** The handler module's path or file URL, loaded by isolation threads (`isolation: "thread"`). */
   handlerModule?: string;
-  /** A file that serves jobs when started as a thread with `workerData.runletRole === "executor"` (a bundle passes its own `import.meta.url`). */
+  /** A file that serves jobs when started as a thread with `workerData.runletRole === "runner"` (a bundle passes its own `import.meta.url`). */
   threadEntry?: string;
   /**
    * The heartbeat thread's module (file URL): a bundle names its own heartbeat-thread.mjs.
@@ -134,19 +135,18 @@ export interface WorkerConfig extends PlatformEnv {
   readonly sidecarBaseEnv: Readonly<Record<string, string | undefined>>;
 }
 
-const ms = (fallback: number, min = 0) => integerOption(min, fallback);
 const optionsSchema = z.object({
-  shutdownGraceMs: ms(20_000),
-  flushTimeoutMs: ms(10_000),
-  takeTimeoutMs: ms(90_000, 1),
-  maxResultBytes: ms(DEFAULT_MAX_RESULT_BYTES, 1),
+  shutdownGraceMs: durationOption(0, 20_000),
+  flushTimeoutMs: durationOption(0, 10_000),
+  takeTimeoutMs: durationOption(1, 90_000),
+  maxResultBytes: integerOption(1, DEFAULT_MAX_RESULT_BYTES),
   handleSignals: booleanOption(false),
   exitOnHardStop: booleanOption(false),
   handlerModule: nonEmptyString().optional(),
   threadEntry: nonEmptyString().optional(),
   heartbeatEntry: nonEmptyString().optional(),
-  retryBaseMs: ms(250, 1),
-  retryCapMs: ms(15_000, 1),
+  retryBaseMs: durationOption(1, 250),
+  retryCapMs: durationOption(1, 15_000),
   allowPrivateAddresses: boolean().optional(),
   presignExpiresSec: integer(1, 604_800).optional(),
   tmpRoot: nonEmptyString().optional(),

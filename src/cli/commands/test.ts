@@ -1,4 +1,5 @@
 import { Transform } from "node:stream";
+import { pipeline } from "node:stream/promises";
 import { RunletError } from "../../errors.js";
 import type { Harness } from "../../harness/index.js";
 import { FITNESS_ENV } from "../../protocol/index.js";
@@ -87,7 +88,6 @@ const RAN_PAST_DEADLINE = /ignored its aborted signal/;
  */
 function workerOutput(): { readonly stream: NodeJS.WritableStream; ranPastDeadline(): boolean } {
   const escaping = escapingStream();
-  escaping.pipe(process.stderr, { end: false });
   let seen = false;
   let carry = "";
   const watching = new Transform({
@@ -99,7 +99,8 @@ function workerOutput(): { readonly stream: NodeJS.WritableStream; ranPastDeadli
       callback(null, chunk);
     },
   });
-  watching.pipe(escaping);
+  // stream.pipeline: a closed stderr (EPIPE) ends the pipe here instead of reaching the process.
+  pipeline(watching, escaping, process.stderr, { end: false }).catch(() => undefined);
   return { stream: watching, ranPastDeadline: () => seen };
 }
 
