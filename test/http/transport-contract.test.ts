@@ -394,6 +394,15 @@ describe("bodies the caller reads (open, node:http)", () => {
   });
 });
 
+describe("the fast client's load", () => {
+  it("finds undici's Pool at its own file, the class of undici's public entry", async () => {
+    // Where an undici release moves the file, loadUndiciClient falls back to the public entry
+    // (slower to load); this says so at the upgrade.
+    const own = (await import("undici/lib/dispatcher/pool.js")).default;
+    expect(own).toBe((await import("undici")).Pool);
+  });
+});
+
 describe("the redirect rule", () => {
   it("lets the credential go to the same origin or its https upgrade, nowhere else", () => {
     const u = (s: string) => new URL(s);
