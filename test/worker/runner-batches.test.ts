@@ -7,7 +7,7 @@ import { parseInput } from "../../src/handler/parse-input.js";
 import { defineBatchHandler, type HandlerDefinition } from "../../src/index.js";
 import type { DeliveredJob } from "../../src/protocol/index.js";
 import type { BatchRun, BatchRunMember } from "../../src/worker/batch-runner.js";
-import { type ExecutorSettings, InProcessRunner, type Runner } from "../../src/worker/executor.js";
+import { InProcessRunner, type Runner, type RunnerSettings } from "../../src/worker/executor.js";
 import { defaultThreadEntryUrl, ThreadRunner } from "../../src/worker/thread-executor.js";
 import { MANY_BATCH, MANY_TIMEOUT_MS } from "../fixtures/contract-batch-many.js";
 import { COMMON, contractInput, workEach } from "../fixtures/contract-handlers.js";
@@ -25,7 +25,7 @@ import { testHarness, waitFor, workerFor } from "./helpers.js";
 
 const MANY_MODULE = fileURLToPath(new URL("../fixtures/contract-batch-many.ts", import.meta.url));
 const log = pino({ level: "silent" });
-const settings: ExecutorSettings = {
+const settings: RunnerSettings = {
   identity: { hostname: "test", workerId: "w" },
   bucket: undefined,
   s3: { allowPrivateAddresses: false, presignExpiresSec: 3600, tmpRoot: undefined },
@@ -105,7 +105,7 @@ describe.each(KINDS)("runner contract with real batches: $name", (kind) => {
       const runner = kind.runner(definition);
       open.push(runner);
       expect(
-        await runner.setup({ closing: new AbortController().signal, progress: () => undefined }),
+        await runner.start({ closing: new AbortController().signal, progress: () => undefined }),
       ).toEqual({
         ok: true,
         state: undefined,
