@@ -36,7 +36,7 @@ export const ERROR_CODES = {
   RUNLET_REPORT_REJECTED: "The platform refused a result with a 4xx; the worker reported why instead.",
   RUNLET_REPORT_GAVE_UP: "A result could not be delivered before the worker had to exit.",
   RUNLET_REQUEST_REFUSED:
-    "The HTTP client refused a request to the platform before sending it (a URL or header it cannot carry).",
+    "The HTTP client refused a request before sending it (a URL or header it cannot carry).",
   RUNLET_REQUEST_REDIRECTS:
     "A request to the platform was redirected more than 10 times (a loop); it counts as a network error.",
   // streaming
@@ -47,6 +47,9 @@ export const ERROR_CODES = {
   RUNLET_S3_DOWNLOAD_REFUSED: "A download URL points at a private or loopback address that is not allowed.",
   RUNLET_S3_DOWNLOAD_TOO_LARGE: "A download is larger than its size cap.",
   RUNLET_S3_DOWNLOAD_TIMEOUT: "A download did not finish within its timeout.",
+  RUNLET_URL_DOWNLOAD_HTTP:
+    "A URL download was answered with an HTTP status other than 200 (details.status).",
+  RUNLET_URL_DOWNLOAD_FAILED: "A URL download got no answer: the connection failed, or its redirects looped.",
   RUNLET_S3_ENDPOINT_REFUSED:
     "A job's s3Config.endpointUrl points at a private or loopback address that is not allowed.",
   // clients
@@ -69,6 +72,8 @@ export const ERROR_CODES = {
   RUNLET_CLI_USAGE: "A CLI command was called with bad arguments.",
   RUNLET_CLI_NO_PLATFORM: "`runlet start` or a built bundle ran without the platform's environment.",
   RUNLET_CLI_UNEXPECTED: "A CLI command failed on an error runlet did not expect; its stack follows.",
+  RUNLET_NODE_TOO_OLD:
+    "runlet or a bundle was started on a Node older than its floor (22.19); it refuses to start.",
   RUNLET_CLI_WORKER_EXITED: "`runlet test`'s worker process exited before its job ended.",
   RUNLET_CLI_VENDOR_FAILED:
     "`runlet init` could not put runlet's tarball into the new project's vendor/ folder.",

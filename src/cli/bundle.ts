@@ -5,6 +5,7 @@ import { basename, dirname, join, resolve, sep } from "node:path";
 import type * as Esbuild from "esbuild";
 import type { BuildOptions, Message, Plugin } from "esbuild";
 import { RunletError } from "../errors.js";
+import { nodeFloorCheckSource } from "../node-floor.js";
 import { AWS_SDK_PEERS, importPeer } from "../optional-peers.js";
 import { TELEMETRY_PEERS } from "../telemetry/index.js";
 import { WARM_COMPILE_CACHE_FLAG } from "./dockerfile.js";
@@ -320,7 +321,9 @@ export async function bundleHandler(options: BundleOptions): Promise<BundleResul
     // module loads: without the sources' text the maps are a fraction of the size, and stack
     // traces still name the original files and lines.
     sourcesContent: false,
-    banner: { js: CJS_BANNER },
+    // Then the floor check: below Node 22.19 the bundle says so and exits before runlet's code runs
+    // (the banner's import is hoisted; only Node's own modules load before the check).
+    banner: { js: `${CJS_BANNER}\n${nodeFloorCheckSource("runlet start")}` },
     plugins: [runletResolver()],
     minify: options.minify ?? true,
     legalComments: "none",

@@ -1,3 +1,4 @@
+import { MAX_TIMER_MS } from "../duration.js";
 import type { DeliveredJob } from "../protocol/index.js";
 
 /**
@@ -8,12 +9,16 @@ import type { DeliveredJob } from "../protocol/index.js";
 /** The watchdog fires this long after the main thread's own hard stop, so it acts only when the main thread is stuck. */
 export const WATCHDOG_SLACK_MS = 1_000;
 
-/** A job's time limit: a positive integer `policy.executionTimeout`, else the handler's. */
+/**
+ * A job's time limit: a positive integer `policy.executionTimeout`, else the handler's. One past
+ * the longest timer (the platform's own limit is 7 days) is held to it: a longer timer fires at once.
+ */
 export function jobTimeoutMs(job: DeliveredJob, fallbackMs: number): number {
   const policy = job.policy;
   if (typeof policy === "object" && policy !== null) {
     const value = (policy as { executionTimeout?: unknown }).executionTimeout;
-    if (typeof value === "number" && Number.isSafeInteger(value) && value > 0) return value;
+    if (typeof value === "number" && Number.isSafeInteger(value) && value > 0)
+      return Math.min(value, MAX_TIMER_MS);
   }
   return fallbackMs;
 }

@@ -1,37 +1,10 @@
 import { readdirSync, readFileSync } from "node:fs";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { filesReached, packagesReached, SRC } from "../support/import-walker.js";
 
 // A job that never uses ctx.s3 must not pay for the AWS SDK: the worker and handler modules may
 // reach the S3 module only through a dynamic import(). This walks their static, non-type imports.
-
-const SRC = fileURLToPath(new URL("../../src/", import.meta.url));
-const STATIC_IMPORT = /^\s*(?:import|export)\s+(?!type\b)(?:[^"';]*?\sfrom\s+)?["']([^"']+)["']/gm;
-
-function staticImports(file: string): string[] {
-  const text = readFileSync(file, "utf8");
-  return [...text.matchAll(STATIC_IMPORT)].map((m) => m[1]!);
-}
-
-/** Every package a module reaches through static imports, with the chain that reaches it. */
-function packagesReached(entry: string): Map<string, string[]> {
-  const seen = new Set<string>();
-  const packages = new Map<string, string[]>();
-  const visit = (file: string, chain: string[]): void => {
-    if (seen.has(file)) return;
-    seen.add(file);
-    for (const spec of staticImports(file)) {
-      if (spec.startsWith(".")) {
-        visit(resolve(dirname(file), spec.replace(/\.js$/, ".ts")), [...chain, spec]);
-      } else if (!packages.has(spec)) {
-        packages.set(spec, [...chain, spec]);
-      }
-    }
-  };
-  visit(resolve(SRC, entry), [entry]);
-  return packages;
-}
 
 describe("what the worker loads up front", () => {
   it("never imports the AWS SDK statically from the worker or the handler API", () => {
@@ -57,16 +30,7 @@ describe("what the worker loads up front", () => {
       expect(reached.get("undici")?.join(" → ")).toBeUndefined();
       expect(reached.has("zod")).toBe(true);
     }
-    const files = new Set<string>();
-    const visit = (file: string): void => {
-      if (files.has(file)) return;
-      files.add(file);
-      for (const spec of staticImports(file)) {
-        if (spec.startsWith(".")) visit(resolve(dirname(file), spec.replace(/\.js$/, ".ts")));
-      }
-    };
-    visit(resolve(SRC, "index.ts"));
-    const protocol = [...files].filter((f) => f.includes("/protocol/")).map((f) => f.slice(SRC.length));
+    const protocol = [...filesReached("index.ts")].filter((f) => f.startsWith("protocol/"));
     expect(protocol).not.toContain("protocol/api.ts");
     expect(protocol).not.toContain("protocol/worker-bodies.ts");
     expect(protocol).toContain("protocol/job.ts");
@@ -85,16 +49,7 @@ describe("optional parts load when used, not with the worker", () => {
       }
       expect(reached.has("zod")).toBe(true);
     }
-    const files = new Set<string>();
-    const visit = (file: string): void => {
-      if (files.has(file)) return;
-      files.add(file);
-      for (const spec of staticImports(file)) {
-        if (spec.startsWith(".")) visit(resolve(dirname(file), spec.replace(/\.js$/, ".ts")));
-      }
-    };
-    visit(resolve(SRC, "worker/index.ts"));
-    const reachedFiles = [...files].map((f) => f.slice(SRC.length));
+    const reachedFiles = [...filesReached("worker/index.ts")];
     expect(reachedFiles).not.toContain("cache/warm-cache.ts");
     expect(reachedFiles).not.toContain("worker/fitness/system-checks.ts");
     expect(reachedFiles).not.toContain("worker/fitness/gpu-checks.ts");
@@ -162,10 +117,7 @@ describe("stream plumbing in src/ hears its errors", () => {
     const found = sourceFiles(SRC).flatMap((file) =>
       barePipes(file.slice(SRC.length), readFileSync(file, "utf8")),
     );
-    // The warm cache's two pipes are replaced by stream.pipeline in the cache's own work
-    // (issue 42); this entry goes once that lands.
-    const elsewhere = found.filter((line) => !line.startsWith("cache/warm-cache.ts:"));
-    expect(elsewhere).toEqual([]);
+    expect(found).toEqual([]);
     // The walk does read src/ (a walk that found nothing could not fail).
     expect(sourceFiles(SRC).length).toBeGreaterThan(100);
   });
