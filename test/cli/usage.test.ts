@@ -132,7 +132,7 @@ describe("runlet init", () => {
     const r = await runCli(["init", join(tmp, "x"), "--template", "gpu"]);
     expect(r.code).toBe(2);
     expect(r.stderr).toBe(
-      'runlet init: unknown template "gpu"; choose one of basic, stream, s3, openai, batch, ocr (RUNLET_CLI_USAGE)\n',
+      'runlet init: unknown template "gpu"; choose one of basic, stream, s3, openai, batch, ocr, llm (RUNLET_CLI_USAGE)\n',
     );
   });
 

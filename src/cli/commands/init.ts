@@ -8,7 +8,7 @@ import { defaultSource, runletFrom } from "../runlet-source.js";
 import { copyTemplate, packageNameFor } from "../scaffold.js";
 import { VENDOR_DIR, vendorRunlet } from "../vendor-runlet.js";
 
-const HELP = `Usage: runlet init [dir] [--template basic|stream|s3|openai|batch|ocr] [--runlet-from PATH]
+const HELP = `Usage: runlet init [dir] [--template basic|stream|s3|openai|batch|ocr|llm] [--runlet-from PATH]
 
 Creates a worker project from a starter: a TypeScript handler, package.json, tsconfig.json,
 test_input.json, a vitest test using runlet/testing, the multi-stage Dockerfile,
@@ -23,7 +23,8 @@ Options:
                        that streams tokens with metrics), s3 (a file through S3), openai
                        (an OpenAI-compatible chat/completions handler), batch (many
                        jobs, one call: a batch handler), ocr (PaddleOCR
-                       on onnxruntime-node: a real model, loaded once)
+                       on onnxruntime-node: a real model, loaded once), llm (a GGUF
+                       model on llama.cpp, OpenAI-compatible, batched on one context)
                        default: basic
   --runlet-from PATH   a runlet tarball (npm pack) or folder: copied (a folder: packed)
                        into the project's ${VENDOR_DIR}/, which the project depends on
@@ -66,7 +67,7 @@ function isTemplateName(value: string): value is TemplateName {
 /** `runlet init`: copies a starter from templates/ into a new project folder. */
 export const command: Command = {
   name: "init",
-  summary: "create a worker project from a starter (basic, stream, s3, openai, batch, ocr)",
+  summary: "create a worker project from a starter (basic, stream, s3, openai, batch, ocr, llm)",
   help: HELP,
   async run(argv) {
     const parsed = parseCommandArgs(command, argv, {
