@@ -215,7 +215,13 @@ export function llmHandler(config: LlmConfig) {
           gpu: config.expectGpu ? "cuda" : "auto",
           parallel: config.parallel,
           contextSize: config.contextSize,
-          ...(config.threads === 0 ? {} : { threads: config.threads }),
+          // The tiny model gains nothing from more threads, and llama.cpp's spinning threads make
+          // it crawl on a busy machine (README, "Threads"): one, unless LLM_THREADS says.
+          ...(config.threads !== 0
+            ? { threads: config.threads }
+            : config.model === "tiny"
+              ? { threads: 1 }
+              : {}),
           onLog: (level, message) => log[level]({ llama: true }, message.trim()),
         });
       } catch (err) {
