@@ -39,6 +39,14 @@ export interface LlmConfig {
   readonly threads: number;
   /** Where a URL's model is downloaded to (and the tiny model written); mirrored on the network volume. */
   readonly modelDir: string;
+  /**
+   * Tokens generated within this window go to the platform as one stream item (the client still
+   * gets one event per token): one HTTP post per token costs the worker's main thread more than
+   * generating the token. 0: one item per token.
+   */
+  readonly streamCoalesceMs: number;
+  /** Largest model file a URL may give, in bytes. */
+  readonly maxModelBytes: number;
   /** A GPU is expected: only the CUDA build of llama.cpp is tried, and a worker without it is unfit. */
   readonly expectGpu: boolean;
 }
@@ -63,7 +71,7 @@ function intFrom(env: NodeJS.ProcessEnv, name: string, fallback: number, min: nu
  *   are noise: for tests and `runlet dev`), except under `NODE_ENV=production` (the image), where
  *   setup fails saying to set it;
  * - `LLM_MODEL_ID` (default: the file's name without `.gguf`), `LLM_PARALLEL` (4),
- *   `LLM_CONTEXT_SIZE` (4096), `LLM_THREADS` (0: llama.cpp's default), `LLM_MODEL_DIR` (the system's temporary folder's `llm-models`),
+ *   `LLM_CONTEXT_SIZE` (4096), `LLM_THREADS` (0: llama.cpp's default), `LLM_MODEL_DIR` (the system's temporary folder's `llm-models`), `LLM_MODEL_MAX_BYTES` (128 GiB), `LLM_STREAM_COALESCE_MS` (20),
  *   `LLM_EXPECT_GPU=1` on a GPU endpoint.
  */
 export function configFromEnv(env: NodeJS.ProcessEnv = process.env): LlmConfig {
@@ -76,6 +84,8 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): LlmConfig {
     contextSize: intFrom(env, "LLM_CONTEXT_SIZE", 4096, 64, 1_048_576),
     threads: intFrom(env, "LLM_THREADS", 0, 0, 1024),
     modelDir: env["LLM_MODEL_DIR"] || join(tmpdir(), "llm-models"),
+    streamCoalesceMs: intFrom(env, "LLM_STREAM_COALESCE_MS", 20, 0, 1_000),
+    maxModelBytes: intFrom(env, "LLM_MODEL_MAX_BYTES", 137_438_953_472, 1, Number.MAX_SAFE_INTEGER),
     expectGpu: ["1", "true", "yes"].includes((env["LLM_EXPECT_GPU"] ?? "").toLowerCase()),
   };
 }
@@ -182,6 +192,7 @@ export function llmHandler(config: LlmConfig) {
   return defineOpenAIHandler<{ llm: Llm }>({
     models: [config.modelId],
     concurrency: config.parallel,
+    streamCoalesceMs: config.streamCoalesceMs,
     // A large model's download and load may take minutes; a worker that cannot finish in time is unfit.
     setupTimeoutMs: 1_800_000,
     // A URL's download lands in modelDir; mirrored on the network volume, the next worker finds it there.
@@ -200,6 +211,7 @@ export function llmHandler(config: LlmConfig) {
         progress("fetching the model");
         modelPath = await fetchModel(config.model, {
           dir: config.modelDir,
+          maxBytes: config.maxModelBytes,
           signal,
           onProgress: (percent, bytes) =>
             progress(percent === undefined ? `model ${bytes} bytes` : `model ${percent} %`),
