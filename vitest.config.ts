@@ -1,6 +1,88 @@
 import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
 
+/**
+ * The suite runs in three lanes (vitest projects; `npm test` runs all three, and so does CI):
+ *
+ * - `unit`: no sockets, no child processes — pure functions, in-memory parts on a ManualClock,
+ *   the harness's routes in memory (test/support/inject.ts), doc and type checks. These files share one thread without
+ *   per-file isolation, so the import cost is paid once: a file here must leave no global state
+ *   behind (no fake timers, no `process.env` changes, no `vi.mock`).
+ * - `process`: tests whose subject is a process — the CLI, packaging, the bench's smoke run, the
+ *   dashboard in a browser, `runlet start` children and sidecars.
+ * - `integration`: everything else — a harness on loopback with in-process workers. A new file
+ *   lands here by default; list it under `unit` or `process` when it belongs there.
+ *
+ * Run one lane with `npx vitest run --project unit` (or `integration`, `process`).
+ */
+const UNIT = [
+  "test/bench/table.test.ts",
+  "test/cli/templates.test.ts",
+  "test/dashboard/page-modules.test.ts",
+  "test/docs/*.test.ts",
+  "test/harness/client-deadlines.test.ts",
+  "test/harness/client-jobs.test.ts",
+  "test/harness/client-stream.test.ts",
+  "test/harness/harness-errors.test.ts",
+  "test/harness/held-waits.test.ts",
+  "test/harness/job-entry.test.ts",
+  "test/harness/job-service.test.ts",
+  "test/harness/progress-status.test.ts",
+  "test/harness/requests-list.test.ts",
+  "test/harness/route-match.test.ts",
+  "test/harness/stream-body.test.ts",
+  "test/hostile/secrets.test.ts",
+  "test/management/routes.test.ts",
+  "test/openai/error-body.test.ts",
+  "test/openai/python-literal.test.ts",
+  "test/s3/store-config.test.ts",
+  "test/stream/coalesce.test.ts",
+  "test/stream/reassemble.test.ts",
+  "test/stream/split.test.ts",
+  "test/telemetry/settings.test.ts",
+  "test/types/*.test.ts",
+  "test/unit/call-limits.test.ts",
+  "test/unit/errors-doc.test.ts",
+  "test/unit/fifo.test.ts",
+  "test/unit/keyed-waiters.test.ts",
+  "test/unit/logger.test.ts",
+  "test/unit/option-schema.test.ts",
+  "test/unit/platform-urls.test.ts",
+  "test/unit/protocol.test.ts",
+  "test/unit/retry-policy.test.ts",
+  "test/unit/send-with-retry.test.ts",
+  "test/unit/version.test.ts",
+  "test/unit/wait.test.ts",
+  "test/worker/define-handler.test.ts",
+  "test/worker/import-graph.test.ts",
+  "test/worker/lifecycle.test.ts",
+  "test/worker/run-parts.test.ts",
+  "test/worker/scheduler.test.ts",
+];
+
+const PROCESS = [
+  "test/bench/smoke.test.ts",
+  "test/cli/!(templates).test.ts",
+  "test/dashboard/dashboard-browser.test.ts",
+  "test/dashboard/dashboard-dev.test.ts",
+  "test/dashboard/timeline-browser.test.ts",
+  "test/harness/cli-harness.test.ts",
+  "test/hostile/terminal-escapes.test.ts",
+  "test/management/deploy.test.ts",
+  "test/package/*.test.ts",
+  "test/reliability/lost-worker.test.ts",
+  "test/reliability/shutdown.test.ts",
+  "test/sidecar/*.test.ts",
+  "test/unit/optional-peers.test.ts",
+  "test/worker/fitness.test.ts",
+  "test/worker/health.test.ts",
+  "test/worker/platform-https.test.ts",
+  "test/worker/process.test.ts",
+];
+
+// Processes tests start (`node bin/runlet.mjs`) run dist/: rebuilt before those lanes when src/ is newer.
+const BUILD_DIST = ["test/build-dist.ts"];
+
 export default defineConfig({
   resolve: {
     // Tests import runlet's sources: `runlet` and `runlet/<name>` mean src/, as in tsconfig.json's paths
@@ -13,13 +95,9 @@ export default defineConfig({
     ],
   },
   test: {
-    include: ["test/**/*.test.ts"],
-    // Processes the tests start (`node bin/runlet.mjs`) run dist/: rebuilt here when src/ is newer.
-    globalSetup: ["test/build-dist.ts"],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     // Tests start real servers and child processes; two cores are shared, so keep parallelism modest.
-    pool: "forks",
     maxWorkers: 2,
     // The AWS SDK warns once per process on Node < 22 that versions published after January 2027
     // will need Node 22. It is about future SDK releases, not this run, and repeats in every test
@@ -33,5 +111,25 @@ export default defineConfig({
       RUNPOD_SKIP_AUTO_SYSTEM_CHECKS: "true",
       RUNPOD_SKIP_GPU_CHECK: "true",
     },
+    projects: [
+      {
+        extends: true,
+        test: { name: "unit", include: UNIT, pool: "threads", isolate: false },
+      },
+      {
+        extends: true,
+        test: {
+          name: "integration",
+          include: ["test/**/*.test.ts"],
+          exclude: [...UNIT, ...PROCESS],
+          globalSetup: BUILD_DIST,
+          pool: "forks",
+        },
+      },
+      {
+        extends: true,
+        test: { name: "process", include: PROCESS, globalSetup: BUILD_DIST, pool: "forks" },
+      },
+    ],
   },
 });

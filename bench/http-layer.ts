@@ -4,7 +4,7 @@
  * JSON line. Run it several times, alternating the variants compared, and take medians over the
  * runs (docs/benchmarks.md, "Comparing two versions of the harness").
  *
- *   node bin/run-ts.mjs bench/http-layer.ts [--label <name>] [--items <n>] [--worker-root <dir>]
+ *   node bin/run-ts.mjs bench/http-layer.ts [--label <name>] [--items <n>] [--worker-root <dir>] [--concurrency 1,8,64]
  *
  * `--worker-root` runs another checkout's worker (its dist/ built) against this harness, so two
  * harnesses can be measured against the same worker.
@@ -18,8 +18,14 @@ import { FULL_OPTIONS } from "./options.js";
 import { benchHarness, connectWorker } from "./session.js";
 import { median, repeat } from "./stats.js";
 
-/** The throughput figure ids printed (median of the run's repetitions each). */
+/** The throughput figure ids printed (median of the run's repetitions each), where their level ran. */
 const KEPT = [
+  "throughput.c1",
+  "throughput.c1.ceiling",
+  "throughput.c1.ratio",
+  "throughput.c1.workerCpu",
+  "throughput.c8.workerCpu",
+  "throughput.c64.workerCpu",
   "throughput.c8",
   "throughput.c8.ceiling",
   "throughput.c8.ratio",
@@ -84,8 +90,16 @@ async function measureSmallStream(items: number, repetitions: number, workerRoot
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
-    options: { label: { type: "string" }, items: { type: "string" }, "worker-root": { type: "string" } },
+    options: {
+      label: { type: "string" },
+      items: { type: "string" },
+      "worker-root": { type: "string" },
+      concurrency: { type: "string" },
+    },
   });
+  const concurrency = (values.concurrency ?? "8,64").split(",").map(Number);
+  if (concurrency.some((c) => !Number.isInteger(c) || c < 1))
+    throw new Error(`--concurrency takes levels such as 1,8,64, got ${values.concurrency}`);
   const workerRoot = values["worker-root"] === undefined ? undefined : resolve(values["worker-root"]);
   const items = Number(values.items ?? "20000");
   if (!Number.isInteger(items) || items < 1)
@@ -93,7 +107,7 @@ async function main(): Promise<void> {
   const throughput = await measureThroughput(
     {
       ...FULL_OPTIONS,
-      throughput: { ...FULL_OPTIONS.throughput, concurrency: [8, 64] },
+      throughput: { ...FULL_OPTIONS.throughput, concurrency },
     },
     workerRoot,
   );

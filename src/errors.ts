@@ -23,6 +23,12 @@ export const ERROR_CODES = {
   RUNLET_OUTPUT_TOO_LARGE: "An output is over the size the platform accepts and no store is configured.",
   RUNLET_WORKER_UNFIT:
     "The worker found itself unfit (a failed health check); it pings unhealthy and exits 1.",
+  RUNLET_WORKER_CRASHED:
+    "An error escaped every owner (an uncaught exception or rejection); the worker logged its stack, pinged unhealthy with check=crash and exited 1.",
+  RUNLET_WORKER_STATE:
+    "A worker part (a job, a batch member, the worker, an isolation thread) was asked for a move its state table does not allow: a runlet bug.",
+  RUNLET_TASK_FAILED:
+    "A background task (a cache sync, a telemetry export, a log write, a stream pipe) failed; logged once, the worker goes on.",
   RUNLET_SIDECAR_FAILED:
     "A sidecar (model server) did not start, did not answer within readyTimeoutMs, or exited while the worker ran.",
   // talking to the platform
@@ -30,7 +36,7 @@ export const ERROR_CODES = {
   RUNLET_REPORT_REJECTED: "The platform refused a result with a 4xx; the worker reported why instead.",
   RUNLET_REPORT_GAVE_UP: "A result could not be delivered before the worker had to exit.",
   RUNLET_REQUEST_REFUSED:
-    "The HTTP client refused a request to the platform before sending it (a URL or header it cannot carry).",
+    "The HTTP client refused a request before sending it (a URL or header it cannot carry).",
   RUNLET_REQUEST_REDIRECTS:
     "A request to the platform was redirected more than 10 times (a loop); it counts as a network error.",
   // streaming
@@ -41,6 +47,9 @@ export const ERROR_CODES = {
   RUNLET_S3_DOWNLOAD_REFUSED: "A download URL points at a private or loopback address that is not allowed.",
   RUNLET_S3_DOWNLOAD_TOO_LARGE: "A download is larger than its size cap.",
   RUNLET_S3_DOWNLOAD_TIMEOUT: "A download did not finish within its timeout.",
+  RUNLET_URL_DOWNLOAD_HTTP:
+    "A URL download was answered with an HTTP status other than 200 (details.status).",
+  RUNLET_URL_DOWNLOAD_FAILED: "A URL download got no answer: the connection failed, or its redirects looped.",
   RUNLET_S3_ENDPOINT_REFUSED:
     "A job's s3Config.endpointUrl points at a private or loopback address that is not allowed.",
   // clients
@@ -63,6 +72,8 @@ export const ERROR_CODES = {
   RUNLET_CLI_USAGE: "A CLI command was called with bad arguments.",
   RUNLET_CLI_NO_PLATFORM: "`runlet start` or a built bundle ran without the platform's environment.",
   RUNLET_CLI_UNEXPECTED: "A CLI command failed on an error runlet did not expect; its stack follows.",
+  RUNLET_NODE_TOO_OLD:
+    "runlet or a bundle was started on a Node older than its floor (22.19); it refuses to start.",
   RUNLET_CLI_WORKER_EXITED: "`runlet test`'s worker process exited before its job ended.",
   RUNLET_CLI_VENDOR_FAILED:
     "`runlet init` could not put runlet's tarball into the new project's vendor/ folder.",

@@ -1,7 +1,13 @@
 import { isAbsolute, resolve } from "node:path";
 import { z } from "zod";
 import { RunletError } from "../errors.js";
-import { booleanOption, integerOption, nonEmptyString, parseOptions } from "../option-schema.js";
+import {
+  booleanOption,
+  durationOption,
+  integerOption,
+  nonEmptyString,
+  parseOptions,
+} from "../option-schema.js";
 
 /**
  * The warm cache's options (docs/fitness.md, "Warm cache"): which local folders travel through the
@@ -23,8 +29,10 @@ export interface WarmCacheOptions {
   smallFileBytes?: number;
   /** Large files copied at once. @default 8 */
   parallelCopies?: number;
-  /** At shutdown, how long the last sync may run before it is abandoned, in ms. @default 30_000 */
+  /** At shutdown, how long the last sync may run before it is abandoned, in ms (at most 2 147 483 647). @default 30_000 */
   shutdownSyncMs?: number;
+  /** How long a hydrate may run, in ms (at most 2 147 483 647); past it the files restored stay and the rest start cold. @default 600_000 */
+  hydrateTimeoutMs?: number;
   /** Fail the worker's start-up when hydrating fails, instead of a log line and a cold start. @default false */
   strict?: boolean;
 }
@@ -45,6 +53,7 @@ export interface WarmCacheSettings {
   readonly smallFileBytes: number;
   readonly parallelCopies: number;
   readonly shutdownSyncMs: number;
+  readonly hydrateTimeoutMs: number;
   readonly strict: boolean;
 }
 
@@ -53,6 +62,7 @@ export const WARM_CACHE_DEFAULTS = Object.freeze({
   smallFileBytes: 262_144, // 256 KiB, the Python SDK's threshold
   parallelCopies: 8,
   shutdownSyncMs: 30_000, // the Python SDK's bound on its exit-time sync
+  hydrateTimeoutMs: 600_000, // 10 minutes: about 100 GB at the speed of a network volume
   strict: false,
 });
 
@@ -84,7 +94,8 @@ function makeSchema() {
     namespace: z.string().regex(SAFE_NAME, "a name of letters, digits, . _ - (not . or ..)").optional(),
     smallFileBytes: integerOption(0, WARM_CACHE_DEFAULTS.smallFileBytes, 67_108_864, "64 MiB"),
     parallelCopies: integerOption(1, WARM_CACHE_DEFAULTS.parallelCopies, 64),
-    shutdownSyncMs: integerOption(0, WARM_CACHE_DEFAULTS.shutdownSyncMs),
+    shutdownSyncMs: durationOption(0, WARM_CACHE_DEFAULTS.shutdownSyncMs),
+    hydrateTimeoutMs: durationOption(1, WARM_CACHE_DEFAULTS.hydrateTimeoutMs),
     strict: booleanOption(WARM_CACHE_DEFAULTS.strict),
   });
 }

@@ -16,4 +16,4 @@ export {
   safeJoin,
 } from "./manifest.js";
 export { hydrateWarmCache } from "./start-cache.js";
-export { type CacheRun, WarmCache } from "./warm-cache.js";
+export { type CacheRun, WarmCache, type WarmCacheLimits } from "./warm-cache.js";

@@ -1,7 +1,7 @@
-import { lstat, mkdir, readdir, realpath } from "node:fs/promises";
-import { dirname, join, relative, sep } from "node:path";
+import { lstat, readdir } from "node:fs/promises";
+import { join, relative, sep } from "node:path";
 import type { CacheDir } from "./cache-options.js";
-import { TEMP_SUFFIX } from "./manifest.js";
+import { MAX_FILES, TEMP_SUFFIX } from "./manifest.js";
 
 /** One regular file in a cached folder. */
 export interface LocalFile {
@@ -14,8 +14,7 @@ export interface LocalFile {
   readonly mtimeMs: number;
 }
 
-/** Most files one sync looks at; past it the rest wait for a later sync (logged). */
-export const MAX_FILES = 100_000;
+export { MAX_FILES } from "./manifest.js";
 /** mtimes within this many ms are equal: network filesystems keep coarse times (the Python SDK's 2 s). */
 export const MTIME_TOLERANCE_MS = 2_000;
 
@@ -66,14 +65,4 @@ export async function scanLocal(
     }
   }
   return { files, truncated: false };
-}
-
-/**
- * Creates `dest`'s parent folders and checks that, symbolic links resolved, the parent is still
- * inside `base`: a link planted in a cached folder cannot send a restored file elsewhere.
- */
-export async function prepareInside(base: string, dest: string): Promise<boolean> {
-  await mkdir(dirname(dest), { recursive: true });
-  const [realBase, realParent] = await Promise.all([realpath(base), realpath(dirname(dest))]);
-  return realParent === realBase || realParent.startsWith(realBase + sep);
 }

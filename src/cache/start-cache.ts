@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
 import type { WarmCacheSettings } from "./cache-options.js";
-import { WarmCache } from "./warm-cache.js";
+import { WarmCache, type WarmCacheLimits } from "./warm-cache.js";
 
 /**
  * Step 2 of the worker's start-up (docs/fitness.md, "Warm cache"): hydrates the handler's warm
@@ -12,9 +12,10 @@ export async function hydrateWarmCache(
   log: Logger,
   endpointId: string | undefined,
   closing?: AbortSignal,
+  limits?: WarmCacheLimits,
 ): Promise<WarmCache | undefined> {
   if (settings === undefined) return undefined;
-  const cache = new WarmCache(settings, log, endpointId);
+  const cache = new WarmCache(settings, log, endpointId, limits);
   await cache.hydrate(closing);
   return cache;
 }

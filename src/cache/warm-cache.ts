@@ -1,31 +1,19 @@
-import { randomUUID } from "node:crypto";
-import { createReadStream, createWriteStream } from "node:fs";
-import { copyFile, mkdir, readdir, readFile, rename, rm, stat, utimes, writeFile } from "node:fs/promises";
+import { stat } from "node:fs/promises";
 import { join } from "node:path";
-import { finished } from "node:stream/promises";
 import type { Logger } from "pino";
 import { RunletError } from "../errors.js";
-import { importPeer } from "../optional-peers.js";
 import type { CacheDir, WarmCacheSettings } from "./cache-options.js";
-import { keyOf, type LocalFile, newer, prepareInside, scanLocal } from "./local-files.js";
-import {
-  MANIFEST_VERSION,
-  type Manifest,
-  type ManifestEntry,
-  readManifest,
-  safeJoin,
-  TEMP_SUFFIX,
-  writeManifest,
-} from "./manifest.js";
+import { type HydrateTally, hydrateMirror } from "./hydrate.js";
+import { type SyncTally, syncMirror } from "./sync.js";
 
 /**
  * The warm cache (docs/fitness.md, "Warm cache"): folders of the container mirrored on the network
  * volume at `<volume>/.runlet-cache/<namespace>/`. `hydrate()` brings what is missing or newer on
- * the volume into the container; `sync()` sends what is missing or newer in the container to the
- * volume. Files under `smallFileBytes` travel packed in one archive (one file to open on a network
- * filesystem instead of thousands), larger ones are copied one by one, `parallelCopies` at once.
- * Every write goes to a temporary name and is renamed; the manifest is written last and names its
- * own archive, so two workers syncing at once leave one whole manifest whose files are whole.
+ * the volume into the container (hydrate.ts); `sync()` sends what is missing or newer in the
+ * container to the volume (sync.ts). Files under `smallFileBytes` travel packed in one archive (one
+ * file to open on a network filesystem instead of thousands), larger ones are copied one by one,
+ * `parallelCopies` at once. Every write goes to a temporary name and is renamed; the manifest is
+ * written last and names its own archive; syncs of several workers take turns under a lock file.
  * Best-effort: a failure is one log line and a cold start, unless `strict`.
  */
 
@@ -36,89 +24,30 @@ export interface CacheRun {
   readonly files: number;
   readonly bytes: number;
   readonly ms: number;
-  /** Why it was off or failed; entries refused as unsafe, when any. */
+  /** Why it was off or failed. */
   readonly reason?: string;
+  /** Entries refused as unsafe (they would leave their folder or pass a symbolic link), when any. */
   readonly refused?: number;
+  /** Hydrate: files the manifest lists that the volume lacks or holds changed, left cold, when any. */
+  readonly missing?: number;
+  /** Hydrate: files left cold because restoring them would take the disk below its threshold, when any. */
+  readonly overBudget?: number;
 }
 
-type TarStream = typeof import("tar-stream");
-
-/** Largest packed file read into memory, in bytes: the largest `smallFileBytes` allowed. */
-const MAX_PACKED_BYTES = 67_108_864; // 64 MiB
-
-/** Archives and temporary files older than this may be removed by a sync (a reader may still hold a newer one). */
-const STALE_MS = 10 * 60_000;
-
-function loadTar(): Promise<TarStream> {
-  return importPeer<TarStream>("tar-stream", "tar-stream", "the warm cache (warmCache)");
+/** What the worker passes from its own configuration. */
+export interface WarmCacheLimits {
+  /** The free share of a cached folder's disk a hydrate leaves: the fitness `disk` threshold (RUNPOD_MIN_DISK_PERCENT). @default 10 */
+  readonly minDiskPercent?: number;
 }
+
+/** The fitness `disk` check's default threshold (docs/fitness.md). */
+const DEFAULT_MIN_DISK_PERCENT = 10;
 
 async function isDir(path: string): Promise<boolean> {
   return (await stat(path).catch(() => undefined))?.isDirectory() === true;
 }
 
-/** Runs `work` over `items`, `limit` at a time; stops starting new ones once `signal` aborts. */
-async function eachLimited<T>(
-  items: readonly T[],
-  limit: number,
-  signal: AbortSignal,
-  work: (item: T) => Promise<void>,
-) {
-  let next = 0;
-  const lane = async () => {
-    while (next < items.length && !signal.aborted) await work(items[next++] as T);
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
-  if (signal.aborted) throw signal.reason ?? new Error("aborted");
-}
-
-/** Copies `src` to `dest` through a temporary name beside it, with `mtimeMs` set before the rename. */
-async function copyAtomic(src: string, dest: string, mtimeMs: number): Promise<void> {
-  const tmp = `${dest}.${randomUUID().slice(0, 8)}${TEMP_SUFFIX}`;
-  try {
-    await copyFile(src, tmp);
-    await utimes(tmp, new Date(), new Date(mtimeMs));
-    await rename(tmp, dest);
-  } catch (err) {
-    await rm(tmp, { force: true }).catch(() => undefined);
-    throw err;
-  }
-}
-
-async function writeAtomic(dest: string, data: Buffer, mtimeMs: number): Promise<void> {
-  const tmp = `${dest}.${randomUUID().slice(0, 8)}${TEMP_SUFFIX}`;
-  try {
-    await writeFile(tmp, data);
-    await utimes(tmp, new Date(), new Date(mtimeMs));
-    await rename(tmp, dest);
-  } catch (err) {
-    await rm(tmp, { force: true }).catch(() => undefined);
-    throw err;
-  }
-}
-
-/** Reads each member of `archive` that `want` asks for (by member name); members must be regular files. */
-async function readArchive(
-  tar: TarStream,
-  archive: string,
-  want: (name: string, size: number) => boolean,
-  take: (name: string, data: Buffer) => Promise<void>,
-): Promise<void> {
-  const extract = tar.extract();
-  const source = createReadStream(archive);
-  source.on("error", (err) => extract.destroy(err));
-  source.pipe(extract);
-  for await (const entry of extract) {
-    const { name, size, type } = entry.header;
-    if (type !== "file" || !want(name, size)) {
-      entry.resume();
-      continue;
-    }
-    const chunks: Buffer[] = [];
-    for await (const chunk of entry) chunks.push(chunk as Buffer);
-    await take(name, Buffer.concat(chunks));
-  }
-}
+const emptyHydrate = (): HydrateTally => ({ files: 0, bytes: 0, refused: 0, missing: 0, overBudget: 0 });
 
 /** The warm cache of one worker. Create it with the handler's checked `warmCache` settings. */
 export class WarmCache {
@@ -131,8 +60,16 @@ export class WarmCache {
   #queued: Promise<CacheRun> | undefined;
   readonly #stop = new AbortController();
 
-  constructor(settings: WarmCacheSettings, log: Logger, endpointId: string | undefined) {
+  readonly #minDiskPercent: number;
+
+  constructor(
+    settings: WarmCacheSettings,
+    log: Logger,
+    endpointId: string | undefined,
+    limits: WarmCacheLimits = {},
+  ) {
     this.#settings = settings;
+    this.#minDiskPercent = limits.minDiskPercent ?? DEFAULT_MIN_DISK_PERCENT;
     this.#log = log.child({ warmCache: true });
     this.#namespace = settings.namespace ?? endpointId;
     this.#dirs = new Map(settings.dirs.map((d) => [d.name, d]));
@@ -151,12 +88,6 @@ export class WarmCache {
     return undefined;
   }
 
-  /** The volume entry's local path, or undefined when its folder is not configured or its path unsafe. */
-  #target(e: { dir: string; path: string }): string | undefined {
-    const dir = this.#dirs.get(e.dir);
-    return dir === undefined ? undefined : safeJoin(dir.path, e.path);
-  }
-
   /**
    * Volume → container: copies what is missing or newer on the volume. `signal` (the worker's
    * closing) stops it between files: a shutdown does not wait for a whole hydrate. Never rejects
@@ -168,10 +99,27 @@ export class WarmCache {
     const off = await this.#off();
     if (off !== undefined)
       return this.#report("hydrate", { status: "off", files: 0, bytes: 0, ms: ms(), reason: off });
+    const bound = this.#settings.hydrateTimeoutMs;
+    const late = new AbortController();
+    const timer = setTimeout(
+      () =>
+        late.abort(new RunletError("RUNLET_WARM_CACHE_FAILED", `ran past hydrateTimeoutMs (${bound} ms)`)),
+      bound,
+    );
+    const tally = emptyHydrate();
     try {
-      const root = this.root as string;
-      const manifest = await readManifest(root);
-      if (manifest === undefined)
+      const status = await hydrateMirror(
+        {
+          volume: this.#settings.volume,
+          namespace: this.#namespace as string,
+          dirs: this.#dirs,
+          parallelCopies: this.#settings.parallelCopies,
+          minDiskPercent: this.#minDiskPercent,
+          signal: AbortSignal.any([signal, late.signal]),
+        },
+        tally,
+      );
+      if (status === "cold")
         return this.#report("hydrate", {
           status: "cold",
           files: 0,
@@ -179,76 +127,27 @@ export class WarmCache {
           ms: ms(),
           reason: "no manifest on the volume yet",
         });
-      let refused = 0;
-      const todo = new Map<string, { entry: ManifestEntry; dest: string }>();
-      for (const entry of manifest.files) {
-        const dest = this.#target(entry);
-        if (dest === undefined) {
-          if (this.#dirs.has(entry.dir)) refused += 1;
-          continue;
-        }
-        const local = await stat(dest).catch(() => undefined);
-        const wanted =
-          local === undefined || newer(entry, local) || (!newer(local, entry) && local.size !== entry.size);
-        if (wanted) todo.set(keyOf(entry), { entry, dest });
-      }
-      let files = 0;
-      let bytes = 0;
-      const place = async (dest: string, dir: string, write: () => Promise<void>, size: number) => {
-        if (!(await prepareInside((this.#dirs.get(dir) as CacheDir).path, dest))) {
-          refused += 1;
-          return;
-        }
-        await write();
-        files += 1;
-        bytes += size;
-      };
-      const packed = [...todo.values()].filter((t) => t.entry.packed);
-      if (packed.length > 0 && manifest.archive !== null) {
-        const tar = await loadTar();
-        await readArchive(
-          tar,
-          join(root, manifest.archive),
-          (name, size) => {
-            if (signal.aborted) throw signal.reason;
-            const t = todo.get(name);
-            if (t === undefined) {
-              // A member the manifest does not list, or one that would leave its folder (../, /abs).
-              if (safeJoin("/x", name) === undefined) refused += 1;
-              return false;
-            }
-            return t.entry.packed && t.entry.size === size && size <= MAX_PACKED_BYTES;
-          },
-          async (name, data) => {
-            const t = todo.get(name) as { entry: ManifestEntry; dest: string };
-            await place(t.dest, t.entry.dir, () => writeAtomic(t.dest, data, t.entry.mtimeMs), data.length);
-          },
-        );
-      }
-      const big = [...todo.values()].filter((t) => !t.entry.packed);
-      await eachLimited(big, this.#settings.parallelCopies, signal, async ({ entry, dest }) => {
-        const src = safeJoin(join(root, "big", entry.dir), entry.path);
-        const blob = src === undefined ? undefined : await stat(src);
-        // Another worker replaced the blob after this manifest was written: leave it cold rather than mislabel it.
-        if (
-          src === undefined ||
-          blob === undefined ||
-          blob.size !== entry.size ||
-          newer(blob, entry) ||
-          newer(entry, blob)
-        )
-          return;
-        await place(dest, entry.dir, () => copyAtomic(src, dest, entry.mtimeMs), entry.size);
-      });
       return this.#report("hydrate", {
         status: "hydrated",
-        files,
-        bytes,
+        files: tally.files,
+        bytes: tally.bytes,
         ms: ms(),
-        ...(refused > 0 ? { refused } : {}),
+        ...(tally.refused > 0 ? { refused: tally.refused } : {}),
+        ...(tally.missing > 0 ? { missing: tally.missing } : {}),
+        ...(tally.overBudget > 0 ? { overBudget: tally.overBudget } : {}),
       });
     } catch (err) {
-      return this.#failed("hydrate", err, ms());
+      const cause =
+        late.signal.aborted && !signal.aborted
+          ? new RunletError(
+              "RUNLET_WARM_CACHE_FAILED",
+              `ran past hydrateTimeoutMs (${bound} ms) with ${tally.files} file(s) restored; the rest stay cold`,
+              { cause: err },
+            )
+          : err;
+      return this.#failed("hydrate", cause, ms(), tally);
+    } finally {
+      clearTimeout(timer);
     }
   }
 
@@ -306,165 +205,42 @@ export class WarmCache {
     const off = await this.#off();
     if (off !== undefined)
       return this.#report("sync", { status: "off", files: 0, bytes: 0, ms: ms(), reason: off });
+    const tally: SyncTally = { files: 0, bytes: 0, refused: 0 };
     try {
-      const root = this.root as string;
-      await mkdir(join(root, "big"), { recursive: true });
-      const old = await readManifest(root);
-      const { files: local, truncated } = await scanLocal(this.#settings.dirs);
-      if (truncated)
-        this.#log.warn(`warm cache: more than ${local.length} files; the rest wait for a later sync`);
-      const kept = new Map<string, ManifestEntry>();
-      // Entries of folders this worker does not cache (another handler version's) are kept as they are.
-      for (const e of old?.files ?? []) {
-        const usable = this.#dirs.has(e.dir)
-          ? this.#target(e) !== undefined
-          : safeJoin("/", `${e.dir}/${e.path}`);
-        if (usable) kept.set(keyOf(e), e);
-      }
-      // Newer wins: a local file goes up when the volume lacks it or holds an older (or, at the same time, different) copy.
-      const send: LocalFile[] = [];
-      for (const f of local) {
-        const v = kept.get(keyOf(f));
-        if (v === undefined || newer(f, v) || (!newer(v, f) && v.size !== f.size)) send.push(f);
-      }
-      if (send.length === 0 && old !== undefined && kept.size === old.files.length) {
-        return this.#report("sync", { status: "unchanged", files: 0, bytes: 0, ms: ms() });
-      }
-      const small = this.#settings.smallFileBytes;
-      const sendBig = send.filter((f) => f.size >= small);
-      const sendSmall = send.filter((f) => f.size < small);
-      let bytes = 0;
-      await eachLimited(sendBig, this.#settings.parallelCopies, this.#stop.signal, async (f) => {
-        const dest = join(root, "big", f.dir, f.path);
-        await mkdir(join(dest, ".."), { recursive: true });
-        await copyAtomic(f.abs, dest, f.mtimeMs);
-        bytes += f.size;
-        kept.set(keyOf(f), { dir: f.dir, path: f.path, size: f.size, mtimeMs: f.mtimeMs, packed: false });
+      const status = await syncMirror(
+        {
+          volume: this.#settings.volume,
+          namespace: this.#namespace as string,
+          dirs: this.#settings.dirs,
+          dirByName: this.#dirs,
+          smallFileBytes: this.#settings.smallFileBytes,
+          parallelCopies: this.#settings.parallelCopies,
+          signal: this.#stop.signal,
+          log: this.#log,
+        },
+        tally,
+      );
+      return this.#report("sync", {
+        status,
+        files: tally.files,
+        bytes: tally.bytes,
+        ms: ms(),
+        ...(tally.refused > 0 ? { refused: tally.refused } : {}),
       });
-      for (const f of sendSmall) kept.delete(keyOf(f));
-      let archive = old?.archive ?? null;
-      const packedKept = [...kept.values()].filter((e) => e.packed);
-      if (
-        sendSmall.length > 0 ||
-        (old !== undefined && packedKept.length !== old.files.filter((e) => e.packed).length)
-      ) {
-        const written = await this.#pack(root, old, packedKept, sendSmall, kept);
-        archive = written.archive;
-        bytes += written.bytes;
-      }
-      const manifest: Manifest = {
-        version: MANIFEST_VERSION,
-        writtenAt: Date.now(),
-        archive,
-        files: [...kept.values()],
-      };
-      await writeManifest(root, manifest);
-      await this.#sweep(root, archive);
-      return this.#report("sync", { status: "synced", files: send.length, bytes, ms: ms() });
     } catch (err) {
       return this.#failed("sync", err, ms());
     }
   }
 
-  /**
-   * Writes a new archive: the packed entries kept from the old one (the volume's copy was newer),
-   * then the container's small files; sets each packed entry in `kept`. A kept member missing from
-   * the old archive is dropped from the manifest.
-   */
-  async #pack(
-    root: string,
-    old: Manifest | undefined,
-    packedKept: readonly ManifestEntry[],
-    sendSmall: readonly LocalFile[],
-    kept: Map<string, ManifestEntry>,
-  ): Promise<{ archive: string | null; bytes: number }> {
-    for (const e of packedKept) kept.delete(keyOf(e));
-    if (packedKept.length === 0 && sendSmall.length === 0) return { archive: null, bytes: 0 };
-    const tar = await loadTar();
-    const name = `small-${randomUUID()}.tar`;
-    const tmp = join(root, `${name}${TEMP_SUFFIX}`);
-    const pack = tar.pack();
-    const out = createWriteStream(tmp);
-    pack.pipe(out);
-    const add = (entry: ManifestEntry, data: Buffer) =>
-      new Promise<void>((resolve, reject) =>
-        pack.entry(
-          {
-            name: keyOf(entry),
-            size: data.length,
-            mtime: new Date(entry.mtimeMs),
-            type: "file",
-            mode: 0o644,
-          },
-          data,
-          (err) => (err ? reject(err) : resolve()),
-        ),
-      );
-    let bytes = 0;
-    try {
-      const fromOld = new Map(packedKept.map((e) => [keyOf(e), e]));
-      if (fromOld.size > 0 && old?.archive != null) {
-        await readArchive(
-          tar,
-          join(root, old.archive),
-          (member, size) => fromOld.get(member)?.size === size && size <= MAX_PACKED_BYTES,
-          async (member, data) => {
-            const e = fromOld.get(member) as ManifestEntry;
-            await add(e, data);
-            kept.set(member, e);
-          },
-        );
-      }
-      for (const f of sendSmall) {
-        if (this.#stop.signal.aborted) throw this.#stop.signal.reason;
-        const data = await readFile(f.abs).catch(() => undefined);
-        if (data === undefined) continue; // removed since the scan: nothing to send
-        const e: ManifestEntry = {
-          dir: f.dir,
-          path: f.path,
-          size: data.length,
-          mtimeMs: f.mtimeMs,
-          packed: true,
-        };
-        await add(e, data);
-        kept.set(keyOf(e), e);
-        bytes += data.length;
-      }
-      pack.finalize();
-      await finished(out);
-      await rename(tmp, join(root, name));
-      return { archive: name, bytes };
-    } catch (err) {
-      pack.destroy();
-      out.destroy();
-      await rm(tmp, { force: true }).catch(() => undefined);
-      throw err;
-    }
-  }
-
-  /** Removes archives the manifest no longer names and temporary files, once older than {@link STALE_MS}. */
-  async #sweep(root: string, archive: string | null): Promise<void> {
-    const now = Date.now();
-    for (const name of await readdir(root).catch(() => [] as string[])) {
-      const stale =
-        (name.startsWith("small-") && name.endsWith(".tar") && name !== archive) ||
-        name.endsWith(TEMP_SUFFIX);
-      if (!stale) continue;
-      const st = await stat(join(root, name)).catch(() => undefined);
-      if (st !== undefined && now - st.mtimeMs > STALE_MS)
-        await rm(join(root, name), { force: true }).catch(() => undefined);
-    }
-  }
-
   #report(what: "hydrate" | "sync", run: CacheRun): CacheRun {
     const mb = (run.bytes / 1_048_576).toFixed(1);
-    const text =
+    let text =
       run.status === "off"
         ? `warm cache ${what}: off (${run.reason})`
         : run.status === "cold"
           ? `warm cache ${what}: cold start (${run.reason})`
           : `warm cache ${what}: ${run.status}, ${run.files} file(s), ${mb} MB in ${run.ms} ms`;
-    const fields = {
+    const fields: Record<string, unknown> = {
       cache: what,
       status: run.status,
       files: run.files,
@@ -472,15 +248,24 @@ export class WarmCache {
       ms: run.ms,
     };
     if (run.refused !== undefined) {
-      this.#log.warn(
-        { ...fields, refused: run.refused },
-        `${text}; refused ${run.refused} entr(ies) that would leave their folder`,
-      );
-    } else this.#log.info(fields, text);
+      fields["refused"] = run.refused;
+      text += `; refused ${run.refused} entr(ies) that would leave their folder`;
+    }
+    if (run.missing !== undefined) {
+      fields["missing"] = run.missing;
+      text += `; left ${run.missing} file(s) cold (missing or changed on the volume)`;
+    }
+    if (run.overBudget !== undefined) {
+      fields["overBudget"] = run.overBudget;
+      text += `; left ${run.overBudget} file(s) cold (restoring them would leave less than ${this.#minDiskPercent} % of the disk free)`;
+    }
+    if (run.refused !== undefined || run.missing !== undefined || run.overBudget !== undefined)
+      this.#log.warn(fields, text);
+    else this.#log.info(fields, text);
     return run;
   }
 
-  #failed(what: "hydrate" | "sync", err: unknown, ms: number): CacheRun {
+  #failed(what: "hydrate" | "sync", err: unknown, ms: number, done?: HydrateTally): CacheRun {
     const reason = err instanceof Error ? err.message : String(err);
     if (this.#settings.strict) {
       throw new RunletError("RUNLET_WARM_CACHE_FAILED", `warm cache ${what} failed: ${reason}`, {
@@ -491,6 +276,6 @@ export class WarmCache {
       { cache: what, status: "failed", ms, err },
       `warm cache ${what} failed (${reason}); ${what === "hydrate" ? "a cold start" : "the volume keeps its previous copy"}`,
     );
-    return { status: "failed", files: 0, bytes: 0, ms, reason };
+    return { status: "failed", files: done?.files ?? 0, bytes: done?.bytes ?? 0, ms, reason };
   }
 }

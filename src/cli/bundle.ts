@@ -5,6 +5,7 @@ import { basename, dirname, join, resolve, sep } from "node:path";
 import type * as Esbuild from "esbuild";
 import type { BuildOptions, Message, Plugin } from "esbuild";
 import { RunletError } from "../errors.js";
+import { nodeFloorCheckSource } from "../node-floor.js";
 import { AWS_SDK_PEERS, importPeer } from "../optional-peers.js";
 import { TELEMETRY_PEERS } from "../telemetry/index.js";
 import { WARM_COMPILE_CACHE_FLAG } from "./dockerfile.js";
@@ -93,7 +94,7 @@ function serveModulePath(): string {
 /**
  * The bundle's entry: it imports the handler and hands it to runlet's `serveHandler`, which runs
  * the worker loop on the main thread and, when this same file is started again as an
- * `isolation: "thread"` executor, serves jobs there instead (docs/worker.md, "Thread entry").
+ * `isolation: "thread"` runner thread, serves jobs there instead (docs/worker.md, "Thread entry").
  * The handler is imported inside the `try` so that a handler which fails to load, or a missing
  * platform variable, ends the process with one readable line and exit code 1, not an uncaught
  * stack trace.
@@ -320,7 +321,9 @@ export async function bundleHandler(options: BundleOptions): Promise<BundleResul
     // module loads: without the sources' text the maps are a fraction of the size, and stack
     // traces still name the original files and lines.
     sourcesContent: false,
-    banner: { js: CJS_BANNER },
+    // Then the floor check: below Node 22.19 the bundle says so and exits before runlet's code runs
+    // (the banner's import is hoisted; only Node's own modules load before the check).
+    banner: { js: `${CJS_BANNER}\n${nodeFloorCheckSource("runlet start")}` },
     plugins: [runletResolver()],
     minify: options.minify ?? true,
     legalComments: "none",

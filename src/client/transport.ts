@@ -1,6 +1,8 @@
-import { request } from "undici";
+import { getGlobalDispatcher } from "undici";
 import { z } from "zod";
 import { RunletError } from "../errors.js";
+import { type Answer, HttpTransport } from "../http/transport.js";
+import { dispatcherClient } from "../http/undici-client.js";
 import { apiErrorSchema } from "../protocol/index.js";
 import { nextRetry, type Retryable } from "../retry-policy.js";
 import { sendWithRetry } from "../send-with-retry.js";
@@ -34,8 +36,18 @@ export interface Transport {
 
 const MAX_MESSAGE_BODY_CHARS = 300;
 
-/** Creates the transport for one client. */
+/**
+ * Creates the transport for one client: the worker's transport (src/http/transport.ts) over the
+ * client's undici dispatcher (its own, or undici's global one), so the job API client shares its
+ * answer reading, its bounds and its abort path. Redirects are not followed (as before: an answer
+ * to act on is the job API's own).
+ */
 export function createTransport(options: ResolvedClientOptions): Transport {
+  const http = new HttpTransport({
+    credential: `Bearer ${options.apiKey}`,
+    userAgent: options.userAgent,
+    client: dispatcherClient(options.dispatcher ?? getGlobalDispatcher()),
+  });
   return {
     async send<T>(call: ApiCall<T>): Promise<T> {
       const url = new URL(`${options.apiRoot}/${call.path}`);
@@ -48,25 +60,27 @@ export function createTransport(options: ResolvedClientOptions): Transport {
         signal: call.signal,
         retry: (attempt, failed) => nextRetry(options.retry, attempt, failed, { retryable: call.retryable }),
         attempt: async () => {
-          let answer: Awaited<ReturnType<typeof request>>;
-          let text: string;
+          let answer: Answer;
           try {
-            answer = await request(url, {
-              method: call.method,
-              headers: {
-                authorization: `Bearer ${options.apiKey}`,
-                "user-agent": options.userAgent,
-                accept: "application/json",
-                ...(call.body === undefined ? {} : { "content-type": "application/json" }),
-              },
-              body:
-                call.body === undefined ? (call.method === "POST" ? "" : null) : JSON.stringify(call.body),
-              signal: call.signal,
-              headersTimeout: timeoutMs,
-              bodyTimeout: timeoutMs,
-              ...(options.dispatcher === undefined ? {} : { dispatcher: options.dispatcher }),
+            answer = await http.request(call.method, url.href, {
+              headers:
+                call.body === undefined
+                  ? JSON_ACCEPT
+                  : { ...JSON_ACCEPT, "content-type": "application/json" },
+              ...(call.body === undefined
+                ? call.method === "POST"
+                  ? { body: "" }
+                  : {}
+                : { body: JSON.stringify(call.body) }),
+              ...(call.signal === undefined ? {} : { signal: call.signal }),
+              // No byte for timeoutMs, waiting for the headers or within the body; no bound on the
+              // body's size or its whole time (a job's output can be large; the job API bounds it).
+              answerTimeoutMs: timeoutMs,
+              answerBodyMs: Number.POSITIVE_INFINITY,
+              maxAnswerBytes: Number.POSITIVE_INFINITY,
+              redirects: "none",
+              abortBody: true,
             });
-            text = await answer.body.text();
           } catch (error) {
             if (call.signal?.aborted) throw error;
             return {
@@ -76,7 +90,7 @@ export function createTransport(options: ResolvedClientOptions): Transport {
               },
             };
           }
-          const status = answer.statusCode;
+          const { status, text } = answer;
           if (status >= 200 && status < 300) return { done: parseAnswer(label, status, text, call.schema) };
           return {
             failed: { status, headers: answer.headers },
@@ -89,6 +103,8 @@ export function createTransport(options: ResolvedClientOptions): Transport {
     },
   };
 }
+
+const JSON_ACCEPT: Readonly<Record<string, string>> = Object.freeze({ accept: "application/json" });
 
 /** The error for an error answer: the message from runlet's `{error, status, issues}` body when there is one. */
 function httpError(label: string, status: number, text: string): RunletError {

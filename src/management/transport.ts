@@ -1,5 +1,7 @@
-import { type Dispatcher, request } from "undici";
+import { type Dispatcher, getGlobalDispatcher } from "undici";
 import { RunletError } from "../errors.js";
+import { HttpTransport } from "../http/transport.js";
+import { dispatcherClient } from "../http/undici-client.js";
 import { timedOut, withLinkedSignal } from "../linked-signal.js";
 import type { Logger } from "../log/index.js";
 import { nextRetry, type RetryPolicy, retryPolicy } from "../retry-policy.js";
@@ -111,6 +113,23 @@ function header(headers: Record<string, string | string[] | undefined>, name: st
   return Array.isArray(value) ? value[0] : value;
 }
 
+/** Each settings object's transport: the worker's (src/http/transport.ts) over its dispatcher. */
+const transports = new WeakMap<TransportSettings, HttpTransport>();
+
+/**
+ * The transport of `settings`, made once: the management client shares the worker's transport
+ * (its answer reading and abort path) over its own dispatcher, or undici's global one. Headers,
+ * the key among them, come from {@link prepareRequest}; redirects are not followed.
+ */
+function httpFor(settings: TransportSettings): HttpTransport {
+  let http = transports.get(settings);
+  if (http === undefined) {
+    http = new HttpTransport({ client: dispatcherClient(settings.dispatcher ?? getGlobalDispatcher()) });
+    transports.set(settings, http);
+  }
+  return http;
+}
+
 /**
  * Sends one call with bearer auth. A 429 on a retryable method is retried by `settings.retry`:
  * up to `maxRetries` times, waiting `Retry-After` when the server sent one (giving up at once if
@@ -137,14 +156,17 @@ export async function send(settings: TransportSettings, spec: CallSpec): Promise
           settings.timeoutMs,
           async (signal) => {
             linked = signal;
-            const res = await request(prepared.url, {
-              method: spec.method,
+            const answer = await httpFor(settings).request(spec.method, prepared.url, {
               headers: prepared.headers,
-              body: prepared.body ?? null,
+              ...(prepared.body === undefined ? {} : { body: prepared.body }),
               signal,
-              ...(settings.dispatcher === undefined ? {} : { dispatcher: settings.dispatcher }),
+              // The call's own timeout (the linked signal) bounds it all, the body included.
+              answerBodyMs: Number.POSITIVE_INFINITY,
+              maxAnswerBytes: Number.POSITIVE_INFINITY,
+              redirects: "none",
+              abortBody: true,
             });
-            return { status: res.statusCode, headers: res.headers, text: await res.body.text() };
+            return { status: answer.status, headers: { ...answer.headers }, text: answer.text };
           },
         ));
       } catch (err) {

@@ -2,6 +2,7 @@ import { JobError, RunletError } from "../errors.js";
 import type { HandlerContext } from "../handler/define-handler.js";
 import { onAbort } from "../linked-signal.js";
 import { openAIJobError } from "./errors.js";
+import { SseEventSplitter } from "./sse-events.js";
 
 /** The context a relayed request runs with (the OpenAI handler's, whatever its state). */
 type OpenAIContext<State> = HandlerContext<unknown, State>;
@@ -84,6 +85,7 @@ export function relayToSidecar(
   if (body["stream"] === true) {
     return (async function* () {
       const call = await send(settings, route, body, context);
+      await expectEventStream(call);
       yield* relayEvents(call);
     })();
   }
@@ -140,6 +142,8 @@ async function send(
       headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
       body: JSON.stringify({ ...body, model: upstreamModel }),
       signal: upstream.signal,
+      // Never followed: a 307 or 308 would send the prompt again, to wherever the server points.
+      redirect: "manual",
     });
   } catch (err) {
     unlink();
@@ -147,6 +151,18 @@ async function send(
     throw new JobError(`sidecar "${target.name}" could not be reached at ${url}: ${causeText(err)}`, {
       cause: err,
     });
+  }
+  if (response.status >= 300 && response.status < 400) {
+    unlink();
+    await response.body?.cancel().catch(() => {
+      // A body already in error: nothing more to release.
+    });
+    const location = response.headers.get("location");
+    throw openAIJobError(
+      `sidecar "${target.name}" answered ${response.status} (a redirect${location === null ? "" : ` to ${location.slice(0, 200)}`}); the relay does not follow redirects, so the request was not sent again`,
+      "server_error",
+      { code: "upstream_redirect" },
+    );
   }
   if (!response.ok) {
     try {
@@ -158,6 +174,26 @@ async function send(
   return { name: target.name, response, upstream, unlink };
 }
 
+/**
+ * Fails the job, before anything is streamed, when a streaming request's answer is not
+ * `text/event-stream`: a JSON body or an HTML page passed on as one stream item would reach the
+ * client as a broken event.
+ */
+async function expectEventStream({ response, unlink, name }: UpstreamCall): Promise<void> {
+  const type = response.headers.get("content-type");
+  const media = type?.split(";")[0]?.trim().toLowerCase();
+  if (media === "text/event-stream") return;
+  unlink();
+  await response.body?.cancel().catch(() => {
+    // A body already in error: nothing more to release.
+  });
+  throw openAIJobError(
+    `sidecar "${name}" answered a streaming request with ${type === null ? "no content-type" : `content-type ${JSON.stringify(type.slice(0, 200))}`}, not text/event-stream; the relay does not pass it on as a stream`,
+    "server_error",
+    { code: "upstream_not_event_stream" },
+  );
+}
+
 /** The upstream events, one string each; closing the generator (or the job's signal) closes the request. */
 async function* relayEvents({ response, upstream, unlink, name }: UpstreamCall): AsyncGenerator<string> {
   const reader = response.body?.getReader();
@@ -165,36 +201,28 @@ async function* relayEvents({ response, upstream, unlink, name }: UpstreamCall):
     unlink();
     return;
   }
-  const decoder = new TextDecoder();
-  let pending = "";
+  const splitter = new SseEventSplitter();
   let done = false;
   try {
     for (;;) {
       const step = await reader.read();
       if (step.done) {
-        pending += decoder.decode();
         done = true;
         break;
       }
-      pending += decoder.decode(step.value, { stream: true });
-      for (;;) {
-        const end = /\r?\n\r?\n/.exec(pending);
-        if (end === null) break;
-        const event = pending.slice(0, end.index);
-        pending = pending.slice(end.index + end[0].length);
-        if (event.trim() !== "") yield `${event.replace(/\r\n/g, "\n")}\n\n`;
-      }
-      if (pending.length > MAX_RELAY_BODY_BYTES) {
+      yield* splitter.push(step.value);
+      if (splitter.pendingBytes > MAX_RELAY_BODY_BYTES) {
         throw new JobError(
           `sidecar "${name}" sent an event over ${MAX_RELAY_BODY_BYTES} bytes without its blank line; the stream was closed`,
         );
       }
     }
-    if (pending.trim() !== "") yield `${pending.replace(/\r\n/g, "\n")}\n\n`;
+    const last = splitter.end();
+    if (last !== undefined) yield last;
   } finally {
     unlink();
-    // Ended early (job-stop, deadline, a client that hung up, a consumer that stopped): close the
-    // upstream request so the server stops generating.
+    // Ended early (job-stop, deadline, a client that hung up, a consumer that stopped, an event
+    // too long): close the upstream request so the server stops generating.
     if (!done) {
       upstream.abort(new RunletError("RUNLET_JOB_STOPPED", "the relayed request was cancelled"));
       await reader.cancel().catch(() => {

@@ -3,12 +3,10 @@ import { rm } from "node:fs/promises";
 import { isIP } from "node:net";
 import { type Readable, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import { Agent, request } from "undici";
 import { isRunletError, RunletError } from "../errors.js";
+import { HttpTransport } from "../http/transport.js";
 import { USER_AGENT } from "../version.js";
 import { guardedLookup, isPrivateAddress, refusedError } from "./private-address.js";
-
-const MAX_REDIRECTS = 5;
 
 /** A body being downloaded: its bytes and, when the source said, its length. */
 export interface Source {
@@ -106,77 +104,80 @@ function parseContentLength(value: string | string[] | undefined): number | unde
 }
 
 /**
- * Opens an http(s) URL for reading, following up to 5 redirects. Unless `allowPrivate`, every hop
- * whose host is, or resolves to, a private address is refused with RUNLET_S3_DOWNLOAD_REFUSED.
+ * Opens an http(s) URL for reading through the worker's one transport (src/http/transport.ts:
+ * node:http, its redirect rule and abort path), following up to its 10 redirects. Unless
+ * `allowPrivate`, every hop whose host is, or resolves to, a private address is refused with
+ * RUNLET_S3_DOWNLOAD_REFUSED. An answer other than 200 fails with RUNLET_URL_DOWNLOAD_HTTP (its
+ * status in `details`, none of its body); a connection that fails before the answer, with
+ * RUNLET_URL_DOWNLOAD_FAILED.
  */
 export async function openUrl(
   url: URL,
   options: { allowPrivate: boolean; signal: AbortSignal },
 ): Promise<Source & { close: () => Promise<void> }> {
+  const shown = (u: URL) => `${u.origin}${u.pathname}`;
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw new RunletError(
+      "RUNLET_S3_DOWNLOAD_REFUSED",
+      `download of ${shown(url)} refused: only http and https URLs are fetched`,
+      { details: { url: shown(url) } },
+    );
+  }
   let current = url;
-  const agent = new Agent(options.allowPrivate ? {} : { connect: { lookup: guardedLookup(() => current) } });
-  const close = () => agent.close().catch(() => undefined);
-  try {
-    for (let hop = 0; ; hop++) {
-      const shown = `${current.origin}${current.pathname}`;
-      if (current.protocol !== "http:" && current.protocol !== "https:") {
-        throw new RunletError(
-          "RUNLET_S3_DOWNLOAD_REFUSED",
-          `download of ${shown} refused: only http and https URLs are fetched`,
-          {
-            details: { url: shown },
-          },
-        );
-      }
+  const transport = new HttpTransport({
+    userAgent: USER_AGENT,
+    name: "the download's",
+    // One connection per download, closed with it: a guarded lookup never serves another's socket.
+    keepAlive: false,
+    ...(options.allowPrivate ? {} : { lookup: guardedLookup(() => current) }),
+    checkHop: (hop) => {
+      current = hop;
       // Sockets skip `lookup` for literal addresses, so those are checked here.
-      const host = current.hostname.replace(/^\[|\]$/g, "");
-      if (!options.allowPrivate && isIP(host) !== 0 && isPrivateAddress(host))
-        throw refusedError(current, host);
-      let res: Awaited<ReturnType<typeof request>>;
-      try {
-        res = await request(current, {
-          dispatcher: agent,
-          method: "GET",
-          headers: { "user-agent": USER_AGENT },
-          signal: options.signal,
-        });
-      } catch (err) {
-        const refused = findRunletError(err);
-        if (refused !== undefined) throw refused;
-        if (options.signal.aborted) throw err;
-        throw new RunletError(
-          "RUNLET_S3_REQUEST_FAILED",
-          `download of ${shown} failed: ${(err as Error).message}`,
-          {
-            cause: err,
-            details: { url: shown },
-          },
-        );
-      }
-      const { location } = res.headers;
-      if (res.statusCode >= 300 && res.statusCode < 400 && location !== undefined && hop < MAX_REDIRECTS) {
-        await res.body.dump();
-        current = new URL(Array.isArray(location) ? (location[0] ?? "") : location, current);
-        continue;
-      }
-      if (res.statusCode !== 200) {
-        const text = (await res.body.text().catch(() => "")).slice(0, 300);
-        throw new RunletError(
-          "RUNLET_S3_REQUEST_FAILED",
-          `download of ${shown} failed with HTTP ${res.statusCode}${text ? `: ${text}` : ""}`,
-          { details: { url: shown, status: res.statusCode } },
-        );
-      }
-      const stream = res.body as unknown as Readable;
-      stream.once("close", () => void close());
-      return { stream, contentLength: parseContentLength(res.headers["content-length"]), name: shown, close };
-    }
+      const host = hop.hostname.replace(/^\[|\]$/g, "");
+      if (!options.allowPrivate && isIP(host) !== 0 && isPrivateAddress(host)) throw refusedError(hop, host);
+    },
+  });
+  const close = () => transport.close().catch(() => undefined);
+  let opened: Awaited<ReturnType<HttpTransport["open"]>>;
+  try {
+    opened = await transport.open(url.href, { signal: options.signal });
   } catch (err) {
     await close();
-    throw err;
+    const own = findRunletError(err);
+    if (own !== undefined && own.code !== "RUNLET_REQUEST_REDIRECTS") throw own;
+    if (options.signal.aborted) throw err;
+    throw new RunletError(
+      "RUNLET_URL_DOWNLOAD_FAILED",
+      `download of ${shown(current)} failed before an answer: ${(err as Error).message}`,
+      { cause: err, details: { url: shown(current) } },
+    );
   }
+  const final = new URL(opened.url);
+  if (opened.status !== 200) {
+    opened.body.on("error", () => undefined);
+    opened.body.destroy();
+    await close();
+    throw new RunletError(
+      "RUNLET_URL_DOWNLOAD_HTTP",
+      `download of ${shown(final)} was answered HTTP ${opened.status}${
+        opened.status === 404
+          ? " (not found)"
+          : opened.status === 403 || opened.status === 401
+            ? " (not allowed)"
+            : ""
+      }`,
+      { details: { url: shown(final), status: opened.status } },
+    );
+  }
+  const stream = opened.body as Readable;
+  stream.once("close", () => void close());
+  return {
+    stream,
+    contentLength: parseContentLength(opened.headers["content-length"]),
+    name: shown(final),
+    close,
+  };
 }
-
 /** Our own error in a fetch failure's cause chain (a refused lookup surfaces as a socket error). */
 function findRunletError(err: unknown): RunletError | undefined {
   let e: unknown = err;

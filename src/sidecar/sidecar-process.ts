@@ -2,13 +2,15 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { connect } from "node:net";
-import type { Logger } from "pino";
+import pino, { type Logger } from "pino";
 import type { Clock } from "../clock.js";
+import { MAX_TIMER_MS } from "../duration.js";
 import { RunletError } from "../errors.js";
 import { onAbort } from "../linked-signal.js";
 import { sleep } from "../wait.js";
 import { GUARD_SOURCE } from "./guard.js";
 import type { SidecarSettings } from "./options.js";
+import { redactCommand } from "./redact-command.js";
 
 /**
  * One sidecar process under supervision (docs/models.md, "Sidecars"): started through the guard
@@ -39,8 +41,26 @@ const KILL_SLACK_MS = 2_000;
 /** After the sidecar exits, how long its output may still take to arrive, in ms. */
 const OUTPUT_DRAIN_MS = 1_000;
 
-/** Environment names whose values are scrubbed from the sidecar's lines. */
+/** Environment names whose values are scrubbed from the sidecar's lines and its logged command. */
 const SECRET_NAME = /key|token|secret|password|passwd|credential/i;
+/** Shortest secret-named value scrubbed: of the sidecar's own `env`, and of the environment it inherits. */
+const MIN_OWN_SECRET_CHARS = 4;
+const MIN_INHERITED_SECRET_CHARS = 8;
+
+/**
+ * Bytes the worker's log output may hold unwritten (its reader stalled) before the sidecar's
+ * lines are dropped and counted instead of queued: a chatty server beside a stalled log must not
+ * grow the worker without bound. The lines still reach the last lines a failure quotes.
+ */
+export const LOG_BACKLOG_BYTES = 4_194_304; // 4 MiB
+/** The same bound for an output that queues lines as objects (the pretty printer of local runs), in lines. */
+export const LOG_BACKLOG_LINES = 4_096;
+
+/** What the backlog of the logger's output is read from (a Writable's fields; absent on others). */
+interface LogOutput {
+  readonly writableLength?: unknown;
+  readonly writableObjectMode?: unknown;
+}
 
 /** "exited with code 1" / "was killed by SIGKILL". */
 export function describeExit(exit: Pick<SidecarExit, "code" | "signal">): string {
@@ -71,6 +91,10 @@ export class SidecarProcess {
   readonly #child: ChildProcess;
   readonly #lastLines: string[] = [];
   readonly #secrets: string[];
+  /** Where the logger writes (the worker's stdout, usually): its backlog decides {@link LOG_BACKLOG_BYTES}. */
+  readonly #output: LogOutput | undefined;
+  /** Lines not logged since the last report, for the log's backlog. */
+  #dropped = 0;
   #stopping: Promise<SidecarExit> | undefined;
   #exit: SidecarExit | undefined;
   /** Resolves when the sidecar (its guard) has exited, for whatever reason. Never rejects. */
@@ -81,13 +105,16 @@ export class SidecarProcess {
     this.settings = settings;
     this.#clock = clock;
     this.#log = log.child({ sidecar: settings.name });
-    this.#secrets = Object.entries(settings.env)
-      .filter(([k, v]) => SECRET_NAME.test(k) && v.length >= 4)
-      .map(([, v]) => v)
-      .sort((a, b) => b.length - a.length);
+    this.#output = (log as unknown as Record<symbol, LogOutput | undefined>)[pino.symbols.streamSym];
     const env: Record<string, string> = {};
     for (const [k, v] of Object.entries(baseEnv)) if (v !== undefined) env[k] = v;
     Object.assign(env, settings.env);
+    const secrets = new Set<string>();
+    for (const [k, v] of Object.entries(env)) {
+      const min = Object.hasOwn(settings.env, k) ? MIN_OWN_SECRET_CHARS : MIN_INHERITED_SECRET_CHARS;
+      if (SECRET_NAME.test(k) && v.length >= min) secrets.add(v);
+    }
+    this.#secrets = [...secrets].sort((a, b) => b.length - a.length);
     const [program, ...args] = settings.command;
     this.#child = spawn(
       process.execPath,
@@ -115,6 +142,7 @@ export class SidecarProcess {
           });
         });
         void closed.then(() => {
+          this.#reportDropped();
           this.#exit = { code, signal, lastLines: [...this.#lastLines] };
           resolve(this.#exit);
         });
@@ -131,7 +159,7 @@ export class SidecarProcess {
     this.#pipe("stdout");
     this.#pipe("stderr");
     this.#log.info(
-      { command: settings.command, pid: this.#child.pid },
+      { command: redactCommand(settings.command, this.#secrets), pid: this.#child.pid },
       `starting sidecar "${settings.name}"`,
     );
   }
@@ -204,7 +232,9 @@ export class SidecarProcess {
       if (this.#exit !== undefined) return this.#exit;
       this.#log.info({ graceMs: this.settings.stopGraceMs }, `stopping sidecar "${this.settings.name}"`);
       this.#child.stdin?.end();
-      const timer = setTimeout(() => this.#killGroup("SIGKILL"), this.settings.stopGraceMs + KILL_SLACK_MS);
+      // Within a timer's reach, even for the longest stopGraceMs the options allow.
+      const killAfterMs = Math.min(MAX_TIMER_MS, this.settings.stopGraceMs + KILL_SLACK_MS);
+      const timer = setTimeout(() => this.#killGroup("SIGKILL"), killAfterMs);
       try {
         const exit = await this.exited;
         // Its exit status says little here: after a stop the guard ends the whole group, itself too.
@@ -259,7 +289,30 @@ export class SidecarProcess {
     if (line.trim() === "") return;
     this.#lastLines.push(line.length > LAST_LINE_CHARS ? `${line.slice(0, LAST_LINE_CHARS)}…` : line);
     if (this.#lastLines.length > LAST_LINES) this.#lastLines.shift();
+    if (this.#backlogged()) {
+      this.#dropped++;
+      return;
+    }
+    this.#reportDropped();
     this.#log.info({ stream }, line);
+  }
+
+  /** True while the log's output holds more unwritten than {@link LOG_BACKLOG_BYTES} (or lines). */
+  #backlogged(): boolean {
+    const waiting = this.#output?.writableLength;
+    if (typeof waiting !== "number") return false;
+    return waiting >= (this.#output?.writableObjectMode === true ? LOG_BACKLOG_LINES : LOG_BACKLOG_BYTES);
+  }
+
+  /** One line for the lines dropped since the last report, if any (at the sidecar's exit even if still backlogged). */
+  #reportDropped(): void {
+    if (this.#dropped === 0) return;
+    const droppedLines = this.#dropped;
+    this.#dropped = 0;
+    this.#log.warn(
+      { droppedLines },
+      `sidecar "${this.settings.name}": ${droppedLines} lines of its output were not logged: the worker's log output was not draining (over ${LOG_BACKLOG_BYTES} bytes or ${LOG_BACKLOG_LINES} lines waiting)`,
+    );
   }
 }
 

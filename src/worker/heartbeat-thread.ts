@@ -1,18 +1,16 @@
 import { parentPort, workerData } from "node:worker_threads";
+import { HttpTransport } from "../http/transport.js";
 import { JobSlotReader, SLOT_FLAGS, type SlotJob, type SlotMessage } from "./job-slots.js";
 import { requestIdHeader } from "./request-id.js";
 
 /**
  * The heartbeat thread's own module (started by heartbeat.ts): the pings (docs/protocol.md,
  * "Heartbeat") and the in-process watchdog. It reads the jobs from the shared job table
- * (job-slots.ts) and talks HTTP through node:http(s), not `fetch`, whose undici would add ~12 MiB
- * to an idle worker's memory: every thread has its own heap, so this one imports nothing else.
- *
- * node:http and node:https come through `process.getBuiltinModule`, not a static `import`: for an
- * ESM import Node builds the module's namespace, reading every export, and node:http's `WebSocket`
- * and friends are getters that load Node's own copy of undici (about 95 more of Node's modules,
- * each compiled anew at every start under the image's flags; docs/benchmarks.md, "Cold start").
- * node:https (with TLS) loads only for an https URL.
+ * (job-slots.ts) and talks HTTP through the one transport (src/http/transport.ts) on its node:http
+ * client alone: undici would add ~16 MiB to an idle worker's memory, and every thread has its own
+ * heap, so this one imports nothing else. The transport takes node:http and node:https through
+ * `process.getBuiltinModule` (a static import would load Node's own copy of undici; docs/benchmarks.md,
+ * "Cold start"); node:https (with TLS) loads only for an https URL.
  */
 
 /** What the watchdog posts for a job it finds holding the main thread past its time. */
@@ -60,64 +58,33 @@ export type FromHeartbeat =
   | { readonly type: "log"; readonly level: "warn" | "error"; readonly message: string }
   | { readonly type: "unhealthy-sent"; readonly problem: string | undefined };
 
-/** Most of an answer's body drained, bytes: past it the status is taken and the connection dropped. */
+/** Most of an answer's body read, bytes: past it the status is taken and the connection dropped. */
 const MAX_DRAIN_BYTES = 65_536;
-/** Most redirects followed, as the main thread's PlatformHttp (its MAX_REDIRECTS). */
-const MAX_HOPS = 10;
 
 /**
- * One request, body drained (up to {@link MAX_DRAIN_BYTES}); resolves with the status or rejects on
- * a network fault or the timeout, which bounds the whole exchange. A 3xx with a `Location` is sent
- * again, method and body kept, up to {@link MAX_HOPS} times; `Authorization` only to the same host.
+ * The thread's HTTP: the one transport (src/http/transport.ts) on node:http alone (no fast client:
+ * the thread stays small), with its redirect rule, bounds and abort path. Made on first use.
  */
-function send(
+let transport: HttpTransport | undefined;
+
+/**
+ * One request; resolves with the status or rejects on a network fault or the timeout, which bounds
+ * the wait for the answer and each pause in its body. Redirects follow the transport's rule (the
+ * key only to the same origin or its https upgrade).
+ */
+async function send(
   url: URL,
   options: { method?: string; headers: Readonly<Record<string, string>>; body?: string; timeoutMs: number },
-  hops = 0,
 ): Promise<number> {
-  return new Promise<{ status: number; location: string | undefined }>((resolve, reject) => {
-    const http = process.getBuiltinModule(url.protocol === "https:" ? "node:https" : "node:http");
-    const req = http.request(url, { method: options.method ?? "GET", headers: options.headers }, (res) => {
-      const done = (): void => {
-        clearTimeout(timer);
-        resolve({ status: res.statusCode ?? 0, location: res.headers.location });
-      };
-      let drained = 0;
-      res.on("error", fail);
-      res.on("end", done);
-      res.on("data", (chunk: Buffer) => {
-        drained += chunk.length;
-        if (drained <= MAX_DRAIN_BYTES) return;
-        // An endless answer: its status is the answer; the rest is not read.
-        res.off("end", done);
-        done();
-        req.destroy();
-      });
-    });
-    const timer = setTimeout(
-      () => req.destroy(new Error(`timed out after ${options.timeoutMs} ms`)),
-      options.timeoutMs,
-    );
-    function fail(err: Error): void {
-      clearTimeout(timer);
-      reject(err);
-    }
-    req.on("error", fail);
-    req.end(options.body);
-  }).then(({ status, location }) => {
-    if (status < 300 || status > 399 || location === undefined || hops >= MAX_HOPS) return status;
-    let next: URL;
-    try {
-      next = new URL(location, url);
-    } catch {
-      return status;
-    }
-    if (next.protocol !== "http:" && next.protocol !== "https:") return status;
-    const { authorization, ...rest } = options.headers;
-    const headers = next.hostname === url.hostname ? options.headers : rest;
-    void authorization;
-    return send(next, { ...options, headers }, hops + 1);
+  transport ??= new HttpTransport();
+  const answer = await transport.request(options.method ?? "GET", url.href, {
+    headers: options.headers,
+    ...(options.body === undefined ? {} : { body: options.body }),
+    answerTimeoutMs: options.timeoutMs,
+    answerBodyMs: options.timeoutMs,
+    maxAnswerBytes: MAX_DRAIN_BYTES,
   });
+  return answer.status;
 }
 
 const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));

@@ -241,35 +241,40 @@ describe("the warm cache", () => {
     expect(await readdir(root).then((names) => names.filter((x) => x.endsWith(".runlet-tmp")))).toEqual([]);
   });
 
-  it("degrades to a cold start when the volume fails mid-copy, keeping the previous manifest", async () => {
+  it("refuses a large file whose way on the volume is not a folder, and goes on with the rest", async () => {
     const { container, root } = await setup();
     const a = container("a");
     await put(a.dir, "first.bin", BIG);
     await put(a.dir, "small.txt", "s");
     await a.cache.sync();
-    const before = await readFile(join(root, "manifest.json"), "utf8");
-    // The next sync fails between two large files: a plain file stands where a folder must go.
+    // A plain file stands where a folder must go: that one file is refused, the others go up.
     await put(a.dir, "a-second.bin", BIG);
     await put(a.dir, "sub/third.bin", BIG);
     await writeFile(join(root, "big", "hf", "sub"), "not a folder");
-    const failed = await a.cache.sync();
-    expect(failed.status).toBe("failed");
-    expect(await readFile(join(root, "manifest.json"), "utf8")).toBe(before);
-    expect(
-      a.sink.lines.some((l) =>
-        /^warm cache sync failed \(.*\); the volume keeps its previous copy$/.test(String(l["message"])),
-      ),
-    ).toBe(true);
+    expect(await a.cache.sync()).toMatchObject({ status: "synced", files: 1, refused: 1 });
+    expect(((await readManifest(root)) as Manifest).files.map((f) => f.path).sort()).toEqual([
+      "a-second.bin",
+      "first.bin",
+      "small.txt",
+    ]);
+    expect(await readFile(join(root, "big", "hf", "sub"), "utf8")).toBe("not a folder");
+  });
 
-    // The volume loses its large files: hydrate gives up with one line, the container is cold, no temp file is left.
-    await rm(join(root, "big"), { recursive: true });
+  it("is one log line and a cold start on a manifest it refuses, and unfit-making only with strict", async () => {
+    const { container, root } = await setup();
+    const a = container("a");
+    await put(a.dir, "small.txt", "s");
+    await a.cache.sync();
+    await writeFile(join(root, "manifest.json"), '{"version":1,"files":[');
     const b = container("b");
     const run = await b.cache.hydrate();
-    expect(run.status).toBe("failed");
+    expect(run).toMatchObject({ status: "failed", reason: `${join(root, "manifest.json")} is not JSON` });
     expect(
-      b.sink.lines.some((l) => /^warm cache hydrate failed \(.*\); a cold start$/.test(String(l["message"]))),
-    ).toBe(true);
-    expect(Object.keys(await tree(b.dir)).filter((k) => k.includes(".runlet-tmp"))).toEqual([]);
+      b.sink.lines.filter((l) =>
+        /^warm cache hydrate failed \(.*\); a cold start$/.test(String(l["message"])),
+      ),
+    ).toHaveLength(1);
+    expect(await tree(b.dir)).toEqual({});
     // strict turns the same failure into an error.
     const strict = new WarmCache(
       checkWarmCacheOptions({
@@ -281,8 +286,13 @@ describe("the warm cache", () => {
       createLogger({ platform: true, level: "silent" }),
       "ep1",
     );
-    await rm(b.dir, { recursive: true, force: true });
     await expect(strict.hydrate()).rejects.toMatchObject({ code: "RUNLET_WARM_CACHE_FAILED" });
+    // A sync rewrites it, saying why in a line of its own.
+    expect(await a.cache.sync()).toMatchObject({ status: "synced", files: 1 });
+    expect(
+      a.sink.lines.some((l) => String(l["message"]).endsWith("is not JSON; this sync writes a new one")),
+    ).toBe(true);
+    expect(await readManifest(root)).toMatchObject({ version: 1 });
   });
 
   it("keeps the entries of folders another handler version caches under the same namespace", async () => {
@@ -386,12 +396,8 @@ describe("the warm cache in the worker", () => {
     await mkdir(join(broken, ".runlet-cache", "ep1"), { recursive: true });
     await writeFile(
       join(broken, ".runlet-cache", "ep1", "manifest.json"),
-      JSON.stringify({
-        version: 1,
-        writtenAt: 0,
-        archive: "small-00000000-0000-4000-8000-000000000000.tar",
-        files: [{ dir: "c", path: "x", size: 1, mtimeMs: 0, packed: true }],
-      }),
+      // Torn: a manifest the cache refuses (a missing archive would only leave its files cold).
+      '{"version":1,"writtenAt":0,"files":[{"dir":"c"',
     );
     const strict = await startWorker(
       defineHandler({

@@ -164,10 +164,21 @@ describe.each(sides)("an http(s) URL without a store, through %s", (_name, make)
   it("says what the server answered, and still needs a store for keys", async () => {
     const jobS3 = s3();
     const missing = await caught(jobS3.download(`${base}/nope.png`));
-    expect(isRunletError(missing) && missing.code).toBe("RUNLET_S3_REQUEST_FAILED");
-    expect((missing as Error).message).toBe(
-      `download of ${base}/nope.png failed with HTTP 404: no such file`,
+    // Issue 45: a URL's own code with the status, and none of the server's body in the message.
+    expect(isRunletError(missing) && missing.code).toBe("RUNLET_URL_DOWNLOAD_HTTP");
+    expect((missing as Error).message).toBe(`download of ${base}/nope.png was answered HTTP 404 (not found)`);
+    expect((missing as { details?: unknown }).details).toEqual({ url: `${base}/nope.png`, status: 404 });
+    // Nothing listens on a closed port: no answer at all has its own code.
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise((resolve) => closed.close(resolve));
+    const refused = await caught(jobS3.download(`http://127.0.0.1:${port}/file.bin?sig=secret`));
+    expect(isRunletError(refused) && refused.code).toBe("RUNLET_URL_DOWNLOAD_FAILED");
+    expect((refused as Error).message).toContain(
+      `download of http://127.0.0.1:${port}/file.bin failed before an answer`,
     );
+    expect((refused as Error).message).not.toContain("secret");
     for (const key of ["nope.png", "s3://bucket/nope.png"]) {
       const err = await caught(jobS3.download(key));
       expect(isRunletError(err) && err.code, key).toBe("RUNLET_S3_NOT_CONFIGURED");

@@ -271,11 +271,11 @@ async function waitForRelease(
   id: string,
   gate: ReturnType<typeof gates>,
 ) {
-  for (;;) {
+  return waitFor(`job ${id} to end, releasing gated handlers`, () => {
     const job = h.job(id);
     if (job !== undefined && ["COMPLETED", "FAILED", "CANCELLED", "TIMED_OUT"].includes(job.status))
       return job;
     gate.release();
-    await new Promise((r) => setTimeout(r, 20));
-  }
+    return undefined;
+  });
 }

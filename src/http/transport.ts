@@ -1,0 +1,264 @@
+import type { LookupFunction } from "node:net";
+import { RunletError } from "../errors.js";
+import {
+  type Answer,
+  type CollectLimits,
+  type Collector,
+  type Hop,
+  NodeClient,
+  type Opened,
+} from "./node-client.js";
+import {
+  DEFAULT_ANSWER_BODY_MS,
+  DEFAULT_MAX_ANSWER_BYTES,
+  keepsCredential,
+  MAX_REDIRECTS,
+  redirectTarget,
+  shownOrigin,
+} from "./rules.js";
+
+/**
+ * The one HTTP layer of everything runlet's worker sends (docs/architecture.md, "Transport"): the
+ * platform's posts, job-take and job-stop, the pings of the heartbeat thread, URL downloads, the
+ * sidecar's readiness probe and the relay. One redirect rule ({@link keepsCredential}: the
+ * credential goes to the same origin or its https upgrade only), one set of bounds (rules.ts), one
+ * abort path (the caller's signal). Two HTTP clients sit under it: node:http, in Node already, for
+ * a cheap start and for bodies the caller streams; and undici's Pool, loaded on demand
+ * ({@link HttpTransport.warmUp}) for answers read whole, at about half the CPU per request.
+ * `test/http/transport-contract.test.ts` holds both to the same contract.
+ */
+
+export type { Answer, Collector, Opened } from "./node-client.js";
+
+/** Options of one request whose answer is read whole. */
+export interface RequestOptions {
+  /** Headers of this request (lower-case names); `authorization` here is subject to the redirect rule too. */
+  readonly headers?: Readonly<Record<string, string>>;
+  readonly body?: string | Uint8Array;
+  /** Cuts the request short; once the answer's headers came it is read (bounded) instead. */
+  readonly signal?: AbortSignal;
+  /** Longest wait for the headers, and then between body bytes, ms. @default none */
+  readonly answerTimeoutMs?: number;
+  /** Past it the rest is not read and the answer says `truncated: "bytes"`. @default {@link DEFAULT_MAX_ANSWER_BYTES} */
+  readonly maxAnswerBytes?: number;
+  /** Longest read of the body once the headers came, ms; then `truncated: "time"`. @default {@link DEFAULT_ANSWER_BODY_MS} */
+  readonly answerBodyMs?: number;
+  /** When `signal` aborts before the headers came, wait this long for them first, ms. @default 0 */
+  readonly settleMs?: number;
+  /** Follow redirects (the default), or return a 3xx as the answer. */
+  readonly redirects?: "follow" | "none";
+  /** `signal` cuts the body too, not only the wait for the headers. @default false */
+  readonly abortBody?: boolean;
+}
+
+/** Options of one request whose body the caller reads ({@link HttpTransport.open}). */
+export interface OpenOptions {
+  readonly method?: "GET" | "POST";
+  readonly headers?: Readonly<Record<string, string>>;
+  readonly body?: string | Uint8Array;
+  /** Cuts the request at any point, its body included. */
+  readonly signal?: AbortSignal;
+  /** Longest wait for the headers, and each pause between body bytes, ms. @default none */
+  readonly answerTimeoutMs?: number;
+  /** Follow redirects (the default), or return a 3xx as the answer. */
+  readonly redirects?: "follow" | "none";
+}
+
+/** Settings of one transport. */
+export interface TransportOptions {
+  /** The `Authorization` value sent with every request, to the first URL's origin and where {@link keepsCredential} allows. */
+  readonly credential?: string;
+  /** The `User-Agent` sent with every request. */
+  readonly userAgent?: string;
+  /** Keep connections for later requests. @default true */
+  readonly keepAlive?: boolean;
+  /** Resolves host names: the private-address guard of downloads refuses there. */
+  readonly lookup?: LookupFunction;
+  /** Called before each hop, redirects included; throws to refuse it (a private address written as a literal). */
+  readonly checkHop?: (url: URL) => void;
+  /** What the transport says it is in messages ("the platform's", "the download's"). */
+  readonly name?: string;
+  /**
+   * Loads the fast client for answers read whole ({@link HttpTransport.warmUp}). Given by the
+   * worker's main thread; the heartbeat thread has none and stays on node:http.
+   */
+  readonly loadFastClient?: () => Promise<Collector>;
+  /**
+   * The client for answers read whole from the start, instead of node:http: the job API and
+   * management clients pass {@link dispatcherClient} over their dispatcher.
+   */
+  readonly client?: Collector;
+}
+
+/** True for a request the HTTP client refused before sending it: sending it again fails the same way. */
+export function isRefusedRequest(err: unknown): boolean {
+  return err instanceof RunletError && err.code === "RUNLET_REQUEST_REFUSED";
+}
+
+/**
+ * An error for a request the client will not send (a header value, method or path it cannot
+ * carry: node:http's ERR_INVALID_CHAR and friends are TypeErrors; undici's is
+ * UND_ERR_INVALID_ARG), or a request after close().
+ */
+function refusal(err: unknown, method: string): unknown {
+  const code = (err as { code?: unknown } | undefined)?.code;
+  if (!(err instanceof TypeError) && code !== "UND_ERR_INVALID_ARG") return err;
+  return new RunletError(
+    "RUNLET_REQUEST_REFUSED",
+    `the HTTP client refused the ${method} before sending it: ${(err as Error).message}`,
+    { cause: err },
+  );
+}
+
+const encoder = new TextEncoder();
+
+/** Sends requests by the transport's rules; see the module's comment. */
+export class HttpTransport {
+  readonly #node: NodeClient;
+  #fast: Collector | undefined;
+  #warming: Promise<boolean> | undefined;
+  #closed = false;
+  readonly #options: TransportOptions;
+  /** The headers every request starts from (user agent, credential), built once. */
+  readonly #base: Readonly<Record<string, string>>;
+
+  constructor(options: TransportOptions = {}) {
+    this.#options = options;
+    this.#node = new NodeClient({
+      ...(options.keepAlive === undefined ? {} : { keepAlive: options.keepAlive }),
+      ...(options.lookup === undefined ? {} : { lookup: options.lookup }),
+    });
+    this.#fast = options.client;
+    const base: Record<string, string> = {};
+    if (options.userAgent !== undefined) base["user-agent"] = options.userAgent;
+    if (options.credential !== undefined) base["authorization"] = options.credential;
+    this.#base = Object.freeze(base);
+  }
+
+  /** The headers of a request: the transport's, then the caller's. */
+  headers(extra: Readonly<Record<string, string>> | undefined): Readonly<Record<string, string>> {
+    return extra === undefined ? this.#base : { ...this.#base, ...extra };
+  }
+
+  /** Which client reads answers whole now. */
+  get client(): "node:http" | "undici" {
+    return this.#fast === undefined ? "node:http" : "undici";
+  }
+
+  /**
+   * Loads the fast client in the background; once it is loaded, answers read whole go through it.
+   * Resolves true when it is in use, false when there is none to load or loading failed (the
+   * transport stays on node:http, which serves every request either way). Call it when the worker
+   * is idle: loading costs the event loop ~30 ms.
+   */
+  warmUp(): Promise<boolean> {
+    const load = this.#options.loadFastClient;
+    if (load === undefined || this.#closed) return Promise.resolve(false);
+    this.#warming ??= load().then(
+      (client) => {
+        if (this.#closed) {
+          void client.close();
+          return false;
+        }
+        this.#fast = client;
+        return true;
+      },
+      () => false,
+    );
+    return this.#warming;
+  }
+
+  /** One request, its answer read whole; follows redirects by the rule. Throws on network errors and aborts; any status is an answer. */
+  async request(method: string, url: string, options: RequestOptions = {}): Promise<Answer> {
+    const limits: CollectLimits = {
+      signal: options.signal,
+      answerTimeoutMs: options.answerTimeoutMs,
+      maxAnswerBytes: options.maxAnswerBytes ?? DEFAULT_MAX_ANSWER_BYTES,
+      answerBodyMs: options.answerBodyMs ?? DEFAULT_ANSWER_BODY_MS,
+      settleMs: options.settleMs ?? 0,
+      ...(options.abortBody === undefined ? {} : { abortBody: options.abortBody }),
+    };
+    const body = typeof options.body === "string" ? encoder.encode(options.body) : options.body;
+    let hop: Hop = { method, url, headers: this.headers(options.headers), body };
+    for (let hops = 0; ; hops++) {
+      this.#check(hop.url);
+      const client = this.#fast ?? this.#node;
+      let answer: Answer;
+      try {
+        answer = await client.collect(hop, limits);
+      } catch (err) {
+        throw refusal(err, method);
+      }
+      if (options.redirects === "none") return answer;
+      const next = this.#next(hop, answer.status, answer, hops);
+      if (next === undefined) return answer;
+      if (options.signal?.aborted) throw options.signal.reason;
+      hop = next;
+    }
+  }
+
+  /**
+   * One request whose body the caller reads (a download, a relayed stream), through node:http;
+   * follows redirects by the rule (a redirect's own body is dropped). Resolves when the final
+   * answer's headers came; the caller reads or destroys `body`. `signal` cuts it at any point.
+   */
+  async open(url: string, options: OpenOptions = {}): Promise<Opened & { readonly url: string }> {
+    const method = options.method ?? "GET";
+    const body = typeof options.body === "string" ? encoder.encode(options.body) : options.body;
+    let hop: Hop = { method, url, headers: this.headers(options.headers), body };
+    const limits = { signal: options.signal, answerTimeoutMs: options.answerTimeoutMs };
+    for (let hops = 0; ; hops++) {
+      this.#check(hop.url);
+      let opened: Opened;
+      try {
+        opened = await this.#node.open(hop, limits);
+      } catch (err) {
+        throw refusal(err, method);
+      }
+      const next = options.redirects === "none" ? undefined : this.#next(hop, opened.status, opened, hops);
+      if (next === undefined) return { ...opened, url: hop.url };
+      opened.body.on("error", () => undefined);
+      opened.body.destroy();
+      if (options.signal?.aborted) throw options.signal.reason;
+      hop = next;
+    }
+  }
+
+  #check(url: string): void {
+    if (this.#options.checkHop !== undefined) this.#options.checkHop(new URL(url));
+  }
+
+  /** The next hop of a redirect answer, by the rule; undefined when the answer is the answer. */
+  #next(
+    hop: Hop,
+    status: number,
+    answer: { readonly headers: Answer["headers"] },
+    hops: number,
+  ): Hop | undefined {
+    // Headers are read only for a redirect status: node:http builds an answer's header object on first read.
+    if (status < 301 || status > 308) return undefined;
+    const current = new URL(hop.url);
+    const next = redirectTarget(status, answer.headers["location"], current);
+    if (next === undefined) return undefined;
+    if (hops >= MAX_REDIRECTS) {
+      // Not an answer to act on (a result must not be replaced by an error for it): a network error.
+      throw new RunletError(
+        "RUNLET_REQUEST_REDIRECTS",
+        `the ${hop.method} was redirected more than ${MAX_REDIRECTS} times (last to ${shownOrigin(next)})`,
+        { details: { status } },
+      );
+    }
+    let headers = hop.headers;
+    if (headers["authorization"] !== undefined && !keepsCredential(current, next)) {
+      const { authorization: _dropped, ...rest } = headers;
+      headers = rest;
+    }
+    return { method: hop.method, url: next.href, headers, body: hop.body };
+  }
+
+  /** Closes idle connections; requests still running are destroyed, and later ones refused. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    await Promise.all([this.#node.close(), this.#fast?.close()]);
+  }
+}
