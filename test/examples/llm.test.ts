@@ -172,14 +172,15 @@ describe("examples/llm: fetching the model from a URL", () => {
 });
 
 describe("examples/llm: its settings", () => {
-  it("takes the tiny model by default, none in production, and refuses bad numbers naming the variable", () => {
+  it("takes the tiny model by default, in the image too, and refuses bad numbers naming the variable", () => {
     expect(configFromEnv({})).toMatchObject({
       model: "tiny",
       modelId: "tiny-llama",
       parallel: 4,
       contextSize: 4096,
     });
-    expect(configFromEnv({ NODE_ENV: "production" }).model).toBe("");
+    // runlet build's verify step runs the bundle with NODE_ENV=production and no model of its own.
+    expect(configFromEnv({ NODE_ENV: "production" }).model).toBe("tiny");
     expect(configFromEnv({ LLM_MODEL: "/runpod-volume/models/qwen2.5-0.5b-q8_0.gguf" }).modelId).toBe(
       "qwen2.5-0.5b-q8_0",
     );
@@ -338,16 +339,17 @@ describe("examples/llm: the handler, through the official openai client", () => 
     expect(h.harness.requests({ route: "job-take" })).toEqual([]);
   }, 120_000);
 
-  it("fails setup without a model in production, saying what to set", async () => {
+  it("fails setup when LLM_MODEL names a file that is not there, naming it (check=setup)", async () => {
     await using h = await createHarness({
       endpoints: [{ id: "local", workers: 0, handler: defineHandler({ handler: () => 1 }) }],
     });
-    const w = await startWorker(llmHandler(configFromEnv({ NODE_ENV: "production" })), {
+    const missing = join(dir, "nowhere", "model.gguf");
+    const w = await startWorker(llmHandler({ ...config, model: missing }), {
       env: h.harness.workerEnv("local"),
     });
     expect(await w.stopped).toEqual({ reason: "unhealthy", exitCode: 1 });
     const reason = h.harness.requests({ route: "ping" }).find((r) => r.query["status"] === "unhealthy")
       ?.query["reason"];
-    expect(reason).toMatch(/LLM_MODEL is not set: give the path or the http\(s\) URL of a GGUF model file/);
+    expect(reason).toBe(`setup failed: Error: the model file ${missing} cannot be opened (ENOENT)`);
   }, 60_000);
 });

@@ -67,15 +67,17 @@ function intFrom(env: NodeJS.ProcessEnv, name: string, fallback: number, min: nu
 /**
  * The settings from the environment:
  *
- * - `LLM_MODEL`: the model, as {@link LlmConfig.model}; unset, the tiny random model (its answers
- *   are noise: for tests and `runlet dev`), except under `NODE_ENV=production` (the image), where
- *   setup fails saying to set it;
+ * - `LLM_MODEL`: the model, as {@link LlmConfig.model}; unset, the tiny random model, whose answers
+ *   are noise: for tests, `runlet dev` and `runlet build`'s verify step, which runs the bundle as
+ *   the image does (`NODE_ENV=production`) with nothing downloaded. An endpoint that forgot it
+ *   logs a warning at start and serves only the model id `tiny-llama`: requests naming the real
+ *   model get 404 model_not_found, not noise;
  * - `LLM_MODEL_ID` (default: the file's name without `.gguf`), `LLM_PARALLEL` (4),
  *   `LLM_CONTEXT_SIZE` (4096), `LLM_THREADS` (0: llama.cpp's default), `LLM_MODEL_DIR` (the system's temporary folder's `llm-models`), `LLM_MODEL_MAX_BYTES` (128 GiB), `LLM_STREAM_COALESCE_MS` (20),
  *   `LLM_EXPECT_GPU=1` on a GPU endpoint.
  */
 export function configFromEnv(env: NodeJS.ProcessEnv = process.env): LlmConfig {
-  const model = env["LLM_MODEL"] || (env["NODE_ENV"] === "production" ? "" : "tiny");
+  const model = env["LLM_MODEL"] || "tiny";
   const file = model === "tiny" ? "tiny-llama" : (model.split(/[/?#]/).filter(Boolean).at(-1) ?? "model");
   return {
     model,
@@ -199,13 +201,11 @@ export function llmHandler(config: LlmConfig) {
     ...(isUrl(config.model) ? { warmCache: { dirs: [{ path: config.modelDir, name: "llm-models" }] } } : {}),
     async setup({ log, progress, signal }) {
       let modelPath: string;
-      if (config.model === "") {
-        throw new Error("LLM_MODEL is not set: give the path or the http(s) URL of a GGUF model file");
-      } else if (config.model === "tiny") {
+      if (config.model === "tiny") {
         modelPath = await writeTinyModel(join(config.modelDir, "tiny-llama.gguf"));
         log.warn(
-          { modelPath },
-          "LLM_MODEL is not set: serving the tiny random model, whose answers are noise",
+          { modelPath, modelId: config.modelId },
+          "serving the tiny random model, whose answers are noise: set LLM_MODEL to a GGUF file's path or URL",
         );
       } else if (isUrl(config.model)) {
         progress("fetching the model");
