@@ -288,6 +288,25 @@ describe.each(clients)("answers read whole, through %s", (_name, make) => {
     expect(((await caught(pending)) as Error).message).toBe("client gave up");
   });
 
+  it("adds one listener to a signal that 50 requests in flight share", async () => {
+    const shared = new AbortController();
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => warnings.push(w.name);
+    process.on("warning", onWarning);
+    try {
+      const answers = await Promise.all(
+        Array.from({ length: 50 }, (_, i) =>
+          t.request("POST", `${base}/echo`, { body: String(i), signal: shared.signal }),
+        ),
+      );
+      expect(answers.every((a) => a.status === 200)).toBe(true);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(warnings).not.toContain("MaxListenersExceededWarning");
+    } finally {
+      process.off("warning", onWarning);
+    }
+  });
+
   it("reuses kept connections for requests one after another (20 requests, at most 2 connections)", async () => {
     const fresh = await make();
     try {
