@@ -5,7 +5,7 @@
  * own defaults, its timeout option's name and its policy's shape.
  */
 import { z } from "zod";
-import { integerOption, parseOptions } from "./option-schema.js";
+import { durationOption, integerOption, parseOptions } from "./option-schema.js";
 import type { RetryPolicy } from "./retry-policy.js";
 
 /** The retry options both clients take. */
@@ -46,10 +46,10 @@ export function callLimitsResolver(
   defaults: CallLimitDefaults,
 ): (options: RetryLimitOptions & Partial<Record<CallLimitDefaults["timeoutName"], number>>) => CallLimits {
   const schema = z.object({
-    [defaults.timeoutName]: integerOption(1, defaults.timeoutMs),
+    [defaults.timeoutName]: durationOption(1, defaults.timeoutMs),
     maxRetries: integerOption(0, defaults.maxRetries),
-    retryBaseMs: integerOption(0, defaults.retryBaseMs),
-    retryCapMs: integerOption(0, defaults.retryCapMs),
+    retryBaseMs: durationOption(0, defaults.retryBaseMs),
+    retryCapMs: durationOption(0, defaults.retryCapMs),
   });
   return (options) => {
     const numbers = parseOptions(

@@ -23,6 +23,12 @@ export const ERROR_CODES = {
   RUNLET_OUTPUT_TOO_LARGE: "An output is over the size the platform accepts and no store is configured.",
   RUNLET_WORKER_UNFIT:
     "The worker found itself unfit (a failed health check); it pings unhealthy and exits 1.",
+  RUNLET_WORKER_CRASHED:
+    "An error escaped every owner (an uncaught exception or rejection); the worker logged its stack, pinged unhealthy with check=crash and exited 1.",
+  RUNLET_WORKER_STATE:
+    "A worker part (a job, a batch member, the worker, an isolation thread) was asked for a move its state table does not allow: a runlet bug.",
+  RUNLET_TASK_FAILED:
+    "A background task (a cache sync, a telemetry export, a log write, a stream pipe) failed; logged once, the worker goes on.",
   RUNLET_SIDECAR_FAILED:
     "A sidecar (model server) did not start, did not answer within readyTimeoutMs, or exited while the worker ran.",
   // talking to the platform

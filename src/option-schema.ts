@@ -4,7 +4,10 @@
  * option, what was expected and what came: ``maxRetries must be an integer ≥ 0, got -1``.
  */
 import { z } from "zod";
+import { durationProblem } from "./duration.js";
 import { RunletError, type RunletErrorCode } from "./errors.js";
+
+export { durationProblem, MAX_TIMER_MS } from "./duration.js";
 
 /** A value as an error message shows it: strings quoted, objects and functions by kind. */
 export function describeValue(value: unknown): string {
@@ -35,6 +38,34 @@ export function integer(min: number, max?: number, note?: string) {
     (value) => typeof value === "number" && Number.isSafeInteger(value) && value >= min && value <= top,
     { error: expected },
   );
+}
+
+/**
+ * A duration option checked by hand (a per-call option, outside a schema): `fallback` when left
+ * out; else it must pass {@link durationProblem}, or RUNLET_CONFIG_INVALID names it.
+ *
+ * @example
+ * const pollMs = checkDuration("pollIntervalMs", options.pollIntervalMs, 0, 1_000);
+ */
+export function checkDuration(name: string, value: unknown, min: number, fallback: number): number {
+  if (value === undefined) return fallback;
+  const problem = durationProblem(value, min);
+  if (problem === undefined) return value as number;
+  throw new RunletError("RUNLET_CONFIG_INVALID", `${name} must be ${problem}, got ${describeValue(value)}`, {
+    details: { option: name, value },
+  });
+}
+
+/** A duration in ms: an integer from `min` to {@link MAX_TIMER_MS} (see {@link durationProblem}). */
+export function duration(min: number) {
+  return z.custom<number>((value) => durationProblem(value, min) === undefined, {
+    error: (issue) => durationProblem(issue.input, min) ?? `an integer ≥ ${min}`,
+  });
+}
+
+/** An optional {@link duration} that is `fallback` when left out. */
+export function durationOption(min: number, fallback: number) {
+  return duration(min).default(fallback);
 }
 
 /** An optional integer ≥ `min` that is `fallback` when left out. */

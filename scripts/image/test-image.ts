@@ -28,14 +28,15 @@ const WORK = join(ROOT, ".tmp", "image");
 const BASE_TAG = "localhost/runlet-base:node22";
 const PROJECT_TAG = "localhost/runlet-image-check:latest";
 const OCR_TAG = "localhost/runlet-image-ocr:latest";
+const ONNX_TAG = "localhost/runlet-image-onnx:latest";
 const ENDPOINT = "image-check";
 
-/** `npm run test:image -- --only basic|ocr` runs one of the two projects; both by default. */
-const ONLY = ((): "basic" | "ocr" | undefined => {
+/** `npm run test:image -- --only basic|ocr|onnx` runs one of the projects; all by default. */
+const ONLY = ((): "basic" | "ocr" | "onnx" | undefined => {
   const at = process.argv.indexOf("--only");
   const value = at < 0 ? undefined : process.argv[at + 1];
-  if (value === undefined || value === "basic" || value === "ocr") return value;
-  throw new Error(`--only takes basic or ocr, got ${value}`);
+  if (value === undefined || value === "basic" || value === "ocr" || value === "onnx") return value;
+  throw new Error(`--only takes basic, ocr or onnx, got ${value}`);
 })();
 
 const t0 = performance.now();
@@ -296,6 +297,11 @@ async function main(): Promise<void> {
       step("PASS");
       return;
     }
+    if (ONLY === "onnx") {
+      await onnxImage(dir, containers, state);
+      step("PASS");
+      return;
+    }
     const project = await makeProject(dir);
     step("building the project's image from its own Dockerfile (npm ci + runlet build inside)");
     await bud(["-t", PROJECT_TAG, ...extraCaArgs(), project]);
@@ -334,7 +340,10 @@ async function main(): Promise<void> {
       (output) => JSON.stringify(output) === '{"message":"Hello, Ada!"}',
       state,
     );
-    if (ONLY !== "basic") await ocrImage(dir, containers, state);
+    if (ONLY !== "basic") {
+      await ocrImage(dir, containers, state);
+      await onnxImage(dir, containers, state);
+    }
     step("PASS");
   } finally {
     if (state.worker !== undefined) await stop(state.worker, 5_000);
@@ -441,6 +450,84 @@ async function ocrImage(
     (output) => {
       const lines = (output as { lines?: { text?: string }[] } | undefined)?.lines ?? [];
       return lines.length === 1 && lines[0]?.text === "Hello runlet";
+    },
+    state,
+  );
+}
+
+/**
+ * The blank ONNX starter from init to image (issue 45): `runlet init onnx-app --template onnx`,
+ * `npm install` with no variable set, its own `npm test` (the tiny model it writes), `npx runlet
+ * build` with no flag (its verify step must run), the project's own Dockerfile built with
+ * buildah (the verify step runs again in the build stage; the tini layer leaves no apt lists or
+ * caches), and the image answering test_input.json's job through `runlet harness`.
+ */
+async function onnxImage(
+  dir: string,
+  containers: string[],
+  state: { harness?: ChildProcess; worker?: ChildProcess },
+): Promise<void> {
+  const clean = { ...process.env };
+  for (const k of Object.keys(clean)) if (/^(npm_config_)?onnxruntime_node_install/i.test(k)) delete clean[k];
+  const project = await makeProject(dir, "onnx-app", "onnx");
+  const tested = await run("npm", ["test"], { env: clean, cwd: project, echo: false });
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: vitest's colour codes
+  const plain = tested.replace(/\x1b\[[0-9;]*m/g, "");
+  check(/Tests\s+\d+ passed/.test(plain), "the onnx starter's own npm test passes (its tiny model)");
+  const built = await run("npx", ["runlet", "build"], { env: clean, cwd: project, echo: false });
+  step(`npx runlet build:\n${built.trimEnd().replace(/^/gm, "    ")}`);
+  check(
+    /^external: onnxruntime-node {2}declared in package\.json/m.test(built) &&
+      /^Verified dist\/ alone in an empty folder: .*test_input\.json's job COMPLETED/m.test(built),
+    "runlet build (no flag) kept onnxruntime-node out and its verify step ran test_input.json's job from dist/ alone",
+  );
+  step("building the onnx project's image from its own Dockerfile");
+  const t = performance.now();
+  const log = await bud(["-t", ONNX_TAG, ...extraCaArgs(), project]);
+  step(`image built in ${Math.round((performance.now() - t) / 1000)} s`);
+  check(
+    /Verified dist\/ alone in an empty folder/.test(log),
+    "the image's build stage ran the verify step (npm run build)",
+  );
+  const ctr = (await buildah(["from", "--pull=never", ONNX_TAG], { echo: false })).trim();
+  containers.push(ctr);
+  const inside = (cmd: string) =>
+    buildah(["run", "--isolation", "chroot", ctr, "--", "sh", "-c", cmd], { echo: false }).then((o) =>
+      o.trim(),
+    );
+  const apt = await inside(
+    "du -sc /var/lib/apt/lists /var/cache/apt /var/log/apt 2>/dev/null | tail -n 1 | cut -f1; ls /var/lib/apt/lists | grep -vc '^partial$' || true",
+  );
+  step(`apt leftovers in the image (KiB, then list files): ${apt.replace(/\n/g, ", ")}`);
+  check(apt.split("\n").at(-1) === "0", "the image keeps no apt package lists");
+  const size = (
+    await buildah(["images", "--noheading", "--format", "{{.Size}}", ONNX_TAG], { echo: false })
+  ).trim();
+  step(`image ${ONNX_TAG}: ${size}`);
+  const expected = JSON.parse(await readFile(join(project, "test_input.json"), "utf8")) as {
+    input: { rows: number[][] };
+  };
+  // y = x·W + b with the starter's weights (templates/onnx/src/tiny-model.ts).
+  const w = [
+    [1, 0, 0.5],
+    [0, 1, 0.5],
+    [-1, 0, 0.5],
+    [0, -1, 0.5],
+  ];
+  const b = [0.1, 0.2, 0.3];
+  const want = expected.input.rows.map((row) =>
+    b.map((bias, j) => row.reduce((sum, v, i) => sum + v * (w[i]?.[j] ?? 0), bias)),
+  );
+  await serveOneJob(
+    ONNX_TAG,
+    ctr,
+    join(project, "test_input.json"),
+    (output) => {
+      const rows = (output as { rows?: number[][] } | undefined)?.rows ?? [];
+      return (
+        rows.length === want.length &&
+        rows.every((row, i) => row.every((v, j) => Math.abs(v - (want[i]?.[j] ?? Number.NaN)) < 1e-5))
+      );
     },
     state,
   );

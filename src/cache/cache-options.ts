@@ -1,7 +1,13 @@
 import { isAbsolute, resolve } from "node:path";
 import { z } from "zod";
 import { RunletError } from "../errors.js";
-import { booleanOption, integerOption, nonEmptyString, parseOptions } from "../option-schema.js";
+import {
+  booleanOption,
+  durationOption,
+  integerOption,
+  nonEmptyString,
+  parseOptions,
+} from "../option-schema.js";
 
 /**
  * The warm cache's options (docs/fitness.md, "Warm cache"): which local folders travel through the
@@ -60,9 +66,6 @@ export const WARM_CACHE_DEFAULTS = Object.freeze({
   strict: false,
 });
 
-/** The longest delay a Node timer keeps (2³¹ − 1 ms, about 24.8 days); a longer one fires at once. */
-const MAX_TIMER_MS = 2_147_483_647;
-
 /** A single path component that cannot climb or hide: letters, digits, `.`, `_`, `-`. */
 const SAFE_NAME = /^(?!\.{1,2}$)[A-Za-z0-9._-]{1,128}$/;
 
@@ -91,8 +94,8 @@ function makeSchema() {
     namespace: z.string().regex(SAFE_NAME, "a name of letters, digits, . _ - (not . or ..)").optional(),
     smallFileBytes: integerOption(0, WARM_CACHE_DEFAULTS.smallFileBytes, 67_108_864, "64 MiB"),
     parallelCopies: integerOption(1, WARM_CACHE_DEFAULTS.parallelCopies, 64),
-    shutdownSyncMs: integerOption(0, WARM_CACHE_DEFAULTS.shutdownSyncMs, MAX_TIMER_MS),
-    hydrateTimeoutMs: integerOption(1, WARM_CACHE_DEFAULTS.hydrateTimeoutMs, MAX_TIMER_MS),
+    shutdownSyncMs: durationOption(0, WARM_CACHE_DEFAULTS.shutdownSyncMs),
+    hydrateTimeoutMs: durationOption(1, WARM_CACHE_DEFAULTS.hydrateTimeoutMs),
     strict: booleanOption(WARM_CACHE_DEFAULTS.strict),
   });
 }

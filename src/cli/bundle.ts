@@ -94,7 +94,7 @@ function serveModulePath(): string {
 /**
  * The bundle's entry: it imports the handler and hands it to runlet's `serveHandler`, which runs
  * the worker loop on the main thread and, when this same file is started again as an
- * `isolation: "thread"` executor, serves jobs there instead (docs/worker.md, "Thread entry").
+ * `isolation: "thread"` runner thread, serves jobs there instead (docs/worker.md, "Thread entry").
  * The handler is imported inside the `try` so that a handler which fails to load, or a missing
  * platform variable, ends the process with one readable line and exit code 1, not an uncaught
  * stack trace.

@@ -1,3 +1,6 @@
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+
 /**
  * Node flags the image starts the worker with, before the bundle's path. Without them a worker's
  * resident memory grows by 40–70 MiB over its first 10 000 trivial jobs and stays there, though
@@ -40,8 +43,24 @@ export const IMAGE_LAYOUT = {
   cmd: ["node", ...WORKER_NODE_FLAGS, "/app/worker.mjs"],
 } as const;
 
+/**
+ * The CUDA 12 runtime image a GPU project's final stage starts from (`cuda: true`): CUDA's
+ * runtime libraries (cudart, cuBLAS) that llama.cpp's CUDA build loads, no Node (the final stage
+ * copies the build stage's). Any CUDA 12 runtime image works (`--build-arg RUNLET_BASE_IMAGE=...`);
+ * the host's driver must support CUDA 12 (docs/gpu.md).
+ */
+export const CUDA_BASE_IMAGE = "nvidia/cuda:12.8.1-runtime-ubuntu24.04";
+
 /** Options of {@link renderProjectDockerfile}. */
 export interface ProjectDockerfileOptions {
+  /**
+   * A GPU image: the final stage starts from {@link CUDA_BASE_IMAGE} and gets Node from the build
+   * stage (the same build that ran `npm ci`), so nothing is fetched besides the two images.
+   * `runlet build` and `runlet init` set it for a project that depends on node-llama-cpp, whose
+   * CUDA binaries (`@node-llama-cpp/linux-x64-cuda`) need CUDA 12's runtime libraries.
+   * @default false
+   */
+  readonly cuda?: boolean;
   /**
    * The project depends on onnxruntime-node: the build stage takes `ONNXRUNTIME_NODE_INSTALL`
    * as a build argument, so a GPU image can fetch ORT's CUDA provider (`cuda12`) while the
@@ -50,8 +69,33 @@ export interface ProjectDockerfileOptions {
   readonly onnxruntime?: boolean;
 }
 
+/** The Dockerfile options a project's package.json calls for (onnxruntime-node: ORT's switch; node-llama-cpp: the CUDA base). */
+export async function dockerfileOptionsFor(projectDir: string): Promise<ProjectDockerfileOptions> {
+  let deps: Record<string, unknown> = {};
+  try {
+    const pkg = JSON.parse(await readFile(join(projectDir, "package.json"), "utf8")) as Record<
+      string,
+      Record<string, unknown> | undefined
+    >;
+    deps = { ...pkg["devDependencies"], ...pkg["optionalDependencies"], ...pkg["dependencies"] };
+  } catch {
+    // No package.json, or not JSON (the build says so elsewhere): the plain Dockerfile.
+  }
+  return { onnxruntime: "onnxruntime-node" in deps, cuda: "node-llama-cpp" in deps };
+}
+
 /** The argument of `runlet`'s bundle that fills Node's compile cache and exits (image build only). */
 export const WARM_COMPILE_CACHE_FLAG = "--warm-compile-cache";
+
+/** Where the Node images keep node; the CUDA variant copies it from the build stage to the same place. */
+const NODE_BINARY = "/usr/local/bin/node";
+
+/**
+ * What apt leaves behind after an install: its package lists (`apt-get update`), its binary
+ * caches and downloaded packages, and its logs (about 75 MB on Debian bookworm; issue 45).
+ */
+export const APT_LEFTOVERS =
+  "/var/lib/apt/lists/* /var/cache/apt/*.bin /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/* /var/log/apt/* /var/log/dpkg.log";
 
 /** `["a", "b"]` as Dockerfile exec form: `["a", "b"]`. */
 function execForm(args: readonly string[]): string {
@@ -76,6 +120,7 @@ function execForm(args: readonly string[]): string {
 export function renderProjectDockerfile(options: ProjectDockerfileOptions = {}): string {
   const { baseImage, buildImage, runletBaseTag, buildDir, workdir, user, uid, entrypoint, cmd } =
     IMAGE_LAYOUT;
+  const cuda = options.cuda === true;
   const lines = [
     "# syntax=docker/dockerfile:1",
     "#",
@@ -84,11 +129,19 @@ export function renderProjectDockerfile(options: ProjectDockerfileOptions = {}):
     "#",
     "#   docker build -t my-worker .",
     "#",
-    "# GPU workers: build runlet's CUDA base from Dockerfile.base once, then pass it in",
-    `# (docs/images.md):  docker build --build-arg RUNLET_BASE_IMAGE=${runletBaseTag}-cuda -t my-worker .`,
+    ...(cuda
+      ? [
+          `# A GPU image: the final stage starts from CUDA 12's runtime (${CUDA_BASE_IMAGE})`,
+          "# with the build stage's Node. For a CPU-only image of the same project:",
+          `#   docker build --build-arg RUNLET_BASE_IMAGE=${baseImage} -t my-worker .`,
+        ]
+      : [
+          "# GPU workers: build runlet's CUDA base from Dockerfile.base once, then pass it in",
+          `# (docs/images.md):  docker build --build-arg RUNLET_BASE_IMAGE=${runletBaseTag}-cuda -t my-worker .`,
+        ]),
     "",
     `ARG RUNLET_BUILD_IMAGE=${buildImage}`,
-    `ARG RUNLET_BASE_IMAGE=${baseImage}`,
+    `ARG RUNLET_BASE_IMAGE=${cuda ? CUDA_BASE_IMAGE : baseImage}`,
     "",
     "# Only what `npm ci` reads, so its layer is reused until the dependencies change.",
     // biome-ignore lint/suspicious/noTemplateCurlyInString: Docker's own variable syntax
@@ -116,7 +169,8 @@ export function renderProjectDockerfile(options: ProjectDockerfileOptions = {}):
     "RUN npm ci --no-audit --no-fund",
     "COPY . .",
     "# The project's build script runs `runlet build`: dist/ gets the bundle, its source map, and",
-    "# in dist/node_modules the packages it cannot hold, for this platform only.",
+    "# in dist/node_modules the packages it cannot hold, for this platform only; then its verify",
+    "# step runs dist/ alone in an empty folder (handler, setup, test_input.json's job, teardown).",
     "RUN npm run build",
   ];
   lines.push(
@@ -125,12 +179,20 @@ export function renderProjectDockerfile(options: ProjectDockerfileOptions = {}):
     "FROM ${RUNLET_BASE_IMAGE}",
     "# Root for the set-up below, also on a base whose last USER is another (runlet's CUDA base).",
     "USER root",
+    ...(cuda
+      ? [
+          "# The CUDA base has no Node: the build stage's (the one that ran npm ci and runlet build).",
+          `COPY --from=build ${NODE_BINARY} ${NODE_BINARY}`,
+        ]
+      : []),
     "# One layer: tini (PID 1 forwards SIGTERM to node, so the worker's graceful shutdown runs),",
-    "# the non-root user, both only when the base lacks them; no package manager at run time.",
+    "# the non-root user, both only when the base lacks them; no package manager at run time, and",
+    "# none of apt's lists, caches or logs left in the layer.",
     "RUN set -eux; \\",
     "    if ! [ -x /usr/bin/tini ]; then \\",
     "      export DEBIAN_FRONTEND=noninteractive; \\",
-    "      apt-get update; apt-get install -y --no-install-recommends tini; rm -rf /var/lib/apt/lists/*; \\",
+    "      apt-get update; apt-get install -y --no-install-recommends tini; \\",
+    `      apt-get clean; rm -rf ${APT_LEFTOVERS}; \\`,
     "    fi; \\",
     `    id -u ${user} >/dev/null 2>&1 || useradd --system --uid ${uid} --user-group --no-create-home --shell /usr/sbin/nologin ${user}; \\`,
     "    rm -rf /usr/local/lib/node_modules/npm /usr/local/lib/node_modules/corepack /opt/yarn-* \\",

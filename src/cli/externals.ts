@@ -1,6 +1,7 @@
 import { existsSync } from "node:fs";
 import { cp, readdir, readFile, rm, stat } from "node:fs/promises";
-import { dirname, join, relative, sep } from "node:path";
+import { isBuiltin } from "node:module";
+import { dirname, join, relative, resolve, sep } from "node:path";
 import { RunletError } from "../errors.js";
 import { AWS_SDK_PEERS } from "../optional-peers.js";
 import { RUNLET_ROOT } from "./paths.js";
@@ -105,6 +106,8 @@ async function dependencyClosure(roots: readonly { name: string; from: string }[
       ...Object.keys(m.peerDependencies ?? {}),
     ];
     for (const name of names) {
+      // Another platform's binary package, even when installed (a lockfile's or a forced install).
+      if (isOtherPlatformPackage(name)) continue;
       // A missing optional dependency is another platform's; a missing peer is not needed.
       const found = findPackageDir(name, dir);
       if (found !== undefined && !seen.has(found)) queue.push(found);
@@ -135,6 +138,17 @@ function runletDependencyNames(): Promise<Set<string>> {
   return runletOwn;
 }
 
+/**
+ * Packages known to need their own files at run time whatever the scan finds, with the reason
+ * shown. node-llama-cpp picks its platform's llama.cpp build among the `@node-llama-cpp/*`
+ * packages (CPU, CUDA, Vulkan) by names it computes, and finds its templates and local builds
+ * beside itself.
+ */
+const KNOWN_EXTERNALS: Readonly<Record<string, string>> = {
+  "node-llama-cpp":
+    "loads this platform's llama.cpp binaries from the @node-llama-cpp/* packages at run time",
+};
+
 /** Code that locates files relative to itself. */
 const SELF_LOCATING = /\b__dirname\b|\b__filename\b|\bimport\.meta\.url\b/;
 
@@ -164,9 +178,84 @@ async function nativeMarker(dir: string, depth = 0): Promise<string | undefined>
   return undefined;
 }
 
+/** The package a module specifier names (`@scope/name/x.json` → `@scope/name`), or undefined for a relative path, a URL or a built-in. */
+export function packageOfSpecifier(specifier: string): string | undefined {
+  if (specifier === "" || /^[./]/.test(specifier) || /^[a-z][a-z0-9+.-]*:/i.test(specifier)) return undefined;
+  const parts = specifier.split("/");
+  const name = specifier.startsWith("@") ? parts.slice(0, 2).join("/") : parts[0];
+  if (name === undefined || isBuiltin(name)) return undefined;
+  return PACKAGE_NAME.test(name) ? name : undefined;
+}
+
+/** A string literal as the argument of a call: `("x")`, `('x')`, `(\`x\`)` without `${}`. */
+const LITERAL_ARG = String.raw`\(\s*(?<quote>["'\x60])(?<specifier>[^"'\x60$\n]+)\k<quote>\s*[,)]`;
+
+/**
+ * The module specifiers a file resolves to paths with a string literal: `require.resolve("x")`,
+ * `import.meta.resolve("x")`, `createRequire(...).resolve("x")`, and `r.resolve("x")` where
+ * `r` was made by `createRequire(...)`. Each with the call as written (for the reason shown).
+ */
+export function resolvedSpecifiers(code: string): { specifier: string; call: string }[] {
+  const callers = [
+    "require",
+    String.raw`import\.meta`,
+    String.raw`(?:[\w$]+\.)?createRequire\([^()]*(?:\([^()]*\)[^()]*)*\)`,
+  ];
+  for (const m of code.matchAll(
+    /\b(?:const|let|var)\s+([A-Za-z_$][\w$]*)\s*=\s*(?:[\w$]+\.)?createRequire\(/g,
+  )) {
+    const name = m[1] ?? "";
+    if (name !== "require") callers.push(name.replace(/\$/g, "\\$"));
+  }
+  const found: { specifier: string; call: string }[] = [];
+  const pattern = new RegExp(
+    String.raw`(?<![\w$.])(?<caller>${callers.join("|")})\.resolve${LITERAL_ARG}`,
+    "g",
+  );
+  for (const m of code.matchAll(pattern)) {
+    const specifier = m.groups?.["specifier"] ?? "";
+    const caller = m.groups?.["caller"] ?? "";
+    const head = caller.includes("createRequire(") ? "createRequire(...)" : caller.replaceAll("\\", "");
+    found.push({ specifier, call: `${head}.resolve(${JSON.stringify(specifier)})` });
+  }
+  return found;
+}
+
+/**
+ * Packages whose files the code in `inputs` resolves at run time (`require.resolve("pkg/model.onnx")`
+ * and the like; {@link resolvedSpecifiers}): bundled or not, the package must be in
+ * `dist/node_modules` for the resolution to find its files, so each is external. Only the project's
+ * code and other packages' are read, not runlet's or its dependencies'.
+ */
+async function findResolved(
+  inputs: readonly string[],
+  cwd: string,
+  skip: ReadonlySet<string>,
+  own: ReadonlySet<string>,
+): Promise<External[]> {
+  const found = new Map<string, External>();
+  const runletCode = ["dist", "src"].map((d) => join(RUNLET_ROOT, d) + sep);
+  for (const file of inputs) {
+    if (!/\.[cm]?[jt]sx?$/.test(file) || runletCode.some((d) => file.startsWith(d))) continue;
+    const from = packageOf(file)?.name;
+    if (from !== undefined && own.has(from)) continue;
+    for (const { specifier, call } of resolvedSpecifiers(await readFile(file, "utf8").catch(() => ""))) {
+      const name = packageOfSpecifier(specifier);
+      if (name === undefined || skip.has(name) || own.has(name) || found.has(name)) continue;
+      found.set(name, {
+        name,
+        reason: `its files are resolved at run time: ${call} in ${relative(cwd, file).split(sep).join("/")}`,
+      });
+    }
+  }
+  return [...found.values()];
+}
+
 /**
  * Looks at the files esbuild read (a metafile's inputs, relative to `cwd`) and returns the
- * packages that cannot be bundled, each with its reason. `skip` names packages already external.
+ * packages that cannot be bundled, each with its reason: native binaries, packages that find
+ * their own files, and packages whose files the code resolves. `skip` names packages already
+ * external.
  */
 export async function findUnbundlable(
   inputs: readonly string[],
@@ -192,6 +281,11 @@ export async function findUnbundlable(
   }
   const found: External[] = [];
   for (const [name, { dir, files }] of byPackage) {
+    const known = KNOWN_EXTERNALS[name];
+    if (known !== undefined) {
+      found.push({ name, reason: known });
+      continue;
+    }
     const binaries = files.filter((f) => f.endsWith(".node"));
     // This platform's binary, when esbuild met several (a loader that picks one by platform).
     const binary =
@@ -211,6 +305,10 @@ export async function findUnbundlable(
         break;
       }
     }
+  }
+  const paths = inputs.filter((i) => !i.startsWith("<")).map((i) => resolve(cwd, i.replace(/^[a-z-]+:/, "")));
+  for (const r of await findResolved(paths, cwd, skip, own)) {
+    if (!found.some((f) => f.name === r.name)) found.push(r);
   }
   return found.sort((a, b) => a.name.localeCompare(b.name));
 }
@@ -263,6 +361,33 @@ export function isOtherPlatform(
     }
   }
   return false;
+}
+
+/** node-llama-cpp's binary packages name their platform their own way: `mac`, `win`, `armv7l`. */
+const LLAMA_PLATFORMS: Readonly<Record<string, string>> = { linux: "linux", mac: "darwin", win: "win32" };
+const LLAMA_ARCHS: Readonly<Record<string, string>> = {
+  x64: "x64",
+  arm64: "arm64",
+  armv7l: "arm",
+  riscv64: "riscv64",
+};
+
+/**
+ * Whether a package holds only another platform's binaries, by its name: node-llama-cpp's
+ * `@node-llama-cpp/<os>-<arch>[-<variant>]` (`mac-arm64-metal`, `win-x64-cuda`). npm installs
+ * only this platform's optional dependencies, but a forced install or a copied node_modules can
+ * hold others, hundreds of MB each. Other packages are left to npm's own os/cpu/libc filter.
+ */
+export function isOtherPlatformPackage(
+  name: string,
+  platform: string = process.platform,
+  arch: string = process.arch,
+): boolean {
+  const llama = /^@node-llama-cpp\/([a-z]+)-([a-z0-9]+)(?:-.+)?$/.exec(name);
+  if (llama === null) return false;
+  const os = LLAMA_PLATFORMS[llama[1] ?? ""];
+  const cpu = LLAMA_ARCHS[llama[2] ?? ""];
+  return os !== platform || cpu !== arch;
 }
 
 /** What {@link copyExternals} copied. */

@@ -1,5 +1,6 @@
 import { RunletError } from "../errors.js";
 import { timedOut, withLinkedSignal } from "../linked-signal.js";
+import { checkDuration } from "../option-schema.js";
 import {
   healthSchema,
   jobRecordSchema,
@@ -71,8 +72,8 @@ export function createEndpointClient<TInput, TOutput, TStreamItem>(
         signal: options.signal,
       }) as Promise<TypedJobRecord<TOutput>>,
     async wait(jobId, options = {}) {
-      const timeoutMs = options.timeoutMs ?? DEFAULT_WAIT_TIMEOUT_MS;
-      const pollMs = options.pollIntervalMs ?? DEFAULT_WAIT_POLL_MS;
+      const timeoutMs = checkDuration("timeoutMs", options.timeoutMs, 1, DEFAULT_WAIT_TIMEOUT_MS);
+      const pollMs = checkDuration("pollIntervalMs", options.pollIntervalMs, 0, DEFAULT_WAIT_POLL_MS);
       let last: TypedJobRecord<TOutput> | undefined;
       let linked: AbortSignal | undefined;
       // Linked to the caller's signal and the deadline without AbortSignal.any (a Node 20 leak) or

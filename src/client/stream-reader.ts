@@ -1,4 +1,5 @@
 import { RunletError } from "../errors.js";
+import { checkDuration } from "../option-schema.js";
 import {
   type JobRecord,
   jobRecordSchema,
@@ -33,8 +34,13 @@ export async function* readChunks(
   jobId: string,
   options: StreamOptions = {},
 ): AsyncGenerator<StreamChunk, void, undefined> {
-  const pollMs = options.pollIntervalMs ?? DEFAULT_STREAM_POLL_MS;
-  const readIntervalMs = options.readIntervalMs ?? DEFAULT_STREAM_READ_INTERVAL_MS;
+  const pollMs = checkDuration("pollIntervalMs", options.pollIntervalMs, 0, DEFAULT_STREAM_POLL_MS);
+  const readIntervalMs = checkDuration(
+    "readIntervalMs",
+    options.readIntervalMs,
+    0,
+    DEFAULT_STREAM_READ_INTERVAL_MS,
+  );
   const path = `${endpointPath}/stream/${encodeURIComponent(jobId)}`;
   let lastReadAt = Number.NEGATIVE_INFINITY;
   for (;;) {

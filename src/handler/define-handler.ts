@@ -10,6 +10,7 @@ import {
   boolean,
   booleanOption,
   describeValue,
+  durationOption,
   integer,
   integerOption,
   parseOptions,
@@ -255,15 +256,15 @@ function invalid(message: string, name = "defineHandler"): RunletError {
 const D = HANDLER_DEFAULTS;
 /** The plain options, checked in one parse (the handler, schema and functions are checked above it). */
 const plainOptionsSchema = z.object({
-  executionTimeoutMs: integerOption(1, D.executionTimeoutMs),
+  executionTimeoutMs: durationOption(1, D.executionTimeoutMs),
   refreshWorker: booleanOption(D.refreshWorker),
   returnAggregateStream: booleanOption(D.returnAggregateStream),
-  streamCoalesceMs: integerOption(0, D.streamCoalesceMs),
-  hardStopGraceMs: integerOption(0, D.hardStopGraceMs),
+  streamCoalesceMs: durationOption(0, D.streamCoalesceMs),
+  hardStopGraceMs: durationOption(0, D.hardStopGraceMs),
   maxBufferedStreamBytes: integerOption(1, D.maxBufferedStreamBytes),
-  healthCheckIntervalMs: integerOption(0, D.healthCheckIntervalMs),
-  healthCheckTimeoutMs: integerOption(1, D.healthCheckTimeoutMs),
-  setupTimeoutMs: integerOption(1, D.setupTimeoutMs),
+  healthCheckIntervalMs: durationOption(0, D.healthCheckIntervalMs),
+  healthCheckTimeoutMs: durationOption(1, D.healthCheckTimeoutMs),
+  setupTimeoutMs: durationOption(1, D.setupTimeoutMs),
   presignExpiresSec: integer(1, D.presignExpiresSec, "7 days, the SigV4 maximum").optional(),
   allowPrivateAddresses: boolean().optional(),
 });

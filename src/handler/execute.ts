@@ -20,8 +20,8 @@ import { type Unfitness, unfitnessOf } from "./unfit.js";
 
 /**
  * Where a running job's intermediate output goes. Injected, not imported, because there are two
- * implementations: on the main thread, the job's ActiveJob (worker/run-job.ts) queues them in its
- * outbox; inside an isolation thread, runExecutorThread (worker/thread-entry.ts) sends them to the
+ * implementations: on the main thread, the job's ActiveJob (worker/active-job.ts) queues them in its
+ * outbox; inside an isolation thread, runRunnerThread (worker/thread-entry.ts) sends them to the
  * main thread as messages, where ThreadRunner (worker/thread-executor.ts) hands them to the
  * job's ActiveJob hooks.
  */

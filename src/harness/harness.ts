@@ -1,4 +1,5 @@
 import { createServer, type Server } from "node:http";
+import { type Duplex, duplexPair } from "node:stream";
 import { RunletError } from "../errors.js";
 import type { Health } from "../protocol/api.js";
 import { TimerSet } from "./clock.js";
@@ -206,6 +207,41 @@ export class Harness {
     const harness = new Harness(resolveOptions(options));
     await harness.#listen();
     return harness;
+  }
+
+  /**
+   * A harness that binds no port: requests reach its listener through {@link connect} alone, over
+   * streams in memory. For tests of the routes and the job API; its `url` is `http://localhost`
+   * and nothing listens there, so it takes no `dashboard` and no endpoint that starts workers
+   * (`spawn`).
+   */
+  static inMemory(options: HarnessOptions = {}): Harness {
+    const resolved = resolveOptions(options);
+    if (resolved.dashboard !== undefined || resolved.endpoints.some((ep) => ep.spawn !== undefined)) {
+      throw new RunletError(
+        "RUNLET_HARNESS_CONFIG",
+        "Harness.inMemory binds no port: it takes no dashboard and no endpoint with spawn (start one with startHarness)",
+      );
+    }
+    const harness = new Harness(resolved);
+    harness.#url = "http://localhost";
+    for (const ep of resolved.endpoints) harness.addEndpoint(ep);
+    return harness;
+  }
+
+  /**
+   * A connection to the API listener in memory, as a TCP connection would be: node:http parses
+   * what is written to the returned stream and answers on it (give it to an HTTP client as its
+   * socket, e.g. `http.request`'s `createConnection`). What `inject` is to fastify, for tests.
+   */
+  connect(): Duplex {
+    const [client, server] = duplexPair();
+    // Either end closed closes the other, as a TCP connection's peer sees a reset or a hang-up
+    // (a dropped connection, a client that gave up).
+    client.once("close", () => server.destroy());
+    server.once("close", () => client.destroy());
+    this.#server.emit("connection", server);
+    return client;
   }
 
   /** The base URL, `http://127.0.0.1:<port>`. */

@@ -3,7 +3,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "pino";
 import { z } from "zod";
 import { RunletError } from "../errors.js";
-import { integer, integerOption, parseOptions } from "../option-schema.js";
+import { duration, durationOption, integer, integerOption, parseOptions } from "../option-schema.js";
 import {
   EXECUTION_TIMEOUT_MS,
   MAX_RUN_PAYLOAD_BYTES,
@@ -199,30 +199,37 @@ function bad(message: string): RunletError {
 }
 
 const endpointNumbersSchema = z.object({
-  executionTimeoutMs: integerOption(1, EXECUTION_TIMEOUT_MS.default),
+  executionTimeoutMs: durationOption(1, EXECUTION_TIMEOUT_MS.default),
   minWorkers: integerOption(0, 0),
   maxWorkers: integer(1).optional(),
 });
 
 const numbersSchema = z.object({
   port: integerOption(0, 0),
-  takeTimeoutMs: integerOption(1, 30_000),
-  streamHoldMs: integerOption(0, 500),
-  streamGatherMs: integerOption(0, STREAM_GATHER_MS),
-  heartbeatTimeoutMs: integerOption(1, 45_000),
+  takeTimeoutMs: durationOption(1, 30_000),
+  streamHoldMs: durationOption(0, 500),
+  streamGatherMs: durationOption(0, STREAM_GATHER_MS),
+  heartbeatTimeoutMs: durationOption(1, 45_000),
   maxRecordedRequests: integerOption(1, 50_000),
   maxRecordedRequestBytes: integerOption(1, 64 * 1_048_576),
   maxFinishedJobBytes: integerOption(1, 256 * 1_048_576),
   dashboard: z.object({ port: integerOption(0, 0) }).prefault({}),
+  webhooks: z
+    .object({
+      retries: integer(0).optional(),
+      retryDelayMs: duration(0).optional(),
+      timeoutMs: duration(1).optional(),
+    })
+    .optional(),
   limits: z
     .object({
       runBytes: integerOption(1, MAX_RUN_PAYLOAD_BYTES),
       runsyncBytes: integerOption(1, MAX_RUNSYNC_PAYLOAD_BYTES),
       jobDoneBytes: integerOption(1, MAX_RUNSYNC_PAYLOAD_BYTES),
       streamBodyBytes: integerOption(1, MAX_STREAM_CHUNK_BYTES + 65_536),
-      runRetentionMs: integerOption(1, RETENTION_MS.run),
-      runsyncRetentionMs: integerOption(1, RETENTION_MS.runsync),
-      runsyncMaxRetentionMs: integerOption(1, RETENTION_MS.runsyncMax),
+      runRetentionMs: durationOption(1, RETENTION_MS.run),
+      runsyncRetentionMs: durationOption(1, RETENTION_MS.runsync),
+      runsyncMaxRetentionMs: durationOption(1, RETENTION_MS.runsyncMax),
       maxJsonDepth: integerOption(1, MAX_JSON_DEPTH),
     })
     .prefault({}),
@@ -278,6 +285,7 @@ export function resolveOptions(options: HarnessOptions): ResolvedOptions {
       maxFinishedJobBytes: options.maxFinishedJobBytes,
       dashboard: typeof options.dashboard === "object" ? { port: options.dashboard.port } : undefined,
       limits: options.limits,
+      webhooks: options.webhooks,
     },
     "RUNLET_HARNESS_CONFIG",
   );

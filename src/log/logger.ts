@@ -83,6 +83,8 @@ export interface LoggerOptions {
   destination?: NodeJS.WritableStream;
   /** Literal secret values (e.g. the API key) scrubbed from every line, wherever they appear. */
   secrets?: readonly string[];
+  /** JSON lines: bytes that may wait in the destination before lines are dropped. @default {@link MAX_BUFFERED_LOG_BYTES} */
+  maxBufferedBytes?: number;
 }
 
 /**
@@ -135,6 +137,64 @@ function requestIdMixin(_obj: object, _level: number, logger: Logger): object {
 }
 
 /**
+ * How many bytes of log lines may wait in the destination's buffer (a pipe whose reader fell
+ * behind or stopped) before further lines are dropped, counted, and reported by one line once the
+ * reader catches up: a worker's stdout is asynchronous for a pipe, so without it a stalled reader
+ * made the process's memory grow with every line for ever (issue 41).
+ */
+export const MAX_BUFFERED_LOG_BYTES = 8 * 1_048_576; // 8 MiB
+
+/** Destinations already listened to for errors (one listener each, however many loggers share one). */
+const heard = new WeakSet<object>();
+
+/**
+ * `out` as pino writes to it, bounded: past {@link MAX_BUFFERED_LOG_BYTES} waiting, lines are
+ * dropped and counted; the next line that fits is preceded by one that says how many were
+ * dropped. A destination that fails (EPIPE: its reader is gone) is reported once on stderr and
+ * its lines are dropped from then on; the error never reaches the process.
+ */
+function boundedDestination(
+  out: NodeJS.WritableStream,
+  maxBufferedBytes: number,
+): { write(line: string): boolean } {
+  let dropped = 0;
+  let failed = false;
+  if (!heard.has(out)) {
+    heard.add(out);
+    out.on("error", (err: Error) => {
+      if (failed) return;
+      failed = true;
+      try {
+        if (out !== process.stderr) {
+          process.stderr.write(
+            `runlet: writing the log failed (${err.message}); log lines are dropped from now on\n`,
+          );
+        }
+      } catch {
+        // stderr is gone too: nothing is left to tell.
+      }
+    });
+  }
+  const waiting = (): number => (out as { writableLength?: number }).writableLength ?? 0;
+  return {
+    write(line: string): boolean {
+      if (failed || (out as { destroyed?: boolean }).destroyed === true || waiting() > maxBufferedBytes) {
+        dropped += 1;
+        return true;
+      }
+      if (dropped > 0) {
+        const count = dropped;
+        dropped = 0;
+        out.write(
+          `${JSON.stringify({ level: "WARN", requestId: null, code: "RUNLET_TASK_FAILED", task: "log write", dropped: count, message: `${count} log lines were dropped: the reader of this worker's output fell more than ${maxBufferedBytes} bytes behind` })}\n`,
+        );
+      }
+      return out.write(line);
+    },
+  };
+}
+
+/**
  * Creates runlet's pino logger. Secrets are redacted by key name at any depth and, when given,
  * by literal value; per-job loggers are `log.child({ requestId })`.
  */
@@ -148,6 +208,7 @@ export function createLogger(options: LoggerOptions): Logger {
   };
   const pretty = options.platform ? null : loadPretty();
   if (pretty === null) {
+    const destination = boundedDestination(out, options.maxBufferedBytes ?? MAX_BUFFERED_LOG_BYTES);
     return pino(
       {
         level,
@@ -158,7 +219,7 @@ export function createLogger(options: LoggerOptions): Logger {
         mixin: requestIdMixin,
         ...hooks,
       },
-      out,
+      destination,
     );
   }
   const prettyStream = pretty({

@@ -2,6 +2,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Readable } from "node:stream";
 import type { Logger } from "pino";
+import { durationProblem } from "../duration.js";
 import { RunletError } from "../errors.js";
 import { anySignal, onAbort } from "../linked-signal.js";
 import type { Source } from "./download.js";
@@ -70,8 +71,9 @@ function checkDownloadOptions(opts: DownloadOptions): { maxBytes: number; timeou
     });
   }
   const timeoutMs = opts.timeoutMs ?? DEFAULT_DOWNLOAD_TIMEOUT_MS;
-  if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1) {
-    throw new RunletError("RUNLET_CONFIG_INVALID", `timeoutMs must be an integer ≥ 1, got ${timeoutMs}`, {
+  const problem = durationProblem(timeoutMs, 1);
+  if (problem !== undefined) {
+    throw new RunletError("RUNLET_CONFIG_INVALID", `timeoutMs must be ${problem}, got ${timeoutMs}`, {
       details: { option: "timeoutMs", value: timeoutMs },
     });
   }

@@ -76,6 +76,12 @@ function nat64IPv4(address: string): string | undefined {
   return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
 }
 
+export {
+  ALLOW_PRIVATE_ADDRESSES_ENV,
+  operatorAllowsPrivateAddresses,
+  PRIVATE_ADDRESSES_WARNING,
+} from "./private-address-switch.js";
+
 /** True for loopback, private, link-local, unspecified, multicast and reserved addresses. */
 export function isPrivateAddress(address: string): boolean {
   const bare = address.replace(/^\[|\]$/g, "").replace(/%.*$/, "");

@@ -1,7 +1,7 @@
 import { createReadStream } from "node:fs";
 import { stat } from "node:fs/promises";
 import { extname } from "node:path";
-import { Readable, Transform } from "node:stream";
+import { pipeline, Readable, Transform } from "node:stream";
 
 /** What `ctx.s3.upload` accepts. */
 export type UploadBody = Buffer | Uint8Array | string | { path: string } | Readable;
@@ -79,10 +79,12 @@ function counting(source: Readable): {
   });
   source.on("error", (err) => {
     failed ??= err;
-    counter.destroy(err);
   });
+  // stream.pipeline, not .pipe(): an error on either side destroys both (the upload reads
+  // `counter`, which errors with it); the callback's error is the one the upload already sees.
+  const stream = pipeline(source, counter, () => undefined);
   return {
-    stream: source.pipe(counter),
+    stream,
     bytes: () => total,
     sourceError: () => failed,
     dispose: () => {

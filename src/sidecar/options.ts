@@ -1,5 +1,5 @@
 import { RunletError } from "../errors.js";
-import { describeValue } from "../option-schema.js";
+import { describeValue, durationProblem } from "../option-schema.js";
 
 /**
  * The `sidecar` option of a handler definition: a model server (llama.cpp's server, vLLM, Ollama,
@@ -73,12 +73,12 @@ function invalid(where: string, message: string): RunletError {
   return new RunletError("RUNLET_HANDLER_INVALID", `${where}: ${message}`);
 }
 
-function whole(where: string, option: string, value: unknown, min: number, fallback: number): number {
+function duration(where: string, option: string, value: unknown, min: number, fallback: number): number {
   if (value === undefined) return fallback;
-  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < min) {
-    throw invalid(where, `${option} must be an integer ≥ ${min} (ms), got ${describeValue(value)}`);
-  }
-  return value;
+  const problem = durationProblem(value, min);
+  if (problem !== undefined)
+    throw invalid(where, `${option} must be ${problem}, got ${describeValue(value)}`);
+  return value as number;
 }
 
 function checkReady(where: string, ready: unknown): { ready: SidecarReady; url: string } {
@@ -174,9 +174,15 @@ function checkOne(raw: unknown, index: number | undefined, name: string): Sideca
     cwd: o.cwd as string | undefined,
     ready: Object.freeze(ready),
     url,
-    readyTimeoutMs: whole(where, "readyTimeoutMs", o.readyTimeoutMs, 1, SIDECAR_DEFAULTS.readyTimeoutMs),
-    readyIntervalMs: whole(where, "readyIntervalMs", o.readyIntervalMs, 1, SIDECAR_DEFAULTS.readyIntervalMs),
-    stopGraceMs: whole(where, "stopGraceMs", o.stopGraceMs, 0, SIDECAR_DEFAULTS.stopGraceMs),
+    readyTimeoutMs: duration(where, "readyTimeoutMs", o.readyTimeoutMs, 1, SIDECAR_DEFAULTS.readyTimeoutMs),
+    readyIntervalMs: duration(
+      where,
+      "readyIntervalMs",
+      o.readyIntervalMs,
+      1,
+      SIDECAR_DEFAULTS.readyIntervalMs,
+    ),
+    stopGraceMs: duration(where, "stopGraceMs", o.stopGraceMs, 0, SIDECAR_DEFAULTS.stopGraceMs),
   });
 }
 

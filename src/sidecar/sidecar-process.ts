@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { connect } from "node:net";
 import pino, { type Logger } from "pino";
 import type { Clock } from "../clock.js";
+import { MAX_TIMER_MS } from "../duration.js";
 import { RunletError } from "../errors.js";
 import { HttpTransport } from "../http/transport.js";
 import { onAbort } from "../linked-signal.js";
@@ -231,7 +232,9 @@ export class SidecarProcess {
       if (this.#exit !== undefined) return this.#exit;
       this.#log.info({ graceMs: this.settings.stopGraceMs }, `stopping sidecar "${this.settings.name}"`);
       this.#child.stdin?.end();
-      const timer = setTimeout(() => this.#killGroup("SIGKILL"), this.settings.stopGraceMs + KILL_SLACK_MS);
+      // Within a timer's reach, even for the longest stopGraceMs the options allow.
+      const killAfterMs = Math.min(MAX_TIMER_MS, this.settings.stopGraceMs + KILL_SLACK_MS);
+      const timer = setTimeout(() => this.#killGroup("SIGKILL"), killAfterMs);
       try {
         const exit = await this.exited;
         // Its exit status says little here: after a stop the guard ends the whole group, itself too.

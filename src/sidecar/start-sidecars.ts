@@ -36,12 +36,10 @@ export interface StartSidecarsParts {
    * `process.env` (the worker's `sidecarBaseEnv` option). Library code never reads `process.env`.
    */
   readonly baseEnv: Readonly<Record<string, string | undefined>>;
-  /** The worker's unfit path (`WorkerStopper.unfit`): ping unhealthy with the check and reason, stop, exit 1. */
+  /** The worker's unfit path (its lifecycle's `unfit`): ping unhealthy with the check and reason, stop, exit 1. */
   readonly unfit: (check: string, reason: string) => Promise<void>;
   /** Fails every running job with `reason` (their handlers are aborted with it). */
   readonly failRunningJobs: (reason: string) => void;
-  /** Told when the phase starts and ends (ms from its start), for start-up phase events. */
-  readonly phase?: (state: "started" | "done" | "failed", ms?: number) => void;
 }
 
 /** The sidecars of a running worker. */
@@ -81,7 +79,6 @@ export async function startSidecars(parts: StartSidecarsParts): Promise<RunningS
   if (parts.sidecars.length === 0) return NONE;
   if (parts.closing.aborted) return undefined;
   const began = parts.clock.now();
-  parts.phase?.("started");
   const running =
     parts.env[DEV_SIDECARS_ENV] === "ipc" && typeof process.send === "function"
       ? await viaDevParent(parts)
@@ -89,9 +86,6 @@ export async function startSidecars(parts: StartSidecarsParts): Promise<RunningS
   if (running !== undefined) {
     const ms = parts.clock.now() - began;
     parts.log.info({ sidecars: Object.keys(running.urls), ms }, "sidecars ready");
-    parts.phase?.("done", ms);
-  } else if (!parts.closing.aborted) {
-    parts.phase?.("failed", parts.clock.now() - began);
   }
   return running;
 }

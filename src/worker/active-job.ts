@@ -5,17 +5,13 @@ import type { BatchInfo, ExecuteOutcome } from "../handler/execute.js";
 import { finalBodyText, type JobResult } from "../handler/outcome.js";
 import { withBatchQuery } from "../protocol/batch-query.js";
 import type { DeliveredJob } from "../protocol/index.js";
-import type { ExecHandle } from "./executor.js";
+import { StateMachine, type Transitions } from "../state-machine.js";
+import type { JobRunHandle } from "./executor.js";
+import { armHardStop } from "./hard-stop.js";
+import { jobTimeoutMs, timeoutMessage, WATCHDOG_SLACK_MS } from "./job-deadline.js";
+import { type JobParts, openOutbox } from "./job-parts.js";
+import { fitResult } from "./offload.js";
 import type { JobOutbox } from "./outbox.js";
-import {
-  armHardStop,
-  fitResult,
-  type JobParts,
-  jobTimeoutMs,
-  openOutbox,
-  timeoutMessage,
-  WATCHDOG_SLACK_MS,
-} from "./run-job.js";
 
 /**
  * One job on the main thread: its deadline and hard stop, its outbox, and the final result
@@ -43,7 +39,7 @@ export type ActiveJobState =
   | "stopped";
 
 /** The states each state may move to. */
-const NEXT: Readonly<Record<ActiveJobState, readonly ActiveJobState[]>> = {
+const NEXT: Transitions<ActiveJobState> = {
   starting: ["running", "reporting"],
   running: ["timed-out", "stopping", "settling", "reporting"],
   "timed-out": ["stopping", "reporting"],
@@ -65,8 +61,8 @@ export class ActiveJob {
   readonly #outbox: JobOutbox;
   readonly #timeoutMs: number;
   readonly #startedAt = Date.now();
-  #state: ActiveJobState = "starting";
-  #handle: ExecHandle | undefined;
+  readonly #machine: StateMachine<ActiveJobState>;
+  #handle: JobRunHandle | undefined;
   /** The deadline and hard-stop timers, on the worker's clock. */
   #timers: ClockTimer[] = [];
   /** The deadline the watchdog is armed for (epoch ms, real time: the thread reads Date.now()); 0 when unarmed. */
@@ -85,6 +81,7 @@ export class ActiveJob {
     this.#job = job;
     this.#parts = parts;
     this.#log = parts.log.child({ requestId: job.id });
+    this.#machine = new StateMachine(`job ${job.id}`, NEXT, "starting", "RUNLET_WORKER_STATE");
     this.#timeoutMs = jobTimeoutMs(job, parts.definition.executionTimeoutMs);
     const { outbox, reported } = openOutbox(job.id, parts, this.#log, parts.events);
     this.#outbox = outbox;
@@ -107,7 +104,7 @@ export class ActiveJob {
 
   /** Where the job is in its life. */
   get state(): ActiveJobState {
-    return this.#state;
+    return this.#machine.state;
   }
 
   /** True once job-stop named this job: the platform no longer counts it as running. */
@@ -120,9 +117,11 @@ export class ActiveJob {
    * does; false (and nothing changes) otherwise.
    */
   transition(to: ActiveJobState): boolean {
-    if (!NEXT[this.#state].includes(to)) return false;
-    this.#state = to;
-    return true;
+    return this.#machine.move(to);
+  }
+
+  get #state(): ActiveJobState {
+    return this.#machine.state;
   }
 
   /** The in-process watchdog on the heartbeat thread, when the worker may end the process. */

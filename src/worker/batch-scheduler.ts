@@ -4,16 +4,17 @@ import { isRunletError, RunletError } from "../errors.js";
 import type { HandlerDefinition } from "../handler/define-handler.js";
 import type { ExecuteHooks, ExecuteOutcome } from "../handler/execute.js";
 import { type ParsedInput, parseInput } from "../handler/parse-input.js";
+import { StateMachine, type Transitions } from "../state-machine.js";
 import type { BatchRun, BatchRunRequest } from "./batch-runner.js";
 import type { BatchWrapper } from "./events.js";
-import type { ExecHandle, ExecRequest, Runner } from "./executor.js";
-import { armHardStop } from "./run-job.js";
+import type { JobRunHandle, JobRunRequest, Runner } from "./executor.js";
+import { armHardStop } from "./hard-stop.js";
 import type { Scheduler } from "./scheduler.js";
 
 /**
  * Dynamic batching (docs/handler.md, "Batching"): a Scheduler that gathers the jobs it is given into
  * batches and runs each batch with one call of the batch handler. Each job keeps its own ActiveJob
- * (run-job.ts), so its deadline, job-stop, progress, result and offload work as for a single job:
+ * (job-parts.ts), so its deadline, job-stop, progress, result and offload work as for a single job:
  * the job's handle starts when its batch starts and settles with its place in the batch's outputs,
  * or at once when the job is let go (stopped, timed out, shut down) while its batch runs on.
  *
@@ -42,13 +43,25 @@ export interface BatchSchedulerOptions {
   readonly wrapBatch?: BatchWrapper;
 }
 
+/**
+ * A member's life: `validating` its input alone, `waiting` in the filling batch, `running` in a
+ * launched batch, `ended` (its outcome given: settled with its batch, let go, or refused).
+ */
 type Phase = "validating" | "waiting" | "running" | "ended";
+
+/** The moves each phase allows (a member may end from any phase: let go, refused, or settled). */
+const PHASES: Transitions<Phase> = {
+  validating: ["waiting", "ended"],
+  waiting: ["running", "ended"],
+  running: ["ended"],
+  ended: [],
+};
 
 /** One job given to the scheduler, through its phases. */
 interface Member {
-  readonly request: ExecRequest;
+  readonly request: JobRunRequest;
   readonly hooks: ExecuteHooks;
-  phase: Phase;
+  readonly phase: StateMachine<Phase>;
   parsed: ParsedInput | undefined;
   /** On the clock: when the job joined the filling batch. */
   joinedAt: number;
@@ -112,7 +125,7 @@ export class BatchScheduler implements Scheduler {
     return Math.max(0, this.#maxSize - this.#pending.length - this.#validating);
   }
 
-  run(request: ExecRequest, hooks: ExecuteHooks): ExecHandle {
+  run(request: JobRunRequest, hooks: ExecuteHooks): JobRunHandle {
     let resolveStarted!: (at: number) => void;
     let resolveOutcome!: (outcome: ExecuteOutcome | "killed") => void;
     const started = new Promise<number>((resolve) => {
@@ -124,7 +137,7 @@ export class BatchScheduler implements Scheduler {
     const member: Member = {
       request,
       hooks,
-      phase: "validating",
+      phase: new StateMachine(`batch member ${request.job.id}`, PHASES, "validating", "RUNLET_WORKER_STATE"),
       parsed: undefined,
       joinedAt: 0,
       batch: undefined,
@@ -156,7 +169,7 @@ export class BatchScheduler implements Scheduler {
       // validating for ever would shrink the worker's room for the rest of its life.
       this.#validating -= 1;
     }
-    if (member.phase !== "validating") return this.#roomChanged();
+    if (!member.phase.is("validating")) return this.#roomChanged();
     if (!parsed.ok) {
       const { refreshWorker } = this.#options.definition;
       this.#end(member, {
@@ -171,7 +184,7 @@ export class BatchScheduler implements Scheduler {
       return this.#roomChanged();
     }
     member.parsed = parsed;
-    member.phase = "waiting";
+    member.phase.to("waiting");
     member.joinedAt = this.#options.clock.now();
     this.#pending.push(member);
     if (this.#pending.length === 1) this.#openWindow();
@@ -218,7 +231,7 @@ export class BatchScheduler implements Scheduler {
       hardStopTimer: undefined,
     };
     for (const [index, member] of members.entries()) {
-      member.phase = "running";
+      member.phase.to("running");
       member.batch = batch;
       member.index = index;
     }
@@ -245,7 +258,7 @@ export class BatchScheduler implements Scheduler {
       .then((outcomes) => {
         for (const [index, member] of members.entries()) {
           const outcome = outcomes === "killed" ? "killed" : outcomes[index];
-          if (member.phase === "running" && outcome !== undefined)
+          if (member.phase.is("running") && outcome !== undefined)
             this.#end(member, this.#withBatch(member, outcome));
         }
       })
@@ -277,7 +290,7 @@ export class BatchScheduler implements Scheduler {
 
   /** A job is let go (job-stop, its deadline, shutdown): it leaves its batch, which runs on for the others. */
   #abort(member: Member, reason: Error): void {
-    const phase = member.phase;
+    const phase = member.phase.state;
     if (phase === "ended") return;
     if (phase === "waiting") {
       const at = this.#pending.indexOf(member);
@@ -318,9 +331,8 @@ export class BatchScheduler implements Scheduler {
   }
 
   #end(member: Member, outcome: ExecuteOutcome | "killed"): void {
-    if (member.phase === "ended") return;
-    member.phase = "ended";
-    // Epoch ms, as a runner's start: a job's deadline is computed from it (run-job.ts).
+    if (!member.phase.move("ended")) return;
+    // Epoch ms, as a runner's start: a job's deadline is computed from it (active-job.ts).
     member.resolveStarted(Date.now());
     member.resolveOutcome(outcome);
   }

@@ -7,6 +7,7 @@ import {
   boolean,
   booleanOption,
   describeValue,
+  durationOption,
   integer,
   integerOption,
   nonEmptyString,
@@ -14,6 +15,7 @@ import {
 } from "../option-schema.js";
 import { DEFAULT_MAX_RESULT_BYTES } from "../protocol/limits.js";
 import type { RetryPolicy } from "../retry-policy.js";
+import { operatorAllowsPrivateAddresses, PRIVATE_ADDRESSES_WARNING } from "../s3/private-address-switch.js";
 import type { TelemetryOptions } from "../telemetry/settings.js";
 import { pollRetryPolicy, postRetryPolicy } from "./backoff.js";
 import { type FitnessConfig, readFitnessConfig } from "./fitness/fitness-config.js";
@@ -53,7 +55,7 @@ export interface WorkerOptions {
   exitOnHardStop?: boolean;
   /** The handler module's path or file URL, loaded by isolation threads (`isolation: "thread"`). */
   handlerModule?: string;
-  /** A file that serves jobs when started as a thread with `workerData.runletRole === "executor"` (a bundle passes its own `import.meta.url`). */
+  /** A file that serves jobs when started as a thread with `workerData.runletRole === "runner"` (a bundle passes its own `import.meta.url`). */
   threadEntry?: string;
   /**
    * The heartbeat thread's module (file URL): a bundle names its own heartbeat-thread.mjs.
@@ -133,19 +135,18 @@ export interface WorkerConfig extends PlatformEnv {
   readonly sidecarBaseEnv: Readonly<Record<string, string | undefined>>;
 }
 
-const ms = (fallback: number, min = 0) => integerOption(min, fallback);
 const optionsSchema = z.object({
-  shutdownGraceMs: ms(20_000),
-  flushTimeoutMs: ms(10_000),
-  takeTimeoutMs: ms(90_000, 1),
-  maxResultBytes: ms(DEFAULT_MAX_RESULT_BYTES, 1),
+  shutdownGraceMs: durationOption(0, 20_000),
+  flushTimeoutMs: durationOption(0, 10_000),
+  takeTimeoutMs: durationOption(1, 90_000),
+  maxResultBytes: integerOption(1, DEFAULT_MAX_RESULT_BYTES),
   handleSignals: booleanOption(false),
   exitOnHardStop: booleanOption(false),
   handlerModule: nonEmptyString().optional(),
   threadEntry: nonEmptyString().optional(),
   heartbeatEntry: nonEmptyString().optional(),
-  retryBaseMs: ms(250, 1),
-  retryCapMs: ms(15_000, 1),
+  retryBaseMs: durationOption(1, 250),
+  retryCapMs: durationOption(1, 15_000),
   allowPrivateAddresses: boolean().optional(),
   presignExpiresSec: integer(1, 604_800).optional(),
   tmpRoot: nonEmptyString().optional(),
@@ -155,6 +156,7 @@ const optionsSchema = z.object({
 /** Merges `options` and the env (RUNLET_CONFIG_INVALID names a bad value); local mode (no job-take URL) is an error here. */
 export function resolveWorkerConfig(options: WorkerOptions): WorkerConfig {
   const env = readPlatformEnv(options.env);
+  const operatorAllows = operatorAllowsPrivateAddresses(options.env ?? {});
   const fitness = readFitnessConfig(options.env);
   const checked = parseOptions(
     optionsSchema,
@@ -192,7 +194,9 @@ export function resolveWorkerConfig(options: WorkerOptions): WorkerConfig {
     handlerModule: checked.handlerModule,
     threadEntry: checked.threadEntry,
     heartbeatEntry: checked.heartbeatEntry,
-    allowPrivateAddresses: checked.allowPrivateAddresses,
+    // The operator's RUNLET_ALLOW_PRIVATE_ADDRESSES=1 wins over the code's settings, with a warning at start.
+    allowPrivateAddresses: operatorAllows ?? checked.allowPrivateAddresses,
+    warnings: operatorAllows ? Object.freeze([...env.warnings, PRIVATE_ADDRESSES_WARNING]) : env.warnings,
     presignExpiresSec: checked.presignExpiresSec,
     tmpRoot: checked.tmpRoot,
     fitness,

@@ -117,7 +117,7 @@ export class WorkerEventHub {
    */
   wrapHandler: HandlerWrapper = (_jobId, log, run) => run(log);
   /**
-   * Launches a batch (batch-executor.ts); telemetry replaces it to launch it inside the batch's
+   * Launches a batch (batch-scheduler.ts); telemetry replaces it to launch it inside the batch's
    * span, with its loggers carrying the trace ids and `request.trace` set. Default: as is.
    */
   wrapBatch: BatchWrapper = (request, run) => run(request);

@@ -12,7 +12,7 @@ import { runSetup, runTeardown, type SetupOutcome } from "./setup.js";
 /** Where jobs run: on the main thread, or in killable worker threads (see thread-executor.ts). */
 
 /** One job handed to a scheduler, and by it to a runner. */
-export interface ExecRequest {
+export interface JobRunRequest {
   readonly job: DeliveredJob;
   /** The job's time limit; its clock starts when the handler starts (after a thread has loaded). */
   readonly timeoutMs: number;
@@ -27,7 +27,7 @@ export interface ExecRequest {
 }
 
 /** A running job, made by the scheduler or runner that runs it (its abort and hard stop differ). */
-export interface ExecHandle {
+export interface JobRunHandle {
   /** Resolves with the epoch ms at which the handler started (its deadline is that plus the timeout). */
   readonly started: Promise<number>;
   /** Resolves with what the handler produced; `"killed"` after a hard stop, never rejects. */
@@ -89,15 +89,17 @@ export interface RunnerStart {
  */
 export interface Runner {
   /** Runs one job at once; calls `request.onLaunch` synchronously before its handler can run. */
-  run(request: ExecRequest, hooks: ExecuteHooks): ExecHandle;
+  run(request: JobRunRequest, hooks: ExecuteHooks): JobRunHandle;
   /** Runs a launched batch at once (batch-scheduler.ts fills it and keeps each job's fate). */
   runBatch(request: BatchRunRequest): BatchRun;
   /**
-   * Runs the handler's `setup` where the handler runs (in-process: once; threads: in the first
-   * thread, and in every thread before it is offered a job). Resolves once a job can be offered;
+   * The runner's start-up phase (after fitness, cache and sidecars): nothing runs before it (no
+   * thread is spawned by the constructor). It runs the handler's `setup` where the handler runs
+   * (in-process: once; threads: it spawns the first thread, and every thread runs setup before it
+   * is offered a job), `setupTimeoutMs` counting from here. Resolves once a job can be offered;
    * a failed outcome means the worker is unfit (`check=setup`). Never rejects.
    */
-  setup(start: RunnerStart): Promise<SetupOutcome>;
+  start(start: RunnerStart): Promise<SetupOutcome>;
   /** Runs the handler's `teardown` where setup ran, for at most `withinMs`. Never rejects. */
   teardown(withinMs: number): Promise<void>;
   close(): Promise<void>;
@@ -112,14 +114,14 @@ export interface S3Settings {
 }
 
 /** Shared by both runners: who reports, the default store for ctx.s3, and its settings. */
-export interface ExecutorSettings {
+export interface RunnerSettings {
   readonly identity: ReportIdentity;
   readonly bucket: JobS3Options["bucket"];
   readonly s3: S3Settings;
 }
 
 /** ctx.s3's options for a job run with `settings` (the job's own s3Config is added by executeJob). */
-export function s3Options(settings: ExecutorSettings): Omit<JobS3Options, "signal" | "log" | "jobId"> {
+export function s3Options(settings: RunnerSettings): Omit<JobS3Options, "signal" | "log" | "jobId"> {
   return { s3Config: undefined, bucket: settings.bucket, ...settings.s3 };
 }
 
@@ -129,21 +131,21 @@ export function s3Options(settings: ExecutorSettings): Omit<JobS3Options, "signa
  */
 export class InProcessRunner implements Runner {
   readonly #definition: HandlerDefinition;
-  readonly #settings: ExecutorSettings;
+  readonly #settings: RunnerSettings;
   readonly #log: Logger;
   readonly #clock: Clock;
   /** What setup returned; undefined until it did (and without a setup). */
   #state: unknown;
   #setUp = false;
 
-  constructor(definition: HandlerDefinition, settings: ExecutorSettings, log: Logger, clock: Clock) {
+  constructor(definition: HandlerDefinition, settings: RunnerSettings, log: Logger, clock: Clock) {
     this.#definition = definition;
     this.#settings = settings;
     this.#log = log;
     this.#clock = clock;
   }
 
-  async setup(start: RunnerStart): Promise<SetupOutcome> {
+  async start(start: RunnerStart): Promise<SetupOutcome> {
     const outcome = await runSetup(this.#definition, {
       log: this.#log,
       clock: this.#clock,
@@ -163,7 +165,7 @@ export class InProcessRunner implements Runner {
     await runTeardown(this.#definition, this.#state, withinMs, this.#log, this.#clock);
   }
 
-  run(request: ExecRequest, hooks: ExecuteHooks): ExecHandle {
+  run(request: JobRunRequest, hooks: ExecuteHooks): JobRunHandle {
     const controller = new AbortController();
     const startedAt = Date.now();
     request.onLaunch(startedAt);

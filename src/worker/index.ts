@@ -4,5 +4,5 @@ export { resolveWorkerConfig, type WorkerConfig, type WorkerOptions } from "./co
 export type { WorkerEvents, WorkerListener } from "./events.js";
 export { loadHandler } from "./load-handler.js";
 export { LOCAL_MODE_MESSAGE, type ServeOptions, serveHandler } from "./serve.js";
-export { isExecutorThread, runExecutorThread } from "./thread-entry.js";
+export { isRunnerThread, runRunnerThread } from "./thread-entry.js";
 export { startWorker, Worker, type WorkerStopInfo } from "./worker.js";

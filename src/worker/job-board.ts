@@ -2,7 +2,8 @@ import type { DeliveredJob } from "../protocol/index.js";
 import { WaiterSet } from "../wait.js";
 import { ActiveJob } from "./active-job.js";
 import { initialConcurrency, nextConcurrency } from "./concurrency.js";
-import { failureBody, type JobParts, openOutbox } from "./run-job.js";
+import { failureBody } from "./failure-body.js";
+import { type JobParts, openOutbox } from "./job-parts.js";
 
 /**
  * The jobs a worker holds (running, or still being reported) and its slots: the take loop asks it

@@ -1,7 +1,8 @@
 import type { Logger } from "pino";
 import type { Clock, ClockTimer } from "../clock.js";
 import type { Unfitness } from "../handler/unfit.js";
-import { installSignalHandlers } from "./signals.js";
+import { StateMachine, type Transitions } from "../state-machine.js";
+import { installCrashHandlers, installSignalHandlers } from "./signals.js";
 
 /**
  * The worker's own lifecycle: running → draining → flushing → closed. It owns the worker's
@@ -20,6 +21,14 @@ import { installSignalHandlers } from "./signals.js";
  */
 
 export type LifecycleState = "running" | "draining" | "flushing" | "closed";
+
+/** The moves each state allows: forward only; closed is the end (a close while running skips the middle). */
+const MOVES: Transitions<LifecycleState> = {
+  running: ["draining"],
+  draining: ["flushing", "closed"],
+  flushing: ["closed"],
+  closed: [],
+};
 
 /** Why and how a worker stopped. */
 export interface WorkerStopInfo {
@@ -84,13 +93,22 @@ export function endProcessSoon(code: number, ms: number): void {
   setTimeout(() => endProcess(code), ms).unref();
 }
 
+/**
+ * After a crash, how long the unhealthy ping (`check=crash`) may take before the process exits
+ * anyway, ms of real time: the process's state is not to be trusted, so it ends soon regardless.
+ */
+export const CRASH_PING_MS = 2_000;
+
+/** The check name of the unhealthy ping after an error escaped every owner. */
+export const CRASH_CHECK = "crash";
+
 /** The worker's lifecycle (see the file's summary). */
 export class WorkerLifecycle implements WorkerFacts {
   readonly #options: LifecycleOptions;
   readonly #taking = new AbortController();
   readonly #polling = new AbortController();
   readonly #giveUp = new AbortController();
-  #state: LifecycleState = "running";
+  readonly #state = new StateMachine<LifecycleState>("the worker", MOVES, "running", "RUNLET_WORKER_STATE");
   #info: WorkerStopInfo = { reason: "closed", exitCode: 0 };
   #unfit: Unfitness | undefined;
   #unhealthyPing: Promise<void> | undefined;
@@ -98,6 +116,7 @@ export class WorkerLifecycle implements WorkerFacts {
   #flushTimer: ClockTimer | undefined;
   #removeSignalHandlers: (() => void) | undefined;
   #signalled = false;
+  #crashed = false;
   #startDraining!: () => void;
   /** Resolves when the worker must shut down: the first close, signal, runaway, unfitness or refresh. */
   readonly draining: Promise<void>;
@@ -108,15 +127,20 @@ export class WorkerLifecycle implements WorkerFacts {
       this.#startDraining = resolve;
     });
     if (options.handleSignals) {
-      this.#removeSignalHandlers = installSignalHandlers(options.log, {
+      const removeSignals = installSignalHandlers(options.log, {
         first: () => this.signal(),
         second: () => this.#exit(1),
       });
+      const removeCrash = installCrashHandlers((err, origin) => this.crash(err, origin));
+      this.#removeSignalHandlers = () => {
+        removeSignals();
+        removeCrash();
+      };
     }
   }
 
   get state(): LifecycleState {
-    return this.#state;
+    return this.#state.state;
   }
 
   /** Aborted once the worker takes nothing more (it leaves `running`): ends the loops and their waits. */
@@ -166,7 +190,7 @@ export class WorkerLifecycle implements WorkerFacts {
 
   refresh(jobId: string): void {
     // Stopping already, or unfit: nothing to add.
-    if (this.#state !== "running" || this.#unfit !== undefined) return;
+    if (!this.#state.is("running") || this.#unfit !== undefined) return;
     this.#options.log.info(
       { jobId },
       "a result asked the platform to replace this worker (stopPod); taking no more jobs, finishing the running ones, then stopping",
@@ -200,18 +224,53 @@ export class WorkerLifecycle implements WorkerFacts {
     this.#unhealthyPing = this.#options.ping?.unhealthy(check, reason);
   }
 
+  /**
+   * The last line: an error escaped every owner (an uncaught exception or unhandled rejection).
+   * Logged with its stack (`RUNLET_WORKER_CRASHED`), one unhealthy ping with `check=crash`, and
+   * the process exits 1 as soon as the ping is answered, at most {@link CRASH_PING_MS} later: no
+   * drain, no teardown (the process's state cannot be trusted). The jobs it held are not
+   * reported; the platform sees the worker gone (docs/reliability.md).
+   */
+  crash(err: unknown, origin: "uncaughtException" | "unhandledRejection"): void {
+    if (this.#crashed) return;
+    this.#crashed = true;
+    const what = err instanceof Error ? `${err.name || "Error"}: ${err.message}` : String(err);
+    const reason = `${origin}: ${what}`;
+    try {
+      this.#options.log.fatal(
+        { code: "RUNLET_WORKER_CRASHED", origin, err },
+        `an error escaped every owner of the worker's tasks (${reason}); pinging unhealthy (check=crash) and exiting 1`,
+      );
+    } catch {
+      // The log is what failed: the ping and the exit still follow.
+    }
+    let ping: Promise<void>;
+    try {
+      ping = this.#options.ping?.unhealthy(CRASH_CHECK, reason) ?? Promise.resolve();
+    } catch {
+      ping = Promise.resolve();
+    }
+    // Real time, not the worker's clock: nothing of the worker is trusted now.
+    const timer = setTimeout(() => this.#exit(1), CRASH_PING_MS);
+    void ping.then(
+      () => {
+        clearTimeout(timer);
+        this.#exit(1);
+      },
+      () => undefined,
+    );
+  }
+
   /** running → draining, once: `taking` aborts and the worker's shutdown starts. */
   #drain(): void {
-    if (this.#state !== "running") return;
-    this.#state = "draining";
+    if (!this.#state.move("draining")) return;
     this.#taking.abort();
     this.#startDraining();
   }
 
   /** draining → flushing: the jobs are done or aborted; reports may post until the flush deadline. */
   flushing(): void {
-    if (this.#state !== "draining") return;
-    this.#state = "flushing";
+    if (!this.#state.move("flushing")) return;
     const { clock, flushTimeoutMs } = this.#options;
     this.#flushTimer = clock.setTimeout(() => {
       this.#flushTimer = undefined;
@@ -221,9 +280,9 @@ export class WorkerLifecycle implements WorkerFacts {
 
   /** → closed: nothing more is posted or polled, and the signal handlers are removed. */
   closed(): void {
-    if (this.#state === "closed") return;
+    if (this.#state.is("closed")) return;
     this.#drain();
-    this.#state = "closed";
+    this.#state.to("closed");
     if (this.#flushTimer !== undefined) this.#options.clock.clearTimeout(this.#flushTimer);
     this.#flushTimer = undefined;
     this.#polling.abort();

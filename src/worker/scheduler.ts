@@ -1,5 +1,5 @@
 import type { ExecuteHooks } from "../handler/execute.js";
-import type { ExecHandle, ExecRequest, Runner } from "./executor.js";
+import type { JobRunHandle, JobRunRequest, Runner } from "./executor.js";
 
 /**
  * Between the job board and the runner: a scheduler decides when a run of N ≥ 1 jobs starts
@@ -16,7 +16,7 @@ export interface Scheduler {
    * Takes a job; it runs when its run starts (plain: at once). The request's `onLaunch` is
    * called synchronously just before its handler can run.
    */
-  run(request: ExecRequest, hooks: ExecuteHooks): ExecHandle;
+  run(request: JobRunRequest, hooks: ExecuteHooks): JobRunHandle;
   /**
    * The concurrency to schedule with from now on (the job board's, consulted between takes): a
    * plain handler's jobs at once, a batch handler's batches at once. A batch scheduler starts
@@ -39,7 +39,7 @@ export class PlainScheduler implements Scheduler {
     this.#runner = runner;
   }
 
-  run(request: ExecRequest, hooks: ExecuteHooks): ExecHandle {
+  run(request: JobRunRequest, hooks: ExecuteHooks): JobRunHandle {
     return this.#runner.run(request, hooks);
   }
 

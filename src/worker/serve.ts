@@ -1,6 +1,6 @@
 import type { HandlerDefinition } from "../handler/define-handler.js";
 import { endProcessSoon } from "./lifecycle.js";
-import { isExecutorThread, runExecutorThread } from "./thread-entry.js";
+import { isRunnerThread, runRunnerThread } from "./thread-entry.js";
 import { startWorker, type WorkerStopInfo } from "./worker.js";
 
 /** Options of {@link serveHandler}. */
@@ -9,7 +9,7 @@ export interface ServeOptions {
   readonly env: Readonly<Record<string, string | undefined>>;
   /** The handler module (sources and the CLI), loaded by isolation threads. */
   readonly handlerModule?: string;
-  /** A bundle's own file (`import.meta.url`): isolation threads start it again as executors. */
+  /** A bundle's own file (`import.meta.url`): isolation threads start it again as runner threads. */
   readonly threadEntry?: string;
   /** A bundle's heartbeat-thread.mjs (file URL), which `runlet build` writes beside the bundle. */
   readonly heartbeatEntry?: string;
@@ -39,8 +39,8 @@ export const LOCAL_MODE_MESSAGE =
  * process.exitCode = await serveHandler(definition, { env: process.env, threadEntry: import.meta.url });
  */
 export async function serveHandler(definition: HandlerDefinition, options: ServeOptions): Promise<number> {
-  if (isExecutorThread()) {
-    runExecutorThread(definition);
+  if (isRunnerThread()) {
+    runRunnerThread(definition);
     return 0;
   }
   if ((options.env["RUNPOD_WEBHOOK_GET_JOB"] ?? "").trim() === "") {

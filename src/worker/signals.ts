@@ -34,3 +34,23 @@ export function installSignalHandlers(log: Logger, actions: SignalActions): () =
     process.off("SIGINT", onSignal);
   };
 }
+
+/** Where an error that escaped every owner goes (the worker's lifecycle: log, ping, exit). */
+export type CrashAction = (err: unknown, origin: "uncaughtException" | "unhandledRejection") => void;
+
+/**
+ * The last line (docs/reliability.md, "No task's error reaches the process"): an uncaught
+ * exception or unhandled rejection is a bug that escaped every owner of the worker's tasks
+ * (task-sink.ts). Installed only where the worker owns its process (`handleSignals`). Returns the
+ * function that removes the handlers.
+ */
+export function installCrashHandlers(crash: CrashAction): () => void {
+  const onException = (err: unknown): void => crash(err, "uncaughtException");
+  const onRejection = (err: unknown): void => crash(err, "unhandledRejection");
+  process.on("uncaughtException", onException);
+  process.on("unhandledRejection", onRejection);
+  return () => {
+    process.off("uncaughtException", onException);
+    process.off("unhandledRejection", onRejection);
+  };
+}

@@ -10,17 +10,17 @@ import { pathToFileURL } from "node:url";
 
 /**
  * An isolation thread from any setting: registers tsx when TypeScript must load, imports the
- * entry, and, for sources, hands the handler's default export to the entry's runExecutorThread.
- * A bundle's entry runs itself on import (it checks isExecutorThread()).
+ * entry, and, for sources, hands the handler's default export to the entry's runRunnerThread.
+ * A bundle's entry runs itself on import (it checks isRunnerThread()).
  */
-export const EXECUTOR_BOOTSTRAP = `
+export const RUNNER_THREAD_BOOTSTRAP = `
 const { workerData } = require("node:worker_threads");
 (async () => {
   if (workerData.tsxApiUrl) (await import(workerData.tsxApiUrl)).register();
   const entry = await import(workerData.entryUrl);
   if (workerData.handlerUrl) {
     const handler = await import(workerData.handlerUrl);
-    entry.runExecutorThread(handler.default);
+    entry.runRunnerThread(handler.default);
   }
 })().catch((err) => { setImmediate(() => { throw err; }); });
 `;

@@ -9,7 +9,7 @@ import { createLogger } from "../log/index.js";
 import type { DeliveredJob } from "../protocol/index.js";
 import { type ShippedSpan, type ThreadTrace, tracedLog } from "../telemetry/link.js";
 import { threadTracer } from "../telemetry/thread.js";
-import { type ExecutorSettings, s3Options } from "./executor.js";
+import { type RunnerSettings, s3Options } from "./executor.js";
 import { runSetup, runTeardown } from "./setup.js";
 
 /**
@@ -19,8 +19,8 @@ import { runSetup, runTeardown } from "./setup.js";
  */
 
 /** `workerData` of an isolation thread. */
-export interface ExecutorWorkerData {
-  readonly runletRole: "executor";
+export interface RunnerThreadData {
+  readonly runletRole: "runner";
   /** The file the thread imports: this module (sources) or a bundle's own file. */
   readonly entryUrl: string;
   /** Sources only: the handler module whose default export runs; a bundle has it built in. */
@@ -28,7 +28,7 @@ export interface ExecutorWorkerData {
   /** File URL of tsx's ESM API, when TypeScript must be loadable in the thread. */
   readonly tsxApiUrl: string | undefined;
   readonly log: { readonly platform: boolean; readonly level: string; readonly secrets: readonly string[] };
-  readonly settings: ExecutorSettings;
+  readonly settings: RunnerSettings;
 }
 
 /** Main → thread: run a run of N ≥ 1 jobs: one job of a plain handler, or a batch (batch-scheduler.ts). */
@@ -70,6 +70,8 @@ export type FromThread =
    * error before this is a load failure.
    */
   | { readonly type: "ready" }
+  /** The handler loaded and its setup begins (only with a setup): the slot is setting up. */
+  | { readonly type: "setting-up" }
   /** setup's `progress(text)`. */
   | { readonly type: "setup-progress"; readonly text: string }
   /** setup threw or timed out: the thread serves no job (the worker is unfit, `check=setup`). */
@@ -92,8 +94,8 @@ export type FromThread =
   | { readonly type: "result"; readonly outcomes: readonly ExecuteOutcome[] };
 
 /** True inside a thread started by runlet to run jobs (a bundle's entry checks this first). */
-export function isExecutorThread(): boolean {
-  return !isMainThread && (workerData as { runletRole?: unknown } | null)?.runletRole === "executor";
+export function isRunnerThread(): boolean {
+  return !isMainThread && (workerData as { runletRole?: unknown } | null)?.runletRole === "runner";
 }
 
 /**
@@ -101,20 +103,21 @@ export function isExecutorThread(): boolean {
  * terminates it. Jobs sent while setup runs wait in the port (listened to only once it is done),
  * so setup is never inside a job's execution time.
  */
-export function runExecutorThread(definition: HandlerDefinition): void {
-  if (!isExecutorThread() || parentPort === null) {
+export function runRunnerThread(definition: HandlerDefinition): void {
+  if (!isRunnerThread() || parentPort === null) {
     throw new RunletError(
       "RUNLET_HANDLER_LOAD",
-      "runExecutorThread() runs only inside a runlet isolation thread",
+      "runRunnerThread() runs only inside a runlet isolation thread",
     );
   }
   const port = parentPort;
-  const data = workerData as ExecutorWorkerData;
+  const data = workerData as RunnerThreadData;
   const log = createLogger({ platform: data.log.platform, level: data.log.level, secrets: data.log.secrets });
   if (definition.setup === undefined) {
     serveJobs(port, definition, data, log, undefined);
     return;
   }
+  port.postMessage({ type: "setting-up" } satisfies FromThread);
   void runSetup(definition, {
     log,
     clock: realClock({ unref: false }),
@@ -129,7 +132,7 @@ export function runExecutorThread(definition: HandlerDefinition): void {
 function serveJobs(
   port: NonNullable<typeof parentPort>,
   definition: HandlerDefinition,
-  data: ExecutorWorkerData,
+  data: RunnerThreadData,
   log: ReturnType<typeof createLogger>,
   state: unknown,
 ): void {

@@ -4,19 +4,20 @@ import type { Clock, ClockTimer } from "../clock.js";
 import type { RunletErrorCode } from "../errors.js";
 import type { ExecuteHooks, ExecuteOutcome } from "../handler/execute.js";
 import { onAbort } from "../linked-signal.js";
+import { StateMachine, type Transitions } from "../state-machine.js";
 import { launchInSpan, threadTrace } from "../telemetry/link.js";
 import type { BatchRun, BatchRunRequest } from "./batch-runner.js";
 import {
-  type ExecHandle,
-  type ExecRequest,
-  type ExecutorSettings,
+  type JobRunHandle,
+  type JobRunRequest,
   RunEnd,
   type Runner,
+  type RunnerSettings,
   type RunnerStart,
 } from "./executor.js";
 import { SETUP_CHECK, type SetupOutcome } from "./setup.js";
-import { EXECUTOR_BOOTSTRAP, TS_FILE, toUrl, tsxApiUrl } from "./thread-bootstrap.js";
-import type { ExecutorWorkerData, FromThread, RunMessage, ToThread } from "./thread-entry.js";
+import { RUNNER_THREAD_BOOTSTRAP, TS_FILE, toUrl, tsxApiUrl } from "./thread-bootstrap.js";
+import type { FromThread, RunMessage, RunnerThreadData, ToThread } from "./thread-entry.js";
 
 /**
  * `isolation: "thread"`: each running job owns a worker thread; a hard stop terminates it (even a
@@ -32,8 +33,8 @@ export interface ThreadRunnerOptions {
   readonly entryUrl: string;
   /** Sources: the handler module (path or URL). Undefined for a bundle. */
   readonly handlerModule: string | undefined;
-  readonly log: ExecutorWorkerData["log"];
-  readonly settings: ExecutorSettings;
+  readonly log: RunnerThreadData["log"];
+  readonly settings: RunnerSettings;
   /** The main thread's logger, for a thread's failure outside any job. */
   readonly logger: Logger;
   /**
@@ -80,26 +81,82 @@ interface ThreadRun {
   hardStop(): Promise<boolean>;
 }
 
+/**
+ * An isolation thread's life, one state machine (src/state-machine.ts):
+ * - `loading`: spawned; its handler module loads.
+ * - `setting-up`: loaded; its `setup` runs (only with a setup).
+ * - `idle`: ready, running nothing.
+ * - `busy`: running a run (a job or a batch).
+ * - `dead`: exited, terminated, or unable to serve (its load or setup failed).
+ * A run may be handed to a slot still loading or setting up (it waits in the thread's port, which
+ * the thread reads once ready): the slot then holds it, and enters `busy`, not `idle`, when ready.
+ */
+export type SlotState = "loading" | "setting-up" | "idle" | "busy" | "dead";
+
+const SLOT_MOVES: Transitions<SlotState> = {
+  loading: ["setting-up", "idle", "busy", "dead"],
+  "setting-up": ["idle", "busy", "dead"],
+  idle: ["busy", "dead"],
+  busy: ["idle", "dead"],
+  dead: [],
+};
+
+/** One isolation thread and its life. */
+class Slot {
+  readonly thread: Thread;
+  readonly life: StateMachine<SlotState>;
+  /** Resolves when the slot is ready (setup done), or with why it cannot serve. */
+  readonly ready: Promise<SetupOutcome>;
+  /** The run this slot holds (waiting in the port while the slot is not yet ready). */
+  held: number | undefined;
+  /** True once the slot was ready: a failure after this is a job's or an idle thread's, not a load failure. */
+  served = false;
+  #settle!: (outcome: SetupOutcome) => void;
+
+  constructor(thread: Thread, index: number) {
+    this.thread = thread;
+    this.life = new StateMachine(
+      `isolation thread ${index}`,
+      SLOT_MOVES,
+      "loading",
+      "RUNLET_WORKER_STATE",
+      (_from, to) => {
+        if (to === "idle" || to === "busy") this.served = true;
+      },
+    );
+    this.ready = new Promise((resolve) => {
+      this.#settle = resolve;
+    });
+  }
+
+  /** Free for a new run: idle, or still getting ready with no run held. */
+  get free(): boolean {
+    return this.life.is("idle") || (this.life.is("loading", "setting-up") && this.held === undefined);
+  }
+
+  /** The slot's readiness is known (first call wins). */
+  settle(outcome: SetupOutcome): void {
+    this.#settle(outcome);
+  }
+}
+
 export class ThreadRunner implements Runner {
-  readonly #data: ExecutorWorkerData;
+  readonly #data: RunnerThreadData;
   readonly #options: ThreadRunnerOptions;
-  /** The thread started with the runner: the worker's first take waits for its setup. */
-  readonly #first: Thread;
-  /** Each thread's readiness (its setup done), or why it cannot serve. */
-  readonly #readiness = new WeakMap<Thread, Promise<SetupOutcome>>();
-  readonly #idle: Thread[] = [];
-  readonly #all = new Set<Thread>();
-  /** Threads whose handler loaded. */
-  readonly #ready = new WeakSet<Thread>();
-  /** Threads running a job (that job's listener reports the thread's failure). */
-  readonly #busy = new WeakSet<Thread>();
+  /** The thread the runner's start spawns: the worker's first take waits for its setup. */
+  #first: Slot | undefined;
+  /** Every slot whose thread is alive; each slot's state says the rest. */
+  readonly #slots = new Set<Slot>();
   readonly #logger: Logger;
   /** Why the handler could not load (or set up) in a thread; once set, nothing runs. */
   #loadFailure: string | undefined;
   #closed = false;
   /** Numbers each run, so an abort names the run it is for (cancellation is keyed by run). */
   #runs = 0;
+  /** Numbers each slot, for messages. */
+  #spawned = 0;
 
+  /** Builds the runner; no thread starts before {@link ThreadRunner.start}. */
   constructor(options: ThreadRunnerOptions) {
     this.#options = options;
     this.#logger = options.logger;
@@ -108,7 +165,7 @@ export class ThreadRunner implements Runner {
       TS_FILE.test(new URL(options.entryUrl).pathname) ||
       (handlerUrl !== undefined && TS_FILE.test(new URL(handlerUrl).pathname));
     this.#data = {
-      runletRole: "executor",
+      runletRole: "runner",
       entryUrl: options.entryUrl,
       handlerUrl,
       // Resolved lazily: a bundle (plain .mjs) never needs tsx and may not ship it.
@@ -116,31 +173,23 @@ export class ThreadRunner implements Runner {
       log: options.log,
       settings: options.settings,
     };
-    // A warm thread has loaded tsx, zod and the handler (and run setup) before the first job's clock runs.
-    this.#first = this.#spawn();
-    this.#idle.push(this.#first);
   }
 
-  #spawn(): Thread {
-    const thread = new Thread(EXECUTOR_BOOTSTRAP, { eval: true, workerData: this.#data });
-    this.#all.add(thread);
-    let settle!: (outcome: SetupOutcome) => void;
-    this.#readiness.set(
-      thread,
-      new Promise<SetupOutcome>((resolve) => {
-        settle = resolve;
-      }),
-    );
+  #spawn(): Slot {
+    this.#spawned += 1;
+    const thread = new Thread(RUNNER_THREAD_BOOTSTRAP, { eval: true, workerData: this.#data });
+    const slot = new Slot(thread, this.#spawned);
+    this.#slots.add(slot);
     const { clock, setup } = this.#options;
-    // setup is bounded on the worker's clock here (the thread bounds it on real time too).
+    // setup is bounded on the worker's clock from the spawn (the thread bounds it on real time too).
     let setupTimer: ClockTimer | undefined;
     if (setup.present) {
       setupTimer = clock.setTimeout(() => {
         setupTimer = undefined;
-        if (this.#ready.has(thread)) return;
+        if (slot.served) return;
         const reason = `setup did not finish within ${setup.timeoutMs} ms (setupTimeoutMs)`;
         this.#failedToServe(SETUP_CHECK, reason);
-        settle({ ok: false, reason });
+        slot.settle({ ok: false, reason });
         void thread.terminate();
       }, setup.timeoutMs);
     }
@@ -151,37 +200,38 @@ export class ThreadRunner implements Runner {
     thread.on("message", (msg: FromThread) => {
       if (msg.type === "ready") {
         setupEnded();
-        this.#ready.add(thread);
-        settle({ ok: true, state: undefined });
+        slot.life.move(slot.held === undefined ? "idle" : "busy");
+        slot.settle({ ok: true, state: undefined });
+      } else if (msg.type === "setting-up") {
+        slot.life.move("setting-up");
       } else if (msg.type === "setup-progress") {
-        if (thread === this.#first && this.#onFirstProgress !== undefined) this.#onFirstProgress(msg.text);
+        if (slot === this.#first && this.#onFirstProgress !== undefined) this.#onFirstProgress(msg.text);
         else this.#logger.info({ setupProgress: msg.text }, "an isolation thread's setup");
       } else if (msg.type === "setup-failed") {
         setupEnded();
         this.#failedToServe(SETUP_CHECK, `${msg.reason} (in an isolation thread)`);
-        settle({ ok: false, reason: msg.reason });
+        slot.settle({ ok: false, reason: msg.reason });
         void thread.terminate();
       }
     });
     // Always listened to: an unheard 'error' of a Worker is thrown in the main thread and ends
     // the process with a stack trace. A running job's own listener reports its failure.
     thread.on("error", (err: Error) => {
-      if (!this.#ready.has(thread)) {
+      if (!slot.served) {
         setupEnded();
         // One line, no stack: the user's module did not load, which runlet's frames do not explain.
         const reason = `the handler failed to load in an isolation thread: ${err.name || "Error"}: ${err.message}`;
         this.#failedToServe("handler-load", reason);
-        settle({ ok: false, reason });
-      } else if (!this.#busy.has(thread)) this.#logger.error({ err }, "an idle isolation thread failed");
+        slot.settle({ ok: false, reason });
+      } else if (slot.life.is("idle")) this.#logger.error({ err }, "an idle isolation thread failed");
     });
     thread.once("exit", (code) => {
       setupEnded();
-      settle({ ok: false, reason: `the isolation thread exited (code ${code}) before it could serve` });
-      this.#all.delete(thread);
-      const at = this.#idle.indexOf(thread);
-      if (at >= 0) this.#idle.splice(at, 1);
+      slot.settle({ ok: false, reason: `the isolation thread exited (code ${code}) before it could serve` });
+      slot.life.move("dead");
+      this.#slots.delete(slot);
     });
-    return thread;
+    return slot;
   }
 
   /** Where the first thread's setup progress goes while the worker waits for it. */
@@ -191,21 +241,24 @@ export class ThreadRunner implements Runner {
   #failedToServe(check: string, reason: string): void {
     if (this.#loadFailure !== undefined || this.#closed) return;
     this.#loadFailure = reason;
-    this.#idle.length = 0;
     this.#options.onUnfit(check, reason);
   }
 
   /**
-   * Waits for the first thread's setup (the worker takes no job before it). Without a setup
-   * nothing is waited for: the first job finds its thread loading, as before setup existed.
+   * The runner's start-up phase: spawns the first isolation thread (a warm thread has loaded
+   * tsx, zod and the handler before the first job's clock runs) and waits for its setup;
+   * `setupTimeoutMs` counts from here. Without a setup nothing is waited for: the first job finds
+   * its thread loading.
    */
-  async setup(start: RunnerStart): Promise<SetupOutcome> {
-    if (!this.#options.setup.present) return { ok: true, state: undefined };
+  async start(start: RunnerStart): Promise<SetupOutcome> {
+    if (this.#first === undefined && !this.#closed) this.#first = this.#spawn();
+    const first = this.#first;
+    if (!this.#options.setup.present || first === undefined) return { ok: true, state: undefined };
     this.#onFirstProgress = (text) => start.progress(text);
     let unsubscribe: (() => void) | undefined;
     try {
       return await Promise.race([
-        this.#readiness.get(this.#first)!,
+        first.ready,
         new Promise<SetupOutcome>((resolve) => {
           unsubscribe = onAbort(start.closing, () =>
             resolve({ ok: false, reason: "the worker closed while setup ran" }),
@@ -219,13 +272,13 @@ export class ThreadRunner implements Runner {
   }
 
   /**
-   * Runs teardown in every thread whose setup is done and that runs no job, for at most
+   * Runs teardown in every idle thread (its setup done, no job running), for at most
    * `withinMs`; a thread still running a job is ended by close() without it.
    */
   async teardown(withinMs: number): Promise<void> {
     if (!this.#options.setup.present) return;
     const { clock } = this.#options;
-    const threads = [...this.#all].filter((t) => this.#ready.has(t) && !this.#busy.has(t));
+    const threads = [...this.#slots].filter((slot) => slot.life.is("idle")).map((slot) => slot.thread);
     let timer: ClockTimer | undefined;
     await Promise.race([
       Promise.all(
@@ -268,7 +321,7 @@ export class ThreadRunner implements Runner {
     };
   }
 
-  run(request: ExecRequest, hooks: ExecuteHooks): ExecHandle {
+  run(request: JobRunRequest, hooks: ExecuteHooks): JobRunHandle {
     if (this.#loadFailure !== undefined) {
       return {
         started: Promise.resolve(Date.now()),
@@ -313,7 +366,7 @@ export class ThreadRunner implements Runner {
 
   /**
    * Runs a batch (batch-scheduler.ts) on one thread: a hard stop terminates the thread, and each
-   * job of the batch then ends as the batch executor decides (each was already let go).
+   * job of the batch then ends as executeBatch decides (each was already let go).
    */
   runBatch(request: BatchRunRequest): BatchRun {
     const count = request.members.length;
@@ -380,9 +433,11 @@ export class ThreadRunner implements Runner {
    * answers until its result, a hard stop or the thread's exit; the thread then goes back to the pool.
    */
   #launch(message: RunMessage, log: Logger, relay: Relay): ThreadRun {
-    const thread = this.#idle.pop() ?? this.#spawn();
-    this.#busy.add(thread);
     const { runId } = message;
+    const slot = this.#freeSlot() ?? this.#spawn();
+    const thread = slot.thread;
+    slot.held = runId;
+    if (slot.life.is("idle")) slot.life.to("busy");
     /** Ended once the end exists: the run is inert from then on, the thread may run another job. */
     const runEnd = new RunEnd();
     let settle!: (end: ThreadEnd) => void;
@@ -412,31 +467,30 @@ export class ThreadRunner implements Runner {
       } else if (msg.type === "result") {
         runEnd.end();
         cleanup();
-        if (!this.#closed) this.#idle.push(thread);
+        // The thread goes back to the pool: busy → idle.
+        slot.life.move("idle");
         settle({ kind: "result", outcomes: msg.outcomes });
       }
     };
     let failure: Error | undefined;
     const onError = (err: Error): void => {
       failure = err;
-      // A failure to load is the executor's to report (once, without a stack), not this job's.
-      if (this.#ready.has(thread)) log.error({ err }, "the isolation thread failed");
+      // A failure to load is the runner's to report (once, without a stack), not this job's.
+      if (slot.served) log.error({ err }, "the isolation thread failed");
     };
     const onExit = (code: number): void => {
       runEnd.end();
       cleanup();
       markStarted(Date.now());
-      // The slot keeps serving: warm a replacement now rather than on the next job's clock.
-      if (!this.#closed && this.#loadFailure === undefined && this.#idle.length === 0) {
-        this.#idle.push(this.#spawn());
-      }
+      // The pool keeps serving: warm a replacement now rather than on the next job's clock.
+      if (!this.#closed && this.#loadFailure === undefined && this.#freeSlot() === undefined) this.#spawn();
       if (killed) settle({ kind: "killed" });
-      else if (this.#loadFailure !== undefined && !this.#ready.has(thread)) {
+      else if (this.#loadFailure !== undefined && !slot.served) {
         settle({ kind: "failed", outcome: this.#loadFailureOutcome(this.#loadFailure) });
       } else settle({ kind: "failed", outcome: this.#diedOutcome(code, failure) });
     };
     const cleanup = (): void => {
-      this.#busy.delete(thread);
+      slot.held = undefined;
       thread.off("message", onMessage);
       thread.off("error", onError);
       thread.off("exit", onExit);
@@ -468,9 +522,19 @@ export class ThreadRunner implements Runner {
     };
   }
 
+  /** A slot that can take a run now, if any (none once the handler failed to load). */
+  #freeSlot(): Slot | undefined {
+    if (this.#loadFailure !== undefined || this.#closed) return undefined;
+    let waiting: Slot | undefined;
+    for (const slot of this.#slots) {
+      if (slot.life.is("idle")) return slot;
+      if (waiting === undefined && slot.free) waiting = slot;
+    }
+    return waiting;
+  }
+
   async close(): Promise<void> {
     this.#closed = true;
-    this.#idle.length = 0;
-    await Promise.all([...this.#all].map((thread) => thread.terminate()));
+    await Promise.all([...this.#slots].map((slot) => slot.thread.terminate()));
   }
 }

@@ -4,9 +4,15 @@ import { HANDLER_DEFAULTS, type HandlerDefinition } from "../handler/define-hand
 import { BatchScheduler } from "./batch-scheduler.js";
 import type { WorkerConfig } from "./config.js";
 import type { WorkerEventHub } from "./events.js";
-import { type ExecutorSettings, InProcessRunner, type Runner, type S3Settings } from "./executor.js";
-import { Heartbeat, WATCH_ID_MARK, WATCH_TIMEOUT_MARK, type WatchdogReport } from "./heartbeat.js";
-import { failureBody, timeoutMessage } from "./run-job.js";
+import { InProcessRunner, type Runner, type RunnerSettings, type S3Settings } from "./executor.js";
+import { failureBody } from "./failure-body.js";
+import {
+  type HeartbeatOptions,
+  WATCH_ID_MARK,
+  WATCH_TIMEOUT_MARK,
+  type WatchdogReport,
+} from "./heartbeat.js";
+import { timeoutMessage } from "./job-deadline.js";
 import { PlainScheduler, type Scheduler } from "./scheduler.js";
 import { defaultThreadEntryUrl, ThreadRunner } from "./thread-executor.js";
 
@@ -35,7 +41,7 @@ export function s3Settings(config: WorkerConfig, definition: HandlerDefinition):
 export function createRunner(
   definition: HandlerDefinition,
   config: WorkerConfig,
-  settings: ExecutorSettings,
+  settings: RunnerSettings,
   log: Logger,
   reports: Pick<RunReports, "unfit">,
 ): Runner {
@@ -81,7 +87,7 @@ export interface RunReports {
 function threadRunner(
   definition: HandlerDefinition,
   config: WorkerConfig,
-  settings: ExecutorSettings,
+  settings: RunnerSettings,
   log: Logger,
   reports: Pick<RunReports, "unfit">,
 ): ThreadRunner {
@@ -102,15 +108,15 @@ function threadRunner(
 }
 
 /**
- * The heartbeat thread: it pings when the platform gave a ping URL, a key and a pod id (docs/protocol.md, "Heartbeat"), and
+ * The heartbeat thread's options: it pings when the platform gave a ping URL, a key and a pod id (docs/protocol.md, "Heartbeat"), and
  * watches for a stuck main thread when an in-process handler may need the worker to exit
- * (`exitOnHardStop`). Undefined when it has neither job.
+ * (`exitOnHardStop`). Undefined when it has neither job (the heartbeat is then not a part).
  */
-export function createHeartbeat(
+export function heartbeatOptions(
   definition: HandlerDefinition,
   config: WorkerConfig,
   log: Logger,
-): Heartbeat | undefined {
+): HeartbeatOptions | undefined {
   if (config.pingUrl !== undefined && config.apiKey !== undefined && !config.onPlatformPod) {
     // As the platform's Python SDK: no pod id means not on the platform, so nobody to ping; jobs are still taken.
     log.info(
@@ -131,7 +137,7 @@ export function createHeartbeat(
         }
       : undefined;
   if (pingUrl === undefined && watchdog === undefined) return undefined;
-  return new Heartbeat({
+  return {
     pingUrl,
     intervalMs: config.pingIntervalMs,
     apiKey: config.apiKey,
@@ -141,5 +147,5 @@ export function createHeartbeat(
     log,
     clock: config.clock,
     ...(config.heartbeatEntry === undefined ? {} : { entryUrl: config.heartbeatEntry }),
-  });
+  };
 }

@@ -29,7 +29,8 @@ async function buildIn(
   const dir = join(tmp, name);
   const { mkdir } = await import("node:fs/promises");
   await mkdir(dir);
-  const r = await runCli(["build", join(REPO_ROOT, handler), ...extra], { cwd: dir });
+  // The verify step has its own tests (build-verify.test.ts); these run their bundles themselves.
+  const r = await runCli(["build", join(REPO_ROOT, handler), "--no-verify", ...extra], { cwd: dir });
   expect(r.stderr).toBe("");
   expect(r.code).toBe(0);
   return { dir, stdout: r.stdout };
@@ -225,7 +226,7 @@ describe("runlet build", () => {
         "",
       ].join("\n"),
     );
-    expect((await runCli(["build"], { cwd: dir })).code).toBe(0);
+    expect((await runCli(["build", "--no-verify"], { cwd: dir })).code).toBe(0);
     const marker = join(dir, "setup-ran");
     const r = await runNode([join(dir, "dist", "worker.mjs"), "--warm-compile-cache"], {
       node: node.bin,
@@ -245,7 +246,7 @@ describe("runlet build", () => {
     await mkdir(dir);
     await writeFile(join(dir, "package.json"), '{"type": "module"}\n');
     await writeFile(join(dir, "handler.ts"), "export default { handler: () => 1 };\n");
-    expect((await runCli(["build"], { cwd: dir })).code).toBe(0);
+    expect((await runCli(["build", "--no-verify"], { cwd: dir })).code).toBe(0);
     const r = await runNode([join(dir, "dist", "worker.mjs")], { node: node.bin, cwd: dir, env: childEnv() });
     expect(r.code).toBe(1);
     expect(r.stderr).toBe(
@@ -256,7 +257,7 @@ describe("runlet build", () => {
   it("keeps an existing Dockerfile that copies dist/ whole, and copies an --external package into dist/node_modules", async () => {
     const { dir } = await buildIn("ext", "examples/token-stream/handler.ts");
     const again = await runCli(
-      ["build", join(REPO_ROOT, "examples/token-stream/handler.ts"), "--external", "zod"],
+      ["build", join(REPO_ROOT, "examples/token-stream/handler.ts"), "--external", "zod", "--no-verify"],
       {
         cwd: dir,
       },

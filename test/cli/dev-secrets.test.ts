@@ -3,6 +3,7 @@ import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { waitForAsync } from "../support/wait-for.js";
 import { REPO_ROOT, startCli } from "./run-cli.js";
 
 const SECRET = "Zq9xWv7Rk2Lm4Tp8Hs3D";
@@ -81,11 +82,10 @@ describe("runlet dev never shows secrets", () => {
       const failed = await call("POST", "/runsync", job({ text: "bye", fail: true }));
       expect(failed.json()).toMatchObject({ status: "FAILED" });
       const queued = (await call("POST", "/run", job({ text: "async" }))).json();
-      for (let i = 0; i < 100; i++) {
-        const s = (await call("GET", `/status/${queued.id}`)).json();
-        if (s.status === "COMPLETED") break;
-        await new Promise((r) => setTimeout(r, 50));
-      }
+      await waitForAsync(
+        "the queued job to complete",
+        async () => (await call("GET", `/status/${queued.id}`)).json().status === "COMPLETED",
+      );
       await call("GET", `/stream/${queued.id}`);
       await call("GET", `/status-sync/${queued.id}?wait=1000`);
       await call("POST", `/cancel/${queued.id}`);

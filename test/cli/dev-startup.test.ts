@@ -2,9 +2,9 @@ import { execFile } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { setTimeout as sleep } from "node:timers/promises";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { waitForAsync } from "../support/wait-for.js";
 import { afterRestartWindow, REPO_ROOT, startCli } from "./run-cli.js";
 
 // runlet dev and a worker's start-up (docs/cli.md, "runlet dev"): a worker that exits before it
@@ -78,7 +78,10 @@ describe("runlet dev and a worker's start-up", () => {
       await writeFile(handler, FIT);
       await dev.waitFor(/runlet dev: worker w2 ready in \d+ ms \(runlet \d+ ms, fitness \d+ ms\)\n/, 60_000);
       // Ready before its first request reaches the harness: initializing until then, then idle.
-      for (let i = 0; i < 200 && (await health(endpoint!, apiKey!))["idle"] === 0; i++) await sleep(50);
+      await waitForAsync(
+        "the ready worker to count as idle",
+        async () => (await health(endpoint!, apiKey!))["idle"] !== 0,
+      );
       expect(await health(endpoint!, apiKey!)).toMatchObject({ idle: 1, ready: 1, initializing: 0 });
     } finally {
       expect(await dev.stop()).toBe(0);

@@ -6,6 +6,8 @@ import { dirname, join, posix } from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import {
+  APT_LEFTOVERS,
+  CUDA_BASE_IMAGE,
   IMAGE_LAYOUT,
   renderProjectDockerfile,
   WARM_COMPILE_CACHE_FLAG,
@@ -251,6 +253,35 @@ describe("the project Dockerfile runlet init and runlet build write", () => {
       "RUN",
     );
     expect(runs).toEqual(["npm ci --no-audit --no-fund", "npm run build"]);
+  });
+
+  it("leaves none of apt's lists, caches or logs in the tini layer, nor in Dockerfile.base's", () => {
+    const setup = only(stages(parseDockerfile(renderProjectDockerfile())).at(-1)?.body ?? [], "RUN")[0] ?? "";
+    const baseRun = only(base, "RUN")[0] ?? "";
+    for (const run of [setup, baseRun]) {
+      expect(run).toContain("apt-get clean;");
+      expect(run).toContain(`rm -rf ${APT_LEFTOVERS};`);
+      // Cleaned in the same RUN as the install: a later layer cannot shrink an earlier one.
+      expect(run.indexOf("apt-get clean")).toBeGreaterThan(run.indexOf("apt-get install"));
+    }
+    for (const path of ["/var/lib/apt/lists/*", "/var/cache/apt/*.bin", "/var/cache/apt/archives/*.deb"]) {
+      expect(APT_LEFTOVERS.split(" "), path).toContain(path);
+    }
+  });
+
+  it("starts a CUDA project's final stage from CUDA 12's runtime, with the build stage's Node", () => {
+    const parsed = stages(parseDockerfile(renderProjectDockerfile({ cuda: true })));
+    const text = renderProjectDockerfile({ cuda: true });
+    expect(text).toContain(`ARG RUNLET_BASE_IMAGE=${CUDA_BASE_IMAGE}\n`);
+    expect(CUDA_BASE_IMAGE).toMatch(/^nvidia\/cuda:12\.\d+\.\d+-runtime-/);
+    const final = parsed.at(-1)?.body ?? [];
+    expect(only(final, "COPY")).toEqual([
+      "--from=build /usr/local/bin/node /usr/local/bin/node",
+      `--from=build ${IMAGE_LAYOUT.buildDir}/dist/ ${IMAGE_LAYOUT.workdir}/`,
+    ]);
+    // The build stage stays Node's image: npm ci and runlet build need npm.
+    expect(text).toContain(`ARG RUNLET_BUILD_IMAGE=${IMAGE_LAYOUT.buildImage}\n`);
+    expect(renderProjectDockerfile()).not.toContain("nvidia/cuda");
   });
 
   it("is not kept as a copy in any starter template (runlet init renders it)", () => {

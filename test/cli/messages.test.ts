@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { HandlerDefinition } from "../../src/handler/index.js";
 import { defineHandler, JobError } from "../../src/index.js";
 import { createHarness } from "../../src/testing/index.js";
-import { logSink, testHarness, workerFor } from "../worker/helpers.js";
+import { logSink, testHarness, waitFor, workerFor } from "../worker/helpers.js";
 
 /** Issue 12, "Messages": exact texts of failures that users read. (CLI forms: usage, build, process and cli-harness tests.) */
 describe("messages users read", () => {
@@ -42,7 +42,7 @@ describe("messages users read", () => {
         .filter((l) => l["message"] === "Finished.")
         .map((l) => [l["requestId"], l["level"], l["code"] ?? null, l["error"] ?? null]);
     // The log line follows the post; wait for both.
-    for (let i = 0; i < 200 && finished().length < 2; i++) await new Promise((r) => setTimeout(r, 10));
+    await waitFor("both Finished. lines", () => finished().length >= 2);
     expect(finished()).toEqual([
       [ok, "INFO", null, null],
       [bad, "WARN", "RUNLET_JOB_FAILED", "no thanks"],

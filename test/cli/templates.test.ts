@@ -199,3 +199,44 @@ describe("the ocr starter", () => {
     }
   });
 });
+
+describe("the onnx starter", () => {
+  it("runs its built-in tiny model: a session from the bytes it writes, tensors in and out", async () => {
+    const { loadModel, infer } = await import("../../templates/onnx/src/model.js");
+    const { tinyReference, tinyModel } = await import("../../templates/onnx/src/tiny-model.js");
+    // Small enough to live in code: no model file, no download.
+    expect(tinyModel().length).toBeLessThan(1_024);
+    const model = await loadModel({ path: undefined });
+    try {
+      expect(model.input).toEqual({ name: "x", width: 4 });
+      const rows = [
+        [1, 2, 3, 4],
+        [0, 0, 0, 0],
+      ];
+      const got = await infer(model, rows);
+      const want = tinyReference(rows);
+      expect(got.flat().map((v) => v.toFixed(5))).toEqual(want.flat().map((v) => v.toFixed(5)));
+      await expect(infer(model, [[1, 2]])).rejects.toThrow("row 0 has 2 values; the model takes 4");
+    } finally {
+      await model.release();
+    }
+  });
+
+  it("declares onnxruntime-node external and installs with no CUDA download", () => {
+    const pkg = json("onnx", "package.json") as { runlet: { externals: string[] } };
+    expect(pkg.runlet.externals).toEqual(["onnxruntime-node"]);
+    expect(readFileSync(join(RUNLET_ROOT, "templates", "onnx", "_npmrc"), "utf8").split("\n")).toContain(
+      "onnxruntime-node-install=skip",
+    );
+  });
+});
+
+describe("the READMEs' lists of starters", () => {
+  it("name every starter init offers", () => {
+    for (const file of ["README.md", "package-readme.md"]) {
+      const text = readFileSync(join(RUNLET_ROOT, file), "utf8");
+      const list = text.slice(text.indexOf("Starters"), text.indexOf("Starters") + 1_200);
+      for (const name of TEMPLATE_NAMES) expect(list, `${file} lists ${name}`).toContain(`\`${name}\``);
+    }
+  });
+});

@@ -60,3 +60,21 @@ describe("runlet test with a handler that ignores its deadline", () => {
     );
   }, 100_000);
 });
+
+describe("runlet test with a handler that stops at its deadline", () => {
+  it("reports the timeout without the synchronous-work hint (issue 45)", async () => {
+    const handler = join(tmp, "honours.ts");
+    // It ends as soon as its signal aborts: nothing held its thread, so the hint would mislead.
+    await writeFile(
+      handler,
+      `import { defineHandler } from ${RUNLET};\nexport default defineHandler({ executionTimeoutMs: 1000, hardStopGraceMs: 1000, handler: ({ signal }) => new Promise((_, reject) => signal.addEventListener("abort", () => reject(signal.reason))) });\n`,
+    );
+    const r = await runCli(["test", handler, "--input", '{"input": {}}'], { timeoutMs: 90_000 });
+    expect(r.code, r.stderr).toBe(1);
+    expect(r.stderr).toMatch(
+      /\nrunlet test: the job FAILED in \d+ ms: job timed out after 1000 ms \(executionTimeout\) \(RUNLET_JOB_TIMEOUT\)\n/,
+    );
+    expect(r.stderr).not.toContain("hint:");
+    expect(r.stderr).not.toContain("ignored its aborted signal");
+  }, 100_000);
+});

@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { renderProjectDockerfile } from "../../src/cli/dockerfile.js";
+import { TEMPLATE_NAMES } from "../../src/cli/paths.js";
 import { REPO_ROOT, runCli } from "./run-cli.js";
 
 /** The commands this area owns; each must answer --help with its usage and exit 0. */
@@ -132,7 +133,7 @@ describe("runlet init", () => {
     const r = await runCli(["init", join(tmp, "x"), "--template", "gpu"]);
     expect(r.code).toBe(2);
     expect(r.stderr).toBe(
-      'runlet init: unknown template "gpu"; choose one of basic, stream, s3, openai, batch, ocr (RUNLET_CLI_USAGE)\n',
+      `runlet init: unknown template "gpu"; choose one of ${TEMPLATE_NAMES.join(", ")} (RUNLET_CLI_USAGE)\n`,
     );
   });
 

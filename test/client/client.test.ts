@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { createClient } from "../../src/client/index.js";
 import { splitItem } from "../../src/stream/index.js";
 import { VERSION } from "../../src/version.js";
+import { waitFor } from "../support/wait-for.js";
 import { type StubAnswer, startStubPlatform } from "./stub-platform.js";
 
 // These tests use a stub server that stands in for the platform; harness.test.ts runs the client
@@ -241,7 +242,7 @@ describe("error answers", () => {
     const ep = createClient({ apiKey: KEY, baseUrl: stub.url, retryCapMs: 3_600_000 }).endpoint("e");
     const controller = new AbortController();
     const pending = ep.status("job-1", { signal: controller.signal }).catch((e: unknown) => e);
-    while (stub.requests.length === 0) await new Promise((r) => setTimeout(r, 5));
+    await waitFor("the stub to receive the request", () => stub.requests.length > 0);
     controller.abort(new Error("caller gave up"));
     expect(await pending).toMatchObject({ message: "caller gave up" });
   });
@@ -287,7 +288,7 @@ describe("wait", () => {
     const pending = ep
       .wait("job-1", { pollIntervalMs: 60_000, signal: controller.signal })
       .catch((e: unknown) => e);
-    while (stub.requests.length === 0) await new Promise((r) => setTimeout(r, 5));
+    await waitFor("the stub to receive the request", () => stub.requests.length > 0);
     controller.abort(new Error("stop waiting"));
     expect(await pending).toMatchObject({ message: "stop waiting" });
   });
@@ -406,7 +407,7 @@ describe("stream", () => {
         // nothing streams
       }
     })().catch((e: unknown) => e);
-    while (stub.requests.length === 0) await new Promise((r) => setTimeout(r, 5));
+    await waitFor("the stub to receive the request", () => stub.requests.length > 0);
     controller.abort(new Error("reader left"));
     expect(await reading).toMatchObject({ message: "reader left" });
     expect(stub.requests).toHaveLength(1);

@@ -1,12 +1,12 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import * as ort from "onnxruntime-node";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, type MockInstance, vi } from "vitest";
 import handler from "../../examples/ocr/handler.js";
 import { BadImageError, loadOcr, type OcrModel, recognise } from "../../examples/ocr/ocr.js";
 import { textPicture } from "../../examples/ocr/picture.js";
 import { defineHandler, startWorker } from "../../src/index.js";
-import { createHarness } from "../../src/testing/index.js";
+import { createHarness, type TestHarness } from "../../src/testing/index.js";
 
 // The real PaddleOCR models on onnxruntime-node's CPU provider, on pictures rendered here.
 const LINES = ["Hello runlet", "The quick brown fox", "Invoice 4521 paid"];
@@ -56,9 +56,49 @@ describe("examples/ocr: the model", () => {
 });
 
 describe("examples/ocr: the handler", () => {
+  // One worker, so one model load, for the handler's tests; it allows loopback (the documented way
+  // to let a test's worker fetch from 127.0.0.1, docs/s3.md) for the picture server below. That
+  // ctx.s3.download refuses a loopback URL otherwise is test/s3/url-download.test.ts's subject.
+  let h: TestHarness<typeof handler>;
+  let picture: Buffer;
+  let base: string;
+  const served: string[] = [];
+  const server = createServer((req, res) => {
+    served.push(req.url ?? "");
+    if (req.url === "/big.png") {
+      res.writeHead(200, { "content-type": "image/png", "content-length": String(17 * 1_048_576) });
+      res.end();
+      return;
+    }
+    res.writeHead(200, { "content-type": "image/png", "content-length": String(picture.length) });
+    res.end(picture);
+  });
+  // Counts the ONNX sessions the worker's teardown releases (a spy that lets release run). ORT types
+  // InferenceSession as a factory; at run time it is a class whose sessions share this prototype.
+  const sessions = (ort.InferenceSession as unknown as { prototype: ort.InferenceSession }).prototype;
+  let release: MockInstance<ort.InferenceSession["release"]>;
+  beforeAll(async () => {
+    picture = await textPicture(LINES);
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    release = vi.spyOn(sessions, "release");
+    h = await createHarness({ handler, worker: { allowPrivateAddresses: true } });
+  }, 120_000);
+  afterAll(async () => {
+    release?.mockRestore();
+    await h?.close();
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  });
+
+  it("loads the model in setup, before the worker's first take", () => {
+    const startup = h.harness.workerStartup("local", "local-worker-1");
+    expect(startup?.state).toBe("ready");
+    expect(Object.keys(startup?.phases ?? {})).toContain("setup");
+    expect(release).not.toHaveBeenCalled();
+  });
+
   it("answers a base64 picture with its lines, and fails bad input with a reason", async () => {
-    await using h = await createHarness({ handler });
-    const picture = await textPicture(LINES);
     const job = await h.endpoint.runsync(
       { input: { image: picture.toString("base64") } },
       { waitMs: 120_000 },
@@ -79,66 +119,27 @@ describe("examples/ocr: the handler", () => {
     const both = await h.endpoint.runsync({ input: { image: "aGk=", url: "https://example.com/a.png" } });
     expect(both.status).toBe("FAILED");
     expect(both.error).toContain("give exactly one of image (base64) and url");
-    // A worker that does not allow private addresses refuses a loopback URL before any request.
-    const loopback = await h.endpoint.runsync({ input: { url: "http://127.0.0.1:9/a.png" } });
-    expect(loopback.status).toBe("FAILED");
-    expect(loopback.error).toContain("refused: 127.0.0.1 resolves to 127.0.0.1");
   }, 120_000);
 
-  it("reads a picture from a URL with no S3 store, the worker allowing loopback as tests do", async () => {
-    const picture = await textPicture(LINES);
-    const served: string[] = [];
-    const server = createServer((req, res) => {
-      served.push(req.url ?? "");
-      if (req.url === "/big.png") {
-        res.writeHead(200, { "content-type": "image/png", "content-length": String(17 * 1_048_576) });
-        res.end();
-        return;
-      }
-      res.writeHead(200, { "content-type": "image/png", "content-length": String(picture.length) });
-      res.end(picture);
-    });
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    try {
-      const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-      // The documented way to let a test's worker fetch from 127.0.0.1 (docs/s3.md).
-      await using h = await createHarness({ handler, worker: { allowPrivateAddresses: true } });
-      const job = await h.endpoint.runsync({ input: { url: `${base}/picture.png` } }, { waitMs: 120_000 });
-      expect(job.status, job.error).toBe("COMPLETED");
-      expect(job.output?.lines.map((l) => l.text)).toEqual(LINES);
-      expect(served).toEqual(["/picture.png"]);
-      // Over 16 MiB announced: refused before a byte of the body is read.
-      const big = await h.endpoint.runsync({ input: { url: `${base}/big.png` } });
-      expect(big.status).toBe("FAILED");
-      expect(big.error).toContain("is larger than its cap of 16777216 bytes");
-    } finally {
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
-    }
+  it("reads a picture from a URL with no S3 store", async () => {
+    const job = await h.endpoint.runsync({ input: { url: `${base}/picture.png` } }, { waitMs: 120_000 });
+    expect(job.status, job.error).toBe("COMPLETED");
+    expect(job.output?.lines.map((l) => l.text)).toEqual(LINES);
+    expect(served).toEqual(["/picture.png"]);
+    // Over 16 MiB announced: refused before a byte of the body is read.
+    const big = await h.endpoint.runsync({ input: { url: `${base}/big.png` } });
+    expect(big.status).toBe("FAILED");
+    expect(big.error).toContain("is larger than its cap of 16777216 bytes");
   }, 120_000);
 
-  it("loads the model in setup before the first take, and releases its two ONNX sessions in teardown", async () => {
-    await using h = await createHarness({
-      endpoints: [{ id: "local", workers: 0, handler: defineHandler({ handler: () => 1 }) }],
-    });
-    // A spy that lets release run: it counts the sessions the worker's teardown releases.
-    // ORT types InferenceSession as a factory; at run time it is a class whose sessions share this prototype.
-    const sessions = (ort.InferenceSession as unknown as { prototype: ort.InferenceSession }).prototype;
-    const release = vi.spyOn(sessions, "release");
-    try {
-      const w = await startWorker(handler, { env: h.harness.workerEnv("local") });
-      const phases = await new Promise<Readonly<Record<string, number>>>((resolve) =>
-        w.on("ready", ({ phases }) => resolve(phases)),
-      );
-      expect(Object.keys(phases)).toContain("setup");
-      expect(release).not.toHaveBeenCalled();
-      await w.close();
-      expect(release).toHaveBeenCalledTimes(2); // the detector and the recogniser
-    } finally {
-      release.mockRestore();
-    }
+  it("releases its two ONNX sessions in teardown, when the worker closes", async () => {
+    expect(release).not.toHaveBeenCalled();
+    await h.close();
+    expect(release).toHaveBeenCalledTimes(2); // the detector and the recogniser
   }, 120_000);
+});
 
+describe("examples/ocr: a worker that expects a GPU", () => {
   it("makes a worker told to expect a GPU unfit when it runs on the CPU: its setup fails (check=setup)", async () => {
     await using h = await createHarness({
       endpoints: [{ id: "local", workers: 0, handler: defineHandler({ handler: () => 1 }) }],

@@ -1,11 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { ManualClock, startHarness } from "../../src/harness/index.js";
+import { ManualClock } from "../../src/harness/index.js";
+import { inMemoryHarness, send } from "../support/inject.js";
 import { api, pollStop, postDone, takeJob } from "./helpers.js";
 
 describe("harness client API: timeouts, ttl, retention, heartbeat lapses", () => {
   it("times a running job out at policy.executionTimeout and sends its worker a job-stop", async () => {
     const clock = new ManualClock();
-    await using h = await startHarness({ clock, takeTimeoutMs: 200 });
+    await using h = inMemoryHarness({ clock, takeTimeoutMs: 200 });
     const run = await api(h, "POST", "/v2/local/run", { input: {}, policy: { executionTimeout: 5_000 } });
     const { id } = run.body as { id: string };
     await takeJob(h);
@@ -30,7 +31,7 @@ describe("harness client API: timeouts, ttl, retention, heartbeat lapses", () =>
 
   it("uses the endpoint's execution timeout when the job has none", async () => {
     const clock = new ManualClock();
-    await using h = await startHarness({ clock, endpoints: [{ id: "local", executionTimeoutMs: 7_000 }] });
+    await using h = inMemoryHarness({ clock, endpoints: [{ id: "local", executionTimeoutMs: 7_000 }] });
     const id = h.enqueue("local", { input: {} });
     await takeJob(h);
     clock.advance(7_000);
@@ -39,7 +40,7 @@ describe("harness client API: timeouts, ttl, retention, heartbeat lapses", () =>
 
   it("deletes a job when its ttl elapses, even while it runs, and /status answers 404", async () => {
     const clock = new ManualClock();
-    await using h = await startHarness({ clock, takeTimeoutMs: 200 });
+    await using h = inMemoryHarness({ clock, takeTimeoutMs: 200 });
     const { id } = (await api(h, "POST", "/v2/local/run", { input: {}, policy: { ttl: 10_000 } })).body as {
       id: string;
     };
@@ -60,7 +61,7 @@ describe("harness client API: timeouts, ttl, retention, heartbeat lapses", () =>
 
   it("deletes a queued job when its ttl elapses", async () => {
     const clock = new ManualClock();
-    await using h = await startHarness({ clock, takeTimeoutMs: 200 });
+    await using h = inMemoryHarness({ clock, takeTimeoutMs: 200 });
     const { id } = (await api(h, "POST", "/v2/local/run", { input: {}, policy: { ttl: 10_000 } })).body as {
       id: string;
     };
@@ -72,7 +73,7 @@ describe("harness client API: timeouts, ttl, retention, heartbeat lapses", () =>
 
   it("sets a job's remaining life with /status?ttl=", async () => {
     const clock = new ManualClock();
-    await using h = await startHarness({ clock });
+    await using h = inMemoryHarness({ clock });
     const { id } = (await api(h, "POST", "/v2/local/run", { input: {} })).body as { id: string };
     expect((await api(h, "GET", `/v2/local/status/${id}?ttl=5000`)).status).toBe(200);
     clock.advance(4_999);
@@ -82,7 +83,7 @@ describe("harness client API: timeouts, ttl, retention, heartbeat lapses", () =>
   });
 
   it("refuses a bad /status ttl with 400", async () => {
-    await using h = await startHarness();
+    await using h = inMemoryHarness();
     const { id } = (await api(h, "POST", "/v2/local/run", { input: {} })).body as { id: string };
     expect(await api(h, "GET", `/v2/local/status/${id}?ttl=-1`)).toMatchObject({
       status: 400,
@@ -92,7 +93,7 @@ describe("harness client API: timeouts, ttl, retention, heartbeat lapses", () =>
 
   it("keeps a /run result 30 minutes, then answers 404 and refuses a retry", async () => {
     const clock = new ManualClock();
-    await using h = await startHarness({ clock, takeTimeoutMs: 200 });
+    await using h = inMemoryHarness({ clock, takeTimeoutMs: 200 });
     const { id } = (await api(h, "POST", "/v2/local/run", { input: {} })).body as { id: string };
     await takeJob(h);
     await postDone(h, id, { error: "x" });
@@ -105,7 +106,7 @@ describe("harness client API: timeouts, ttl, retention, heartbeat lapses", () =>
 
   it("keeps a /runsync result 1 minute, or as long as an explicit wait up to 5 minutes", async () => {
     const clock = new ManualClock();
-    await using h = await startHarness({ clock, takeTimeoutMs: 200 });
+    await using h = inMemoryHarness({ clock, takeTimeoutMs: 200 });
     const ids: string[] = [];
     for (const query of ["wait=1000", "wait=1000", "wait=120000"]) {
       const pending = api(h, "POST", `/v2/local/runsync?${query}`, { input: {} });
@@ -123,7 +124,7 @@ describe("harness client API: timeouts, ttl, retention, heartbeat lapses", () =>
 
   it("requeues the jobs of a worker that stops heartbeating, then fails a job whose worker lapses again", async () => {
     const clock = new ManualClock();
-    await using h = await startHarness({ clock, heartbeatTimeoutMs: 1_000, takeTimeoutMs: 200 });
+    await using h = inMemoryHarness({ clock, heartbeatTimeoutMs: 1_000, takeTimeoutMs: 200 });
     const { id } = (await api(h, "POST", "/v2/local/run", { input: { x: 1 } })).body as { id: string };
     await takeJob(h, "local", "w1");
     clock.advance(999);
@@ -145,12 +146,12 @@ describe("harness client API: timeouts, ttl, retention, heartbeat lapses", () =>
 
   it("keeps a worker that pings alive while it runs a job", async () => {
     const clock = new ManualClock();
-    await using h = await startHarness({ clock, heartbeatTimeoutMs: 1_000, takeTimeoutMs: 200 });
+    await using h = inMemoryHarness({ clock, heartbeatTimeoutMs: 1_000, takeTimeoutMs: 200 });
     const id = h.enqueue("local", { input: {} });
     await takeJob(h);
     for (let i = 0; i < 5; i++) {
       clock.advance(600);
-      await fetch(`${h.url}/v2/local/ping/w1?job_id=${id}`, { headers: { authorization: h.apiKey } });
+      await send(h, `/v2/local/ping/w1?job_id=${id}`, { headers: { authorization: h.apiKey } });
     }
     expect(h.job(id)?.status).toBe("IN_PROGRESS");
     expect(h.health("local").workers).toMatchObject({ running: 1, idle: 0 });

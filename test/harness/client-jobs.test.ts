@@ -1,11 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { ManualClock, startHarness } from "../../src/harness/index.js";
+import { ManualClock } from "../../src/harness/index.js";
+import { inMemoryHarness, send } from "../support/inject.js";
 import { api, pollStop, postDone, takeJob } from "./helpers.js";
 
 describe("harness client API: jobs", () => {
   it("queues a /run job and reports each state with delayTime and executionTime", async () => {
     const clock = new ManualClock();
-    await using h = await startHarness({ clock, takeTimeoutMs: 200 });
+    await using h = inMemoryHarness({ clock, takeTimeoutMs: 200 });
     const run = await api(h, "POST", "/v2/local/run", { input: { prompt: "hi" } });
     expect(run.status).toBe(200);
     const { id } = run.body as { id: string };
@@ -34,7 +35,7 @@ describe("harness client API: jobs", () => {
   });
 
   it("answers /run with IN_QUEUE even when a waiting worker takes the job at once", async () => {
-    await using h = await startHarness({ takeTimeoutMs: 10_000 });
+    await using h = inMemoryHarness({ takeTimeoutMs: 10_000 });
     const taking = takeJob(h);
     await expect.poll(() => h.requests({ route: "job-take" }).length).toBe(1);
     const run = await api(h, "POST", "/v2/local/run", { input: {} });
@@ -44,7 +45,7 @@ describe("harness client API: jobs", () => {
   });
 
   it("answers /runsync with the finished record, its id prefixed sync-", async () => {
-    await using h = await startHarness({ takeTimeoutMs: 5_000 });
+    await using h = inMemoryHarness({ takeTimeoutMs: 5_000 });
     const worker = (async () => {
       const job = await takeJob(h);
       await postDone(h, job!.id, { output: { echo: job!.input } });
@@ -65,14 +66,14 @@ describe("harness client API: jobs", () => {
   });
 
   it("answers /runsync with the job still queued when wait runs out", async () => {
-    await using h = await startHarness({ takeTimeoutMs: 200 });
+    await using h = inMemoryHarness({ takeTimeoutMs: 200 });
     const res = await api(h, "POST", "/v2/local/runsync?wait=1000", { input: {} });
     const id = (res.body as { id: string }).id;
     expect(res.body).toEqual({ id, status: "IN_QUEUE" });
   });
 
   it("refuses a /runsync wait outside 1000–300000 ms", async () => {
-    await using h = await startHarness();
+    await using h = inMemoryHarness();
     for (const wait of ["999", "300001", "abc", "1.5"]) {
       const res = await api(h, "POST", `/v2/local/runsync?wait=${wait}`, { input: {} });
       expect(res).toMatchObject({
@@ -84,7 +85,7 @@ describe("harness client API: jobs", () => {
   });
 
   it("waits on /status-sync until the job ends", async () => {
-    await using h = await startHarness({ takeTimeoutMs: 200 });
+    await using h = inMemoryHarness({ takeTimeoutMs: 200 });
     const { id } = (await api(h, "POST", "/v2/local/run", { input: {} })).body as { id: string };
     const waiting = api(h, "GET", `/v2/local/status-sync/${id}?wait=30000`);
     await takeJob(h);
@@ -100,7 +101,7 @@ describe("harness client API: jobs", () => {
   });
 
   it("cancels a queued job before any worker sees it", async () => {
-    await using h = await startHarness({ takeTimeoutMs: 200 });
+    await using h = inMemoryHarness({ takeTimeoutMs: 200 });
     const { id } = (await api(h, "POST", "/v2/local/run", { input: {} })).body as { id: string };
     expect(await api(h, "POST", `/v2/local/cancel/${id}`)).toMatchObject({
       status: 200,
@@ -118,7 +119,7 @@ describe("harness client API: jobs", () => {
   });
 
   it("cancels a running job and sends its worker a job-stop; a later result is ignored", async () => {
-    await using h = await startHarness({ takeTimeoutMs: 200 });
+    await using h = inMemoryHarness({ takeTimeoutMs: 200 });
     const { id } = (await api(h, "POST", "/v2/local/run", { input: {} })).body as { id: string };
     await takeJob(h);
     expect((await api(h, "POST", `/v2/local/cancel/${id}`)).body).toEqual({ id, status: "CANCELLED" });
@@ -136,7 +137,7 @@ describe("harness client API: jobs", () => {
   });
 
   it("retries a FAILED job under the same id with its original input, and refuses to retry a COMPLETED one", async () => {
-    await using h = await startHarness({ takeTimeoutMs: 200 });
+    await using h = inMemoryHarness({ takeTimeoutMs: 200 });
     const { id } = (await api(h, "POST", "/v2/local/run", { input: { n: 7 } })).body as { id: string };
     await takeJob(h);
     await postDone(h, id, { error: "flaky" });
@@ -161,7 +162,7 @@ describe("harness client API: jobs", () => {
   });
 
   it("purges waiting jobs only", async () => {
-    await using h = await startHarness({ takeTimeoutMs: 200 });
+    await using h = inMemoryHarness({ takeTimeoutMs: 200 });
     const ids: string[] = [];
     for (let i = 0; i < 4; i++) {
       ids.push(((await api(h, "POST", "/v2/local/run", { input: { i } })).body as { id: string }).id);
@@ -180,7 +181,7 @@ describe("harness client API: jobs", () => {
   });
 
   it("reports health true to what is happening", async () => {
-    await using h = await startHarness({ takeTimeoutMs: 200 });
+    await using h = inMemoryHarness({ takeTimeoutMs: 200 });
     const ids: string[] = [];
     for (let i = 0; i < 4; i++) {
       ids.push(((await api(h, "POST", "/v2/local/run", { input: {} })).body as { id: string }).id);
@@ -200,7 +201,7 @@ describe("harness client API: jobs", () => {
   });
 
   it("keeps endpoints apart", async () => {
-    await using h = await startHarness({ endpoints: [{ id: "a" }, { id: "b" }], takeTimeoutMs: 200 });
+    await using h = inMemoryHarness({ endpoints: [{ id: "a" }, { id: "b" }], takeTimeoutMs: 200 });
     const { id } = (await api(h, "POST", "/v2/a/run", { input: {} })).body as { id: string };
     expect(await takeJob(h, "b")).toBeUndefined();
     expect((await api(h, "GET", `/v2/b/status/${id}`)).status).toBe(404);
@@ -209,7 +210,7 @@ describe("harness client API: jobs", () => {
   });
 
   it("passes s3Config to the worker but never shows it to clients", async () => {
-    await using h = await startHarness({ takeTimeoutMs: 200 });
+    await using h = inMemoryHarness({ takeTimeoutMs: 200 });
     const s3Config = {
       accessId: "AK",
       accessSecret: "SECRET-xyz",
@@ -219,7 +220,7 @@ describe("harness client API: jobs", () => {
     const run = await api(h, "POST", "/v2/local/run", { input: {}, s3Config });
     const { id } = run.body as { id: string };
     expect(JSON.stringify(run.body)).not.toContain("SECRET-xyz");
-    const res = await fetch(`${h.url}/v2/local/job-take/w1`, { headers: { authorization: h.apiKey } });
+    const res = await send(h, "/v2/local/job-take/w1", { headers: { authorization: h.apiKey } });
     expect(await res.json()).toEqual({ id, input: {}, s3Config });
     await postDone(h, id, { output: 1 });
     for (const path of [

@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { startHarness } from "../../src/harness/index.js";
+import { inMemoryHarness } from "../support/inject.js";
 import { api, postChunk, postDone, takeJob } from "./helpers.js";
 
 describe("harness client API: /stream", () => {
   it("answers each reader with the chunks since its last read, and the end only once all are read", async () => {
-    await using h = await startHarness({
+    await using h = inMemoryHarness({
       takeTimeoutMs: 200,
       streamHoldMs: 100,
       keys: [{ key: "other", endpoints: ["local"] }],
@@ -33,7 +33,7 @@ describe("harness client API: /stream", () => {
   });
 
   it("holds a read open until a chunk arrives", async () => {
-    await using h = await startHarness({ takeTimeoutMs: 200, streamHoldMs: 10_000 });
+    await using h = inMemoryHarness({ takeTimeoutMs: 200, streamHoldMs: 10_000 });
     const { id } = (await api(h, "POST", "/v2/local/run", { input: {} })).body as { id: string };
     await takeJob(h);
     const reading = api(h, "GET", `/v2/local/stream/${id}`);
@@ -42,7 +42,7 @@ describe("harness client API: /stream", () => {
   });
 
   it("answers 404 for an unknown job", async () => {
-    await using h = await startHarness();
+    await using h = inMemoryHarness();
     expect(await api(h, "GET", "/v2/local/stream/nope")).toMatchObject({
       status: 404,
       body: { error: 'job "nope" not found (unknown, or expired)', status: 404 },

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { startHarness } from "../../src/harness/index.js";
+import { inMemoryHarness } from "../support/inject.js";
 
 describe("Harness.stopJob and waitForJob", () => {
   it("throw coded errors for an unknown job and a wait that runs out", async () => {
-    await using h = await startHarness({ takeTimeoutMs: 100 });
+    await using h = inMemoryHarness({ takeTimeoutMs: 100 });
     expect(() => h.stopJob("nope")).toThrow(
       expect.objectContaining({ code: "RUNLET_HARNESS_NO_JOB", message: 'stopJob: no job "nope"' }),
     );

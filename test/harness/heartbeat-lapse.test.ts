@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { type Harness, ManualClock, startHarness } from "../../src/harness/index.js";
+import { waitFor } from "../support/wait-for.js";
 import { takeJob } from "./helpers.js";
 
 /**
@@ -18,17 +19,9 @@ function holdStopPoll(h: Harness, workerId: string): Promise<{ status: number; i
   );
 }
 
-async function until(what: string, check: () => boolean): Promise<void> {
-  for (let i = 0; i < 500; i++) {
-    if (check()) return;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
-
 /** Waits until the harness holds a job-stop poll of `workerId` open. */
 async function stopPollHeld(h: Harness, workerId: string): Promise<void> {
-  await until(`a held job-stop poll of ${workerId}`, () =>
+  await waitFor(`a held job-stop poll of ${workerId}`, () =>
     h.requests({ route: "job-stop" }).some((r) => r.path.endsWith(`/${workerId}`) && r.status === "pending"),
   );
 }
@@ -117,7 +110,7 @@ describe("harness heartbeat: only pings keep a worker alive", () => {
       takeTimeoutMs: 30_000,
     });
     const held = takeJob(h, "local", "idle-mute");
-    await until("the held job-take", () =>
+    await waitFor("the held job-take", () =>
       h.requests({ route: "job-take" }).some((r) => r.status === "pending"),
     );
     expect(h.health("local").workers).toMatchObject({ idle: 1, running: 0 });

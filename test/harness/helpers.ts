@@ -1,4 +1,8 @@
 import type { Harness } from "../../src/harness/index.js";
+import { send } from "../support/inject.js";
+
+// Each helper goes through send(): in memory for a harness made by inMemoryHarness(), over
+// loopback for one that listens (test/support/inject.ts).
 
 /** Calls the client API with `Authorization: Bearer <key>` (docs/protocol.md, "Authentication"). */
 export async function api(
@@ -11,7 +15,7 @@ export async function api(
   const key = options.key === undefined ? h.apiKey : options.key;
   const headers: { "content-type": string; authorization?: string } = { "content-type": "application/json" };
   if (key !== null) headers.authorization = `Bearer ${key}`;
-  const res = await fetch(`${h.url}${path}`, {
+  const res = await send(h, path, {
     method,
     headers,
     ...(method === "POST" ? { body: options.rawBody ?? JSON.stringify(body ?? {}) } : {}),
@@ -30,7 +34,7 @@ export async function takeJob(
   endpointId = "local",
   workerId = "w1",
 ): Promise<{ id: string; input: unknown } | undefined> {
-  const res = await fetch(`${h.url}/v2/${endpointId}/job-take/${workerId}?job_in_progress=0`, {
+  const res = await send(h, `/v2/${endpointId}/job-take/${workerId}?job_in_progress=0`, {
     headers: { authorization: h.apiKey },
   });
   if (res.status === 204) return undefined;
@@ -46,8 +50,9 @@ export async function postDone(
   options: { endpointId?: string; workerId?: string; isStream?: boolean } = {},
 ): Promise<number> {
   const ep = options.endpointId ?? "local";
-  const res = await fetch(
-    `${h.url}/v2/${ep}/job-done/${options.workerId ?? "w1"}/${jobId}?isStream=${options.isStream ?? false}`,
+  const res = await send(
+    h,
+    `/v2/${ep}/job-done/${options.workerId ?? "w1"}/${jobId}?isStream=${options.isStream ?? false}`,
     {
       method: "POST",
       headers: { authorization: h.apiKey, "content-type": "application/json" },
@@ -60,7 +65,7 @@ export async function postDone(
 
 /** A worker's job-stream post. */
 export async function postChunk(h: Harness, jobId: string, chunk: unknown, workerId = "w1"): Promise<number> {
-  const res = await fetch(`${h.url}/v2/local/job-stream/${workerId}/${jobId}?isStream=false`, {
+  const res = await send(h, `/v2/local/job-stream/${workerId}/${jobId}?isStream=false`, {
     method: "POST",
     headers: { authorization: h.apiKey, "content-type": "application/json" },
     body: JSON.stringify(chunk),
@@ -71,7 +76,7 @@ export async function postChunk(h: Harness, jobId: string, chunk: unknown, worke
 
 /** A worker's job-stop poll: the ids, or [] on 204. */
 export async function pollStop(h: Harness, workerId = "w1"): Promise<string[]> {
-  const res = await fetch(`${h.url}/v2/local/job-stop/${workerId}`, { headers: { authorization: h.apiKey } });
+  const res = await send(h, `/v2/local/job-stop/${workerId}`, { headers: { authorization: h.apiKey } });
   if (res.status === 204) return [];
   return ((await res.json()) as { jobsToStop: string[] }).jobsToStop;
 }

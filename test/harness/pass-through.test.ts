@@ -3,6 +3,7 @@ import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import type { Harness } from "../../src/harness/index.js";
 import { startHarness } from "../../src/harness/index.js";
+import { waitFor } from "../support/wait-for.js";
 import { api, postDone } from "./helpers.js";
 
 /**
@@ -136,8 +137,7 @@ describe("harness pass-through of job request bodies", () => {
       objectPath: "p",
     });
     expect(await postDone(h, id, { output: 1 })).toBe(200);
-    for (let i = 0; i < 1_000 && h.webhookAttempts().length === 0; i++)
-      await new Promise((r) => setTimeout(r, 10));
+    await waitFor("the webhook's delivery", () => h.webhookAttempts().length > 0);
     expect(h.webhookAttempts()).toHaveLength(1);
     // A malformed body is refused without quoting it.
     const bad = await api(h, "POST", "/v2/local/run", undefined, {

@@ -1,11 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { ManualClock, startHarness } from "../../src/harness/index.js";
+import { ManualClock } from "../../src/harness/index.js";
+import { inMemoryHarness } from "../support/inject.js";
 import { api, postDone, takeJob } from "./helpers.js";
 
 describe("/status of a running job", () => {
   it("shows the latest progress update as output while the job runs, then the final output", async () => {
     const clock = new ManualClock();
-    await using h = await startHarness({ clock, takeTimeoutMs: 200 });
+    await using h = inMemoryHarness({ clock, takeTimeoutMs: 200 });
     const { id } = (await api(h, "POST", "/v2/local/run", { input: {} })).body as { id: string };
     expect((await takeJob(h))?.id).toBe(id);
 
@@ -45,7 +46,7 @@ describe("/status of a running job", () => {
   });
 
   it("drops the progress output when the job fails, and when it is retried", async () => {
-    await using h = await startHarness({ clock: new ManualClock(), takeTimeoutMs: 200 });
+    await using h = inMemoryHarness({ clock: new ManualClock(), takeTimeoutMs: 200 });
     const { id } = (await api(h, "POST", "/v2/local/run", { input: {} })).body as { id: string };
     await takeJob(h);
     await postDone(h, id, { status: "IN_PROGRESS", output: 50 });

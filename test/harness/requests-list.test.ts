@@ -1,12 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { ManualClock, startHarness } from "../../src/harness/index.js";
+import { ManualClock } from "../../src/harness/index.js";
 import { jobListSchema } from "../../src/protocol/api.js";
+import { inMemoryHarness } from "../support/inject.js";
 import { api, postDone, takeJob } from "./helpers.js";
 
 describe("GET /v2/<endpoint>/requests", () => {
   it("lists the endpoint's jobs newest first with status and times, never input or output", async () => {
     const clock = new ManualClock(Date.UTC(2026, 0, 1));
-    await using h = await startHarness({ clock, endpoints: [{ id: "local" }, { id: "other" }] });
+    await using h = inMemoryHarness({ clock, endpoints: [{ id: "local" }, { id: "other" }] });
     const first = h.enqueue("local", { input: { secret: "in" } });
     clock.advance(1_000);
     const second = h.enqueue("local", { input: { n: 2 } });
@@ -39,7 +40,7 @@ describe("GET /v2/<endpoint>/requests", () => {
   });
 
   it("filters by ?status= and refuses an unknown status with 400 naming the choices", async () => {
-    await using h = await startHarness();
+    await using h = inMemoryHarness();
     const a = h.enqueue("local", { input: {} });
     const b = h.enqueue("local", { input: {} });
     h.stopJob(a);
@@ -60,7 +61,7 @@ describe("GET /v2/<endpoint>/requests", () => {
   });
 
   it("needs the API key, takes GET only, and has the platform's limit of 10 per window", async () => {
-    await using h = await startHarness();
+    await using h = inMemoryHarness();
     expect((await api(h, "GET", "/v2/local/requests", undefined, { key: null })).status).toBe(401);
     expect(await api(h, "POST", "/v2/local/requests")).toMatchObject({
       status: 405,

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Harness, processSpawner, startHarness } from "../../src/harness/index.js";
 import { defineHandler } from "../../src/index.js";
 import { createHarness } from "../../src/testing/index.js";
-import { gate, waitFor } from "../worker/helpers.js";
+import { gate, turn, waitFor } from "../worker/helpers.js";
 
 // docs/harness.md, "Workers starting": a worker in its start-up (fitness checks, setup) is shown
 // as starting, never idle; a dead one is never counted.
@@ -112,7 +112,10 @@ describe("createHarness and start-up", () => {
       return h;
     });
     await waitFor("the worker's health check", () => checking);
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // The worker's start-up has begun, so its spawner has returned; from there to createHarness
+    // resolving, were it not waiting for readiness, is promise callbacks only, which all run
+    // before the next turn of the event loop.
+    await turn();
     expect(resolved).toBe(false);
     check.open(true);
     await using h = await creating;

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { defineHandler } from "../../src/handler/index.js";
 import { isPrivateAddress } from "../../src/s3/index.js";
-import { type S3rverHandle, startS3rver } from "../s3/s3rver.js";
+import { useS3rver } from "../support/use-s3rver.js";
 import { testHarness, waitFor, workerFor } from "../worker/helpers.js";
 
 // Issue 32, item 1: the job's own s3Config.endpointUrl is chosen by whoever sends the job, so it is
@@ -15,7 +15,7 @@ import { testHarness, waitFor, workerFor } from "../worker/helpers.js";
 
 /** A loopback server standing in for a cloud metadata service: it answers anything with "credentials". */
 let metadata: { url: string; hits: number; close: () => void };
-let s3rver: S3rverHandle;
+const s3rver = useS3rver("jobs");
 
 beforeAll(async () => {
   const state = { hits: 0 };
@@ -35,12 +35,9 @@ beforeAll(async () => {
     },
     close: () => server.close(),
   };
-  s3rver = await startS3rver();
-  await s3rver.createBucket("jobs");
 });
 afterAll(async () => {
   metadata?.close();
-  await s3rver?.close();
 });
 
 const s3Job = defineHandler({

@@ -1,7 +1,9 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
-import { setTimeout as sleep } from "node:timers/promises";
 import type { Harness } from "../../src/harness/index.js";
+import { waitFor } from "../support/wait-for.js";
+
+export { waitFor };
 
 /** The repository root. */
 export const ROOT = join(import.meta.dirname, "..", "..");
@@ -16,21 +18,6 @@ export function seededRandom(seed: number): () => number {
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
     return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
   };
-}
-
-/** Polls `check` every 20 ms until it returns something other than undefined/false; throws after `timeoutMs`. */
-export async function waitFor<T>(
-  what: string,
-  check: () => T | undefined | false,
-  timeoutMs = 15_000,
-): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const value = check();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > until) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(20);
-  }
 }
 
 /** A `runlet start` child process. */

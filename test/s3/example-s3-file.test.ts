@@ -1,21 +1,13 @@
 import { Writable } from "node:stream";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { decodeBmp, encodeBmp, greyscale, testCard } from "../../examples/s3-file/bmp.js";
 import handler from "../../examples/s3-file/handler.js";
 import { startHarness } from "../../src/harness/index.js";
 import { startWorker } from "../../src/index.js";
-import { type S3rverHandle, startS3rver } from "./s3rver.js";
+import { useS3rver } from "../support/use-s3rver.js";
 
 const BUCKET = "runlet-example";
-let s3rver: S3rverHandle;
-
-beforeAll(async () => {
-  s3rver = await startS3rver();
-  await s3rver.createBucket(BUCKET);
-});
-afterAll(async () => {
-  await s3rver?.close();
-});
+const s3rver = useS3rver(BUCKET);
 
 interface Ref {
   bucket: string;

@@ -3,12 +3,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable, Writable } from "node:stream";
 import { HeadObjectCommand } from "@aws-sdk/client-s3";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { type Harness, startHarness } from "../../src/harness/index.js";
 import { defineHandler, type HandlerDefinition, startWorker } from "../../src/index.js";
 import type { S3Config } from "../../src/protocol/index.js";
-import { type S3rverHandle, startS3rver } from "./s3rver.js";
+import { useS3rver } from "../support/use-s3rver.js";
 
 /**
  * Jobs through the local harness and a real worker, with s3rver as the store. s3rver 3.7 checks
@@ -17,15 +17,7 @@ import { type S3rverHandle, startS3rver } from "./s3rver.js";
  */
 const BUCKET = "runlet-jobs";
 const SECRET = "job-secret-6c1f0e9b2a";
-let s3rver: S3rverHandle;
-
-beforeAll(async () => {
-  s3rver = await startS3rver();
-  await s3rver.createBucket(BUCKET);
-});
-afterAll(async () => {
-  await s3rver?.close();
-});
+const s3rver = useS3rver(BUCKET);
 
 function s3Config(): S3Config {
   return { accessId: "S3RVER", accessSecret: SECRET, bucketName: BUCKET, endpointUrl: s3rver.endpoint };

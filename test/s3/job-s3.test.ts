@@ -13,23 +13,21 @@ import { isRunletError } from "../../src/errors.js";
 import { createLogger } from "../../src/log/index.js";
 import type { S3Config } from "../../src/protocol/index.js";
 import { createJobS3, type JobS3, type JobS3Options } from "../../src/s3/index.js";
-import { type S3rverHandle, startS3rver } from "./s3rver.js";
+import { useS3rver } from "../support/use-s3rver.js";
+import { waitForAsync } from "../support/wait-for.js";
 
 const BUCKET = "runlet-test";
-let s3rver: S3rverHandle;
+const s3rver = useS3rver(BUCKET);
 let tmpRoot: string;
 const opened: JobS3[] = [];
 
 beforeAll(async () => {
-  s3rver = await startS3rver();
-  await s3rver.createBucket(BUCKET);
   tmpRoot = await mkdtemp(join(tmpdir(), "runlet-s3-test-"));
 });
 afterEach(async () => {
   await Promise.all(opened.splice(0).map((s) => s.cleanup()));
 });
 afterAll(async () => {
-  await s3rver?.close();
   if (tmpRoot) await rm(tmpRoot, { recursive: true, force: true });
 });
 
@@ -206,11 +204,10 @@ describe("upload", () => {
       },
     });
     const upload = s3.upload(body, { key: "job-abort/big.bin" });
-    const deadline = Date.now() + 20_000;
-    while ((await s3rver.listMultipartUploads(BUCKET)).length === 0) {
-      if (Date.now() > deadline) throw new Error("no multipart upload was started");
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    await waitForAsync(
+      "a multipart upload to start",
+      async () => (await s3rver.listMultipartUploads(BUCKET)).length > 0,
+    );
     job.abort(reason);
     expect(await caught(upload)).toBe(reason);
     expect(await s3rver.listMultipartUploads(BUCKET)).toEqual([]);

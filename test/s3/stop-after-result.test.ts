@@ -1,13 +1,13 @@
 import { connect, createServer, type Server, type Socket } from "node:net";
 import { fileURLToPath } from "node:url";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { ManualClock } from "../../src/clock.js";
 import { defineHandler, type HandlerDefinition } from "../../src/index.js";
 import type { S3Config } from "../../src/protocol/index.js";
 import stopAfterResultThread, { definition } from "../fixtures/stop-after-result.js";
+import { useS3rver } from "../support/use-s3rver.js";
 import { THREAD_START_MS, THREAD_TEST_MS } from "../thread-allowance.js";
 import { logSink, testHarness, waitFor, workerFor } from "../worker/helpers.js";
-import { type S3rverHandle, startS3rver } from "./s3rver.js";
 
 /**
  * A job-stop that arrives after the handler returned, while its output is still being offloaded
@@ -17,15 +17,7 @@ import { type S3rverHandle, startS3rver } from "./s3rver.js";
  * slow for exactly as long as the test needs.
  */
 const BUCKET = "runlet-stop";
-let s3rver: S3rverHandle;
-
-beforeAll(async () => {
-  s3rver = await startS3rver();
-  await s3rver.createBucket(BUCKET);
-});
-afterAll(async () => {
-  await s3rver?.close();
-});
+const s3rver = useS3rver(BUCKET);
 
 /** A TCP relay to s3rver that holds connections until open() is called. */
 async function gate(): Promise<{ endpoint: string; held: () => number; open: () => void } & AsyncDisposable> {

@@ -196,7 +196,7 @@ describe("the sidecar option", () => {
       ],
       [
         { command: ["x"], ready: { port: 1 }, readyTimeoutMs: 0 },
-        "readyTimeoutMs must be an integer ≥ 1 (ms), got 0",
+        "readyTimeoutMs must be an integer ≥ 1, got 0",
       ],
       [{ command: ["x"], ready: { port: 1 }, env: { A: 1 } }, "env.A must be a string"],
       [{ command: ["x"], ready: { port: 1 }, name: "a b" }, "name must be 1 to 64 letters"],

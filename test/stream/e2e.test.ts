@@ -62,20 +62,21 @@ async function readAll(ep: EndpointClient, id: string): Promise<{ values: unknow
 }
 
 describe("streaming end to end", () => {
-  it("delivers 10 000 small tokens complete and in order", async () => {
+  it("delivers 500 small tokens complete and in order", async () => {
+    // Order and completeness need hundreds, not the bench's 100 000 (npm run bench, "stream").
     await using s = await setUp(
       defineHandler({
         async *handler() {
-          for (let i = 0; i < 10_000; i++) yield `tok${i} `;
+          for (let i = 0; i < 500; i++) yield `tok${i} `;
         },
       }),
     );
     const { id } = await s.ep.run({ input: {} });
     const { values, error } = await readAll(s.ep, id);
     expect(error).toBeUndefined();
-    expect(values).toEqual(Array.from({ length: 10_000 }, (_, i) => `tok${i} `));
+    expect(values).toEqual(Array.from({ length: 500 }, (_, i) => `tok${i} `));
     expect(await s.ep.status(id)).toMatchObject({ status: "COMPLETED", output: [] });
-  }, 120_000);
+  });
 
   it("merges tokens with streamCoalesceMs without changing their concatenation", async () => {
     await using s = await setUp(
@@ -93,10 +94,11 @@ describe("streaming end to end", () => {
     expect(values.length).toBeLessThan(2_000);
   }, 60_000);
 
-  it("delivers a 50 MB string and a 20 MB buffer intact, in ≤ 1 MiB chunks", async () => {
+  it("delivers a 4 MB string and a 3 MB buffer intact, in ≤ 1 MiB chunks", async () => {
+    // Several chunks of each are what splitting needs; the bench streams 100 MB (npm run bench, "stream").
     const unit = 'runlet é😀 "quoted" \\ \n'; // ASCII, 2-byte, astral, escapes
-    const text = unit.repeat(Math.ceil(50_000_000 / Buffer.byteLength(unit)));
-    const bytes = Buffer.alloc(20_000_000);
+    const text = unit.repeat(Math.ceil(4_000_000 / Buffer.byteLength(unit)));
+    const bytes = Buffer.alloc(3_000_000);
     for (let i = 0; i < bytes.length; i++) bytes[i] = (i * 31 + (i >> 8)) & 0xff;
     await using s = await setUp(
       defineHandler({
@@ -113,7 +115,7 @@ describe("streaming end to end", () => {
     expect(values[0] === text).toBe(true);
     expect(Buffer.isBuffer(values[1]) && bytes.equals(values[1])).toBe(true);
     const posted = s.h.job(id)?.stream ?? [];
-    expect(posted.length).toBeGreaterThan(70);
+    expect(posted.length).toBeGreaterThan(7);
     for (const chunk of posted)
       expect(Buffer.byteLength(JSON.stringify(chunk))).toBeLessThanOrEqual(1_048_576);
   }, 120_000);

@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { defineHandler } from "../../src/index.js";
-import { type S3rverHandle, startS3rver } from "../s3/s3rver.js";
+import { useS3rver } from "../support/use-s3rver.js";
 import { testHarness, waitFor, workerFor } from "../worker/helpers.js";
 import { startReceiver } from "./otlp-receiver.js";
 
@@ -9,14 +9,7 @@ import { startReceiver } from "./otlp-receiver.js";
 
 const BUCKET = "otel-offload";
 const SECRET = "offload-secret-4d2a9c";
-let s3rver: S3rverHandle;
-beforeAll(async () => {
-  s3rver = await startS3rver();
-  await s3rver.createBucket(BUCKET);
-});
-afterAll(async () => {
-  await s3rver?.close();
-});
+const s3rver = useS3rver(BUCKET);
 
 describe("telemetry of an offloaded output", () => {
   it("adds a runlet.offload span with the output's size between the handler and the result, and no secret", async () => {

@@ -4,6 +4,7 @@ import { z } from "zod";
 import { defineHandler } from "../../src/index.js";
 import { createHarness, ManualClock } from "../../src/testing/index.js";
 import { REPO_ROOT, runNode } from "../cli/run-cli.js";
+import { waitFor } from "../support/wait-for.js";
 
 const upperPath = fileURLToPath(new URL("./fixtures/upper-handler.ts", import.meta.url));
 
@@ -26,9 +27,7 @@ describe("runlet/testing createHarness", () => {
     await using h = await createHarness({ handler: double, gpuTypeId: "TEST-GPU" });
     expect((await h.endpoint.runsync({ input: { n: 1 } })).output).toEqual({ doubled: 2 });
     // The heartbeat runs on its own thread, whose first ping may come after the job.
-    for (let i = 0; i < 500 && h.harness.requests({ route: "ping" }).length === 0; i++) {
-      await new Promise((r) => setTimeout(r, 10));
-    }
+    await waitFor("the first ping", () => h.harness.requests({ route: "ping" }).length > 0);
     const requests = h.harness.requests({ endpointId: "local" });
     const routes = new Set(requests.map((r) => r.route));
     expect([...routes]).toEqual(expect.arrayContaining(["job-done", "job-take", "ping"]));

@@ -3,6 +3,8 @@ import type { HandlerDefinition } from "../../src/handler/index.js";
 import { type Harness, startHarness } from "../../src/harness/index.js";
 import { startWorker, type Worker, type WorkerOptions } from "../../src/worker/index.js";
 
+export { turn, waitFor } from "../support/wait-for.js";
+
 /** Log lines a worker wrote (platform JSON mode), parsed. */
 export interface LogSink {
   readonly stream: Writable;
@@ -56,24 +58,6 @@ export function workerFor(
     ...rest,
   });
 }
-
-/** Polls `check` until it returns a value other than undefined/false, or throws after `timeoutMs`. */
-export async function waitFor<T>(
-  what: string,
-  check: () => T | undefined | false,
-  timeoutMs = 10_000,
-): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const value = check();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
-/** Lets pending promise callbacks and I/O callbacks run. */
-export const turn = () => new Promise((resolve) => setImmediate(resolve));
 
 /** A promise with its resolver, for a handler the test lets go. */
 export function gate<T = void>(): { promise: Promise<T>; open(value: T): void } {

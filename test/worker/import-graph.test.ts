@@ -1,37 +1,10 @@
-import { readFileSync } from "node:fs";
-import { dirname, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { filesReached, packagesReached, SRC } from "../support/import-walker.js";
 
 // A job that never uses ctx.s3 must not pay for the AWS SDK: the worker and handler modules may
 // reach the S3 module only through a dynamic import(). This walks their static, non-type imports.
-
-const SRC = fileURLToPath(new URL("../../src/", import.meta.url));
-const STATIC_IMPORT = /^\s*(?:import|export)\s+(?!type\b)(?:[^"';]*?\sfrom\s+)?["']([^"']+)["']/gm;
-
-function staticImports(file: string): string[] {
-  const text = readFileSync(file, "utf8");
-  return [...text.matchAll(STATIC_IMPORT)].map((m) => m[1]!);
-}
-
-/** Every package a module reaches through static imports, with the chain that reaches it. */
-function packagesReached(entry: string): Map<string, string[]> {
-  const seen = new Set<string>();
-  const packages = new Map<string, string[]>();
-  const visit = (file: string, chain: string[]): void => {
-    if (seen.has(file)) return;
-    seen.add(file);
-    for (const spec of staticImports(file)) {
-      if (spec.startsWith(".")) {
-        visit(resolve(dirname(file), spec.replace(/\.js$/, ".ts")), [...chain, spec]);
-      } else if (!packages.has(spec)) {
-        packages.set(spec, [...chain, spec]);
-      }
-    }
-  };
-  visit(resolve(SRC, entry), [entry]);
-  return packages;
-}
 
 describe("what the worker loads up front", () => {
   it("never imports the AWS SDK statically from the worker or the handler API", () => {
@@ -57,16 +30,7 @@ describe("what the worker loads up front", () => {
       expect(reached.get("undici")?.join(" → ")).toBeUndefined();
       expect(reached.has("zod")).toBe(true);
     }
-    const files = new Set<string>();
-    const visit = (file: string): void => {
-      if (files.has(file)) return;
-      files.add(file);
-      for (const spec of staticImports(file)) {
-        if (spec.startsWith(".")) visit(resolve(dirname(file), spec.replace(/\.js$/, ".ts")));
-      }
-    };
-    visit(resolve(SRC, "index.ts"));
-    const protocol = [...files].filter((f) => f.includes("/protocol/")).map((f) => f.slice(SRC.length));
+    const protocol = [...filesReached("index.ts")].filter((f) => f.startsWith("protocol/"));
     expect(protocol).not.toContain("protocol/api.ts");
     expect(protocol).not.toContain("protocol/worker-bodies.ts");
     expect(protocol).toContain("protocol/job.ts");
@@ -85,16 +49,7 @@ describe("optional parts load when used, not with the worker", () => {
       }
       expect(reached.has("zod")).toBe(true);
     }
-    const files = new Set<string>();
-    const visit = (file: string): void => {
-      if (files.has(file)) return;
-      files.add(file);
-      for (const spec of staticImports(file)) {
-        if (spec.startsWith(".")) visit(resolve(dirname(file), spec.replace(/\.js$/, ".ts")));
-      }
-    };
-    visit(resolve(SRC, "worker/index.ts"));
-    const reachedFiles = [...files].map((f) => f.slice(SRC.length));
+    const reachedFiles = [...filesReached("worker/index.ts")];
     expect(reachedFiles).not.toContain("cache/warm-cache.ts");
     expect(reachedFiles).not.toContain("worker/fitness/system-checks.ts");
     expect(reachedFiles).not.toContain("worker/fitness/gpu-checks.ts");
@@ -122,5 +77,67 @@ describe("telemetry off costs nothing at start", () => {
 
   it("sees OpenTelemetry behind the telemetry module (so the check above can fail)", () => {
     expect([...packagesReached("telemetry/otel.ts").keys()]).toContain("@opentelemetry/api");
+  });
+});
+
+/**
+ * Stream plumbing without error handling (docs/reliability.md, "No task's error reaches the
+ * process"): a bare `.pipe()` hands an error on its destination to nobody, and an unheard stream
+ * error ends the process (issue 41: a tar Pack piped to a read-only volume). Streams are joined
+ * with `stream.pipeline`; a `.pipe(` of a stream is allowed only under a `// piped:` comment that
+ * says how each end's error is heard. zod's `.pipe(z.…)` is not a stream.
+ */
+function barePipes(file: string, text: string): string[] {
+  const found: string[] = [];
+  const lines = text.split("\n");
+  for (const [index, line] of lines.entries()) {
+    if (!/\.pipe(?:To)?\(/.test(line) || /^\s*(?:\/\/|\*|\/\*)/.test(line)) continue;
+    const after = `${line.slice(line.search(/\.pipe(?:To)?\(/))}${lines[index + 1] ?? ""}`;
+    if (/^\.pipe\(\s*z\./.test(after)) continue;
+    // The justification may run over a few comment lines right above.
+    let above = index - 1;
+    let justified = false;
+    while (above >= 0 && /^\s*\/\//.test(lines[above]!)) {
+      if (/\/\/ piped: /.test(lines[above]!)) justified = true;
+      above -= 1;
+    }
+    if (!justified) found.push(`${file}:${index + 1}: ${line.trim()}`);
+  }
+  return found;
+}
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir, { recursive: true, encoding: "utf8" })
+    .filter((name) => name.endsWith(".ts"))
+    .map((name) => join(dir, name));
+}
+
+describe("stream plumbing in src/ hears its errors", () => {
+  it("joins streams with stream.pipeline, never a bare .pipe()", () => {
+    const found = sourceFiles(SRC).flatMap((file) =>
+      barePipes(file.slice(SRC.length), readFileSync(file, "utf8")),
+    );
+    expect(found).toEqual([]);
+    // The walk does read src/ (a walk that found nothing could not fail).
+    expect(sourceFiles(SRC).length).toBeGreaterThan(100);
+  });
+
+  it("finds a bare pipe, and lets zod's pipe and a justified one be (so the check above can fail)", () => {
+    const sample = [
+      "pack.pipe(out);",
+      "const url = z.string().pipe(z.url());",
+      "const n = z.string()",
+      "  .pipe(",
+      "    z.number(),",
+      "  );",
+      "// piped: both ends' errors are heard (a shared destination).",
+      "child.stdout.pipe(output, { end: false });",
+      "readable.pipeTo(writable);",
+      "// a comment that names .pipe( is no plumbing",
+    ].join("\n");
+    expect(barePipes("sample.ts", sample)).toEqual([
+      "sample.ts:1: pack.pipe(out);",
+      "sample.ts:9: readable.pipeTo(writable);",
+    ]);
   });
 });

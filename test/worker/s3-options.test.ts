@@ -9,7 +9,7 @@ import type { Harness } from "../../src/harness/index.js";
 import { defineHandler, type HandlerOptions } from "../../src/index.js";
 import { createJobS3 } from "../../src/s3/index.js";
 import { NO_STORE_MESSAGE } from "../../src/s3/no-store.js";
-import { type S3rverHandle, startS3rver } from "../s3/s3rver.js";
+import { useS3rver } from "../support/use-s3rver.js";
 import { THREAD_START_MS, THREAD_TEST_MS } from "../thread-allowance.js";
 import { testHarness, workerFor } from "./helpers.js";
 
@@ -21,14 +21,11 @@ const BUCKET = "runlet-worker-options";
 const NAMED_BUCKET = "named-by-env";
 const threadFixture = fileURLToPath(new URL("../fixtures/s3-thread.ts", import.meta.url));
 const urlThreadFixture = fileURLToPath(new URL("../fixtures/url-download-thread.ts", import.meta.url));
-let s3rver: S3rverHandle;
+const s3rver = useS3rver(BUCKET, NAMED_BUCKET);
 let files: Server;
 let fileUrl: string;
 
 beforeAll(async () => {
-  s3rver = await startS3rver();
-  await s3rver.createBucket(BUCKET);
-  await s3rver.createBucket(NAMED_BUCKET);
   files = createServer((_req, res) => {
     res.writeHead(200, { "content-type": "text/plain" });
     res.end("served from loopback");
@@ -39,7 +36,6 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   files?.close();
-  await s3rver?.close();
 });
 
 const s3Config = () => ({

@@ -3,11 +3,12 @@ import { dirname, join, relative } from "node:path";
 import { RunletError } from "../../errors.js";
 import { bundleHandler } from "../bundle.js";
 import { type Command, EXIT, parseCommandArgs, reportCliError, usageError } from "../command.js";
-import { IMAGE_LAYOUT, renderProjectDockerfile } from "../dockerfile.js";
+import { dockerfileOptionsFor, IMAGE_LAYOUT, renderProjectDockerfile } from "../dockerfile.js";
 import { copyExternals, declaredExternals, EXTERNALS_KEY } from "../externals.js";
 import { DEFAULT_HANDLER_PATHS, resolveHandlerPath } from "../handler-path.js";
+import { declaredVerifyMode, VERIFY_KEY, verifyBundle } from "../verify-bundle.js";
 
-const HELP = `Usage: runlet build [handler] [--external PKG]... [--no-minify] [--all-source-maps]
+const HELP = `Usage: runlet build [handler] [--external PKG]... [--no-minify] [--all-source-maps] [--no-verify] [--verify-timeout S]
 
 Bundles the handler, runlet and every npm dependency it can hold for Node 22 into dist/:
 worker.mjs, the chunks/ it loads (the S3 SDK only when a job uses S3) and source maps. Packages
@@ -26,12 +27,18 @@ Options:
   --no-minify         keep the bundle readable (it is minified by default; frames in the
                       project's own code stay readable through the source maps either way)
   --minify            accepted for older scripts: minifying is the default
+  --no-verify         skip the verify step (a setup that needs a GPU, secrets or a network the
+                      build has not); the image's build stage runs it too, unless its build
+                      script says --no-verify
+  --verify-timeout S  longest the verify step may take, seconds. default: 300
+                      package.json's "runlet": {"verify": "setup"} stops it after setup (a
+                      job that needs an S3 store or a GPU); "off" skips it in every build
   --all-source-maps   keep the source maps of runlet and the dependencies too; by default only
                       the files with the project's own code keep theirs (each map costs
                       start-up time and memory under the image's --enable-source-maps)
   -h, --help          show this help
 
-Exit codes: 0 built, 1 esbuild failed or the Dockerfile cannot carry dist/node_modules, 2 bad usage (unknown flag, missing handler file).`;
+Exit codes: 0 built (and verified), 1 esbuild failed, the verify step failed or the Dockerfile cannot carry dist/node_modules, 2 bad usage (unknown flag, missing handler file).`;
 
 function formatBytes(bytes: number): string {
   if (bytes < 1024) return `${bytes} B`;
@@ -39,20 +46,8 @@ function formatBytes(bytes: number): string {
   return `${(bytes / 1024 / 1024).toFixed(2)} MiB`;
 }
 
-/** Whether the project depends on onnxruntime-node (its Dockerfile then takes ORT's install switch). */
-async function usesOnnxruntime(cwd: string): Promise<boolean> {
-  try {
-    const pkg = JSON.parse(await readFile(join(cwd, "package.json"), "utf8")) as Record<
-      string,
-      Record<string, string> | undefined
-    >;
-    return ["dependencies", "devDependencies", "optionalDependencies"].some(
-      (k) => pkg[k]?.["onnxruntime-node"] !== undefined,
-    );
-  } catch {
-    return false;
-  }
-}
+/** Longest the verify step takes by default, seconds. */
+const DEFAULT_VERIFY_TIMEOUT_S = 300;
 
 /**
  * What an existing Dockerfile must change to carry `dist/node_modules` into the image, or
@@ -102,6 +97,8 @@ export const command: Command = {
       minify: { type: "boolean" },
       "no-minify": { type: "boolean" },
       "all-source-maps": { type: "boolean" },
+      "no-verify": { type: "boolean" },
+      "verify-timeout": { type: "string" },
     });
     if ("exitCode" in parsed) return parsed.exitCode;
     try {
@@ -109,8 +106,14 @@ export const command: Command = {
       if (parsed.positionals.length > 1) throw usageError("expected at most one handler");
       const handlerPath = await resolveHandlerPath(parsed.positionals[0], cwd);
       const { external, "no-minify": noMinify, "all-source-maps": allSourceMaps } = parsed.values;
+      const timeoutText = parsed.values["verify-timeout"];
+      const verifyTimeoutS = timeoutText === undefined ? DEFAULT_VERIFY_TIMEOUT_S : Number(timeoutText);
+      if (!Number.isInteger(verifyTimeoutS) || verifyTimeoutS < 1 || verifyTimeoutS > 3_600) {
+        throw usageError(`--verify-timeout takes whole seconds from 1 to 3600, got ${String(timeoutText)}`);
+      }
       const flagged = Array.isArray(external) ? external.map(String) : [];
       const declared = await declaredExternals(cwd);
+      const mode = await declaredVerifyMode(cwd);
       const result = await bundleHandler({
         handlerPath,
         outDir: join(cwd, "dist"),
@@ -150,8 +153,30 @@ export const command: Command = {
           );
         }
       }
+      if (parsed.values["no-verify"] === true || mode === "off") {
+        process.stdout.write(
+          `Verify step skipped (${mode === "off" ? `package.json: ${VERIFY_KEY} is "off"` : "--no-verify"})\n`,
+        );
+      } else {
+        const report = await verifyBundle({
+          projectDir: cwd,
+          distDir: join(cwd, "dist"),
+          declared,
+          timeoutMs: verifyTimeoutS * 1_000,
+          mode,
+        });
+        const jobs = report.hadInput
+          ? `test_input.json's job${report.jobs.length === 1 ? "" : "s"} ${report.jobs.map((j) => `${j.status} in ${j.ms ?? "?"} ms`).join(", ")}`
+          : mode === "setup"
+            ? `no job (package.json: ${VERIFY_KEY} is "setup")`
+            : "no job (the project has no test_input.json)";
+        process.stdout.write(
+          `Verified dist/ alone in an empty folder: handler loaded, setup done (ready in ${Math.round(report.readyMs)} ms), ` +
+            `${jobs}, stopped cleanly\n`,
+        );
+      }
       const dockerfile = join(cwd, "Dockerfile");
-      const rendered = renderProjectDockerfile({ onnxruntime: await usesOnnxruntime(cwd) });
+      const rendered = renderProjectDockerfile(await dockerfileOptionsFor(cwd));
       if (await writeDockerfileIfMissing(dockerfile, rendered)) {
         process.stdout.write(
           "Wrote Dockerfile (multi-stage, builds from the project's files; see docs/images.md)\n",

@@ -4,6 +4,7 @@ import { Writable } from "node:stream";
 import { RunletError } from "../../errors.js";
 import { startupUpdateOfRecord } from "../../harness/fleet/worker-startup.js";
 import type { HandlerInfo } from "../../harness/index.js";
+import { FITNESS_ENV } from "../../protocol/index.js";
 import {
   allowedHostsFlag,
   type Command,
@@ -125,6 +126,17 @@ function portError(err: unknown, port: number, dashboardPort: number): unknown {
 }
 
 /** `runlet dev`: the harness plus reloading worker processes for one handler. */
+/**
+ * `runlet dev`'s workers skip the network fitness check unless the shell sets
+ * RUNPOD_NETWORK_CHECK_TARGET (docs/fitness.md): a local loop has no use for the platform's
+ * check of the way out (8.8.8.8:53 by default), and offline or locked-down machines and CI fail
+ * it or wait on it. The other checks run as on the platform; `runlet start` and a bundle keep
+ * the platform's default.
+ */
+export function devNetworkCheck(env: NodeJS.ProcessEnv = process.env): Record<string, string> {
+  return env[FITNESS_ENV.networkCheckTarget] === undefined ? { [FITNESS_ENV.networkCheckTarget]: "off" } : {};
+}
+
 export const command: Command = {
   name: "dev",
   summary: "run the handler on a local copy of the platform, reloading on change",
@@ -217,7 +229,7 @@ export const command: Command = {
       });
       const deployed = new DevSpawner({
         handlerPath,
-        env: { [DESCRIBE_ENV]: "1", [DEV_SIDECARS_ENV]: "ipc" },
+        env: { ...devNetworkCheck(), [DESCRIBE_ENV]: "1", [DEV_SIDECARS_ENV]: "ipc" },
         ipc: (child) => sidecars.attach(child),
         onLine: (label, line) => onWorkerLine(label.slice(0, label.lastIndexOf("/")), label, line),
       });
@@ -227,6 +239,7 @@ export const command: Command = {
         // Platform mode (JSON lines) so each worker line can be rendered as one readable line.
         envFor: () => ({
           ...harness.workerEnv(ENDPOINT_ID),
+          ...devNetworkCheck(),
           RUNPOD_ENDPOINT_ID: ENDPOINT_ID,
           [DESCRIBE_ENV]: "1",
           [DEV_SIDECARS_ENV]: "ipc",

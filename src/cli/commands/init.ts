@@ -1,14 +1,14 @@
-import { mkdir, readdir, readFile, stat, writeFile } from "node:fs/promises";
+import { mkdir, readdir, stat, writeFile } from "node:fs/promises";
 import { basename, join, relative, resolve } from "node:path";
 import { VERSION } from "../../version.js";
 import { type Command, EXIT, parseCommandArgs, reportCliError, usageError } from "../command.js";
-import { renderProjectDockerfile } from "../dockerfile.js";
+import { dockerfileOptionsFor, renderProjectDockerfile } from "../dockerfile.js";
 import { TEMPLATE_NAMES, TEMPLATES_DIR, type TemplateName } from "../paths.js";
 import { defaultSource, runletFrom } from "../runlet-source.js";
 import { copyTemplate, packageNameFor } from "../scaffold.js";
 import { VENDOR_DIR, vendorRunlet } from "../vendor-runlet.js";
 
-const HELP = `Usage: runlet init [dir] [--template basic|stream|s3|openai|batch|ocr] [--runlet-from PATH]
+const HELP = `Usage: runlet init [dir] [--template ${TEMPLATE_NAMES.join("|")}] [--runlet-from PATH]
 
 Creates a worker project from a starter: a TypeScript handler, package.json, tsconfig.json,
 test_input.json, a vitest test using runlet/testing, the multi-stage Dockerfile,
@@ -23,7 +23,9 @@ Options:
                        that streams tokens with metrics), s3 (a file through S3), openai
                        (an OpenAI-compatible chat/completions handler), batch (many
                        jobs, one call: a batch handler), ocr (PaddleOCR
-                       on onnxruntime-node: a real model, loaded once)
+                       on onnxruntime-node: a real model, loaded once), onnx
+                       (a blank onnxruntime-node starter: a session made in
+                       setup, tensors in and out, a tiny built-in model)
                        default: basic
   --runlet-from PATH   a runlet tarball (npm pack) or folder: copied (a folder: packed)
                        into the project's ${VENDOR_DIR}/, which the project depends on
@@ -66,7 +68,7 @@ function isTemplateName(value: string): value is TemplateName {
 /** `runlet init`: copies a starter from templates/ into a new project folder. */
 export const command: Command = {
   name: "init",
-  summary: "create a worker project from a starter (basic, stream, s3, openai, batch, ocr)",
+  summary: `create a worker project from a starter (${TEMPLATE_NAMES.join(", ")})`,
   help: HELP,
   async run(argv) {
     const parsed = parseCommandArgs(command, argv, {
@@ -93,15 +95,7 @@ export const command: Command = {
       });
       if (runlet.file !== undefined) files.push(runlet.file);
       // The one Dockerfile `runlet build` also writes, rendered here rather than kept as a copy per starter.
-      const deps = (
-        JSON.parse(await readFile(join(dir, "package.json"), "utf8")) as {
-          dependencies?: Record<string, string>;
-        }
-      ).dependencies;
-      await writeFile(
-        join(dir, "Dockerfile"),
-        renderProjectDockerfile({ onnxruntime: deps?.["onnxruntime-node"] !== undefined }),
-      );
+      await writeFile(join(dir, "Dockerfile"), renderProjectDockerfile(await dockerfileOptionsFor(dir)));
       files.push("Dockerfile");
       files.sort();
       const shown = relative(process.cwd(), dir) || ".";

@@ -1,3 +1,5 @@
+import { Transform } from "node:stream";
+import { pipeline } from "node:stream/promises";
 import { RunletError } from "../../errors.js";
 import type { Harness } from "../../harness/index.js";
 import { FITNESS_ENV } from "../../protocol/index.js";
@@ -72,11 +74,34 @@ function batchNote(harness: Harness, jobId: string): string {
   return ` (batch ${q["batch_id"]}, ${q["batch_size"]} jobs, waited ${q["batch_wait_ms"]} ms)`;
 }
 
-/** process.stderr behind a stream that escapes terminal control characters (the worker's output). */
-function workerOutput(): NodeJS.WritableStream {
+/**
+ * What the worker logs when a handler is still running after its deadline and the hard-stop
+ * grace (src/worker/active-job.ts, batch-scheduler.ts): then the synchronous-work hint applies.
+ * A handler that stops at its deadline (it honoured the aborted signal) times out too, but
+ * nothing held its thread.
+ */
+const RAN_PAST_DEADLINE = /ignored its aborted signal/;
+
+/**
+ * process.stderr behind a stream that escapes terminal control characters (the worker's output),
+ * and whether that output has reported a handler running past its deadline.
+ */
+function workerOutput(): { readonly stream: NodeJS.WritableStream; ranPastDeadline(): boolean } {
   const escaping = escapingStream();
-  escaping.pipe(process.stderr, { end: false });
-  return escaping;
+  let seen = false;
+  let carry = "";
+  const watching = new Transform({
+    transform(chunk: Buffer, _enc, callback) {
+      const text = carry + chunk.toString("latin1");
+      if (RAN_PAST_DEADLINE.test(text)) seen = true;
+      // A match split between two chunks: keep the end of this one.
+      carry = text.slice(-64);
+      callback(null, chunk);
+    },
+  });
+  // stream.pipeline: a closed stderr (EPIPE) ends the pipe here instead of reaching the process.
+  pipeline(watching, escaping, process.stderr, { end: false }).catch(() => undefined);
+  return { stream: watching, ranPastDeadline: () => seen };
 }
 
 /** `runlet test`: one job through an in-process harness and worker. */
@@ -107,11 +132,12 @@ export const command: Command = {
       // The worker runs as `runlet start` in a child process, as in a container: a handler that
       // blocks its thread (a synchronous endless loop) then blocks the worker, not this process, and
       // the worker's watchdog can report the job and end it while this process keeps reading.
+      const output = workerOutput();
       const spawn = processSpawner(handlerPath, {
         // The shell's environment without platform variables, as `runlet dev` gives its workers.
         baseEnv: inheritedEnv(),
         // The worker's lines carry what the handler logged of the job: control characters escaped.
-        output: workerOutput(),
+        output: output.stream,
         killAfterMs: WORKER_KILL_AFTER_MS,
       });
       // Queued before the worker starts, so its first take finds them all (one batch for a batch handler).
@@ -131,7 +157,7 @@ export const command: Command = {
         workerExited = true;
       });
       // The last lines are printed after the worker has stopped, so its shutdown log comes before them.
-      let ending: { readonly code: number; readonly text: string };
+      let ending: { readonly code: number; readonly text: (ranPastDeadline: boolean) => string };
       try {
         // Outputs and stream items are printed as JSON (control characters escaped by it); the rest
         // of a job's text is escaped here.
@@ -166,14 +192,23 @@ export const command: Command = {
               const batch = many ? batchNote(harness, snap.id) : "";
               if (snap.status === "COMPLETED") return `runlet test: ${what}COMPLETED ${timing}${batch}\n`;
               const failure = describeFailure(snap.status, snap.error);
-              const hint =
-                failure.code === "RUNLET_JOB_TIMEOUT" && definition.isolation === "in-process"
-                  ? `${SYNC_HINT}\n`
-                  : "";
-              return `runlet test: ${many ? `job ${at} ` : "the job "}${snap.status} ${timing}${batch}: ${failure.text} (${failure.code})\n${failure.trace}${hint}`;
+              // The hint only for a handler that really ran past its deadline. One that holds the main
+              // thread logs nothing (its thread is held): the watchdog posts its failure once the
+              // hard-stop grace is over, and ends the process. One that ignores its aborted signal
+              // is logged at the same time. One that stopped at its deadline failed about then.
+              const timedOut = failure.code === "RUNLET_JOB_TIMEOUT" && definition.isolation === "in-process";
+              const limitMs = Number(/timed out after (\d+) ms/.exec(failure.text)?.[1] ?? Number.NaN);
+              const late = (snap.executionTime ?? 0) >= limitMs + definition.hardStopGraceMs / 2;
+              // Decided once the worker has stopped and its last lines are read.
+              return (ranPast: boolean) =>
+                `runlet test: ${many ? `job ${at} ` : "the job "}${snap.status} ${timing}${batch}: ${failure.text} (${failure.code})\n${failure.trace}${timedOut && (ranPast || late) ? `${SYNC_HINT}\n` : ""}`;
             });
             const failed = snaps.some((snap) => snap.status !== "COMPLETED");
-            ending = { code: failed ? EXIT.failure : EXIT.ok, text: lines.join("") };
+            ending = {
+              code: failed ? EXIT.failure : EXIT.ok,
+              text: (ranPast) =>
+                lines.map((line) => (typeof line === "string" ? line : line(ranPast))).join(""),
+            };
             break;
           }
           if (workerExited) {
@@ -192,7 +227,7 @@ export const command: Command = {
       } finally {
         await worker.close();
       }
-      process.stderr.write(escapeControl(ending.text));
+      process.stderr.write(escapeControl(ending.text(output.ranPastDeadline())));
       return ending.code;
     } catch (err) {
       return reportCliError("test", err);

@@ -161,10 +161,10 @@ export const DASHBOARD_API_ROUTES = tableOf<DashboardRoutesContext, DashboardAcc
   ],
 });
 
-/** The page's own files: no key, no data. */
+/** The page's own files: no key, no data. HEAD answers as GET, without the body (Node drops it). */
 const PAGE_ROUTES = [
   route({
-    method: "GET",
+    method: ["GET", "HEAD"],
     path: "",
     access: "none",
     rate: "unlimited",
@@ -172,7 +172,7 @@ const PAGE_ROUTES = [
     handle: (_ctx, { res }) => sendStatic(res, "index.html"),
   }),
   route({
-    method: "GET",
+    method: ["GET", "HEAD"],
     path: ":file",
     access: "none",
     rate: "unlimited",

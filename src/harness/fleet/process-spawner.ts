@@ -54,8 +54,13 @@ export function processSpawner(handlerPath: string, options: ProcessSpawnerOptio
       stdio: ["ignore", "pipe", follow ? "ignore" : "pipe"],
     });
     if (options.output !== undefined) {
-      child.stdout?.pipe(options.output, { end: false });
-      child.stderr?.pipe(options.output, { end: false });
+      const output = options.output;
+      for (const stream of [child.stdout, child.stderr]) {
+        // piped: the output is shared by every worker and is the caller's (its errors are the
+        // caller's to hear), so one child's stream must not destroy it as stream.pipeline would;
+        // the child's side's error is heard here.
+        stream?.on("error", () => undefined).pipe(output, { end: false });
+      }
     } else if (child.stdout !== null) {
       report({ type: "starting" });
       readLines(child.stdout, (line) => {

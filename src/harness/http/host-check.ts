@@ -12,6 +12,13 @@ import { dropBody } from "./read-json.js";
  * names the operator allows (`allowedHosts`; a leading dot allows a domain and its subdomains);
  * `true` turns the check off. A request without a Host header (HTTP/1.0) is taken: browsers always
  * send one.
+ *
+ * The request's head is checked with it, since the name it checks can come from two places: a
+ * request with two Host headers is refused (400: which one names the server is ambiguous, and
+ * Node keeps the first while a proxy in front may have read the last); an absolute request target
+ * (`GET http://127.0.0.1:8000/v2/... HTTP/1.1`, which HTTP says names the host in place of the
+ * Host header) must parse (else 400), name the same host and port as the Host header (else 400),
+ * and pass the check above itself (else 403).
  */
 export type AllowedHosts = true | readonly string[];
 
@@ -52,22 +59,80 @@ export class HostCheck {
   }
 
   /**
-   * Answers 403 and returns true when `req`'s Host is not allowed (its body is dropped unread);
-   * false when the request may go on.
+   * Answers 400 or 403 and returns true when `req`'s head is refused (see the class's summary; its
+   * body is dropped unread); false when the request may go on.
    */
   refuse(req: IncomingMessage, res: ServerResponse, headers: Record<string, string> = {}): boolean {
-    const header = req.headers.host;
-    if (this.allows(header)) return false;
+    const refusal = this.#refusalOf(req);
+    if (refusal === undefined) return false;
     dropBody(req);
-    sendError(
-      res,
-      403,
-      `Host ${JSON.stringify((header ?? "").slice(0, 200))} is not a name this server answers to (a guard ` +
+    sendError(res, refusal.status, refusal.message, { headers });
+    return true;
+  }
+
+  #refusalOf(req: IncomingMessage): { status: 400 | 403; message: string } | undefined {
+    const hosts = hostHeadersOf(req.rawHeaders);
+    if (hosts.length > 1) {
+      return { status: 400, message: `the request has ${hosts.length} Host headers; send exactly one` };
+    }
+    const header = hosts[0];
+    let name = header;
+    const target = req.url ?? "/";
+    if (!target.startsWith("/")) {
+      const absolute = absoluteTarget(target);
+      if (absolute === undefined) {
+        return {
+          status: 400,
+          message: `malformed request target ${quote(target)}: expected a path (/v2/...) or an absolute http:// URL`,
+        };
+      }
+      if (header !== undefined && authorityOf(header, absolute.protocol) !== absolute.host) {
+        return {
+          status: 400,
+          message: `the request target names host ${quote(absolute.host)} but the Host header says ${quote(header)}; they must agree`,
+        };
+      }
+      name = absolute.host;
+    }
+    if (this.allows(name)) return undefined;
+    return {
+      status: 403,
+      message:
+        `Host ${quote(name ?? "")} is not a name this server answers to (a guard ` +
         "against DNS rebinding): it answers IP addresses, localhost and the host it is bound to; allow more " +
         "names with the harness's allowedHosts option, runlet's --allowed-hosts flag or RUNLET_ALLOWED_HOSTS " +
         '(comma-separated; ".example.com" allows a domain and its subdomains; "all" turns the check off)',
-      { headers },
-    );
-    return true;
+    };
   }
+}
+
+/** The values of every Host header of a request (Node's `headers.host` keeps only the first). */
+function hostHeadersOf(raw: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i + 1 < raw.length; i += 2) if (raw[i]!.toLowerCase() === "host") out.push(raw[i + 1]!);
+  return out;
+}
+
+/** An absolute-form request target as a URL: http(s) only; undefined when it does not parse. */
+export function absoluteTarget(target: string): URL | undefined {
+  if (!/^https?:\/\//i.test(target)) return undefined;
+  try {
+    return new URL(target);
+  } catch {
+    return undefined;
+  }
+}
+
+/** A Host header value as URL's `host` writes it for `protocol` (lower case, default port dropped); "" when it does not parse. */
+function authorityOf(header: string, protocol: string): string {
+  try {
+    return new URL(`${protocol}//${header.trim()}`).host;
+  } catch {
+    return "";
+  }
+}
+
+/** A value quoted for a message, cut to 200 characters. */
+function quote(value: string): string {
+  return JSON.stringify(value.slice(0, 200));
 }

@@ -13,8 +13,11 @@ import type { JsonRead, ReadJsonOptions } from "./read-json.js";
  * table keys its routes by their first path segment.
  */
 
-/** The methods harness routes take. */
-export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+/**
+ * The methods harness routes take. HEAD only where a route lists it: the GET routes of the API
+ * take jobs and read streams, which a HEAD must not do with its answer thrown away.
+ */
+export type Method = "GET" | "HEAD" | "POST" | "PUT" | "PATCH" | "DELETE";
 /** A route that answers every method itself (a retired API's 410, a 501 for what is not emulated). */
 export const ANY_METHOD = "*";
 

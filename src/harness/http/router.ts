@@ -1,4 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { absoluteTarget } from "./host-check.js";
+import { sendError } from "./http-util.js";
 import { dropBody, type JsonRead, readJson } from "./read-json.js";
 import {
   compiled,
@@ -34,13 +36,35 @@ export class Router {
     this.#notFound = notFound;
   }
 
-  /** Routes one request; `baseUrl` resolves its path. */
+  /**
+   * Routes one request; `baseUrl` resolves its path. A target that is not a path or an absolute
+   * http(s) URL is answered 400 here (the listeners' HostCheck refuses it first).
+   */
   async serve(req: IncomingMessage, res: ServerResponse, baseUrl: string): Promise<void> {
-    const url = new URL(req.url ?? "/", baseUrl);
+    const url = targetUrl(req.url ?? "/", baseUrl);
+    if (url === undefined) {
+      dropBody(req);
+      sendError(res, 400, `malformed request target ${JSON.stringify((req.url ?? "").slice(0, 200))}`);
+      return;
+    }
     for (const step of this.#steps) {
       if (await step(req, res, url)) return;
     }
     this.#notFound(req, res, url);
+  }
+}
+
+/**
+ * The URL of a request target. A path is read as a path under `baseUrl`'s origin, even one that
+ * starts with `//` (which `new URL(target, base)` would read as a host name); an absolute target
+ * is parsed as it is. Undefined for anything else, or what does not parse.
+ */
+function targetUrl(target: string, baseUrl: string): URL | undefined {
+  if (!target.startsWith("/")) return absoluteTarget(target);
+  try {
+    return new URL(`${new URL(baseUrl).origin}${target}`);
+  } catch {
+    return undefined;
   }
 }
 

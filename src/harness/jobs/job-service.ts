@@ -159,7 +159,7 @@ export class JobService {
     return { removed: this.#store.purge(endpointId), status: "completed" };
   }
 
-  #entry(jobId: string, endpointId: string | undefined): JobEntry | undefined {
+  #entry(jobId: string, endpointId: string | undefined): JobView | undefined {
     const job =
       endpointId === undefined ? this.#store.table.get(jobId) : this.#store.table.visible(endpointId, jobId);
     return job === undefined || job.deleted ? undefined : job;

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { RunletError } from "../../errors.js";
 import type { BatchQuery } from "../../protocol/batch-query.js";
 import type { StreamChunk } from "../../protocol/worker-bodies.js";
 import { type Clock, realClock, type TimerSet } from "../clock.js";
@@ -10,7 +11,15 @@ import {
   type WorkerState,
 } from "../fleet/worker-registry.js";
 import { EndpointQueue, type StoreEndpoint } from "./endpoint-queue.js";
-import { type Delivery, deliveredOf, type JobEnd, JobEntry, type JobKind, type NewJob } from "./job-entry.js";
+import {
+  type Delivery,
+  deliveredOf,
+  type JobEnd,
+  JobEntry,
+  type JobKind,
+  type JobView,
+  type NewJob,
+} from "./job-entry.js";
 import { JobExpiry } from "./job-expiry.js";
 import { type JobLookup, JobTable } from "./job-table.js";
 import { JobWaits } from "./job-waits.js";
@@ -145,7 +154,7 @@ export class JobStore {
     max: number,
     holdMs: number,
     signal: AbortSignal,
-  ): Promise<Delivery[]> {
+  ): Promise<Array<{ readonly job: JobView; readonly json: string }>> {
     const ep = this.#endpoint(endpointId);
     const taking = ep.take(workerId, max, holdMs, signal);
     // A held poll is a free worker: the scaler counts it.
@@ -157,8 +166,8 @@ export class JobStore {
    * Jobs handed to a worker whose connection failed before the answer went out go back to the
    * front of the queue, rather than waiting for a heartbeat lapse or their timeout.
    */
-  undeliver(endpointId: string, workerId: string, jobs: readonly JobEntry[]): void {
-    const back = jobs.filter((j) => j.isRunningOn(workerId));
+  undeliver(endpointId: string, workerId: string, jobs: readonly JobView[]): void {
+    const back = jobs.map((j) => this.#own(j)).filter((j) => j.isRunningOn(workerId));
     for (const job of back) {
       this.workers.get(endpointId, workerId)?.jobs.delete(job.id);
       this.#resetForQueue(job);
@@ -168,7 +177,8 @@ export class JobStore {
   }
 
   /** An IN_PROGRESS update from the worker (`bytes` its body's size). Returns false when the job had already ended. */
-  addProgress(job: JobEntry, output: unknown, bytes = 0): boolean {
+  addProgress(view: JobView, output: unknown, bytes = 0): boolean {
+    const job = this.#own(view);
     if (!job.addProgress(output, bytes)) return false;
     this.waits.notify(job.id);
     this.#events.onProgress(job, output);
@@ -176,7 +186,8 @@ export class JobStore {
   }
 
   /** A stream chunk from the worker (`bytes` its body's size). Returns false when the job had already ended. */
-  addChunk(job: JobEntry, chunk: StreamChunk, bytes = 0): boolean {
+  addChunk(view: JobView, chunk: StreamChunk, bytes = 0): boolean {
+    const job = this.#own(view);
     if (!job.addChunk(chunk, bytes)) return false;
     this.waits.notify(job.id);
     this.#events.onChunk(job, chunk, job.stream.length);
@@ -185,7 +196,7 @@ export class JobStore {
 
   /** The worker's final result. A result for a job that has already ended is counted and ignored. */
   complete(
-    job: JobEntry,
+    view: JobView,
     result: {
       output?: unknown;
       error?: string;
@@ -196,6 +207,7 @@ export class JobStore {
       bytes?: number;
     },
   ): boolean {
+    const job = this.#own(view);
     if (job.isEnded()) {
       job.countDuplicate();
       return false;
@@ -210,7 +222,8 @@ export class JobStore {
   }
 
   /** Cancels a queued or running job (a running one gets a job-stop). Ended jobs are left as they are. */
-  cancel(job: JobEntry): void {
+  cancel(view: JobView): void {
+    const job = this.#own(view);
     if (job.isEnded()) return;
     this.#finish(job, { status: "CANCELLED" });
   }
@@ -219,7 +232,8 @@ export class JobStore {
    * Puts a FAILED or TIMED_OUT job back in the queue: same id and input, old results gone. Throws
    * `RUNLET_HARNESS_JOB_STATE` for any other job (ask {@link JobEntry.canRetry} first).
    */
-  retry(job: JobEntry): void {
+  retry(view: JobView): void {
+    const job = this.#own(view);
     job.retry();
     this.#expiry.clearRetention(job);
     this.#expiry.clearExecution(job);
@@ -238,8 +252,36 @@ export class JobStore {
   }
 
   /** `/status?ttl=`: the job (or its kept result) now expires `ms` from now. */
-  setTtl(job: JobEntry, ms: number): void {
-    this.#expiry.setTtl(job, ms);
+  setTtl(view: JobView, ms: number): void {
+    this.#expiry.setTtl(this.#own(view), ms);
+  }
+
+  /** `reader` has read the job's stream up to chunk `position` (`/stream`, stream-reader.ts). */
+  markRead(view: JobView, reader: string, position: number): void {
+    this.#own(view).markRead(reader, position);
+  }
+
+  /** A post from a worker that does not hold the job (a stray): counted on the job, ignored. */
+  countStray(view: JobView): void {
+    this.#own(view).countStray();
+  }
+
+  /**
+   * The entry behind a view the table handed out: every change of a job goes through the store's
+   * methods, which take views (what the rest of the harness holds) and change their entry here.
+   */
+  #own(view: JobView): JobEntry {
+    const job = this.#table.get(view.id);
+    if (job !== view) {
+      throw new RunletError(
+        "RUNLET_HARNESS_JOB_STATE",
+        `job "${view.id}" is not this store's (a harness bug)`,
+        {
+          details: { jobId: view.id },
+        },
+      );
+    }
+    return job;
   }
 
   /** Ends every held poll and wait; timers are the owner's (TimerSet.clearAll). */

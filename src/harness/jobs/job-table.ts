@@ -1,5 +1,5 @@
 import type { EndpointQueue as Queue } from "./endpoint-queue.js";
-import type { Delivery, JobEntry } from "./job-entry.js";
+import type { Delivery, JobEntry, JobView } from "./job-entry.js";
 
 /** An endpoint's queue, handing out jobs written as JSON. */
 type EndpointQueue = Queue<Delivery>;
@@ -13,11 +13,16 @@ export interface JobCounts {
   readonly retried: number;
 }
 
-/** What the rest of the harness may ask the store's table: lookups and counts, no changes. */
-export type JobLookup = Pick<
-  JobTable,
-  "get" | "visible" | "hasEndpoint" | "endpointIds" | "counts" | "queued" | "waitingTakes" | "liveJobsOf"
->;
+/**
+ * What the rest of the harness may ask the store's table: lookups and counts, no changes. Jobs
+ * come out as {@link JobView}s, so a job changes only through the store's methods.
+ */
+export interface JobLookup extends Pick<JobTable, "hasEndpoint" | "endpointIds" | "counts" | "waitingTakes"> {
+  get(id: string): JobView | undefined;
+  visible(endpointId: string, id: string): JobView | undefined;
+  queued(endpointId: string): JobView[];
+  liveJobsOf(endpointId: string): JobView[];
+}
 
 /**
  * Every endpoint queue and job of one harness, by id. It answers lookups and counts; the state

@@ -1,6 +1,6 @@
 import { type StreamResponse, TERMINAL_STATUSES } from "../../protocol/api.js";
 import type { StreamChunk } from "../../protocol/worker-bodies.js";
-import type { JobEntry } from "./job-entry.js";
+import type { JobView } from "./job-entry.js";
 import type { JobStore } from "./job-store.js";
 
 /** Most chunk bytes one `/stream` answer carries; the rest comes with the next read. */
@@ -27,7 +27,7 @@ const MAX_GATHER_CHUNKS = 1_000;
  */
 export async function readStream(
   store: JobStore,
-  job: JobEntry,
+  job: JobView,
   reader: string,
   holdMs: number,
   signal: AbortSignal,
@@ -60,7 +60,7 @@ export async function readStream(
     bytes += size;
   }
   const read = from + chunks.length;
-  job.markRead(reader, read);
+  store.markRead(job, reader, read);
   const allRead = read >= job.stream.length;
   const status = TERMINAL_STATUSES.has(job.status) && !allRead ? "IN_PROGRESS" : job.status;
   return { status, stream: chunks };

@@ -119,8 +119,7 @@ export const CLIENT_ROUTE_TABLE = tableOf<ClientRoutesContext, "client">()({
     access: "client",
     rate: "purge-queue",
     body: "none",
-    handle: (ctx, { res, endpointId }) =>
-      sendJson(res, 200, { removed: ctx.store.purge(endpointId), status: "completed" }),
+    handle: (ctx, { res, endpointId }) => sendJson(res, 200, ctx.jobs.purge(endpointId)),
   }),
   health: route({
     method: "GET",

@@ -379,7 +379,7 @@ function result(
   // ping that stopped listing it) took away is waiting for, or running on, another worker: what its
   // old worker sends now is answered 200 as a late post for an ended job is, ignored and logged.
   if (job.isStrayFrom(workerId)) {
-    job.countStray();
+    ctx.store.countStray(job);
     ctx.logger?.warn(
       { jobId, workerId, holder: job.workerId ?? null, route },
       "ignored a post from a worker that does not hold this job",

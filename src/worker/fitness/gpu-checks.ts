@@ -1,6 +1,7 @@
-import { execFile } from "node:child_process";
+import { spawn } from "node:child_process";
 import { access, constants } from "node:fs/promises";
 import { delimiter, join } from "node:path";
+import { onAbort } from "../../linked-signal.js";
 import { type CheckOutcome, type FitnessCheck, FitnessFailure } from "./check.js";
 import type { FitnessConfig } from "./fitness-config.js";
 
@@ -23,7 +24,13 @@ interface ToolRun {
 /** Longest output kept from one tool run (a device table is a few KiB). */
 const MAX_TOOL_OUTPUT_BYTES = 1_048_576; // 1 MiB
 
-/** Runs `file` with the worker's environment, bounded by `timeoutMs`; ENOENT resolves undefined. */
+/**
+ * Runs `file` with the worker's environment, bounded by `timeoutMs`; ENOENT resolves undefined. It
+ * leads a process group of its own, and the whole group is killed when it times out (or the
+ * checks are cut short) and when it exits: a hung `nvidia-smi` may have started helpers of its
+ * own, and one of them left holding its output pipe would otherwise outlive the bound and hold
+ * the run open until it ended.
+ */
 function runTool(
   file: string,
   args: readonly string[],
@@ -31,32 +38,69 @@ function runTool(
   timeoutMs: number,
   signal: AbortSignal,
 ): Promise<ToolRun | undefined> {
+  const command = [file, ...args].join(" ");
+  const late = (): FitnessFailure =>
+    new FitnessFailure(`${command} did not finish within ${timeoutMs / 1000} s (RUNPOD_GPU_TEST_TIMEOUT)`);
+  if (signal.aborted) return Promise.reject(late());
   return new Promise((resolve, reject) => {
-    execFile(
-      file,
-      args,
-      {
-        env: { ...env },
-        timeout: timeoutMs,
-        killSignal: "SIGKILL",
-        maxBuffer: MAX_TOOL_OUTPUT_BYTES,
-        signal,
-      },
-      (err, stdout, stderr) => {
-        if (err === null) return resolve({ code: 0, stdout, stderr });
-        const e = err as NodeJS.ErrnoException & { killed?: boolean; code?: unknown };
-        if (e.code === "ENOENT") return resolve(undefined);
-        if (e.killed === true || e.name === "AbortError") {
-          return reject(
-            new FitnessFailure(
-              `${file} ${args.join(" ")} did not finish within ${timeoutMs / 1000} s (RUNPOD_GPU_TEST_TIMEOUT)`,
-            ),
-          );
-        }
-        if (typeof e.code === "number") return resolve({ code: e.code, stdout, stderr });
-        reject(new FitnessFailure(`${file} could not run: ${e.message}`, { cause: err }));
-      },
-    );
+    const child = spawn(file, args, { env: { ...env }, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+    const killGroup = (): void => {
+      if (child.pid === undefined) return;
+      try {
+        process.kill(-child.pid, "SIGKILL");
+      } catch {
+        // ESRCH: the group is already empty, which is what was wanted.
+      }
+    };
+    let settled = false;
+    const finish = (settle: () => void): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      unsubscribe();
+      settle();
+    };
+    const cutShort = (): void => {
+      killGroup();
+      finish(() => reject(late()));
+    };
+    const timer = setTimeout(cutShort, timeoutMs);
+    const unsubscribe = onAbort(signal, cutShort);
+    const stdout: Buffer[] = [];
+    const stderr: Buffer[] = [];
+    let bytes = 0;
+    const keep = (into: Buffer[]) => (chunk: Buffer) => {
+      bytes += chunk.length;
+      if (bytes <= MAX_TOOL_OUTPUT_BYTES) {
+        into.push(chunk);
+        return;
+      }
+      killGroup();
+      finish(() => reject(new FitnessFailure(`${command} printed more than ${MAX_TOOL_OUTPUT_BYTES} bytes`)));
+    };
+    child.stdout.on("data", keep(stdout));
+    child.stderr.on("data", keep(stderr));
+    child.once("error", (err: NodeJS.ErrnoException) => {
+      killGroup();
+      finish(() =>
+        err.code === "ENOENT"
+          ? resolve(undefined)
+          : reject(new FitnessFailure(`${file} could not run: ${err.message}`, { cause: err })),
+      );
+    });
+    // What it left running in its group goes with it; its output then ends ("close").
+    child.once("exit", killGroup);
+    child.once("close", (code, killedBy) => {
+      finish(() =>
+        code === null
+          ? reject(new FitnessFailure(`${command} was killed by ${killedBy}`))
+          : resolve({
+              code,
+              stdout: Buffer.concat(stdout).toString("utf8"),
+              stderr: Buffer.concat(stderr).toString("utf8"),
+            }),
+      );
+    });
   });
 }
 

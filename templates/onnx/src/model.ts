@@ -1,0 +1,80 @@
+import { readFile } from "node:fs/promises";
+import * as ort from "onnxruntime-node";
+import { tinyModel } from "./tiny-model.js";
+
+/**
+ * The model: one onnxruntime-node session, created once (in the handler's `setup`) and shared by
+ * every job. This module knows nothing of runlet: `loadModel()` once, `infer(model, rows)` per
+ * job, `model.release()` at the end.
+ */
+
+/** A loaded model and what its first input and output are. */
+export interface Model {
+  readonly session: ort.InferenceSession;
+  /** The first input's name and its last dimension (the width of one row). */
+  readonly input: { readonly name: string; readonly width: number | undefined };
+  readonly output: { readonly name: string };
+  /** Where it came from: a path, or "the built-in tiny model". */
+  readonly source: string;
+  release(): Promise<void>;
+}
+
+/** Options of {@link loadModel}. */
+export interface LoadOptions {
+  /** An .onnx file. @default process.env.MODEL_PATH, else the built-in tiny model (src/tiny-model.ts) */
+  readonly path?: string | undefined;
+  /** ORT's threads per run (0: ORT's default, one per core). @default 0 */
+  readonly threads?: number;
+}
+
+/**
+ * Creates the session. A path is read whole first: a missing or unreadable file fails here, in
+ * setup, with the path in the message (and the worker reports itself unfit, taking no job).
+ */
+export async function loadModel(options: LoadOptions = {}): Promise<Model> {
+  // onnxruntime 1.30 sends usage telemetry over HTTPS unless this is set; a worker has no
+  // business phoning home. Set it to "0" beforehand to keep ORT's default.
+  process.env["ORT_DISABLE_TELEMETRY"] ??= "1";
+  const path = options.path ?? (process.env["MODEL_PATH"] || undefined);
+  const bytes = path === undefined ? tinyModel() : await readFile(path);
+  const threads = options.threads ?? 0;
+  const session = await ort.InferenceSession.create(bytes, {
+    executionProviders: ["cpu"],
+    graphOptimizationLevel: "all",
+    ...(threads > 0 ? { intraOpNumThreads: threads } : {}),
+  });
+  const first = session.inputMetadata[0];
+  const width = first?.isTensor === true ? first.shape.at(-1) : undefined;
+  return {
+    session,
+    input: { name: session.inputNames[0] ?? "", width: typeof width === "number" ? width : undefined },
+    output: { name: session.outputNames[0] ?? "" },
+    source: path ?? "the built-in tiny model",
+    release: () => session.release(),
+  };
+}
+
+/** Rows the caller gave that the model cannot take (the wrong width): the caller's input is at fault. */
+export class BadInputError extends Error {
+  override readonly name = "BadInputError";
+}
+
+/** Runs the model on `rows` (float32, one row per batch item) and returns its first output, row by row. */
+export async function infer(model: Model, rows: readonly (readonly number[])[]): Promise<number[][]> {
+  const width = model.input.width ?? rows[0]?.length ?? 0;
+  const bad = rows.findIndex((r) => r.length !== width);
+  if (bad >= 0)
+    throw new BadInputError(`row ${bad} has ${rows[bad]?.length} values; the model takes ${width}`);
+  const input = new ort.Tensor("float32", Float32Array.from(rows.flat()), [rows.length, width]);
+  const results = await model.session.run({ [model.input.name]: input });
+  const output = results[model.output.name];
+  if (output === undefined) throw new Error(`the model gave no output named ${model.output.name}`);
+  try {
+    const data = output.data as Float32Array;
+    const cols = data.length / rows.length;
+    return rows.map((_, i) => Array.from(data.subarray(i * cols, (i + 1) * cols)));
+  } finally {
+    input.dispose();
+    for (const t of Object.values(results)) t.dispose();
+  }
+}

@@ -1,0 +1,46 @@
+import { createHarness } from "runlet/testing";
+import { describe, expect, it } from "vitest";
+import handler from "../src/handler.js";
+import { infer, loadModel } from "../src/model.js";
+import { tinyReference } from "../src/tiny-model.js";
+
+// The built-in tiny model (src/tiny-model.ts) on onnxruntime-node's CPU provider: its weights
+// are known, so every answer is.
+const ROWS = [
+  [1, 2, 3, 4],
+  [0.5, -1, 2, 0],
+];
+
+function close(actual: number[][], expected: number[][]): void {
+  expect(actual.length).toBe(expected.length);
+  actual.forEach((row, i) => {
+    row.forEach((v, j) => {
+      expect(v).toBeCloseTo(expected[i]?.[j] ?? Number.NaN, 5);
+    });
+  });
+}
+
+describe("onnx", () => {
+  it("runs the model on a batch of rows", async () => {
+    const model = await loadModel();
+    try {
+      expect(model.input).toEqual({ name: "x", width: 4 });
+      close(await infer(model, ROWS), tinyReference(ROWS));
+    } finally {
+      await model.release();
+    }
+  });
+
+  it("answers jobs through a local copy of the platform", async () => {
+    await using h = await createHarness({ handler });
+    const job = await h.endpoint.runsync({ input: { rows: ROWS } });
+    expect(job.status, job.error).toBe("COMPLETED");
+    close(job.output?.rows ?? [], tinyReference(ROWS));
+    // The wrong width: the job fails with the reason, the worker goes on.
+    const bad = await h.endpoint.runsync({ input: { rows: [[1, 2]] } });
+    expect(bad.status).toBe("FAILED");
+    expect(bad.error).toBe("row 0 has 2 values; the model takes 4");
+    const again = await h.endpoint.runsync({ input: { rows: [[0, 0, 0, 0]] } });
+    close(again.output?.rows ?? [], [[0.1, 0.2, 0.3]]);
+  });
+});
