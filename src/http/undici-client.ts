@@ -1,4 +1,5 @@
 import type { Dispatcher, Pool } from "undici";
+import { onAbort } from "../linked-signal.js";
 import type { Answer, CollectLimits, Collector, Hop } from "./node-client.js";
 import { IDLE_SOCKET_MS, MAX_CONNECTIONS } from "./rules.js";
 import { Targets } from "./targets.js";
@@ -112,11 +113,13 @@ class UndiciClient implements Collector {
         if (settleMs <= 0 || headersCame) cut();
         else if (settleTimer === undefined) settleTimer = setTimeout(cut, settleMs);
       };
-      signal?.addEventListener("abort", onAbortSignal, { once: true });
+      // One listener per signal however many requests share it (every in-flight post shares the
+      // worker's give-up signal), as in the node:http client.
+      const unsubscribe = signal === undefined ? undefined : onAbort(signal, onAbortSignal);
       const finish = (outcome: { ok: true; truncated?: "bytes" | "time" } | { ok: false; err: unknown }) => {
         if (settled) return;
         settled = true;
-        signal?.removeEventListener("abort", onAbortSignal);
+        unsubscribe?.();
         clearTimeout(bodyTimer);
         clearTimeout(settleTimer);
         if (!outcome.ok) {
