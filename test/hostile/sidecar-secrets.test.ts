@@ -111,6 +111,23 @@ describe("a sidecar's command in the log (issue 42, item 9)", () => {
     ]);
   });
 
+  it("redacts a secret flag's value inside a shell script argument too", () => {
+    expect(
+      redactCommand(
+        [
+          "sh",
+          "-c",
+          "exec vllm serve m --port 8000 --api-key sk-live-0123 --hf-token='hf_abc def' --tokenizer t --api-key --model x",
+        ],
+        [],
+      ),
+    ).toEqual([
+      "sh",
+      "-c",
+      "exec vllm serve m --port 8000 --api-key [redacted] --hf-token=[redacted] --tokenizer t --api-key --model x",
+    ]);
+  });
+
   it("takes given values out wherever they appear, the longest first", () => {
     expect(redactCommand(["run", "x=abcd1234efgh", "abcd1234"], ["abcd1234", "abcd1234efgh"])).toEqual([
       "run",
