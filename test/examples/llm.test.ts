@@ -187,6 +187,8 @@ describe("examples/llm: its settings", () => {
     expect(
       configFromEnv({ LLM_MODEL: "https://example.com/a/b.gguf?download=1", LLM_MODEL_ID: "b" }).modelId,
     ).toBe("b");
+    // LLM_MODEL forgotten on an endpoint that named its model: the noise is not served under that name.
+    expect(configFromEnv({ LLM_MODEL_ID: "qwen2.5-7b" }).modelId).toBe("tiny-llama");
     expect(() => configFromEnv({ LLM_PARALLEL: "0" })).toThrow(
       'LLM_PARALLEL must be an integer from 1 to 64, got "0"',
     );

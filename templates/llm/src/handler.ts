@@ -78,10 +78,12 @@ function intFrom(env: NodeJS.ProcessEnv, name: string, fallback: number, min: nu
  */
 export function configFromEnv(env: NodeJS.ProcessEnv = process.env): LlmConfig {
   const model = env["LLM_MODEL"] || "tiny";
-  const file = model === "tiny" ? "tiny-llama" : (model.split(/[/?#]/).filter(Boolean).at(-1) ?? "model");
+  const file = model.split(/[/?#]/).filter(Boolean).at(-1) ?? "model";
   return {
     model,
-    modelId: env["LLM_MODEL_ID"] || file.replace(/\.gguf$/i, "") || "model",
+    // The tiny model answers to its own id only, whatever LLM_MODEL_ID says: an endpoint that set
+    // the real model's id and forgot LLM_MODEL answers 404 model_not_found, not noise.
+    modelId: model === "tiny" ? "tiny-llama" : env["LLM_MODEL_ID"] || file.replace(/\.gguf$/i, "") || "model",
     parallel: intFrom(env, "LLM_PARALLEL", 4, 1, 64),
     contextSize: intFrom(env, "LLM_CONTEXT_SIZE", 4096, 64, 1_048_576),
     threads: intFrom(env, "LLM_THREADS", 0, 0, 1024),
