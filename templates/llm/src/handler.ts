@@ -78,7 +78,12 @@ function intFrom(env: NodeJS.ProcessEnv, name: string, fallback: number, min: nu
  */
 export function configFromEnv(env: NodeJS.ProcessEnv = process.env): LlmConfig {
   const model = env["LLM_MODEL"] || "tiny";
-  const file = model.split(/[/?#]/).filter(Boolean).at(-1) ?? "model";
+  // A URL's file name from its path alone: its query (?download=1, a signature) is not a name.
+  const file =
+    (isUrl(model) && URL.canParse(model) ? new URL(model).pathname : model)
+      .split("/")
+      .filter(Boolean)
+      .at(-1) ?? "model";
   return {
     model,
     // The tiny model answers to its own id only, whatever LLM_MODEL_ID says: an endpoint that set
