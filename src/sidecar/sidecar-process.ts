@@ -262,30 +262,52 @@ export class SidecarProcess {
     if (source === null) return;
     let pending = "";
     source.setEncoding("utf8");
+    // A secret is scrubbed before a line is cut into pieces, so no cut splits one; an unterminated
+    // line is cut only while it holds more than a piece and the longest secret.
+    const longest = this.#secrets[0]?.length ?? 0;
     source.on("data", (chunk: string) => {
       pending += chunk;
       let at = pending.indexOf("\n");
       while (at !== -1) {
-        this.#line(stream, pending.slice(0, at));
+        this.#pieces(stream, this.#scrub(pending.slice(0, at)), true);
         pending = pending.slice(at + 1);
         at = pending.indexOf("\n");
       }
-      while (pending.length > MAX_LINE_CHARS) {
-        this.#line(stream, pending.slice(0, MAX_LINE_CHARS));
-        pending = pending.slice(MAX_LINE_CHARS);
-      }
+      if (pending.length > MAX_LINE_CHARS + longest)
+        pending = this.#pieces(stream, this.#scrub(pending), false);
     });
     source.on("end", () => {
-      if (pending !== "") this.#line(stream, pending);
+      if (pending !== "") this.#pieces(stream, this.#scrub(pending), true);
       pending = "";
     });
     source.on("error", (err) => this.#log.warn({ err }, `reading the sidecar's ${stream} failed`));
   }
 
+  /** `text` with the secrets replaced. */
+  #scrub(text: string): string {
+    let out = text;
+    for (const secret of this.#secrets) if (out.includes(secret)) out = out.replaceAll(secret, "[redacted]");
+    return out;
+  }
+
+  /**
+   * Logs `text` in pieces of {@link MAX_LINE_CHARS}; all of it when `whole`, else the pieces that
+   * leave at most one piece and the longest secret unlogged, which it gives back.
+   */
+  #pieces(stream: "stdout" | "stderr", text: string, whole: boolean): string {
+    const keep = whole ? 0 : MAX_LINE_CHARS + (this.#secrets[0]?.length ?? 0);
+    let rest = text;
+    while (rest.length > MAX_LINE_CHARS && rest.length > keep) {
+      this.#line(stream, rest.slice(0, MAX_LINE_CHARS));
+      rest = rest.slice(MAX_LINE_CHARS);
+    }
+    if (whole) this.#line(stream, rest);
+    return whole ? "" : rest;
+  }
+
   #line(stream: "stdout" | "stderr", raw: string): void {
     let line = raw.endsWith("\r") ? raw.slice(0, -1) : raw;
-    for (const secret of this.#secrets)
-      if (line.includes(secret)) line = line.replaceAll(secret, "[redacted]");
+    line = this.#scrub(line);
     if (line.trim() === "") return;
     this.#lastLines.push(line.length > LAST_LINE_CHARS ? `${line.slice(0, LAST_LINE_CHARS)}…` : line);
     if (this.#lastLines.length > LAST_LINES) this.#lastLines.shift();

@@ -139,7 +139,12 @@ describe("examples/llm: fetching the model from a URL", () => {
       served.push(req.url ?? "");
       if (req.url === "/m/tiny.gguf") res.end(gguf);
       else if (req.url === "/m/page.gguf") res.end("<html>not a model</html>");
-      else res.writeHead(404).end("no such file");
+      else if (req.url === "/m/chunked.gguf") {
+        // No content-length: the body comes in 40 writes (chunked).
+        const step = Math.ceil(gguf.length / 40);
+        for (let at = 0; at < gguf.length; at += step) res.write(gguf.subarray(at, at + step));
+        res.end();
+      } else res.writeHead(404).end("no such file");
     });
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -155,9 +160,22 @@ describe("examples/llm: fetching the model from a URL", () => {
       expect(percents.at(-1)).toBe(100);
       expect(await fetchModel(`${base}/m/tiny.gguf`, { dir: models })).toBe(path);
       expect(served).toEqual(["/m/tiny.gguf"]);
+      // Without a size, progress comes every 64 MiB, not once per chunk (each is a log line in setup).
+      const reports: (number | undefined)[] = [];
+      await fetchModel(`${base}/m/chunked.gguf`, {
+        dir: join(dir, "chunked"),
+        onProgress: (p) => reports.push(p),
+      });
+      expect(reports).toEqual([undefined]);
       await expect(fetchModel(`${base}/m/gone.gguf`, { dir: models })).rejects.toThrow(
         `downloading the model from ${base}/m/gone.gguf failed: HTTP 404`,
       );
+      // A signed URL's query is a secret: the error (a failed setup's logged reason) leaves it out.
+      const signed = fetchModel(`${base}/m/gone.gguf?X-Amz-Signature=s3cr3t`, { dir: models });
+      await expect(signed).rejects.toThrow(
+        `downloading the model from ${base}/m/gone.gguf?… failed: HTTP 404`,
+      );
+      await expect(signed).rejects.not.toThrow(/s3cr3t/);
       await expect(fetchModel(`${base}/m/page.gguf`, { dir: models })).rejects.toThrow(/is not a GGUF file/);
       await expect(
         fetchModel(`${base}/m/tiny.gguf`, { dir: join(dir, "small"), maxBytes: 1000 }),
@@ -184,9 +202,16 @@ describe("examples/llm: its settings", () => {
     expect(configFromEnv({ LLM_MODEL: "/runpod-volume/models/qwen2.5-0.5b-q8_0.gguf" }).modelId).toBe(
       "qwen2.5-0.5b-q8_0",
     );
+    expect(configFromEnv({ LLM_MODEL: "https://example.com/a/b.gguf?download=1" }).modelId).toBe("b");
+    // A signed URL's query is neither the model's id nor listed by /v1/models.
     expect(
-      configFromEnv({ LLM_MODEL: "https://example.com/a/b.gguf?download=1", LLM_MODEL_ID: "b" }).modelId,
-    ).toBe("b");
+      configFromEnv({ LLM_MODEL: "https://bucket.example.com/m/q.gguf?X-Amz-Signature=abc123" }).modelId,
+    ).toBe("q");
+    expect(
+      configFromEnv({ LLM_MODEL: "https://example.com/a/b.gguf?download=1", LLM_MODEL_ID: "b2" }).modelId,
+    ).toBe("b2");
+    // LLM_MODEL forgotten on an endpoint that named its model: the noise is not served under that name.
+    expect(configFromEnv({ LLM_MODEL_ID: "qwen2.5-7b" }).modelId).toBe("tiny-llama");
     expect(() => configFromEnv({ LLM_PARALLEL: "0" })).toThrow(
       'LLM_PARALLEL must be an integer from 1 to 64, got "0"',
     );

@@ -78,10 +78,17 @@ function intFrom(env: NodeJS.ProcessEnv, name: string, fallback: number, min: nu
  */
 export function configFromEnv(env: NodeJS.ProcessEnv = process.env): LlmConfig {
   const model = env["LLM_MODEL"] || "tiny";
-  const file = model === "tiny" ? "tiny-llama" : (model.split(/[/?#]/).filter(Boolean).at(-1) ?? "model");
+  // A URL's file name from its path alone: its query (?download=1, a signature) is not a name.
+  const file =
+    (isUrl(model) && URL.canParse(model) ? new URL(model).pathname : model)
+      .split("/")
+      .filter(Boolean)
+      .at(-1) ?? "model";
   return {
     model,
-    modelId: env["LLM_MODEL_ID"] || file.replace(/\.gguf$/i, "") || "model",
+    // The tiny model answers to its own id only, whatever LLM_MODEL_ID says: an endpoint that set
+    // the real model's id and forgot LLM_MODEL answers 404 model_not_found, not noise.
+    modelId: model === "tiny" ? "tiny-llama" : env["LLM_MODEL_ID"] || file.replace(/\.gguf$/i, "") || "model",
     parallel: intFrom(env, "LLM_PARALLEL", 4, 1, 64),
     contextSize: intFrom(env, "LLM_CONTEXT_SIZE", 4096, 64, 1_048_576),
     threads: intFrom(env, "LLM_THREADS", 0, 0, 1024),

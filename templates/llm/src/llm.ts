@@ -358,6 +358,9 @@ function sampling(options: GenerateOptions) {
   };
 }
 
+/** Bytes between two progress reports of a download whose size is not known. */
+const PROGRESS_STEP_BYTES = 67_108_864; // 64 MiB
+
 /** Options of {@link fetchModel}. */
 export interface FetchModelOptions {
   /** The folder downloads go to (and are found in again: the warm cache mirrors it). */
@@ -376,7 +379,11 @@ export interface FetchModelOptions {
  */
 export async function fetchModel(url: string, options: FetchModelOptions): Promise<string> {
   const { dir, signal, maxBytes = 137_438_953_472, onProgress } = options;
-  const name = basename(new URL(url).pathname) || "model.gguf";
+  const parsed = new URL(url);
+  const name = basename(parsed.pathname) || "model.gguf";
+  // What messages name: a signed URL's query (X-Amz-Signature=…, token=…) and a user:password@
+  // are secrets, and these messages reach the log and the platform (a failed setup's reason).
+  const shown = `${parsed.origin}${parsed.pathname}${parsed.search === "" ? "" : "?…"}`;
   const key = createHash("sha256").update(url).digest("hex").slice(0, 12);
   const path = join(dir, `${key}-${name}`);
   if ((await stat(path).catch(() => undefined))?.isFile() === true) return path;
@@ -384,31 +391,34 @@ export async function fetchModel(url: string, options: FetchModelOptions): Promi
   const res = await fetch(url, { ...(signal === undefined ? {} : { signal }), redirect: "follow" });
   if (!res.ok || res.body === null) {
     await res.body?.cancel();
-    throw new Error(`downloading the model from ${url} failed: HTTP ${res.status}`);
+    throw new Error(`downloading the model from ${shown} failed: HTTP ${res.status}`);
   }
   const declared = Number(res.headers.get("content-length") ?? Number.NaN);
   if (declared > maxBytes) {
     await res.body.cancel();
     throw new Error(
-      `the model at ${url} is ${declared} bytes, over the limit of ${maxBytes} (LLM_MODEL_MAX_BYTES)`,
+      `the model at ${shown} is ${declared} bytes, over the limit of ${maxBytes} (LLM_MODEL_MAX_BYTES)`,
     );
   }
   const partial = `${path}.${process.pid}.partial`;
   let bytes = 0;
-  let shown = -1;
+  let shownPercent = -1;
+  /** Without a size, progress is reported every {@link PROGRESS_STEP_BYTES}: not once per chunk (a log line each). */
+  let nextShownBytes = 0;
   const count = new Transform({
     transform(chunk: Buffer, _encoding, callback) {
       bytes += chunk.length;
       if (bytes > maxBytes) {
         callback(
-          new Error(`the model at ${url} is over the limit of ${maxBytes} bytes (LLM_MODEL_MAX_BYTES)`),
+          new Error(`the model at ${shown} is over the limit of ${maxBytes} bytes (LLM_MODEL_MAX_BYTES)`),
         );
         return;
       }
       const percent =
         Number.isFinite(declared) && declared > 0 ? Math.floor((bytes / declared) * 100) : undefined;
-      if (percent === undefined || percent !== shown) {
-        shown = percent ?? shown;
+      if (percent !== undefined ? percent !== shownPercent : bytes >= nextShownBytes) {
+        shownPercent = percent ?? shownPercent;
+        nextShownBytes = bytes + PROGRESS_STEP_BYTES;
         onProgress?.(percent, bytes);
       }
       callback(null, chunk);
