@@ -1,12 +1,12 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { request as httpRequest } from "node:http";
-import { request as httpsRequest } from "node:https";
 import { connect } from "node:net";
 import pino, { type Logger } from "pino";
 import type { Clock } from "../clock.js";
 import { MAX_TIMER_MS } from "../duration.js";
 import { RunletError } from "../errors.js";
+import { HttpTransport } from "../http/transport.js";
 import { onAbort } from "../linked-signal.js";
+import { USER_AGENT } from "../version.js";
 import { sleep } from "../wait.js";
 import { GUARD_SOURCE } from "./guard.js";
 import type { SidecarSettings } from "./options.js";
@@ -326,6 +326,11 @@ function describeReady(settings: SidecarSettings): string {
  * watched through onAbort (one listener however many probes run), not handed to the request: a
  * listener per probe piled up on the wait's signal (MaxListenersExceededWarning after 11 probes).
  */
+/** The readiness probes' HTTP (src/http/transport.ts), made on the first URL probe. */
+let probeHttp: HttpTransport | undefined;
+/** Most of a probe's answer read, bytes: its status is the answer. */
+const PROBE_MAX_BYTES = 65_536;
+
 function probe(settings: SidecarSettings, signal: AbortSignal): Promise<boolean> {
   const ready = settings.ready;
   if (signal.aborted) return Promise.resolve(false);
@@ -348,19 +353,24 @@ function probe(settings: SidecarSettings, signal: AbortSignal): Promise<boolean>
       socket.once("error", () => finish(false));
       socket.once("close", () => finish(false));
     } else {
-      const url = new URL(ready.url);
-      const send = url.protocol === "https:" ? httpsRequest : httpRequest;
-      const req = send(url, { method: "GET", timeout: PROBE_TIMEOUT_MS, agent: false }, (res) => {
-        const ok = res.statusCode !== undefined && res.statusCode >= 200 && res.statusCode < 300;
-        res.resume();
-        res.once("end", () => finish(ok));
-        res.once("error", () => finish(false));
-        res.once("close", () => finish(ok));
-      });
-      destroy = () => req.destroy();
-      req.once("timeout", () => finish(false));
-      req.once("error", () => finish(false));
-      req.end();
+      // Through the worker's one transport: no key, no redirect followed (a 3xx is not ready),
+      // each probe on a connection of its own, the whole probe within PROBE_TIMEOUT_MS.
+      probeHttp ??= new HttpTransport({ keepAlive: false, userAgent: USER_AGENT });
+      const probing = new AbortController();
+      destroy = () => probing.abort(new Error("probe ended"));
+      probeHttp
+        .request("GET", ready.url, {
+          signal: probing.signal,
+          answerTimeoutMs: PROBE_TIMEOUT_MS,
+          answerBodyMs: PROBE_TIMEOUT_MS,
+          maxAnswerBytes: PROBE_MAX_BYTES,
+          redirects: "none",
+          abortBody: true,
+        })
+        .then(
+          (answer) => finish(answer.status >= 200 && answer.status < 300),
+          () => finish(false),
+        );
     }
     unsubscribe = onAbort(signal, () => finish(false));
   });

@@ -178,7 +178,7 @@ export class Worker {
     return this.#board.concurrency;
   }
 
-  /** The worker's parts, in start order (docs/architecture.md, "The worker's parts"). */
+  /** @internal The worker's parts' names, in start order (docs/architecture.md, "The worker's parts, declared once"). */
   get parts(): readonly string[] {
     return this.#parts.names;
   }
