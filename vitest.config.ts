@@ -11,8 +11,9 @@ import { BaseSequencer, type TestSpecification } from "vitest/node";
  *   behind (no fake timers, no `process.env` changes, no `vi.mock`).
  * - `process`: tests whose subject is a process — the CLI, packaging, the bench's smoke run, the
  *   dashboard in a browser, `runlet start` children and sidecars.
- * - `integration`: everything else — a harness on loopback with in-process workers. A new file
- *   lands here by default; list it under `unit` or `process` when it belongs there.
+ * - `integration`: everything else — a harness on loopback with in-process workers, forks without
+ *   per-file isolation. A new file lands here by default; list it under `unit` or `process` when
+ *   it belongs there.
  *
  * Run one lane with `npx vitest run --project unit` (or `integration`, `process`).
  */
@@ -81,11 +82,13 @@ const PROCESS = [
   "test/reliability/lost-worker.test.ts",
   "test/reliability/shutdown.test.ts",
   "test/sidecar/*.test.ts",
+  "test/telemetry/disabled.test.ts",
   "test/unit/optional-peers.test.ts",
   "test/worker/fitness.test.ts",
   "test/worker/health.test.ts",
   "test/worker/platform-https.test.ts",
   "test/worker/process.test.ts",
+  "test/worker/thread-load.test.ts",
 ];
 
 /**
@@ -164,6 +167,11 @@ export default defineConfig({
           exclude: [...UNIT, ...PROCESS],
           globalSetup: BUILD_DIST,
           pool: "forks",
+          // Each fork runs its files one after another in one module graph, so src/ is imported
+          // once per fork, not once per file (most of this lane's time was imports). A file here
+          // leaves no global state behind; one whose subject is a fresh process (what it loads at
+          // start, a `runlet start` child) belongs in the process lane, which keeps isolation.
+          isolate: false,
         },
       },
       {
