@@ -1,5 +1,6 @@
 import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
+import { BaseSequencer, type TestSpecification } from "vitest/node";
 
 /**
  * The suite runs in three lanes (vitest projects; `npm test` runs all three, and so does CI):
@@ -70,6 +71,8 @@ const PROCESS = [
   "test/dashboard/dashboard-dev.test.ts",
   "test/dashboard/timeline-browser.test.ts",
   "test/harness/cli-harness.test.ts",
+  "test/hostile/download-parser.test.ts",
+  "test/hostile/sidecar-output.test.ts",
   "test/hostile/terminal-escapes.test.ts",
   "test/management/deploy.test.ts",
   "test/package/*.test.ts",
@@ -84,6 +87,37 @@ const PROCESS = [
   "test/worker/platform-https.test.ts",
   "test/worker/process.test.ts",
 ];
+
+/**
+ * The files that take longest (packing and installing, building, the bench's smoke run), started
+ * first so the rest fill in beside them; with vitest's cache of durations (a second run) its own
+ * order decides within each rank.
+ */
+const SLOW_FIRST = [
+  "test/package/consumer.test.ts",
+  "test/bench/smoke.test.ts",
+  "test/cli/build.test.ts",
+  "test/cli/build-verify.test.ts",
+  "test/cli/build-externals.test.ts",
+  "test/cli/test-command.test.ts",
+  "test/cli/init-project.test.ts",
+];
+const LANE_ORDER = ["process", "integration", "unit"];
+
+/** vitest's order (failed, then longest or largest first) within each rank: the slow files, then process, integration, unit. */
+class SlowFilesFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const rank = (spec: TestSpecification): number => {
+      const slow = SLOW_FIRST.findIndex((path) => spec.moduleId.endsWith(path));
+      return slow >= 0 ? slow : SLOW_FIRST.length + LANE_ORDER.indexOf(spec.project.name);
+    };
+    const sorted = await super.sort(files);
+    return sorted
+      .map((spec, at) => ({ spec, at, rank: rank(spec) }))
+      .sort((a, b) => a.rank - b.rank || a.at - b.at)
+      .map(({ spec }) => spec);
+  }
+}
 
 // Processes tests start (`node bin/runlet.mjs`) run dist/: rebuilt before those lanes when src/ is newer.
 const BUILD_DIST = ["test/build-dist.ts"];
@@ -102,6 +136,7 @@ export default defineConfig({
   test: {
     testTimeout: 30_000,
     hookTimeout: 30_000,
+    sequence: { sequencer: SlowFilesFirst },
     // Tests start real servers and child processes; two cores are shared, so keep parallelism modest.
     maxWorkers: 2,
     // The AWS SDK warns once per process on Node < 22 that versions published after January 2027

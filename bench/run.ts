@@ -26,6 +26,14 @@ async function measureOcr(options: BenchOptions): Promise<Figure[]> {
   return (await import("./figures/ocr.js")).measureOcr(options);
 }
 
+/** The LLM and one-model concurrency figures, loaded only when run (node-llama-cpp, onnxruntime-node). */
+async function measureLlm(): Promise<Figure[]> {
+  return (await import("./figures/llm.js")).measureLlm();
+}
+async function measureConcurrency(): Promise<Figure[]> {
+  return (await import("./figures/concurrency.js")).measureConcurrency();
+}
+
 /** Runs every figure with `options` and returns the results (writes nothing). */
 export async function runBench(
   options: BenchOptions,
@@ -63,6 +71,10 @@ export async function runBench(
   figures.push(...(await step("real-time soak", () => measureSoak(options))));
   if (options.ocr.starts > 0)
     figures.push(...(await step("OCR model (examples/ocr)", () => measureOcr(options))));
+  if (mode === "full") {
+    figures.push(...(await step("LLM (examples/llm)", measureLlm)));
+    figures.push(...(await step("concurrency with one model", measureConcurrency)));
+  }
   figures.push(...(await step("warm cache", () => measureWarmCache(options))));
   let coldStart: BenchResults["coldStart"] = { available: false, reason: "skipped (--quick)" };
   if (options.coldStart) {
@@ -91,6 +103,8 @@ cache's cold and warm start-up, and cold start, prints a table and writes the re
   --only batching    only the batching figures (the table is printed; JSON only with --out)
   --only worker      only the worker's figures (job throughput against its ceilings, per-job overhead)
   --only ocr         only the OCR model's figures (examples/ocr: start, RSS, latency, batch sizes)
+  --only llm         only the LLM's figures (examples/llm: start, RSS, time to first token, tokens/s)
+  --only concurrency only jobs/s at 1, 2 and 4 at once on one OCR model and one llama.cpp context
   --only telemetry   only the telemetry figures (start → first take and idle RSS, off and on)
   --out <file>       where to write the JSON   default: bench/results.json
 `;
@@ -130,12 +144,14 @@ async function runOnly(section: string, quick: boolean, out: string | undefined)
     batching: measureBatching,
     worker: async (o) => [...(await measureThroughput(o)).figures, ...(await measureOverhead(o))],
     ocr: measureOcr,
+    llm: measureLlm,
+    concurrency: measureConcurrency,
     telemetry: measureTelemetry,
   };
   const measure = sections[section];
   if (measure === undefined) {
     process.stderr.write(
-      `--only takes "batching", "worker", "ocr" or "telemetry", got ${JSON.stringify(section)}\n${HELP}`,
+      `--only takes "batching", "worker", "ocr", "llm", "concurrency" or "telemetry", got ${JSON.stringify(section)}\n${HELP}`,
     );
     return 2;
   }

@@ -49,7 +49,11 @@ interface Todo {
   settled: boolean;
 }
 
-/** Runs `work` over `items`, `limit` at a time; stops starting new ones once `signal` aborts. */
+/**
+ * Runs `work` over `items`, `limit` at a time; stops starting new ones once `signal` aborts or
+ * an item fails. Settles only when every started item has ended (a sync's lock is not released,
+ * nor a hydrate's time bound cleared, while a copy still runs), with the first failure.
+ */
 export async function eachLimited<T>(
   items: readonly T[],
   limit: number,
@@ -57,10 +61,18 @@ export async function eachLimited<T>(
   work: (item: T) => Promise<void>,
 ): Promise<void> {
   let next = 0;
+  let failure: { readonly err: unknown } | undefined;
   const lane = async () => {
-    while (next < items.length && !signal.aborted) await work(items[next++] as T);
+    while (next < items.length && !signal.aborted && failure === undefined) {
+      try {
+        await work(items[next++] as T);
+      } catch (err) {
+        failure ??= { err };
+      }
+    }
   };
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
+  if (failure !== undefined) throw failure.err;
   if (signal.aborted) throw signal.reason ?? new Error("aborted");
 }
 

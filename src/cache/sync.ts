@@ -265,7 +265,9 @@ async function sweep(root: string, archive: string | null): Promise<void> {
       (name.startsWith("small-") && name.endsWith(".tar") && name !== archive) || name.endsWith(TEMP_SUFFIX);
     if (stale) await removeIfStale(join(root, name));
   }
-  const stack = [join(root, "big")];
+  // big/ itself is checked as every folder below it is: a link there (or a file) is not entered.
+  const big = join(root, "big");
+  const stack = (await lstat(big).catch(() => undefined))?.isDirectory() === true ? [big] : [];
   while (stack.length > 0 && budget > 0) {
     const folder = stack.pop() as string;
     // A folder removed meanwhile: nothing to sweep in it.

@@ -153,7 +153,8 @@ export class WarmCache {
 
   /**
    * Container → volume: sends what is missing or newer in the container. One sync runs at a time;
-   * a call during one runs once more after it (calls in between share that run).
+   * a call during one runs once more after it (calls in between share that run). Never rejects,
+   * `strict` or not: a failure is one log line and `status: "failed"`.
    */
   sync(): Promise<CacheRun> {
     if (this.#syncing === undefined) {
@@ -162,10 +163,13 @@ export class WarmCache {
       });
       return this.#syncing;
     }
-    this.#queued ??= this.#syncing.then(() => {
+    // After the running sync, whatever its outcome (under `strict` a failed one rejects): the queue
+    // empties either way, so a later call is never handed this run's failure.
+    const after = () => {
       this.#queued = undefined;
       return this.sync();
-    });
+    };
+    this.#queued ??= this.#syncing.then(after, after);
     return this.#queued;
   }
 
@@ -267,7 +271,9 @@ export class WarmCache {
 
   #failed(what: "hydrate" | "sync", err: unknown, ms: number, done?: HydrateTally): CacheRun {
     const reason = err instanceof Error ? err.message : String(err);
-    if (this.#settings.strict) {
+    // `strict` is about start-up (docs/fitness.md): a sync runs in the background, at shutdown and
+    // on demand (`void worker.syncWarmCache()`), where a rejection would reach the process.
+    if (this.#settings.strict && what === "hydrate") {
       throw new RunletError("RUNLET_WARM_CACHE_FAILED", `warm cache ${what} failed: ${reason}`, {
         cause: err,
       });

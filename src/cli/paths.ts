@@ -12,7 +12,7 @@ export const RUNLET_ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "
 export const TEMPLATES_DIR = join(RUNLET_ROOT, "templates");
 
 /** The names of the starters in templates/, in the order `runlet init --help` lists them. */
-export const TEMPLATE_NAMES = ["basic", "stream", "s3", "openai", "batch", "ocr", "onnx"] as const;
+export const TEMPLATE_NAMES = ["basic", "stream", "s3", "openai", "batch", "ocr", "onnx", "llm"] as const;
 
 /** A starter's name. */
 export type TemplateName = (typeof TEMPLATE_NAMES)[number];

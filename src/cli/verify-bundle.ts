@@ -121,7 +121,9 @@ export async function verifyBundle(options: VerifyOptions): Promise<VerifyReport
   const { startHarness } = await import("../harness/index.js");
   const lonely = await mkdtemp(join(tmpdir(), "runlet-verify-"));
   try {
-    await cp(distDir, lonely, { recursive: true });
+    // Links as they are (fs.cp would point a relative one back into distDir): the image's COPY
+    // keeps them relative, so one that leads out of dist/ must dangle here as it does there.
+    await cp(distDir, lonely, { recursive: true, verbatimSymlinks: true });
     await using harness = await startHarness({ takeTimeoutMs: 1_000, endpoints: [{ id: ENDPOINT_ID }] });
     const ids = jobs.map((job) => harness.enqueue(ENDPOINT_ID, job as Parameters<typeof harness.enqueue>[1]));
     const env: NodeJS.ProcessEnv = {

@@ -236,6 +236,10 @@ export class Harness {
    */
   connect(): Duplex {
     const [client, server] = duplexPair();
+    // Either end closed closes the other, as a TCP connection's peer sees a reset or a hang-up
+    // (a dropped connection, a client that gave up).
+    client.once("close", () => server.destroy());
+    server.once("close", () => client.destroy());
     this.#server.emit("connection", server);
     return client;
   }

@@ -18,7 +18,7 @@ import {
 } from "./rules.js";
 
 /**
- * The one HTTP layer of everything runlet's worker sends (docs/architecture.md, "Transport"): the
+ * The one HTTP layer of everything runlet's worker sends (docs/benchmarks.md, "One transport (issue 43)"): the
  * platform's posts, job-take and job-stop, the pings of the heartbeat thread, URL downloads, the
  * sidecar's readiness probe and the relay. One redirect rule ({@link keepsCredential}: the
  * credential goes to the same origin or its https upgrade only), one set of bounds (rules.ts), one

@@ -1,4 +1,5 @@
 import type { Dispatcher, Pool } from "undici";
+import { onAbort } from "../linked-signal.js";
 import type { Answer, CollectLimits, Collector, Hop } from "./node-client.js";
 import { IDLE_SOCKET_MS, MAX_CONNECTIONS } from "./rules.js";
 import { Targets } from "./targets.js";
@@ -6,16 +7,23 @@ import { Targets } from "./targets.js";
 /**
  * The transport's fast path for answers read whole: undici's `Pool` driven through `dispatch`
  * with a handler that collects the body, no stream in between. At 64 requests in flight it costs
- * about half the CPU per request of node:http (docs/benchmarks.md, "One transport"), but loading
- * it costs ~28 ms of CPU and ~16 MiB (its llhttp WebAssembly), so the worker loads it in the
+ * about 60 % of node:http's CPU per request (docs/benchmarks.md, "One transport (issue 43)"),
+ * but loading it costs ~25 ms of CPU and ~15 MiB (its llhttp WebAssembly), so the worker loads it in the
  * background once idle (transport.ts, `warmUp`), never before its first take nor on a job's time.
  * Only answers read whole come here: a body the caller streams stays on node:http (undici 8
  * fails a keep-alive answer whose server closes after the body while the reader is slow).
  */
 
-/** Loads undici's Pool alone, not undici's public entry. */
+/**
+ * Loads undici's Pool alone, not undici's public entry. Its file is not a public path of undici's:
+ * where a release has moved it, the public entry is loaded instead (slower to load, the same
+ * Pool); test/http/transport-contract.test.ts runs on the file itself.
+ */
 export async function loadUndiciClient(): Promise<Collector> {
-  const { default: PoolClass } = await import("undici/lib/dispatcher/pool.js");
+  const PoolClass = await import("undici/lib/dispatcher/pool.js").then(
+    (m) => m.default,
+    () => import("undici").then((m) => m.Pool),
+  );
   const pools = new Map<string, Pool>();
   return new UndiciClient(
     (origin) => {
@@ -105,11 +113,13 @@ class UndiciClient implements Collector {
         if (settleMs <= 0 || headersCame) cut();
         else if (settleTimer === undefined) settleTimer = setTimeout(cut, settleMs);
       };
-      signal?.addEventListener("abort", onAbortSignal, { once: true });
+      // One listener per signal however many requests share it (every in-flight post shares the
+      // worker's give-up signal), as in the node:http client.
+      const unsubscribe = signal === undefined ? undefined : onAbort(signal, onAbortSignal);
       const finish = (outcome: { ok: true; truncated?: "bytes" | "time" } | { ok: false; err: unknown }) => {
         if (settled) return;
         settled = true;
-        signal?.removeEventListener("abort", onAbortSignal);
+        unsubscribe?.();
         clearTimeout(bodyTimer);
         clearTimeout(settleTimer);
         if (!outcome.ok) {

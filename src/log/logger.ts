@@ -156,7 +156,7 @@ const heard = new WeakSet<object>();
 function boundedDestination(
   out: NodeJS.WritableStream,
   maxBufferedBytes: number,
-): { write(line: string): boolean } {
+): { write(line: string): boolean; readonly writableLength: number } {
   let dropped = 0;
   let failed = false;
   if (!heard.has(out)) {
@@ -177,6 +177,10 @@ function boundedDestination(
   }
   const waiting = (): number => (out as { writableLength?: number }).writableLength ?? 0;
   return {
+    /** The bytes waiting in `out`, as a Writable says: what others that log here bound themselves by (a sidecar's lines). */
+    get writableLength(): number {
+      return waiting();
+    },
     write(line: string): boolean {
       if (failed || (out as { destroyed?: boolean }).destroyed === true || waiting() > maxBufferedBytes) {
         dropped += 1;

@@ -1,6 +1,8 @@
 import { JobError, RunletError } from "../errors.js";
 import type { HandlerContext } from "../handler/define-handler.js";
+import { HttpTransport, type Opened } from "../http/transport.js";
 import { onAbort } from "../linked-signal.js";
+import { USER_AGENT } from "../version.js";
 import { openAIJobError } from "./errors.js";
 import { SseEventSplitter } from "./sse-events.js";
 
@@ -109,9 +111,27 @@ export function relayToSidecar(
 /** An upstream request that answered 2xx. */
 interface UpstreamCall {
   readonly name: string;
-  readonly response: Response;
+  readonly response: Opened;
   readonly upstream: AbortController;
   readonly unlink: () => void;
+}
+
+/**
+ * The relay's HTTP: the worker's one transport (src/http/transport.ts), node:http with keep-alive
+ * to the sidecar on loopback, made on first use. Redirects are never followed (a 307 or 308 would
+ * send the prompt again, to wherever the server points).
+ */
+let relayHttp: HttpTransport | undefined;
+
+function header(response: Opened, name: string): string | undefined {
+  const value = response.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/** Drops an answer's body unread. */
+function discard(response: Opened): void {
+  response.body.on("error", () => undefined);
+  response.body.destroy();
 }
 
 /** Sends the request; an error answer or an unreachable sidecar fails the job. */
@@ -135,15 +155,15 @@ async function send(
   // return) also closes the upstream request.
   const upstream = new AbortController();
   const unlink = onAbort(context.signal, () => upstream.abort(context.signal.reason));
-  let response: Response;
+  let response: Opened;
   try {
-    response = await fetch(url, {
+    relayHttp ??= new HttpTransport({ userAgent: USER_AGENT });
+    response = await relayHttp.open(url, {
       method: "POST",
       headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
       body: JSON.stringify({ ...body, model: upstreamModel }),
       signal: upstream.signal,
-      // Never followed: a 307 or 308 would send the prompt again, to wherever the server points.
-      redirect: "manual",
+      redirects: "none",
     });
   } catch (err) {
     unlink();
@@ -154,17 +174,15 @@ async function send(
   }
   if (response.status >= 300 && response.status < 400) {
     unlink();
-    await response.body?.cancel().catch(() => {
-      // A body already in error: nothing more to release.
-    });
-    const location = response.headers.get("location");
+    discard(response);
+    const location = header(response, "location");
     throw openAIJobError(
-      `sidecar "${target.name}" answered ${response.status} (a redirect${location === null ? "" : ` to ${location.slice(0, 200)}`}); the relay does not follow redirects, so the request was not sent again`,
+      `sidecar "${target.name}" answered ${response.status} (a redirect${location === undefined ? "" : ` to ${location.slice(0, 200)}`}); the relay does not follow redirects, so the request was not sent again`,
       "server_error",
       { code: "upstream_redirect" },
     );
   }
-  if (!response.ok) {
+  if (response.status < 200 || response.status > 299) {
     try {
       throw upstreamError(target.name, response.status, await readBounded(response, MAX_RELAY_BODY_BYTES));
     } finally {
@@ -180,15 +198,13 @@ async function send(
  * client as a broken event.
  */
 async function expectEventStream({ response, unlink, name }: UpstreamCall): Promise<void> {
-  const type = response.headers.get("content-type");
+  const type = header(response, "content-type");
   const media = type?.split(";")[0]?.trim().toLowerCase();
   if (media === "text/event-stream") return;
   unlink();
-  await response.body?.cancel().catch(() => {
-    // A body already in error: nothing more to release.
-  });
+  discard(response);
   throw openAIJobError(
-    `sidecar "${name}" answered a streaming request with ${type === null ? "no content-type" : `content-type ${JSON.stringify(type.slice(0, 200))}`}, not text/event-stream; the relay does not pass it on as a stream`,
+    `sidecar "${name}" answered a streaming request with ${type === undefined ? "no content-type" : `content-type ${JSON.stringify(type.slice(0, 200))}`}, not text/event-stream; the relay does not pass it on as a stream`,
     "server_error",
     { code: "upstream_not_event_stream" },
   );
@@ -196,27 +212,18 @@ async function expectEventStream({ response, unlink, name }: UpstreamCall): Prom
 
 /** The upstream events, one string each; closing the generator (or the job's signal) closes the request. */
 async function* relayEvents({ response, upstream, unlink, name }: UpstreamCall): AsyncGenerator<string> {
-  const reader = response.body?.getReader();
-  if (reader === undefined) {
-    unlink();
-    return;
-  }
   const splitter = new SseEventSplitter();
   let done = false;
   try {
-    for (;;) {
-      const step = await reader.read();
-      if (step.done) {
-        done = true;
-        break;
-      }
-      yield* splitter.push(step.value);
+    for await (const chunk of response.body) {
+      yield* splitter.push(chunk as Buffer);
       if (splitter.pendingBytes > MAX_RELAY_BODY_BYTES) {
         throw new JobError(
           `sidecar "${name}" sent an event over ${MAX_RELAY_BODY_BYTES} bytes without its blank line; the stream was closed`,
         );
       }
     }
+    done = true;
     const last = splitter.end();
     if (last !== undefined) yield last;
   } finally {
@@ -225,9 +232,7 @@ async function* relayEvents({ response, upstream, unlink, name }: UpstreamCall):
     // too long): close the upstream request so the server stops generating.
     if (!done) {
       upstream.abort(new RunletError("RUNLET_JOB_STOPPED", "the relayed request was cancelled"));
-      await reader.cancel().catch(() => {
-        // Already errored by the abort above: nothing more to release.
-      });
+      discard(response);
     }
   }
 }
@@ -260,22 +265,16 @@ function upstreamError(name: string, status: number, text: string): JobError {
 }
 
 /** The body as text; fails the job past `limit` bytes. */
-async function readBounded(response: Response, limit: number): Promise<string> {
-  const reader = response.body?.getReader();
-  if (reader === undefined) return "";
-  const parts: Uint8Array[] = [];
+async function readBounded(response: Opened, limit: number): Promise<string> {
+  const parts: Buffer[] = [];
   let bytes = 0;
-  for (;;) {
-    const step = await reader.read();
-    if (step.done) break;
-    bytes += step.value.byteLength;
+  for await (const chunk of response.body) {
+    bytes += (chunk as Buffer).byteLength;
     if (bytes > limit) {
-      await reader.cancel().catch(() => {
-        // Cancelling a body already in error: nothing more to release.
-      });
+      discard(response);
       throw new JobError(`the sidecar's answer is over ${limit} bytes; the relay stopped reading it`);
     }
-    parts.push(step.value);
+    parts.push(chunk as Buffer);
   }
   return Buffer.concat(parts).toString("utf8");
 }

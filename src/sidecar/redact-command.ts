@@ -7,6 +7,8 @@
  *   `--client-secret`, `--password` (and `-`, `_`, `.` or camelCase spellings), or what follows the
  *   `=` of `--api-key=…`. A flag is secret-named when one of its words is one of
  *   {@link SECRET_WORDS}: `--tokenizer` and `--keyfile` are not.
+ * - The same inside one argument that holds several words (a shell script, `sh -c "vllm serve m
+ *   --api-key sk-…"`): a secret-named flag's next word, or what follows its `=`.
  * - Every given secret value (the sidecar's secret-named `env` values) wherever it appears.
  */
 
@@ -27,6 +29,12 @@ const REDACTED = "[redacted]";
 
 /** `--api-key=value` or `--api-key`, split into the flag's name and (when there is one) its value. */
 const FLAG = /^--?([A-Za-z][A-Za-z0-9_.-]*)(?:=([\s\S]*))?$/;
+
+/**
+ * A flag and its value inside a longer argument: the flag at the start or after white space, then
+ * `=` or white space, then the value (quoted, or up to the next white space; not another flag).
+ */
+const EMBEDDED_FLAG = /(^|\s)(--?[A-Za-z][A-Za-z0-9_.-]*)(=|\s+)(?!-)("[^"]*"|'[^']*'|[^\s"']+)/g;
 
 /** True when one of the words of a flag's name is a {@link SECRET_WORDS} word. */
 function secretNamed(name: string): boolean {
@@ -65,7 +73,11 @@ export function redactCommand(command: readonly string[], secrets: readonly stri
       }
       continue;
     }
-    let text = part;
+    let text = /\s/.test(part)
+      ? part.replace(EMBEDDED_FLAG, (whole, lead: string, name: string, sep: string) =>
+          secretNamed(name.replace(/^-+/, "")) ? `${lead}${name}${sep}${REDACTED}` : whole,
+        )
+      : part;
     for (const value of values) if (text.includes(value)) text = text.replaceAll(value, REDACTED);
     out.push(text);
   }

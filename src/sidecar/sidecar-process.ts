@@ -1,12 +1,12 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { request as httpRequest } from "node:http";
-import { request as httpsRequest } from "node:https";
 import { connect } from "node:net";
 import pino, { type Logger } from "pino";
 import type { Clock } from "../clock.js";
 import { MAX_TIMER_MS } from "../duration.js";
 import { RunletError } from "../errors.js";
+import { HttpTransport } from "../http/transport.js";
 import { onAbort } from "../linked-signal.js";
+import { USER_AGENT } from "../version.js";
 import { sleep } from "../wait.js";
 import { GUARD_SOURCE } from "./guard.js";
 import type { SidecarSettings } from "./options.js";
@@ -262,30 +262,52 @@ export class SidecarProcess {
     if (source === null) return;
     let pending = "";
     source.setEncoding("utf8");
+    // A secret is scrubbed before a line is cut into pieces, so no cut splits one; an unterminated
+    // line is cut only while it holds more than a piece and the longest secret.
+    const longest = this.#secrets[0]?.length ?? 0;
     source.on("data", (chunk: string) => {
       pending += chunk;
       let at = pending.indexOf("\n");
       while (at !== -1) {
-        this.#line(stream, pending.slice(0, at));
+        this.#pieces(stream, this.#scrub(pending.slice(0, at)), true);
         pending = pending.slice(at + 1);
         at = pending.indexOf("\n");
       }
-      while (pending.length > MAX_LINE_CHARS) {
-        this.#line(stream, pending.slice(0, MAX_LINE_CHARS));
-        pending = pending.slice(MAX_LINE_CHARS);
-      }
+      if (pending.length > MAX_LINE_CHARS + longest)
+        pending = this.#pieces(stream, this.#scrub(pending), false);
     });
     source.on("end", () => {
-      if (pending !== "") this.#line(stream, pending);
+      if (pending !== "") this.#pieces(stream, this.#scrub(pending), true);
       pending = "";
     });
     source.on("error", (err) => this.#log.warn({ err }, `reading the sidecar's ${stream} failed`));
   }
 
+  /** `text` with the secrets replaced. */
+  #scrub(text: string): string {
+    let out = text;
+    for (const secret of this.#secrets) if (out.includes(secret)) out = out.replaceAll(secret, "[redacted]");
+    return out;
+  }
+
+  /**
+   * Logs `text` in pieces of {@link MAX_LINE_CHARS}; all of it when `whole`, else the pieces that
+   * leave at most one piece and the longest secret unlogged, which it gives back.
+   */
+  #pieces(stream: "stdout" | "stderr", text: string, whole: boolean): string {
+    const keep = whole ? 0 : MAX_LINE_CHARS + (this.#secrets[0]?.length ?? 0);
+    let rest = text;
+    while (rest.length > MAX_LINE_CHARS && rest.length > keep) {
+      this.#line(stream, rest.slice(0, MAX_LINE_CHARS));
+      rest = rest.slice(MAX_LINE_CHARS);
+    }
+    if (whole) this.#line(stream, rest);
+    return whole ? "" : rest;
+  }
+
   #line(stream: "stdout" | "stderr", raw: string): void {
     let line = raw.endsWith("\r") ? raw.slice(0, -1) : raw;
-    for (const secret of this.#secrets)
-      if (line.includes(secret)) line = line.replaceAll(secret, "[redacted]");
+    line = this.#scrub(line);
     if (line.trim() === "") return;
     this.#lastLines.push(line.length > LAST_LINE_CHARS ? `${line.slice(0, LAST_LINE_CHARS)}…` : line);
     if (this.#lastLines.length > LAST_LINES) this.#lastLines.shift();
@@ -326,6 +348,11 @@ function describeReady(settings: SidecarSettings): string {
  * watched through onAbort (one listener however many probes run), not handed to the request: a
  * listener per probe piled up on the wait's signal (MaxListenersExceededWarning after 11 probes).
  */
+/** The readiness probes' HTTP (src/http/transport.ts), made on the first URL probe. */
+let probeHttp: HttpTransport | undefined;
+/** Most of a probe's answer read, bytes: its status is the answer. */
+const PROBE_MAX_BYTES = 65_536;
+
 function probe(settings: SidecarSettings, signal: AbortSignal): Promise<boolean> {
   const ready = settings.ready;
   if (signal.aborted) return Promise.resolve(false);
@@ -348,19 +375,24 @@ function probe(settings: SidecarSettings, signal: AbortSignal): Promise<boolean>
       socket.once("error", () => finish(false));
       socket.once("close", () => finish(false));
     } else {
-      const url = new URL(ready.url);
-      const send = url.protocol === "https:" ? httpsRequest : httpRequest;
-      const req = send(url, { method: "GET", timeout: PROBE_TIMEOUT_MS, agent: false }, (res) => {
-        const ok = res.statusCode !== undefined && res.statusCode >= 200 && res.statusCode < 300;
-        res.resume();
-        res.once("end", () => finish(ok));
-        res.once("error", () => finish(false));
-        res.once("close", () => finish(ok));
-      });
-      destroy = () => req.destroy();
-      req.once("timeout", () => finish(false));
-      req.once("error", () => finish(false));
-      req.end();
+      // Through the worker's one transport: no key, no redirect followed (a 3xx is not ready),
+      // each probe on a connection of its own, the whole probe within PROBE_TIMEOUT_MS.
+      probeHttp ??= new HttpTransport({ keepAlive: false, userAgent: USER_AGENT });
+      const probing = new AbortController();
+      destroy = () => probing.abort(new Error("probe ended"));
+      probeHttp
+        .request("GET", ready.url, {
+          signal: probing.signal,
+          answerTimeoutMs: PROBE_TIMEOUT_MS,
+          answerBodyMs: PROBE_TIMEOUT_MS,
+          maxAnswerBytes: PROBE_MAX_BYTES,
+          redirects: "none",
+          abortBody: true,
+        })
+        .then(
+          (answer) => finish(answer.status >= 200 && answer.status < 300),
+          () => finish(false),
+        );
     }
     unsubscribe = onAbort(signal, () => finish(false));
   });

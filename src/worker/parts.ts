@@ -321,7 +321,12 @@ function jobsPart({ board, lifecycle, config }: PartsSource): WorkerPart {
     start: () => true,
     stop: async (deadline) => {
       try {
-        await drainJobs(board, Math.max(0, deadline - config.clock.now()), config.clock);
+        await drainJobs(
+          board,
+          Math.max(0, deadline - config.clock.now()),
+          config.shutdownGraceMs,
+          config.clock,
+        );
         lifecycle.flushing();
         await flushReports(board);
       } finally {

@@ -10,8 +10,16 @@ import type { JobBoard } from "./job-board.js";
  * their retrying).
  */
 
-/** Resolves once every job held has finished (or reported), or the grace ran out and the rest were aborted. */
-export async function drainJobs(board: JobBoard, shutdownGraceMs: number, clock: Clock): Promise<void> {
+/**
+ * Resolves once every job held has finished (or reported), or `waitMs` (what is left of the grace
+ * of `shutdownGraceMs`, the configured one the failure names) ran out and the rest were aborted.
+ */
+export async function drainJobs(
+  board: JobBoard,
+  waitMs: number,
+  shutdownGraceMs: number,
+  clock: Clock,
+): Promise<void> {
   const finished = new AbortController();
   await Promise.race([
     // A job already reported (e.g. a runaway handler that was timed out) needs no grace.
@@ -19,7 +27,7 @@ export async function drainJobs(board: JobBoard, shutdownGraceMs: number, clock:
       finished.abort(),
     ),
     // Ends early, its timer cleared, once every job finished.
-    sleep(shutdownGraceMs, finished.signal, clock),
+    sleep(waitMs, finished.signal, clock),
   ]);
   finished.abort();
   for (const job of board.jobs()) {

@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -150,6 +150,34 @@ describe("runlet build: the verify step and resolved packages", { timeout: 120_0
     const bad = await runCli(["build", "--verify-timeout", "0"], { cwd: dir });
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain("--verify-timeout takes whole seconds from 1 to 3600, got 0");
+  });
+
+  it("copies dist/ with its links as they are: a relative link out of dist/ dangles, as in the image", async () => {
+    const dir = await project("linked", 'require.resolve("fake-model/model.bin")');
+    await put(join(dir, "weights.txt"), "weights beside dist\n");
+    await put(
+      join(dir, "handler.ts"),
+      [
+        'import { readFile } from "node:fs/promises";',
+        'import { defineHandler } from "runlet";',
+        "export default defineHandler({",
+        '  async setup() { return { w: await readFile(new URL("./weights.txt", import.meta.url), "utf8") }; },',
+        "  handler: ({ state }) => ({ w: state.w }),",
+        "});",
+        "",
+      ].join("\n"),
+    );
+    const built = await runCli(["build", "--no-verify"], { cwd: dir });
+    expect(built.code, built.stderr).toBe(0);
+    // Beside the handler's chunk, a link to ../../weights.txt (out of dist/): the image's COPY of
+    // dist/ keeps it relative, where nothing is there. The verify step's copy must keep it so too,
+    // not point it back into the project.
+    expect(await readdir(join(dir, "dist", "chunks"))).not.toHaveLength(0);
+    await symlink("../../weights.txt", join(dir, "dist", "chunks", "weights.txt"));
+    const { verifyBundle } = await import("../../src/cli/verify-bundle.js");
+    await expect(
+      verifyBundle({ projectDir: dir, distDir: join(dir, "dist"), declared: [], timeoutMs: 60_000 }),
+    ).rejects.toThrow(/ENOENT[^\n]*weights\.txt/);
   });
 
   it("fails when setup fails, with setup's error", async () => {

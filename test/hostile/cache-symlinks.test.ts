@@ -83,6 +83,23 @@ describe("symbolic links on the volume (item 6)", () => {
     expect((await readManifest(root))?.files.map((f) => f.path)).toEqual(["small.txt"]);
   });
 
+  it("a big/ that is a link: the sweep of old temporary files does not follow it either", async () => {
+    const { base, root, container } = await fx.setup();
+    const outside = join(base, "outside");
+    await mkdir(outside, { recursive: true });
+    // A file outside the mirror whose name a sweep would take for a killed sync's leftover.
+    const victim = join(outside, "notes.bin.0badf00d.runlet-tmp");
+    await writeFile(victim, "not the cache's");
+    const old = new Date(Date.now() - 11 * 60_000);
+    await utimes(victim, old, old);
+    await mkdir(root, { recursive: true });
+    await symlink(outside, join(root, "big"));
+    const a = container("a");
+    await put(a.dir, "small.txt", "s");
+    expect(await a.cache.sync()).toMatchObject({ status: "synced", files: 1 });
+    expect(await paths(outside)).toEqual(["notes.bin.0badf00d.runlet-tmp"]);
+  });
+
   it("a manifest or an archive that is a link is refused, and a mirror folder that is a link is not synced into", async () => {
     const { base, root, volume, container } = await fx.setup();
     const a = container("a");

@@ -3,7 +3,7 @@ import { realClock } from "../../src/clock.js";
 import { createLogger } from "../../src/log/index.js";
 import { checkSidecars } from "../../src/sidecar/options.js";
 import { redactCommand } from "../../src/sidecar/redact-command.js";
-import { SidecarProcess } from "../../src/sidecar/sidecar-process.js";
+import { MAX_LINE_CHARS, SidecarProcess } from "../../src/sidecar/sidecar-process.js";
 import { logSink } from "../worker/helpers.js";
 
 // Issue 42, item 9: a secret on a sidecar's command line must not reach the log. The sidecar is a
@@ -64,6 +64,32 @@ describe("a sidecar's command in the log (issue 42, item 9)", () => {
     }
   });
 
+  it("scrubs a secret that a long line's cut into pieces would split", async () => {
+    const sink = logSink();
+    const log = createLogger({ platform: true, destination: sink.stream });
+    // One line over MAX_LINE_CHARS, the secret across the place where its first piece ends; its
+    // end comes later, so the worker holds an unterminated line longer than a piece.
+    const script = [
+      `process.stdout.write("x".repeat(${MAX_LINE_CHARS} - 5) + process.env.MY_TOKEN);`,
+      `setTimeout(() => process.stdout.write("y".repeat(100) + "\\n"), 300);`,
+    ].join("");
+    const [settings] = checkSidecars({
+      name: "long",
+      command: [process.execPath, "-e", script],
+      env: { MY_TOKEN: OWN },
+      ready: { port: 1 },
+    });
+    const proc = new SidecarProcess({ settings: settings!, log, clock: realClock(), baseEnv: {} });
+    expect((await proc.exited).code).toBe(0);
+    const pieces = sink.lines.filter((l) => l["sidecar"] === "long" && l["stream"] === "stdout");
+    const text = pieces.map((l) => String(l["message"])).join("");
+    expect(text.startsWith("x".repeat(MAX_LINE_CHARS - 5))).toBe(true);
+    expect(text.endsWith("y".repeat(100))).toBe(true);
+    expect(text).not.toContain(OWN);
+    expect(text).not.toContain(OWN.slice(0, 5));
+    expect(text).toContain("[redacted]");
+  });
+
   it("knows secret-named flags by their words, in each spelling", () => {
     expect(
       redactCommand(
@@ -108,6 +134,23 @@ describe("a sidecar's command in the log (issue 42, item 9)", () => {
       "--port", // no value after --api-key: the next flag is kept
       "8080",
       "--secret",
+    ]);
+  });
+
+  it("redacts a secret flag's value inside a shell script argument too", () => {
+    expect(
+      redactCommand(
+        [
+          "sh",
+          "-c",
+          "exec vllm serve m --port 8000 --api-key sk-live-0123 --hf-token='hf_abc def' --tokenizer t --api-key --model x",
+        ],
+        [],
+      ),
+    ).toEqual([
+      "sh",
+      "-c",
+      "exec vllm serve m --port 8000 --api-key [redacted] --hf-token=[redacted] --tokenizer t --api-key --model x",
     ]);
   });
 

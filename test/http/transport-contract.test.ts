@@ -1,4 +1,4 @@
-import { once } from "node:events";
+import { getEventListeners, once } from "node:events";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { type AddressInfo, createServer as createTcpServer, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -288,6 +288,23 @@ describe.each(clients)("answers read whole, through %s", (_name, make) => {
     expect(((await caught(pending)) as Error).message).toBe("client gave up");
   });
 
+  it("adds one listener to a signal that 50 requests in flight share, and ends them all with it", async () => {
+    // Every in-flight post shares the worker's give-up signal: a listener per request would grow
+    // with the burst (and a linked signal's would warn past 10).
+    const shared = new AbortController();
+    seen.length = 0;
+    const pending = Array.from({ length: 50 }, () =>
+      caught(t.request("GET", `${base}/held`, { signal: shared.signal })),
+    );
+    for (let i = 0; i < 500 && seen.length < 50; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(seen).toHaveLength(50);
+    expect(getEventListeners(shared.signal, "abort").length).toBe(1);
+    shared.abort(new Error("worker gave up"));
+    const errors = await Promise.all(pending);
+    expect(errors.map((e) => (e as Error).message)).toEqual(Array(50).fill("worker gave up"));
+    expect(getEventListeners(shared.signal, "abort")).toHaveLength(0);
+  });
+
   it("reuses kept connections for requests one after another (20 requests, at most 2 connections)", async () => {
     const fresh = await make();
     try {
@@ -391,6 +408,15 @@ describe("bodies the caller reads (open, node:http)", () => {
     } finally {
       await raw.close();
     }
+  });
+});
+
+describe("the fast client's load", () => {
+  it("finds undici's Pool at its own file, the class of undici's public entry", async () => {
+    // Where an undici release moves the file, loadUndiciClient falls back to the public entry
+    // (slower to load); this says so at the upgrade.
+    const own = (await import("undici/lib/dispatcher/pool.js")).default;
+    expect(own).toBe((await import("undici")).Pool);
   });
 });
 

@@ -141,10 +141,12 @@ describe("the worker loop", () => {
     expect(h.requests({ route: "job-stream" }).map((r) => r.status)).toEqual(items.map(() => 200));
   });
 
-  it("keeps the chunks of one 20 MB item that are made but not yet posted within maxBufferedStreamBytes", async () => {
+  it("keeps the chunks of one 8 MB item that are made but not yet posted within maxBufferedStreamBytes", async () => {
     await using h = await testHarness();
     const budget = 3 * 1_048_576;
-    const size = 20_000_000;
+    // Eleven chunks against a budget of three: room enough to see the lead bounded (the bench
+    // streams 100 MB items, npm run bench, "stream").
+    const size = 8_000_000;
     const answered = () => h.requests({ route: "job-stream" }).filter((r) => r.status === 200).length;
     // The splitter encodes each base64 slice from a view of the bytes' memory, reading `buffer`
     // once per slice: counting those reads counts the chunks made so far. At each one, note how
@@ -174,14 +176,14 @@ describe("the worker loop", () => {
     const job = await h.waitForJob(id, { timeoutMs: 60_000 });
     expect(job.status).toBe("COMPLETED");
     const parts = job.stream.length;
-    expect(parts).toBeGreaterThan(20);
+    expect(parts).toBeGreaterThan(8);
     // Exactly one read per chunk, or the count above does not count chunks.
     expect(made).toBe(parts);
     const sizes = job.stream.map((c) => Buffer.byteLength(JSON.stringify(c)));
     expect(Math.max(...sizes)).toBeLessThanOrEqual(1_048_576);
     expect(job.stream.map((c) => (c.metrics as { part: number }).part)).toEqual([...Array(parts).keys()]);
     const joined = Buffer.concat(job.stream.map((c) => Buffer.from(c.output as string, "base64")));
-    // Compared as bytes: a deep equality of 20 MB walks every index as a key.
+    // Compared as bytes: a deep equality of megabytes walks every index as a key.
     expect(joined.equals(data)).toBe(true);
     // Every chunk counts against the budget until its post is answered: at most this many at once.
     const maxUnposted = Math.floor(budget / Math.max(...sizes.slice(0, -1)));
@@ -192,9 +194,9 @@ describe("the worker loop", () => {
     expect(Math.max(...ahead)).toBeLessThanOrEqual(maxUnposted);
   });
 
-  it("keeps a 20 MB item's unposted chunks within the budget when an isolation thread makes them", async () => {
+  it("keeps an 8 MB item's unposted chunks within the budget when an isolation thread makes them", async () => {
     await using h = await testHarness();
-    const size = 20_000_000;
+    const size = 8_000_000;
     const answered = () => h.requests({ route: "job-stream" }).filter((r) => r.status === 200).length;
     // The thread reports each chunk it makes on a broadcast channel; noted here on arrival, a
     // moment after it was made (posts only advance meanwhile, so this never overstates the lead).
@@ -212,6 +214,7 @@ describe("the worker loop", () => {
       const job = await h.waitForJob(id, { timeoutMs: 60_000 });
       expect(job.status).toBe("COMPLETED");
       const parts = job.stream.length;
+      expect(parts).toBeGreaterThan(8);
       await waitFor("every chunk's report", () => ahead.length === parts);
       const sizes = job.stream.map((c) => Buffer.byteLength(JSON.stringify(c)));
       expect(Math.max(...sizes)).toBeLessThanOrEqual(1_048_576);

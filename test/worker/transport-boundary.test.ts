@@ -26,12 +26,6 @@ const ALLOWED: ReadonlyArray<readonly [prefix: string, why: string]> = [
   ["s3/job-s3.ts", "the AWS SDK sends S3 requests itself; runlet only gives it keep-alive node:http agents"],
 ];
 
-/**
- * Not moved yet: the relay and the sidecar's readiness probe move onto the transport after the
- * relay's own fixes land (issue 42, items 8 and 15). Each entry must still be a finding.
- */
-const PENDING: readonly string[] = ["openai/sidecar-relay.ts", "sidecar/sidecar-process.ts"];
-
 function files(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
     e.isDirectory() ? files(join(dir, e.name)) : e.name.endsWith(".ts") ? [join(dir, e.name)] : [],
@@ -65,14 +59,10 @@ const all = files(SRC).map((f) => relative(SRC, f));
 describe("the worker's HTTP goes through src/http/ (issue 43)", () => {
   it("finds no undici, node:http client or fetch outside the transport and the allowed places", () => {
     const outside = all
-      .filter((f) => !ALLOWED.some(([prefix]) => f.startsWith(prefix)) && !PENDING.includes(f))
+      .filter((f) => !ALLOWED.some(([prefix]) => f.startsWith(prefix)))
       .map((f) => [f, findings(readFileSync(join(SRC, f), "utf8"))] as const)
       .filter(([, found]) => found.length > 0);
     expect(outside).toEqual([]);
-  });
-
-  it("still finds what each pending file does (an entry is dropped once its file moved)", () => {
-    for (const f of PENDING) expect(findings(readFileSync(join(SRC, f), "utf8")), f).not.toEqual([]);
   });
 
   it("finds each kind where it is (so the check above can fail)", () => {

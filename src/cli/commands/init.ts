@@ -25,7 +25,9 @@ Options:
                        jobs, one call: a batch handler), ocr (PaddleOCR
                        on onnxruntime-node: a real model, loaded once), onnx
                        (a blank onnxruntime-node starter: a session made in
-                       setup, tensors in and out, a tiny built-in model)
+                       setup, tensors in and out, a tiny built-in model),
+                       llm (a GGUF model on llama.cpp, OpenAI-compatible,
+                       batched on one context)
                        default: basic
   --runlet-from PATH   a runlet tarball (npm pack) or folder: copied (a folder: packed)
                        into the project's ${VENDOR_DIR}/, which the project depends on

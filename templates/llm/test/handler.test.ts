@@ -1,0 +1,73 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import OpenAI from "openai";
+import { createHarness } from "runlet/testing";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { configFromEnv, type LlmConfig, llmHandler } from "../src/handler.js";
+import { writeTinyModel } from "../src/tiny-model.js";
+
+// A real GGUF model through llama.cpp: the tiny random llama src/tiny-model.ts writes (two
+// layers, a byte-level vocabulary; nothing downloaded). Its text is noise, printable ASCII, but
+// every token is llama.cpp's. One thread keeps it fast on a busy machine (README, "Threads").
+let dir: string;
+let config: LlmConfig;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), "llm-test-"));
+  const model = await writeTinyModel(join(dir, "tiny.gguf"));
+  config = { ...configFromEnv({}), model, modelId: "tiny", parallel: 2, contextSize: 512, threads: 1 };
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** The official `openai` client pointed at the local platform's /openai/v1 routes. */
+const openai = (h: { url: string; apiKey: string }) =>
+  new OpenAI({ apiKey: h.apiKey, baseURL: `${h.url}/v2/local/openai/v1`, maxRetries: 0 });
+
+const messages = [{ role: "user" as const, content: "tell me a story" }];
+
+describe("handler", () => {
+  it("streams a chat completion token by token, stopping at max_tokens with the model's usage", async () => {
+    await using h = await createHarness({ handler: llmHandler(config) });
+    const stream = await openai(h).chat.completions.create({
+      model: "tiny",
+      messages,
+      max_tokens: 12,
+      temperature: 0,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    const deltas: string[] = [];
+    let finish: string | null | undefined;
+    let usage: OpenAI.CompletionUsage | null | undefined;
+    for await (const chunk of stream) {
+      const text = chunk.choices[0]?.delta.content;
+      if (text) deltas.push(text);
+      finish = chunk.choices[0]?.finish_reason ?? finish;
+      usage = chunk.usage ?? usage;
+    }
+    expect(deltas.length).toBeGreaterThan(5); // streamed, not one block
+    expect(deltas.join("")).toMatch(/^[\x20-\x7e]{12}$/);
+    expect(finish).toBe("length");
+    expect(usage?.completion_tokens).toBe(12);
+    expect(usage?.prompt_tokens).toBeGreaterThan(0);
+  }, 60_000);
+
+  it("serves two completions at once from one context, and honours stop", async () => {
+    await using h = await createHarness({ handler: llmHandler(config) });
+    const client = openai(h);
+    const request = { model: "tiny", messages, max_tokens: 20, temperature: 0 };
+    const [a, b] = await Promise.all([
+      client.chat.completions.create(request),
+      client.chat.completions.create(request),
+    ]);
+    const text = a.choices[0]?.message.content ?? "";
+    expect(text).toHaveLength(20);
+    expect(b.choices[0]?.message.content).toBe(text); // greedy: the same answer, each its own
+    const stop = text.slice(8, 10);
+    const cut = await client.chat.completions.create({ ...request, stop: [stop] });
+    expect(cut.choices[0]?.message.content).toBe(text.slice(0, text.indexOf(stop)));
+    expect(cut.choices[0]?.finish_reason).toBe("stop");
+  }, 60_000);
+});

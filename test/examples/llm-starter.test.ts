@@ -1,0 +1,38 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { configFromEnv } from "../../examples/llm/handler.js";
+import { RUNLET_ROOT } from "../../src/cli/paths.js";
+
+const read = (file: string) => readFileSync(join(RUNLET_ROOT, file), "utf8");
+
+describe("the llm starter", () => {
+  it("carries the example's handler, model and tiny-model writer unchanged", () => {
+    for (const file of ["handler.ts", "llm.ts", "tiny-model.ts"]) {
+      expect(read(`templates/llm/src/${file}`), file).toBe(read(`examples/llm/${file}`));
+    }
+  });
+
+  it("pins node-llama-cpp at the version runlet is tested with, and declares it external", () => {
+    const starter = JSON.parse(read("templates/llm/package.json")) as {
+      dependencies: Record<string, string>;
+      runlet: { externals: string[] };
+    };
+    const runlet = JSON.parse(read("package.json")) as { devDependencies: Record<string, string> };
+    expect(starter.dependencies["node-llama-cpp"]).toBe("3.21.1");
+    expect(runlet.devDependencies["node-llama-cpp"]).toBe("3.21.1");
+    expect(starter.runlet.externals).toEqual(["node-llama-cpp"]);
+  });
+
+  it("asks, in test_input.json and the hub's test, for the model a worker with no LLM_MODEL serves", () => {
+    const id = configFromEnv({}).modelId;
+    const input = JSON.parse(read("templates/llm/test_input.json")) as {
+      input: { openai_input: { model: string } };
+    };
+    expect(input.input.openai_input.model).toBe(id);
+    const hub = JSON.parse(read("templates/llm/.runpod/tests.json")) as {
+      config: { env: { key: string; value: string }[] };
+    };
+    expect(configFromEnv(Object.fromEntries(hub.config.env.map((e) => [e.key, e.value]))).modelId).toBe(id);
+  });
+});
