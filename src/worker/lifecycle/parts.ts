@@ -255,7 +255,7 @@ function sidecarsPart({ definition, config, log, env, lifecycle, board }: PartsS
 }
 
 /**
- * The runner (executor.ts, thread-executor.ts): where the handler lives. Its start runs `setup`
+ * The runner (runner/runner.ts, runner/thread-runner.ts): where the handler lives. Its start runs `setup`
  * there — in-process, or in the first isolation thread, which it spawns only now — after fitness,
  * cache and sidecars (the `setup` phase when the handler has one; a failure makes the worker
  * unfit with `check=setup`). Its stop runs `teardown` within what is left of the grace, then ends

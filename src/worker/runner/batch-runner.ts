@@ -5,8 +5,8 @@ import type { DeliveredJob } from "../../protocol/index.js";
 import type { BatchTraceLink } from "../../telemetry/link.js";
 
 /**
- * Where a batch runs, once it is launched: on the main thread (InProcessRunner.runBatch, executor.ts)
- * or in an isolation thread (ThreadRunner.runBatch, thread-executor.ts). The batch executor
+ * Where a batch runs, once it is launched: on the main thread (InProcessRunner.runBatch, runner.ts)
+ * or in an isolation thread (ThreadRunner.runBatch, thread-runner.ts). The batch scheduler
  * (batch-scheduler.ts) fills the batches and keeps each job's fate; a runner only runs them.
  */
 

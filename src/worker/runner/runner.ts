@@ -9,7 +9,7 @@ import type { JobS3Options } from "../../s3/types.js";
 import type { BatchRun, BatchRunRequest } from "./batch-runner.js";
 import { runSetup, runTeardown, type SetupOutcome } from "./setup.js";
 
-/** Where jobs run: on the main thread, or in killable worker threads (see thread-executor.ts). */
+/** Where jobs run: on the main thread, or in killable worker threads (see thread-runner.ts). */
 
 /** One job handed to a scheduler, and by it to a runner. */
 export interface JobRunRequest {
@@ -83,7 +83,7 @@ export interface RunnerStart {
 
 /**
  * Where the handler lives and runs: on the main thread ({@link InProcessRunner}) or in isolation
- * threads (ThreadRunner, thread-executor.ts). It owns what `setup` made there, and runs what a
+ * threads (ThreadRunner, thread-runner.ts). It owns what `setup` made there, and runs what a
  * scheduler (scheduler.ts) launches: one job (`run`) or a batch (`runBatch`). The worker picks one
  * at start (worker-parts.ts, createRunner); both implement every member.
  */
