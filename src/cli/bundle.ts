@@ -237,7 +237,7 @@ async function bundleHeartbeatThread(outDir: string, minify: boolean, sourceMap:
   const { build } = await import("esbuild");
   try {
     await build({
-      entryPoints: [join(dirname(serveModulePath()), "heartbeat-thread.js")],
+      entryPoints: [join(dirname(serveModulePath()), "platform", "heartbeat-thread.js")],
       outfile: join(outDir, HEARTBEAT_BUNDLE_FILE),
       bundle: true,
       format: "esm",

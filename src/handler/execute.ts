@@ -20,9 +20,9 @@ import { type Unfitness, unfitnessOf } from "./unfit.js";
 
 /**
  * Where a running job's intermediate output goes. Injected, not imported, because there are two
- * implementations: on the main thread, the job's ActiveJob (worker/active-job.ts) queues them in its
- * outbox; inside an isolation thread, runRunnerThread (worker/thread-entry.ts) sends them to the
- * main thread as messages, where ThreadRunner (worker/thread-executor.ts) hands them to the
+ * implementations: on the main thread, the job's ActiveJob (worker/job/active-job.ts) queues them in its
+ * outbox; inside an isolation thread, runRunnerThread (worker/runner/thread-entry.ts) sends them to the
+ * main thread as messages, where ThreadRunner (worker/runner/thread-runner.ts) hands them to the
  * job's ActiveJob hooks.
  */
 export interface ExecuteHooks {

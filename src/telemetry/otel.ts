@@ -19,8 +19,8 @@ import { MeterProvider, PeriodicExportingMetricReader } from "@opentelemetry/sdk
 import { BatchSpanProcessor, TracerProvider } from "@opentelemetry/sdk-trace";
 import type { Logger } from "pino";
 import { VERSION } from "../version.js";
-import type { BatchRun, BatchRunRequest } from "../worker/batch-runner.js";
 import type { WorkerEventHub, WorkerEvents } from "../worker/events.js";
+import type { BatchRun, BatchRunRequest } from "../worker/runner/batch-runner.js";
 import { type BatchTraceLink, type ShippedSpan, type TraceLink, tracedLog } from "./link.js";
 import { type GlobalsLease, leaseGlobals } from "./otel-globals.js";
 import type { TelemetrySettings } from "./settings.js";

@@ -17,9 +17,9 @@ import { DEFAULT_MAX_RESULT_BYTES } from "../protocol/limits.js";
 import type { RetryPolicy } from "../retry-policy.js";
 import { operatorAllowsPrivateAddresses, PRIVATE_ADDRESSES_WARNING } from "../s3/private-address-switch.js";
 import type { TelemetryOptions } from "../telemetry/settings.js";
-import { pollRetryPolicy, postRetryPolicy } from "./backoff.js";
 import { type FitnessConfig, readFitnessConfig } from "./fitness/fitness-config.js";
-import { type PlatformUrls, platformUrls } from "./platform-urls.js";
+import { pollRetryPolicy, postRetryPolicy } from "./platform/backoff.js";
+import { type PlatformUrls, platformUrls } from "./platform/platform-urls.js";
 
 /** Options of `startWorker()`. Every number is validated once; the merged config is frozen. */
 export interface WorkerOptions {

@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
 import type { BatchInfo } from "../handler/execute.js";
 import type { TraceLink } from "../telemetry/link.js";
-import type { BatchRun, BatchRunRequest } from "./batch-runner.js";
+import type { BatchRun, BatchRunRequest } from "./runner/batch-runner.js";
 
 /** The start-up phases before the first take, in their order (docs/worker.md, "Start-up phases"). */
 export type StartupPhaseName = "fitness" | "cache" | "sidecar" | "setup";

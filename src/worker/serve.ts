@@ -1,6 +1,6 @@
 import type { HandlerDefinition } from "../handler/define-handler.js";
-import { endProcessSoon } from "./lifecycle.js";
-import { isRunnerThread, runRunnerThread } from "./thread-entry.js";
+import { endProcessSoon } from "./lifecycle/lifecycle.js";
+import { isRunnerThread, runRunnerThread } from "./runner/thread-entry.js";
 import { startWorker, type WorkerStopInfo } from "./worker.js";
 
 /** Options of {@link serveHandler}. */

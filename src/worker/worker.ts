@@ -8,16 +8,16 @@ import { loadTelemetry, type WorkerTelemetry } from "../telemetry/index.js";
 import { WaiterSet } from "../wait.js";
 import { resolveWorkerConfig, type WorkerConfig, type WorkerOptions } from "./config.js";
 import { WorkerEventHub, type WorkerEvents, type WorkerListener } from "./events.js";
-import type { RunnerSettings } from "./executor.js";
-import { JobBoard } from "./job-board.js";
-import { WorkerLifecycle, type WorkerStopInfo } from "./lifecycle.js";
-import { PartList } from "./part-list.js";
-import { CachePart, composeParts, HeartbeatPart, type PartsSource } from "./parts.js";
-import { PlatformHttp } from "./platform-http.js";
-import { StartupPhases } from "./startup-phases.js";
-import { createRunner, createScheduler, heartbeatOptions, s3Settings } from "./worker-parts.js";
+import { JobBoard } from "./job/job-board.js";
+import { WorkerLifecycle, type WorkerStopInfo } from "./lifecycle/lifecycle.js";
+import { PartList } from "./lifecycle/part-list.js";
+import { CachePart, composeParts, HeartbeatPart, type PartsSource } from "./lifecycle/parts.js";
+import { StartupPhases } from "./lifecycle/startup-phases.js";
+import { createRunner, createScheduler, heartbeatOptions, s3Settings } from "./lifecycle/worker-parts.js";
+import { PlatformHttp } from "./platform/platform-http.js";
+import type { RunnerSettings } from "./runner/runner.js";
 
-export type { WorkerStopInfo } from "./lifecycle.js";
+export type { WorkerStopInfo } from "./lifecycle/lifecycle.js";
 
 /**
  * The worker loop: takes jobs (never more than free slots), runs them, reports every result, and

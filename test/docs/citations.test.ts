@@ -158,7 +158,7 @@ function sources(): string[] {
 describe("citations in comments and docs", () => {
   it("name a doc of the repository and a heading it has, never the spec's section numbers", () => {
     const files = sources();
-    expect(files).toContain("src/worker/take-loop.ts");
+    expect(files).toContain("src/worker/job/take-loop.ts");
     const found: string[] = [];
     for (const file of files) {
       const text = readFileSync(join(ROOT, file), "utf8");

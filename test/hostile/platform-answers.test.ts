@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { defineHandler } from "../../src/handler/index.js";
 import { startHarness } from "../../src/harness/index.js";
 import { startWorker } from "../../src/worker/index.js";
-import { MAX_REDIRECTS, PlatformHttp } from "../../src/worker/platform-http.js";
+import { MAX_REDIRECTS, PlatformHttp } from "../../src/worker/platform/platform-http.js";
 import { logSink, waitFor, workerFor } from "../worker/helpers.js";
 
 // Issue 32, items 2, 6 and the take aborted on close: every answer the worker reads is bounded in

@@ -7,7 +7,7 @@ import { keepsCredential, MAX_REDIRECTS, REDIRECT_STATUSES } from "../../src/htt
 import { HttpTransport } from "../../src/http/transport.js";
 import { loadUndiciClient } from "../../src/http/undici-client.js";
 import { nextRetry } from "../../src/retry-policy.js";
-import { EMPTY_PAUSE } from "../../src/worker/backoff.js";
+import { EMPTY_PAUSE } from "../../src/worker/platform/backoff.js";
 
 // Issue 43, item 3: the contract of the worker's one transport (src/http/transport.ts), held by
 // both of its clients for answers read whole (node:http, and undici's Pool once warmUp() loaded

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { withQuery } from "../../src/protocol/index.js";
-import { platformUrls } from "../../src/worker/platform-urls.js";
+import { platformUrls } from "../../src/worker/platform/platform-urls.js";
 
 const base = "http://h/v2/ep";
 const urls = platformUrls({

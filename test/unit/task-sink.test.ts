@@ -50,4 +50,13 @@ describe("BackgroundTasks: the one sink of the worker's background work", () => 
     expect(lines().some((l) => String(l["message"]).includes("ENOSPC"))).toBe(true);
     expect(await tasks.pipe("copy", [Readable.from(["a", "b"]), new PassThrough().resume()])).toBe(true);
   });
+
+  it("bounds the lines of a task that keeps failing: the first, then one a thousand, each with the count", () => {
+    const { log, lines } = captureLogs();
+    const tasks = new BackgroundTasks({ log });
+    for (let i = 0; i < 2_500; i += 1) tasks.fail("log write", new Error("EPIPE"));
+    const failed = lines().filter((l) => l["code"] === "RUNLET_TASK_FAILED");
+    expect(failed.map((l) => l["failures"])).toEqual([1, 1_000, 2_000]);
+    expect(tasks.failures("log write")).toBe(2_500);
+  });
 });

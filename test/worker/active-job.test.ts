@@ -4,15 +4,15 @@ import type { Harness } from "../../src/harness/index.js";
 import { ManualClock } from "../../src/harness/index.js";
 import { defineHandler, type HandlerDefinition } from "../../src/index.js";
 import type { DeliveredJob } from "../../src/protocol/index.js";
-import { ActiveJob } from "../../src/worker/active-job.js";
 import { resolveWorkerConfig } from "../../src/worker/config.js";
-import { InProcessRunner } from "../../src/worker/executor.js";
-import type { JobParts } from "../../src/worker/job-parts.js";
-import { WorkerLifecycle } from "../../src/worker/lifecycle.js";
-import { PlatformHttp } from "../../src/worker/platform-http.js";
-import { PlainScheduler } from "../../src/worker/scheduler.js";
-import { take } from "../../src/worker/take-loop.js";
-import { s3Settings } from "../../src/worker/worker-parts.js";
+import { ActiveJob } from "../../src/worker/job/active-job.js";
+import type { JobParts } from "../../src/worker/job/job-parts.js";
+import { PlainScheduler } from "../../src/worker/job/scheduler.js";
+import { take } from "../../src/worker/job/take-loop.js";
+import { WorkerLifecycle } from "../../src/worker/lifecycle/lifecycle.js";
+import { s3Settings } from "../../src/worker/lifecycle/worker-parts.js";
+import { PlatformHttp } from "../../src/worker/platform/platform-http.js";
+import { InProcessRunner } from "../../src/worker/runner/runner.js";
 import { gate, testHarness, turn, waitFor } from "./helpers.js";
 
 /**

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { ManualClock } from "../../src/harness/index.js";
 import { defineBatchHandler } from "../../src/index.js";
-import { Heartbeat } from "../../src/worker/heartbeat.js";
+import { Heartbeat } from "../../src/worker/platform/heartbeat.js";
 import { numbers } from "./batch-helpers.js";
 import { gate, testHarness, waitFor, workerFor } from "./helpers.js";
 

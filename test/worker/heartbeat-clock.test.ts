@@ -3,7 +3,7 @@ import type { AddressInfo } from "node:net";
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import { ManualClock } from "../../src/clock.js";
-import { Heartbeat } from "../../src/worker/heartbeat.js";
+import { Heartbeat } from "../../src/worker/platform/heartbeat.js";
 import { waitFor } from "./helpers.js";
 
 /**

@@ -8,7 +8,12 @@ import { filesReached, packagesReached, SRC } from "../support/import-walker.js"
 
 describe("what the worker loads up front", () => {
   it("never imports the AWS SDK statically from the worker or the handler API", () => {
-    for (const entry of ["index.ts", "worker/index.ts", "worker/thread-entry.ts", "handler/index.ts"]) {
+    for (const entry of [
+      "index.ts",
+      "worker/index.ts",
+      "worker/runner/thread-entry.ts",
+      "handler/index.ts",
+    ]) {
       const reached = packagesReached(entry);
       const aws = [...reached].filter(([name]) => name.startsWith("@aws-sdk/"));
       expect(aws.map(([, chain]) => chain.join(" → "))).toEqual([]);
@@ -42,7 +47,12 @@ describe("optional parts load when used, not with the worker", () => {
   // "Worker memory"): node:crypto and node:child_process with node:net cost a start ~30 ms of CPU.
   // The built-in fitness checks, the warm cache and an id without RUNPOD_POD_ID load them on use.
   it("reaches no node:crypto, node:child_process, node:net or warm cache statically from the worker", () => {
-    for (const entry of ["index.ts", "worker/index.ts", "worker/thread-entry.ts", "handler/index.ts"]) {
+    for (const entry of [
+      "index.ts",
+      "worker/index.ts",
+      "worker/runner/thread-entry.ts",
+      "handler/index.ts",
+    ]) {
       const reached = packagesReached(entry);
       for (const name of ["node:crypto", "node:child_process", "node:net"]) {
         expect(reached.get(name)?.join(" → "), `${entry} reaches ${name}`).toBeUndefined();
@@ -66,7 +76,7 @@ describe("telemetry off costs nothing at start", () => {
     for (const entry of [
       "index.ts",
       "worker/index.ts",
-      "worker/thread-entry.ts",
+      "worker/runner/thread-entry.ts",
       "handler/index.ts",
       "client/index.ts",
     ]) {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { defineHandler } from "../../src/index.js";
-import { JobBoard } from "../../src/worker/job-board.js";
+import { JobBoard } from "../../src/worker/job/job-board.js";
 import { gate, testHarness, waitFor } from "./helpers.js";
 import { jobParts, partsRig } from "./job-rig.js";
 

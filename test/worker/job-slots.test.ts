@@ -7,7 +7,7 @@ import {
   SLOT_ID_BYTES,
   SLOT_LAYOUT,
   type SlotMessage,
-} from "../../src/worker/job-slots.js";
+} from "../../src/worker/platform/job-slots.js";
 
 /**
  * The heartbeat's shared job table (job-slots.ts): the main thread writes, the heartbeat thread

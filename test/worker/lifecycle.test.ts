@@ -1,7 +1,7 @@
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import { ManualClock } from "../../src/clock.js";
-import { type LifecycleOptions, WorkerLifecycle } from "../../src/worker/lifecycle.js";
+import { type LifecycleOptions, WorkerLifecycle } from "../../src/worker/lifecycle/lifecycle.js";
 
 /**
  * The worker's lifecycle on its own (lifecycle.ts): running → draining → flushing → closed, the

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { defineHandler } from "../../src/index.js";
 import { startWorker } from "../../src/worker/index.js";
-import { platformUrls } from "../../src/worker/platform-urls.js";
+import { platformUrls } from "../../src/worker/platform/platform-urls.js";
 import { logSink, testHarness, waitFor, workerFor } from "./helpers.js";
 
 // Answers and environments the reference worker copes with: a 2xx job-take other than 200, a

@@ -2,7 +2,7 @@ import { getEventListeners } from "node:events";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
-import { PlatformHttp } from "../../src/worker/platform-http.js";
+import { PlatformHttp } from "../../src/worker/platform/platform-http.js";
 
 /** A loopback server that holds every request until `release()` (or answers at once when told). */
 async function holdingServer() {

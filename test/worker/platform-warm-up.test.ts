@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PlatformHttp, WARM_UP_IDLE_MS } from "../../src/worker/platform-http.js";
+import { PlatformHttp, WARM_UP_IDLE_MS } from "../../src/worker/platform/platform-http.js";
 
 // Issue 43, item 4: the platform client starts on node:http and loads undici's Pool only when the
 // worker is idle after its first job (an idle take in flight, no post in flight), never before.

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { ManualClock } from "../../src/harness/index.js";
 import { defineHandler } from "../../src/index.js";
-import { EMPTY_PAUSE } from "../../src/worker/backoff.js";
-import { STOP_POLL_MIN_CYCLE_MS } from "../../src/worker/stop-poll.js";
+import { STOP_POLL_MIN_CYCLE_MS } from "../../src/worker/job/stop-poll.js";
+import { EMPTY_PAUSE } from "../../src/worker/platform/backoff.js";
 import { testHarness, waitFor, workerFor } from "./helpers.js";
 
 // An empty answer that comes back at once must not make the take or stop poll spin. The worker's

@@ -3,9 +3,9 @@ import { describe, expect, it } from "vitest";
 import { ManualClock } from "../../src/clock.js";
 import { defineBatchHandler, defineHandler } from "../../src/index.js";
 import type { DeliveredJob } from "../../src/protocol/index.js";
-import { BatchScheduler } from "../../src/worker/batch-scheduler.js";
-import { InProcessRunner } from "../../src/worker/executor.js";
-import { PlainScheduler } from "../../src/worker/scheduler.js";
+import { BatchScheduler } from "../../src/worker/job/batch-scheduler.js";
+import { PlainScheduler } from "../../src/worker/job/scheduler.js";
+import { InProcessRunner } from "../../src/worker/runner/runner.js";
 import { gate, turn, waitFor } from "./helpers.js";
 
 /**

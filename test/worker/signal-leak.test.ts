@@ -2,9 +2,9 @@ import { getEventListeners } from "node:events";
 import pino from "pino";
 import { describe, expect, it } from "vitest";
 import { resolveWorkerConfig } from "../../src/worker/config.js";
-import { PlatformHttp } from "../../src/worker/platform-http.js";
-import { pollJobStops } from "../../src/worker/stop-poll.js";
-import { runTakeLoop } from "../../src/worker/take-loop.js";
+import { pollJobStops } from "../../src/worker/job/stop-poll.js";
+import { runTakeLoop } from "../../src/worker/job/take-loop.js";
+import { PlatformHttp } from "../../src/worker/platform/platform-http.js";
 import { dependantsOf } from "../signal-dependants.js";
 import { testHarness, waitFor } from "./helpers.js";
 

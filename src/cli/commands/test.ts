@@ -76,7 +76,7 @@ function batchNote(harness: Harness, jobId: string): string {
 
 /**
  * What the worker logs when a handler is still running after its deadline and the hard-stop
- * grace (src/worker/active-job.ts, batch-scheduler.ts): then the synchronous-work hint applies.
+ * grace (src/worker/job/active-job.ts, batch-scheduler.ts): then the synchronous-work hint applies.
  * A handler that stops at its deadline (it honoured the aborted signal) times out too, but
  * nothing held its thread.
  */

@@ -2,10 +2,10 @@ import type { Logger } from "pino";
 import type { Clock } from "../../clock.js";
 import type { HandlerDefinition } from "../../handler/define-handler.js";
 import type { Unfitness } from "../../handler/unfit.js";
-import { runHealthCheck } from "../health.js";
-import type { WorkerFacts } from "../lifecycle.js";
+import type { WorkerFacts } from "../lifecycle/lifecycle.js";
 import { type FitnessCheck, FitnessFailure } from "./check.js";
 import type { FitnessConfig } from "./fitness-config.js";
+import { runHealthCheck } from "./health.js";
 
 /**
  * Step 1 of the worker's start-up (docs/fitness.md): the built-in checks in a fixed order, then the

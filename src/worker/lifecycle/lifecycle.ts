@@ -1,0 +1,306 @@
+import type { Logger } from "pino";
+import type { Clock, ClockTimer } from "../../clock.js";
+import type { Unfitness } from "../../handler/unfit.js";
+import { StateMachine, type Transitions } from "../../state-machine.js";
+import { installCrashHandlers, installSignalHandlers } from "./signals.js";
+
+/**
+ * The worker's own lifecycle: running → draining → flushing → closed. It owns the worker's
+ * signals (taking, polling, giving up) and its SIGTERM/SIGINT handlers, and it alone decides to
+ * stop and to end the process. Parts only report facts ({@link WorkerFacts}: a job's result lost,
+ * a runaway handler, unfitness, a refresh asked for); a signal or close() asks too. The worker's
+ * shutdown (worker.ts) starts when {@link WorkerLifecycle.draining} resolves and moves the
+ * lifecycle on as its steps end.
+ *
+ * - `running`: taking jobs.
+ * - `draining`: taking nothing more (`taking` aborted); running jobs get the shutdown grace.
+ * - `flushing`: the jobs are done or aborted; their reports are posted until `flushTimeoutMs`
+ *   on the clock, when `giveUp` aborts. The job-stop poll still runs.
+ * - `closed`: nothing is posted or polled (`giveUp` and `polling` aborted); the worker releases
+ *   its parts, then {@link WorkerLifecycle.ended} ends the process where it owns it.
+ */
+
+export type LifecycleState = "running" | "draining" | "flushing" | "closed";
+
+/** The moves each state allows: forward only; closed is the end (a close while running skips the middle). */
+const MOVES: Transitions<LifecycleState> = {
+  running: ["draining"],
+  draining: ["flushing", "closed"],
+  flushing: ["closed"],
+  closed: [],
+};
+
+/** Why and how a worker stopped. */
+export interface WorkerStopInfo {
+  /**
+   * `closed`: close() was called; `signal`: SIGTERM/SIGINT; `runaway`: an in-process handler ignored
+   * its deadline; `unhealthy`: a health check failed or code reported the worker unfit (docs/protocol.md, "Unfit workers");
+   * `refresh`: a job's result asked the platform to replace the worker (`stopPod`, from
+   * `refreshWorker`), so the worker stopped taking jobs after it.
+   */
+  readonly reason: "closed" | "signal" | "runaway" | "unhealthy" | "refresh";
+  /**
+   * The exit code the process should end with: 0 (also after a requested refresh, which is no
+   * failure), or 1 after a runaway handler, unfitness, or a job result the worker gave up on
+   * (so the platform's restart policy and the logs agree that something was lost).
+   */
+  readonly exitCode: number;
+}
+
+/** What the worker's parts report; the lifecycle decides what follows. */
+export interface WorkerFacts {
+  /** The worker gave up posting a job's result: the exit code becomes 1. */
+  lost(jobId: string): void;
+  /** An in-process handler ignored its aborted signal past the grace: the worker must be replaced. */
+  runaway(jobId: string): void;
+  /** The worker cannot serve (docs/protocol.md, "Unfit workers"): ping unhealthy, stop, exit 1. */
+  unfit(check: string, reason: string): void;
+  /** A result asked the platform to replace this worker (`stopPod`): take nothing more, then stop. */
+  refresh(jobId: string): void;
+}
+
+/** Options of {@link WorkerLifecycle}. */
+export interface LifecycleOptions {
+  readonly log: Logger;
+  /** The worker's clock: the flush deadline runs on it. */
+  readonly clock: Clock;
+  /** How long reports may go on posting once the worker is flushing, ms (`flushTimeoutMs`). */
+  readonly flushTimeoutMs: number;
+  /** `exitOnHardStop`: a runaway handler ends the process once the worker has closed. */
+  readonly exitOnHardStop: boolean;
+  /** `handleSignals`: listen to SIGTERM/SIGINT, and end the process after a signal's shutdown. */
+  readonly handleSignals: boolean;
+  /** Sends the unhealthy ping (none without a heartbeat thread). */
+  readonly ping: { unhealthy(check: string, reason: string): Promise<void> } | undefined;
+  /** Ends the process. @default {@link endProcess} */
+  readonly exit?: (code: number) => void;
+}
+
+/**
+ * Ends the process with `code`: the one place runlet calls process.exit (the lifecycle's
+ * decisions, and serveHandler's forced exit through {@link endProcessSoon}).
+ */
+export function endProcess(code: number): void {
+  process.exit(code);
+}
+
+/**
+ * Ends the process with `code` after `ms` unless it ended on its own. A plain unref'd timer, not
+ * the worker's clock: it runs after the worker (and its clock) is gone, and must never be what
+ * keeps the process alive.
+ */
+export function endProcessSoon(code: number, ms: number): void {
+  setTimeout(() => endProcess(code), ms).unref();
+}
+
+/**
+ * After a crash, how long the unhealthy ping (`check=crash`) may take before the process exits
+ * anyway, ms of real time: the process's state is not to be trusted, so it ends soon regardless.
+ */
+export const CRASH_PING_MS = 2_000;
+
+/** The check name of the unhealthy ping after an error escaped every owner. */
+export const CRASH_CHECK = "crash";
+
+/** The worker's lifecycle (see the file's summary). */
+export class WorkerLifecycle implements WorkerFacts {
+  readonly #options: LifecycleOptions;
+  readonly #taking = new AbortController();
+  readonly #polling = new AbortController();
+  readonly #giveUp = new AbortController();
+  readonly #state = new StateMachine<LifecycleState>("the worker", MOVES, "running", "RUNLET_WORKER_STATE");
+  #info: WorkerStopInfo = { reason: "closed", exitCode: 0 };
+  #unfit: Unfitness | undefined;
+  #unhealthyPing: Promise<void> | undefined;
+  #lost = 0;
+  #flushTimer: ClockTimer | undefined;
+  #removeSignalHandlers: (() => void) | undefined;
+  #signalled = false;
+  #crashed = false;
+  #startDraining!: () => void;
+  /** Resolves when the worker must shut down: the first close, signal, runaway, unfitness or refresh. */
+  readonly draining: Promise<void>;
+
+  constructor(options: LifecycleOptions) {
+    this.#options = options;
+    this.draining = new Promise((resolve) => {
+      this.#startDraining = resolve;
+    });
+    if (options.handleSignals) {
+      const removeSignals = installSignalHandlers(options.log, {
+        first: () => this.signal(),
+        second: () => this.#exit(1),
+      });
+      const removeCrash = installCrashHandlers((err, origin) => this.crash(err, origin));
+      this.#removeSignalHandlers = () => {
+        removeSignals();
+        removeCrash();
+      };
+    }
+  }
+
+  get state(): LifecycleState {
+    return this.#state.state;
+  }
+
+  /** Aborted once the worker takes nothing more (it leaves `running`): ends the loops and their waits. */
+  get taking(): AbortSignal {
+    return this.#taking.signal;
+  }
+
+  /** Aborted once the worker is closed: ends the job-stop poll, which outlives the draining. */
+  get polling(): AbortSignal {
+    return this.#polling.signal;
+  }
+
+  /** Aborted at the flush deadline (or once closed): every report's retrying gives up. */
+  get giveUp(): AbortSignal {
+    return this.#giveUp.signal;
+  }
+
+  /** Why the worker stops (or stopped), and its exit code; `closed` until another reason comes. */
+  get info(): WorkerStopInfo {
+    return this.#lost > 0 && this.#info.exitCode === 0 ? { ...this.#info, exitCode: 1 } : this.#info;
+  }
+
+  /** The unhealthy ping in flight, if the worker was declared unfit: the heartbeat thread must outlive it. */
+  get unhealthyPing(): Promise<void> | undefined {
+    return this.#unhealthyPing;
+  }
+
+  /** close() was called: drain, flush, close. */
+  close(): void {
+    this.#drain();
+  }
+
+  /** The first SIGTERM/SIGINT: as close(), and the process ends once the worker has closed. */
+  signal(): void {
+    this.#signalled = true;
+    if (this.#info.reason === "closed") this.#info = { reason: "signal", exitCode: 0 };
+    this.#drain();
+  }
+
+  lost(jobId: string): void {
+    this.#lost += 1;
+    this.#options.log.error(
+      { code: "RUNLET_REPORT_GAVE_UP", jobId, lost: this.#lost },
+      "a job's result was not delivered; the worker will exit with code 1",
+    );
+  }
+
+  refresh(jobId: string): void {
+    // Stopping already, or unfit: nothing to add.
+    if (!this.#state.is("running") || this.#unfit !== undefined) return;
+    this.#options.log.info(
+      { jobId },
+      "a result asked the platform to replace this worker (stopPod); taking no more jobs, finishing the running ones, then stopping",
+    );
+    if (this.#info.reason === "closed") this.#info = { reason: "refresh", exitCode: 0 };
+    this.#drain();
+  }
+
+  runaway(jobId: string): void {
+    const { log, exitOnHardStop } = this.#options;
+    log.error(
+      { jobId },
+      exitOnHardStop
+        ? "an in-process handler ignored its aborted signal (deadline or job-stop); the worker reports it and exits so the platform replaces it"
+        : "an in-process handler ignored its aborted signal (deadline or job-stop); the worker reports it and stops taking jobs",
+    );
+    this.#info = { reason: "runaway", exitCode: 1 };
+    this.#drain();
+  }
+
+  unfit(check: string, reason: string): void {
+    if (this.#unfit !== undefined) return;
+    this.#unfit = { check, reason };
+    this.#options.log.error(
+      { code: "RUNLET_WORKER_UNFIT", check, reason },
+      `the worker is unfit (${check}: ${reason}); pinging unhealthy, stopping, exit code 1`,
+    );
+    if (this.#info.reason !== "runaway") this.#info = { reason: "unhealthy", exitCode: 1 };
+    // Stop taking before the ping goes out, so no job arrives at a worker that declared itself unfit.
+    this.#drain();
+    this.#unhealthyPing = this.#options.ping?.unhealthy(check, reason);
+  }
+
+  /**
+   * The last line: an error escaped every owner (an uncaught exception or unhandled rejection).
+   * Logged with its stack (`RUNLET_WORKER_CRASHED`), one unhealthy ping with `check=crash`, and
+   * the process exits 1 as soon as the ping is answered, at most {@link CRASH_PING_MS} later: no
+   * drain, no teardown (the process's state cannot be trusted). The jobs it held are not
+   * reported; the platform sees the worker gone (docs/reliability.md).
+   */
+  crash(err: unknown, origin: "uncaughtException" | "unhandledRejection"): void {
+    if (this.#crashed) return;
+    this.#crashed = true;
+    const what = err instanceof Error ? `${err.name || "Error"}: ${err.message}` : String(err);
+    const reason = `${origin}: ${what}`;
+    try {
+      this.#options.log.fatal(
+        { code: "RUNLET_WORKER_CRASHED", origin, err },
+        `an error escaped every owner of the worker's tasks (${reason}); pinging unhealthy (check=crash) and exiting 1`,
+      );
+    } catch {
+      // The log is what failed: the ping and the exit still follow.
+    }
+    let ping: Promise<void>;
+    try {
+      ping = this.#options.ping?.unhealthy(CRASH_CHECK, reason) ?? Promise.resolve();
+    } catch {
+      ping = Promise.resolve();
+    }
+    // Real time, not the worker's clock: nothing of the worker is trusted now.
+    const timer = setTimeout(() => this.#exit(1), CRASH_PING_MS);
+    void ping.then(
+      () => {
+        clearTimeout(timer);
+        this.#exit(1);
+      },
+      () => undefined,
+    );
+  }
+
+  /** running → draining, once: `taking` aborts and the worker's shutdown starts. */
+  #drain(): void {
+    if (!this.#state.move("draining")) return;
+    this.#taking.abort();
+    this.#startDraining();
+  }
+
+  /** draining → flushing: the jobs are done or aborted; reports may post until the flush deadline. */
+  flushing(): void {
+    if (!this.#state.move("flushing")) return;
+    const { clock, flushTimeoutMs } = this.#options;
+    this.#flushTimer = clock.setTimeout(() => {
+      this.#flushTimer = undefined;
+      this.#giveUp.abort();
+    }, flushTimeoutMs);
+  }
+
+  /** → closed: nothing more is posted or polled, and the signal handlers are removed. */
+  closed(): void {
+    if (this.#state.is("closed")) return;
+    this.#drain();
+    this.#state.to("closed");
+    if (this.#flushTimer !== undefined) this.#options.clock.clearTimeout(this.#flushTimer);
+    this.#flushTimer = undefined;
+    this.#polling.abort();
+    this.#giveUp.abort();
+    this.#removeSignalHandlers?.();
+  }
+
+  /**
+   * The worker has released its parts: the process ends here when the worker owns it (after a
+   * signal's shutdown with `handleSignals`; after a runaway handler with `exitOnHardStop`).
+   */
+  ended(): void {
+    const info = this.info;
+    if (info.reason === "runaway" && this.#options.exitOnHardStop) this.#exit(1);
+    else if (this.#signalled && this.#options.handleSignals) this.#exit(info.exitCode);
+  }
+
+  #exit(code: number): void {
+    (this.#options.exit ?? endProcess)(code);
+  }
+}

@@ -1,0 +1,352 @@
+import type { Logger } from "pino";
+import type { WarmCache } from "../../cache/warm-cache.js";
+import type { HandlerDefinition } from "../../handler/define-handler.js";
+import { type RunningSidecars, startSidecars } from "../../sidecar/start-sidecars.js";
+import type { BackgroundTasks } from "../../task-sink.js";
+import type { WorkerTelemetry, WorkerView } from "../../telemetry/index.js";
+import type { WorkerConfig } from "../config.js";
+import type { WorkerEventHub } from "../events.js";
+import { runHealthLoop } from "../fitness/health.js";
+import { checkFitness } from "../fitness/run-fitness.js";
+import type { JobBoard } from "../job/job-board.js";
+import type { HeartbeatLink } from "../job/job-parts.js";
+import { pollJobStops } from "../job/stop-poll.js";
+import { type LoopParts, runTakeLoop } from "../job/take-loop.js";
+import { Heartbeat, type HeartbeatOptions } from "../platform/heartbeat.js";
+import type { PlatformHttp } from "../platform/platform-http.js";
+import type { Runner } from "../runner/runner.js";
+import { SETUP_CHECK } from "../runner/setup.js";
+import type { WorkerLifecycle } from "./lifecycle.js";
+import type { WorkerPart } from "./part-list.js";
+import { drainJobs, flushReports } from "./shutdown.js";
+
+/**
+ * Each of the worker's long-lived parts as one {@link WorkerPart} (part-list.ts), and
+ * {@link composeParts}, their one order. Reversed, it is the stop's order: the take loop ends,
+ * the jobs drain and their reports flush, the job-stop poll ends, the runner tears down and ends
+ * its threads, the sidecars stop, the warm cache syncs one last time, the health loop ends, the
+ * heartbeat sends its last ping and ends, the platform connection closes, telemetry exports.
+ */
+
+/** What the parts are made from: the worker's config and the objects it built (nothing started). */
+export interface PartsSource {
+  readonly definition: HandlerDefinition;
+  readonly config: WorkerConfig;
+  readonly log: Logger;
+  /** The env the worker was started with: sidecars inherit it. */
+  readonly env: Readonly<Record<string, string | undefined>>;
+  readonly lifecycle: WorkerLifecycle;
+  readonly events: WorkerEventHub;
+  /** The one sink of the worker's background tasks (task-sink.ts). */
+  readonly tasks: BackgroundTasks;
+  readonly http: PlatformHttp;
+  readonly runner: Runner;
+  readonly board: JobBoard;
+  /** The heartbeat part, when the worker has a heartbeat thread (its options were given). */
+  readonly heartbeat: HeartbeatPart | undefined;
+  readonly telemetry: WorkerTelemetry | undefined;
+  /** What telemetry's metrics read from the worker. */
+  readonly view: WorkerView;
+}
+
+/**
+ * The worker's parts in their start order; a part that is not configured is not in the list.
+ * `cache` receives the warm cache once hydrated (the worker's `syncWarmCache`).
+ */
+export function composeParts(source: PartsSource, cache: CachePart | undefined): WorkerPart[] {
+  const { definition, config, telemetry, heartbeat } = source;
+  const checks = config.fitnessChecks || definition.healthCheck !== undefined;
+  const parts: (WorkerPart | undefined)[] = [
+    telemetry === undefined ? undefined : telemetryPart(telemetry, source),
+    platformPart(source.http),
+    heartbeat,
+    checks ? fitnessPart(source) : undefined,
+    cache,
+    definition.sidecars.length > 0 ? sidecarsPart(source) : undefined,
+    runnerPart(source),
+    stopPollPart(source),
+    jobsPart(source),
+    takeLoopPart(source),
+  ];
+  return parts.filter((part): part is WorkerPart => part !== undefined);
+}
+
+/** Telemetry: listens to the worker's events from the start; exports its last spans and metrics at the end. */
+function telemetryPart(telemetry: WorkerTelemetry, { events, view }: PartsSource): WorkerPart {
+  return {
+    name: "telemetry",
+    start: () => {
+      telemetry.attach(events, view);
+      return true;
+    },
+    stop: () => telemetry.shutdown(),
+  };
+}
+
+/** The platform connection (platform-http.ts): connections open on use; closed last but telemetry. */
+function platformPart(http: PlatformHttp): WorkerPart {
+  return { name: "platform connection", start: () => true, stop: () => http.close() };
+}
+
+/**
+ * The heartbeat thread (heartbeat.ts), started first of the worker's own parts: it pings while the
+ * start-up phases run (held until ready when the handler has a setup) and watches the jobs' table.
+ * It stops after the jobs and their reports, once the unhealthy ping (if any) went out.
+ */
+export class HeartbeatPart implements WorkerPart, HeartbeatLink {
+  readonly name = "heartbeat";
+  readonly #options: HeartbeatOptions;
+  readonly #lifecycle: WorkerLifecycle;
+  #heartbeat: Heartbeat | undefined;
+
+  constructor(options: HeartbeatOptions, lifecycle: WorkerLifecycle) {
+    this.#options = options;
+    this.#lifecycle = lifecycle;
+  }
+
+  start(): boolean {
+    const heartbeat = new Heartbeat(this.#options);
+    this.#heartbeat = heartbeat;
+    // A heartbeat thread that dies leaves the worker unable to be seen holding jobs: the platform
+    // would lapse them and run them twice. Stop taking, finish what can be finished, report, exit 1.
+    void heartbeat.died.then((reason) => this.#lifecycle.unfit("heartbeat", reason));
+    return true;
+  }
+
+  ready(): void {
+    // Pings held during setup start now, as the Python SDK's start with serverless.start().
+    this.#heartbeat?.beginPings();
+  }
+
+  async stop(): Promise<void> {
+    // The heartbeat thread sends the unhealthy ping: let it finish before the thread ends.
+    await this.#lifecycle.unhealthyPing;
+    await this.#heartbeat?.close();
+  }
+
+  /** The unhealthy ping (the lifecycle's); nothing before the thread started. */
+  unhealthy(check: string, reason: string): Promise<void> {
+    return this.#heartbeat?.unhealthy(check, reason) ?? Promise.resolve();
+  }
+
+  addJob(jobId: string): void {
+    this.#heartbeat?.addJob(jobId);
+  }
+
+  unlistJob(jobId: string): void {
+    this.#heartbeat?.unlistJob(jobId);
+  }
+
+  removeJob(jobId: string): void {
+    this.#heartbeat?.removeJob(jobId);
+  }
+
+  watch(jobId: string, atMs: number, timeoutMs: number, streaming: boolean): void {
+    this.#heartbeat?.watch(jobId, atMs, timeoutMs, streaming);
+  }
+
+  unwatch(jobId: string): void {
+    this.#heartbeat?.unwatch(jobId);
+  }
+}
+
+/**
+ * Fitness (docs/fitness.md): the built-in checks and the handler's `healthCheck` before the first
+ * take (the `fitness` phase; a worker unfit from the start takes no job), then, with
+ * `healthCheckIntervalMs`, the health loop until the worker stops taking.
+ */
+function fitnessPart({ definition, config, log, lifecycle, tasks }: PartsSource): WorkerPart {
+  let loop: Promise<void> = Promise.resolve();
+  return {
+    name: "fitness checks",
+    phase: "fitness",
+    start: (signal) =>
+      checkFitness(
+        {
+          definition,
+          config: config.fitness,
+          builtIn: config.fitnessChecks,
+          log,
+          closing: signal,
+          clock: config.clock,
+        },
+        lifecycle,
+      ),
+    ready: () => {
+      loop = tasks.run("health loop", () =>
+        runHealthLoop(definition, log, lifecycle.taking, lifecycle, config.clock),
+      );
+    },
+    stop: () => loop,
+  };
+}
+
+/**
+ * The warm cache (docs/fitness.md, "Warm cache"): hydrated before setup (the `cache` phase; a
+ * failure is a cold start, unfit only under `strict`); once ready, what setup produced is sent to
+ * the volume in the background (the worker's task sink hears its failure); a last sync at stop,
+ * bounded by `warmCache.shutdownSyncMs`.
+ */
+export class CachePart implements WorkerPart {
+  readonly name = "warm cache";
+  readonly phase = "cache";
+  readonly #source: Pick<PartsSource, "definition" | "config" | "log" | "lifecycle" | "tasks">;
+  #cache: WarmCache | undefined;
+
+  constructor(source: Pick<PartsSource, "definition" | "config" | "log" | "lifecycle" | "tasks">) {
+    this.#source = source;
+  }
+
+  /** The cache, once hydrated. */
+  get cache(): WarmCache | undefined {
+    return this.#cache;
+  }
+
+  async start(signal: AbortSignal): Promise<boolean> {
+    const { definition, config, log, lifecycle } = this.#source;
+    try {
+      // Loaded here: the warm cache's module (file streams, tar) is only for handlers with `warmCache`.
+      const { hydrateWarmCache } = await import("../../cache/start-cache.js");
+      this.#cache = await hydrateWarmCache(definition.warmCache, log, config.endpointId, signal);
+      return true;
+    } catch (err) {
+      // Cut short by shutdown (its signal aborts the hydrate): no verdict on the volume.
+      if (signal.aborted) return false;
+      lifecycle.unfit("cache", err instanceof Error ? err.message : String(err));
+      return false;
+    }
+  }
+
+  ready(): void {
+    const cache = this.#cache;
+    // After setup: send what setup produced to the volume, without delaying the first take.
+    if (cache !== undefined) void this.#source.tasks.run("warm cache sync", () => cache.sync());
+  }
+
+  async stop(): Promise<void> {
+    // The last sync, bounded by warmCache.shutdownSyncMs; never throws.
+    await this.#cache?.close();
+  }
+}
+
+/** The handler's sidecars (docs/models.md, "Sidecars"): started and answering before setup; stopped after the runner. */
+function sidecarsPart({ definition, config, log, env, lifecycle, board }: PartsSource): WorkerPart {
+  let sidecars: RunningSidecars | undefined;
+  return {
+    name: "sidecars",
+    phase: "sidecar",
+    start: async (signal) => {
+      sidecars = await startSidecars({
+        sidecars: definition.sidecars,
+        log,
+        clock: config.clock,
+        closing: signal,
+        env,
+        baseEnv: config.sidecarBaseEnv,
+        unfit: async (check, reason) => lifecycle.unfit(check, reason),
+        failRunningJobs: (reason) => {
+          for (const job of board.jobs()) job.shutdown(reason);
+        },
+      });
+      return sidecars !== undefined;
+    },
+    stop: () => sidecars?.close(),
+  };
+}
+
+/**
+ * The runner (runner/runner.ts, runner/thread-runner.ts): where the handler lives. Its start runs `setup`
+ * there — in-process, or in the first isolation thread, which it spawns only now — after fitness,
+ * cache and sidecars (the `setup` phase when the handler has one; a failure makes the worker
+ * unfit with `check=setup`). Its stop runs `teardown` within what is left of the grace, then ends
+ * its threads.
+ */
+function runnerPart({ definition, config, log, lifecycle, events, runner }: PartsSource): WorkerPart {
+  return {
+    name: "runner",
+    ...(definition.setup === undefined ? {} : { phase: "setup" as const }),
+    start: async (signal) => {
+      const outcome = await runner.start({
+        closing: signal,
+        progress: (text) => {
+          log.info({ setupProgress: text }, `setup: ${text}`);
+          events.emit("setupProgress", { text });
+        },
+      });
+      if (outcome.ok) return true;
+      if (!signal.aborted) lifecycle.unfit(SETUP_CHECK, outcome.reason);
+      return false;
+    },
+    stop: async (deadline) => {
+      try {
+        // The model goes after the jobs that used it, within what is left of the grace.
+        await runner.teardown(Math.max(0, deadline - config.clock.now()));
+      } finally {
+        await runner.close();
+      }
+    },
+  };
+}
+
+/**
+ * The job-stop poll (stop-poll.ts): it stops after the jobs and their reports, not when the
+ * worker stops taking, so a job-stop sent while running jobs finish up is still seen.
+ */
+function stopPollPart({ config, http, log, board, tasks }: PartsSource): WorkerPart {
+  const polling = new AbortController();
+  let poll: Promise<void> = Promise.resolve();
+  return {
+    name: "job-stop poll",
+    start: () => {
+      poll = tasks.run("job-stop poll", () =>
+        pollJobStops({ config, http, log, closing: polling.signal }, board),
+      );
+      return true;
+    },
+    stop: async () => {
+      polling.abort();
+      await poll;
+    },
+  };
+}
+
+/**
+ * The jobs held (job-board.ts): nothing to start; at stop the lifecycle's middle states run here
+ * (shutdown.ts): draining (running jobs get the grace), flushing (their reports post until the
+ * flush deadline), then closed (nothing more is posted).
+ */
+function jobsPart({ board, lifecycle, config }: PartsSource): WorkerPart {
+  return {
+    name: "jobs",
+    start: () => true,
+    stop: async (deadline) => {
+      try {
+        await drainJobs(
+          board,
+          Math.max(0, deadline - config.clock.now()),
+          config.shutdownGraceMs,
+          config.clock,
+        );
+        lifecycle.flushing();
+        await flushReports(board);
+      } finally {
+        lifecycle.closed();
+      }
+    },
+  };
+}
+
+/** The take loop (take-loop.ts): takes its first job once the worker is ready; ends when it stops taking. */
+function takeLoopPart({ config, http, log, lifecycle, board, tasks }: PartsSource): WorkerPart {
+  let loop: Promise<void> = Promise.resolve();
+  return {
+    name: "take loop",
+    start: () => true,
+    ready: () => {
+      const parts: LoopParts = { config, http, log, closing: lifecycle.taking };
+      // The loop never throws; were it to, the worker could take nothing more: unfit, not silent.
+      loop = tasks.run("take loop", () => runTakeLoop(parts, board), { unfit: "take-loop" });
+    },
+    stop: () => loop,
+  };
+}

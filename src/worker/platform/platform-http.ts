@@ -1,0 +1,167 @@
+import { type Answer, HttpTransport } from "../../http/transport.js";
+import { RESULT_POST_HEADERS } from "../../protocol/headers.js";
+import { USER_AGENT } from "../../version.js";
+import { requestIdHeader } from "./request-id.js";
+
+export {
+  DEFAULT_ANSWER_BODY_MS,
+  DEFAULT_MAX_ANSWER_BYTES,
+  MAX_CONNECTIONS as MAX_PLATFORM_CONNECTIONS,
+  MAX_REDIRECTS,
+} from "../../http/rules.js";
+export { isRefusedRequest } from "../../http/transport.js";
+
+/**
+ * The worker's HTTP to the platform: the headers of docs/protocol.md, "Headers", set per request
+ * (never on a shared session, which races under concurrency), over the one transport
+ * (src/http/transport.ts) with the platform's key as its credential. The transport starts on
+ * node:http (nothing to load before the first take) and moves answers read whole onto undici's
+ * Pool once it has loaded it in the background, when the worker is idle after its first job.
+ */
+
+/** One answer, body already read. */
+export type PlatformResponse = Answer;
+
+/** Options of one request. */
+export interface PlatformRequestOptions {
+  /** Sets `X-Request-ID`: the request is about this job. */
+  readonly jobId?: string;
+  /** Cuts the request short (long polls on shutdown, posts at the flush deadline). */
+  readonly signal?: AbortSignal;
+  /**
+   * Longest wait for the answer's headers, and then between its body's bytes, in ms; a request
+   * that takes longer fails like a network error. @default none (long polls are bounded by `signal`)
+   */
+  readonly answerTimeoutMs?: number;
+  /**
+   * Largest answer body read, bytes; past it the rest is not read (the connection is dropped) and
+   * the answer comes back with what was read and `truncated: "bytes"`: its status still counts.
+   * @default 1 MiB
+   */
+  readonly maxAnswerBytes?: number;
+  /**
+   * Longest time spent reading an answer's body once its headers came, ms; past it the answer
+   * comes back with `truncated: "time"`. @default 30 000
+   */
+  readonly answerBodyMs?: number;
+  /**
+   * When `signal` aborts before the answer's headers came, how long to wait for them first, ms:
+   * an answer already on the wire (a take the platform has handed over) is then read rather than
+   * cut off unread. Once the headers came, `signal` no longer cuts the answer: its body is read
+   * within `maxAnswerBytes` and `answerBodyMs`. @default 0 (a request without headers is cut at once)
+   */
+  readonly settleMs?: number;
+}
+
+/** The platform's answers read whole, and the fast client loaded in the background. */
+const loadFastClient = () => import("../../http/undici-client.js").then((m) => m.loadUndiciClient());
+
+/**
+ * How long the worker must have been idle before undici's Pool is loaded, ms: an idle take in
+ * flight and no post in flight for this long, after a first job's result went out.
+ */
+export const WARM_UP_IDLE_MS = 250;
+
+/** Talks to the platform's worker routes. */
+export class PlatformHttp {
+  readonly #transport: HttpTransport;
+  /** Posts (results, stream items, progress) not yet answered. */
+  #postsInFlight = 0;
+  /** A post has been answered: a first job ran. */
+  #posted = false;
+  /** Takes in flight that said `job_in_progress=0`: the worker has no job. */
+  #idleTakes = 0;
+  #warmTimer: NodeJS.Timeout | undefined;
+  #warmStarted = false;
+
+  constructor(apiKey: string | undefined) {
+    this.#transport = new HttpTransport({
+      userAgent: USER_AGENT,
+      ...(apiKey === undefined ? {} : { credential: apiKey }),
+      loadFastClient,
+    });
+  }
+
+  /**
+   * Loads undici's Pool for the platform's answers, in the background: call it when no job runs
+   * (loading takes the event loop ~30 ms). Resolves true once it is in use.
+   */
+  warmUp(): Promise<boolean> {
+    this.#warmStarted = true;
+    return this.#transport.warmUp();
+  }
+
+  /** Which client reads the platform's answers now. */
+  get client(): "node:http" | "undici" {
+    return this.#transport.client;
+  }
+
+  /**
+   * Loads the fast client once the worker is idle after its first job ({@link WARM_UP_IDLE_MS}),
+   * never before the first take nor while a job runs: the take's own `job_in_progress=0` says no
+   * job runs (docs/protocol.md, "Taking jobs"), and no post is in flight. A job that arrives
+   * while the Pool loads waits for it once (~30 ms of CPU on this machine).
+   */
+  #considerWarmUp(): void {
+    if (this.#warmStarted || !this.#posted || this.#idleTakes === 0 || this.#postsInFlight > 0) return;
+    if (this.#warmTimer !== undefined) return;
+    this.#warmTimer = setTimeout(() => {
+      this.#warmTimer = undefined;
+      if (this.#warmStarted || this.#idleTakes === 0 || this.#postsInFlight > 0) return;
+      this.#warmStarted = true;
+      void this.#transport.warmUp();
+    }, WARM_UP_IDLE_MS);
+    this.#warmTimer.unref();
+  }
+
+  /** GET `url`. Throws on network errors and aborts; any status is an answer. */
+  get(url: string, options: PlatformRequestOptions = {}): Promise<PlatformResponse> {
+    const request = this.#transport.request("GET", url, this.#options(options, false));
+    if (this.#warmStarted || !url.includes("job_in_progress=0")) return request;
+    this.#idleTakes++;
+    this.#considerWarmUp();
+    return request.finally(() => {
+      this.#idleTakes--;
+    });
+  }
+
+  /** POST JSON (text, or its UTF-8 bytes) to `url`. Throws on network errors and aborts; any status is an answer. */
+  postJson(
+    url: string,
+    body: string | Uint8Array,
+    options: PlatformRequestOptions = {},
+  ): Promise<PlatformResponse> {
+    const request = this.#transport.request("POST", url, { ...this.#options(options, true), body });
+    if (this.#warmStarted) return request;
+    this.#postsInFlight++;
+    return request.finally(() => {
+      this.#postsInFlight--;
+      this.#posted = true;
+      this.#considerWarmUp();
+    });
+  }
+
+  #options(options: PlatformRequestOptions, json: boolean) {
+    const headers =
+      options.jobId === undefined
+        ? json
+          ? RESULT_POST_HEADERS
+          : undefined
+        : { ...(json ? RESULT_POST_HEADERS : {}), "x-request-id": requestIdHeader(options.jobId) };
+    return {
+      ...(headers === undefined ? {} : { headers }),
+      ...(options.signal === undefined ? {} : { signal: options.signal }),
+      ...(options.answerTimeoutMs === undefined ? {} : { answerTimeoutMs: options.answerTimeoutMs }),
+      ...(options.maxAnswerBytes === undefined ? {} : { maxAnswerBytes: options.maxAnswerBytes }),
+      ...(options.answerBodyMs === undefined ? {} : { answerBodyMs: options.answerBodyMs }),
+      ...(options.settleMs === undefined ? {} : { settleMs: options.settleMs }),
+    };
+  }
+
+  /** Closes idle connections; requests still running are destroyed, and later ones refused. */
+  close(): Promise<void> {
+    clearTimeout(this.#warmTimer);
+    this.#warmStarted = true;
+    return this.#transport.close();
+  }
+}

@@ -1,0 +1,256 @@
+import { isMainThread, parentPort, workerData } from "node:worker_threads";
+import { realClock } from "../../clock.js";
+import { RunletError, type RunletErrorCode } from "../../errors.js";
+import type { HandlerDefinition } from "../../handler/define-handler.js";
+import { type ExecuteOutcome, executeJob } from "../../handler/execute.js";
+import { executeBatch } from "../../handler/execute-batch.js";
+import { failedResult, type ReportIdentity } from "../../handler/outcome.js";
+import { createLogger } from "../../log/index.js";
+import type { DeliveredJob } from "../../protocol/index.js";
+import { type ShippedSpan, type ThreadTrace, tracedLog } from "../../telemetry/link.js";
+import { threadTracer } from "../../telemetry/thread.js";
+import { type RunnerSettings, s3Options } from "./runner.js";
+import { runSetup, runTeardown } from "./setup.js";
+
+/**
+ * The isolation thread's side (`isolation: "thread"`): receives jobs from the main thread, runs
+ * them with the same executeJob as in-process, and sends progress, chunks and the result back.
+ * The main thread does all networking. Contract for bundles: docs/worker.md, "Thread entry".
+ */
+
+/** `workerData` of an isolation thread. */
+export interface RunnerThreadData {
+  readonly runletRole: "runner";
+  /** The file the thread imports: this module (sources) or a bundle's own file. */
+  readonly entryUrl: string;
+  /** Sources only: the handler module whose default export runs; a bundle has it built in. */
+  readonly handlerUrl: string | undefined;
+  /** File URL of tsx's ESM API, when TypeScript must be loadable in the thread. */
+  readonly tsxApiUrl: string | undefined;
+  readonly log: { readonly platform: boolean; readonly level: string; readonly secrets: readonly string[] };
+  readonly settings: RunnerSettings;
+}
+
+/** Main → thread: run a run of N ≥ 1 jobs: one job of a plain handler, or a batch (batch-scheduler.ts). */
+export interface RunMessage {
+  readonly type: "run";
+  readonly runId: number;
+  /** A batch's id; undefined for a plain handler's one job. */
+  readonly batchId: string | undefined;
+  readonly jobs: readonly DeliveredJob[];
+  /** Each job's time limit, in the order of `jobs`. */
+  readonly timeoutsMs: readonly number[];
+  /** The span the handler runs under, and a batch's jobs' spans (telemetry on; src/telemetry/thread.ts). */
+  readonly trace?: ThreadTrace | undefined;
+}
+
+/** Main → thread messages. */
+export type ToThread =
+  | RunMessage
+  /**
+   * Aborts run `runId` only (cancellation is keyed by run): a stop or deadline that reaches the
+   * thread after that run ended must not touch the next job the thread runs. `index` names one
+   * job of the run; without it, the run's own signal fires (a batch's; a single job's is its job's).
+   */
+  | {
+      readonly type: "abort";
+      readonly runId: number;
+      readonly index?: number;
+      readonly code: RunletErrorCode;
+      readonly message: string;
+    }
+  | { readonly type: "credit"; readonly seq: number }
+  /** Shutdown: run teardown with setup's state for at most `withinMs`, then answer "torn-down". */
+  | { readonly type: "teardown"; readonly withinMs: number };
+
+/** Thread → main messages. */
+export type FromThread =
+  /**
+   * The handler loaded and its setup (if any) finished: the thread serves jobs from now on. An
+   * error before this is a load failure.
+   */
+  | { readonly type: "ready" }
+  /** The handler loaded and its setup begins (only with a setup): the slot is setting up. */
+  | { readonly type: "setting-up" }
+  /** setup's `progress(text)`. */
+  | { readonly type: "setup-progress"; readonly text: string }
+  /** setup threw or timed out: the thread serves no job (the worker is unfit, `check=setup`). */
+  | { readonly type: "setup-failed"; readonly reason: string }
+  /** teardown ended (done, failed or cut short: it logged which). */
+  | { readonly type: "torn-down" }
+  | { readonly type: "started"; readonly at: number }
+  /** A progress update; `index` names the job within the run. */
+  | { readonly type: "progress"; readonly json: string; readonly index: number }
+  | { readonly type: "streaming" }
+  | {
+      readonly type: "chunks";
+      readonly seq: number;
+      readonly bodies: readonly (string | Uint8Array)[];
+      readonly bytes: number;
+    }
+  /** Spans the handler made, each sent as it ended (telemetry on): the main thread exports them. */
+  | { readonly type: "spans"; readonly spans: ShippedSpan[] }
+  /** One outcome per job of the run, in order. */
+  | { readonly type: "result"; readonly outcomes: readonly ExecuteOutcome[] };
+
+/** True inside a thread started by runlet to run jobs (a bundle's entry checks this first). */
+export function isRunnerThread(): boolean {
+  return !isMainThread && (workerData as { runletRole?: unknown } | null)?.runletRole === "runner";
+}
+
+/**
+ * Runs `definition.setup` on this isolation thread, then serves jobs until the main thread
+ * terminates it. Jobs sent while setup runs wait in the port (listened to only once it is done),
+ * so setup is never inside a job's execution time.
+ */
+export function runRunnerThread(definition: HandlerDefinition): void {
+  if (!isRunnerThread() || parentPort === null) {
+    throw new RunletError(
+      "RUNLET_HANDLER_LOAD",
+      "runRunnerThread() runs only inside a runlet isolation thread",
+    );
+  }
+  const port = parentPort;
+  const data = workerData as RunnerThreadData;
+  const log = createLogger({ platform: data.log.platform, level: data.log.level, secrets: data.log.secrets });
+  if (definition.setup === undefined) {
+    serveJobs(port, definition, data, log, undefined);
+    return;
+  }
+  port.postMessage({ type: "setting-up" } satisfies FromThread);
+  void runSetup(definition, {
+    log,
+    clock: realClock({ unref: false }),
+    progress: (text) => port.postMessage({ type: "setup-progress", text } satisfies FromThread),
+  }).then((outcome) => {
+    if (outcome.ok) serveJobs(port, definition, data, log, outcome.state);
+    else port.postMessage({ type: "setup-failed", reason: outcome.reason } satisfies FromThread);
+  });
+}
+
+/** The thread's job loop, once setup is done: `state` is every job's `ctx.state`. */
+function serveJobs(
+  port: NonNullable<typeof parentPort>,
+  definition: HandlerDefinition,
+  data: RunnerThreadData,
+  log: ReturnType<typeof createLogger>,
+  state: unknown,
+): void {
+  const identity: ReportIdentity = data.settings.identity;
+  /** The run's own signal (a batch's; a single job's is its job's), and each job's. */
+  let controller: AbortController | undefined;
+  let jobControllers: AbortController[] = [];
+  let runId: number | undefined;
+  let seq = 0;
+  const credits = new Map<number, () => void>();
+  // Telemetry on: a run carries the span the handler runs under (src/telemetry/thread.ts).
+  const traced = threadTracer(log, (spans) =>
+    port.postMessage({ type: "spans", spans } satisfies FromThread),
+  );
+  // This thread's ExecuteHooks: each call becomes a message; ThreadRunner on the main thread
+  // hands it to the job's ActiveJob, and a "credit" answers a chunk once it may go on.
+  const hooks = {
+    progress: (json: string) => port.postMessage({ type: "progress", json, index: 0 } satisfies FromThread),
+    streaming: () => port.postMessage({ type: "streaming" } satisfies FromThread),
+    chunks: (bodies: readonly (string | Uint8Array)[], bytes: number) => {
+      seq += 1;
+      const mine = seq;
+      return new Promise<void>((resolve) => {
+        credits.set(mine, resolve);
+        port.postMessage(
+          { type: "chunks", seq: mine, bodies, bytes } satisfies FromThread,
+          ownBuffers(bodies),
+        );
+      });
+    },
+  };
+  /** One path for both kinds of run: its signals, its start, its handler, its one result message. */
+  const run = (msg: RunMessage): void => {
+    runId = msg.runId;
+    jobControllers = msg.jobs.map(() => new AbortController());
+    controller = msg.batchId === undefined ? jobControllers[0] : new AbortController();
+    const startedAt = Date.now();
+    port.postMessage({ type: "started", at: startedAt } satisfies FromThread);
+    const members = msg.jobs.map((job, index) => ({
+      job,
+      signal: jobControllers[index]!.signal,
+      deadline: startedAt + (msg.timeoutsMs[index] ?? 0),
+      log: tracedLog(
+        log.child({ requestId: job.id }),
+        msg.batchId === undefined ? msg.trace?.span : msg.trace?.jobs?.[index],
+      ),
+      progress: (json: string) => port.postMessage({ type: "progress", json, index } satisfies FromThread),
+    }));
+    const single = members[0]!;
+    const outcomes: Promise<readonly ExecuteOutcome[]> =
+      msg.batchId === undefined
+        ? traced(
+            msg.trace,
+            executeJob,
+          )({
+            definition,
+            job: single.job,
+            signal: single.signal,
+            deadline: single.deadline,
+            log: single.log,
+            identity,
+            s3: s3Options(data.settings),
+            state,
+            hooks,
+          }).then((outcome) => [outcome])
+        : traced(
+            msg.trace,
+            executeBatch,
+          )({
+            definition,
+            batchId: msg.batchId,
+            signal: controller!.signal,
+            log: tracedLog(log.child({ batchId: msg.batchId }), msg.trace?.span),
+            identity,
+            state,
+            members,
+          });
+    void outcomes
+      .catch(
+        // executeJob and executeBatch never reject; this keeps the run's promise total should that ever change.
+        (err: unknown): ExecuteOutcome[] =>
+          msg.jobs.map(() => ({
+            result: failedResult(err, identity, definition.refreshWorker),
+            metrics: {},
+          })),
+      )
+      .then((done) => port.postMessage({ type: "result", outcomes: done } satisfies FromThread));
+  };
+  port.on("message", (msg: ToThread) => {
+    if (msg.type === "run") run(msg);
+    else if (msg.type === "abort") {
+      if (msg.runId !== runId) return;
+      const target = msg.index === undefined ? controller : jobControllers[msg.index];
+      target?.abort(new RunletError(msg.code, msg.message));
+    } else if (msg.type === "credit") {
+      credits.get(msg.seq)?.();
+      credits.delete(msg.seq);
+    } else if (msg.type === "teardown") {
+      void runTeardown(definition, state, msg.withinMs, log, realClock({ unref: false })).then(() =>
+        port.postMessage({ type: "torn-down" } satisfies FromThread),
+      );
+    }
+  });
+  port.postMessage({ type: "ready" } satisfies FromThread);
+}
+
+/**
+ * The memory of byte bodies that own all of theirs (a large item's chunks), moved to the main
+ * thread rather than copied. A body sharing memory (a slice of Node's small-Buffer pool) is copied.
+ */
+function ownBuffers(bodies: readonly (string | Uint8Array)[]): ArrayBuffer[] {
+  const moved: ArrayBuffer[] = [];
+  for (const body of bodies) {
+    if (typeof body === "string") continue;
+    const { buffer } = body;
+    if (buffer instanceof ArrayBuffer && body.byteOffset === 0 && buffer.byteLength === body.byteLength) {
+      moved.push(buffer);
+    }
+  }
+  return moved;
+}
