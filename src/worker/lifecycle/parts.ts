@@ -207,7 +207,10 @@ export class CachePart implements WorkerPart {
     try {
       // Loaded here: the warm cache's module (file streams, tar) is only for handlers with `warmCache`.
       const { hydrateWarmCache } = await import("../../cache/start-cache.js");
-      this.#cache = await hydrateWarmCache(definition.warmCache, log, config.endpointId, signal);
+      // The hydrate leaves the fitness `disk` threshold free (RUNPOD_MIN_DISK_PERCENT).
+      this.#cache = await hydrateWarmCache(definition.warmCache, log, config.endpointId, signal, {
+        minDiskPercent: config.fitness.minDiskPercent,
+      });
       return true;
     } catch (err) {
       // Cut short by shutdown (its signal aborts the hydrate): no verdict on the volume.
