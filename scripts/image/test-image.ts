@@ -245,9 +245,13 @@ async function serveImage(
     const h = await startHarnessCli();
     state.harness = h.child;
     step(`runlet harness on ${h.url}, endpoint ${ENDPOINT}`);
-    const envArgs = Object.entries({ ...h.env, RUNPOD_ENDPOINT_ID: ENDPOINT, ...extraEnv }).flatMap(
-      ([k, v]) => ["--env", `${k}=${v}`],
-    );
+    const envArgs = Object.entries({
+      ...h.env,
+      RUNPOD_ENDPOINT_ID: ENDPOINT,
+      // The platform's network check dials a public DNS server: a check run has no use for it.
+      RUNPOD_NETWORK_CHECK_TARGET: "off",
+      ...extraEnv,
+    }).flatMap(([k, v]) => ["--env", `${k}=${v}`]);
     const command = [...(config.Entrypoint ?? []), ...(config.Cmd ?? [])];
     step(`running the image's command: ${command.join(" ")}`);
     const worker = spawn("buildah", ["run", "--isolation", "chroot", ...envArgs, ctr, "--", ...command], {
