@@ -13,6 +13,8 @@
  * 4. Checks: the image's user is not root (configured, and `id -u` inside), no npm or
  *    node_modules at run time, and the image's entrypoint and command, run with the platform's
  *    variables, take a job from `runlet harness` on loopback and complete it.
+ * 5. The starters from init to image, the same way (`--only ocr|onnx|llm`): the LLM starter's
+ *    image is driven with the official `openai` client, streaming and two completions at once.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdir, mkdtemp, readdir, readFile, rm } from "node:fs/promises";
