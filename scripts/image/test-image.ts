@@ -13,6 +13,8 @@
  * 4. Checks: the image's user is not root (configured, and `id -u` inside), no npm or
  *    node_modules at run time, and the image's entrypoint and command, run with the platform's
  *    variables, take a job from `runlet harness` on loopback and complete it.
+ * 5. The starters from init to image, the same way (`--only ocr|onnx|llm`): the LLM starter's
+ *    image is driven with the official `openai` client, streaming and two completions at once.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdir, mkdtemp, readdir, readFile, rm } from "node:fs/promises";
@@ -29,14 +31,16 @@ const BASE_TAG = "localhost/runlet-base:node22";
 const PROJECT_TAG = "localhost/runlet-image-check:latest";
 const OCR_TAG = "localhost/runlet-image-ocr:latest";
 const ONNX_TAG = "localhost/runlet-image-onnx:latest";
+const LLM_TAG = "localhost/runlet-image-llm:latest";
 const ENDPOINT = "image-check";
 
-/** `npm run test:image -- --only basic|ocr|onnx` runs one of the projects; all by default. */
-const ONLY = ((): "basic" | "ocr" | "onnx" | undefined => {
+/** `npm run test:image -- --only basic|ocr|onnx|llm` runs one of the projects; all by default. */
+const ONLY = ((): "basic" | "ocr" | "onnx" | "llm" | undefined => {
   const at = process.argv.indexOf("--only");
   const value = at < 0 ? undefined : process.argv[at + 1];
-  if (value === undefined || value === "basic" || value === "ocr" || value === "onnx") return value;
-  throw new Error(`--only takes basic, ocr or onnx, got ${value}`);
+  if (value === undefined || value === "basic" || value === "ocr" || value === "onnx" || value === "llm")
+    return value;
+  throw new Error(`--only takes basic, ocr, onnx or llm, got ${value}`);
 })();
 
 const t0 = performance.now();
@@ -209,15 +213,47 @@ async function serveOneJob(
   expected: (output: unknown) => boolean,
   state: { harness?: ChildProcess; worker?: ChildProcess },
 ): Promise<void> {
+  await serveImage(tag, ctr, {}, state, async (h) => {
+    const input = JSON.parse(await readFile(inputFile, "utf8")) as unknown;
+    const res = await fetch(`${h.url}/v2/${ENDPOINT}/runsync?wait=90000`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${h.key}`, "content-type": "application/json" },
+      body: JSON.stringify(input),
+      signal: AbortSignal.timeout(120_000),
+    });
+    const body = (await res.json()) as { status?: string; output?: unknown };
+    step(`POST /runsync ${JSON.stringify(input).slice(0, 120)} → HTTP ${res.status} ${JSON.stringify(body)}`);
+    check(
+      res.status === 200 && body.status === "COMPLETED" && expected(body.output),
+      `the image's worker took the job from the harness and completed it (${tag})`,
+    );
+  });
+}
+
+/**
+ * Starts `runlet harness`, runs the image's entrypoint and command in container `ctr` with the
+ * variables it prints (and `extraEnv`), hands the harness to `drive`; then SIGTERM to tini, and
+ * the worker must exit 0.
+ */
+async function serveImage(
+  tag: string,
+  ctr: string,
+  extraEnv: Record<string, string>,
+  state: { harness?: ChildProcess; worker?: ChildProcess },
+  drive: (h: { url: string; key: string }) => Promise<void>,
+): Promise<void> {
   const config = await imageConfig(tag);
   try {
     const h = await startHarnessCli();
     state.harness = h.child;
     step(`runlet harness on ${h.url}, endpoint ${ENDPOINT}`);
-    const envArgs = Object.entries({ ...h.env, RUNPOD_ENDPOINT_ID: ENDPOINT }).flatMap(([k, v]) => [
-      "--env",
-      `${k}=${v}`,
-    ]);
+    const envArgs = Object.entries({
+      ...h.env,
+      RUNPOD_ENDPOINT_ID: ENDPOINT,
+      // The platform's network check dials a public DNS server: a check run has no use for it.
+      RUNPOD_NETWORK_CHECK_TARGET: "off",
+      ...extraEnv,
+    }).flatMap(([k, v]) => ["--env", `${k}=${v}`]);
     const command = [...(config.Entrypoint ?? []), ...(config.Cmd ?? [])];
     step(`running the image's command: ${command.join(" ")}`);
     const worker = spawn("buildah", ["run", "--isolation", "chroot", ...envArgs, ctr, "--", ...command], {
@@ -232,19 +268,12 @@ async function serveOneJob(
     worker.stderr?.on("data", collect);
 
     state.worker = worker;
-    const input = JSON.parse(await readFile(inputFile, "utf8")) as unknown;
-    const res = await fetch(`${h.url}/v2/${ENDPOINT}/runsync?wait=90000`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${h.key}`, "content-type": "application/json" },
-      body: JSON.stringify(input),
-      signal: AbortSignal.timeout(120_000),
-    });
-    const body = (await res.json()) as { status?: string; output?: unknown };
-    step(`POST /runsync ${JSON.stringify(input).slice(0, 120)} → HTTP ${res.status} ${JSON.stringify(body)}`);
-    check(
-      res.status === 200 && body.status === "COMPLETED" && expected(body.output),
-      `the image's worker took the job from the harness and completed it (${tag})`,
-    );
+    try {
+      await drive(h);
+    } catch (err) {
+      step(`the worker's output so far:\n${workerLog.trimEnd().replace(/^/gm, "    ")}`);
+      throw err;
+    }
     // SIGTERM to tini, as a container runtime sends it to PID 1: tini passes it to node, the
     // worker shuts down gracefully and exits 0, and so do tini and buildah run.
     const tini = worker.pid === undefined ? undefined : await descendantNamed(worker.pid, "tini");
@@ -302,6 +331,11 @@ async function main(): Promise<void> {
       step("PASS");
       return;
     }
+    if (ONLY === "llm") {
+      await llmImage(dir, containers, state);
+      step("PASS");
+      return;
+    }
     const project = await makeProject(dir);
     step("building the project's image from its own Dockerfile (npm ci + runlet build inside)");
     await bud(["-t", PROJECT_TAG, ...extraCaArgs(), project]);
@@ -343,6 +377,7 @@ async function main(): Promise<void> {
     if (ONLY !== "basic") {
       await ocrImage(dir, containers, state);
       await onnxImage(dir, containers, state);
+      await llmImage(dir, containers, state);
     }
     step("PASS");
   } finally {
@@ -531,6 +566,151 @@ async function onnxImage(
     },
     state,
   );
+}
+
+/**
+ * The LLM starter from init to image (issue 45): `runlet init llm-app --template llm`, `npm
+ * install` with no variable set, its own `npm test` (the tiny model it writes, streamed),
+ * `npx runlet build` with no flag (node-llama-cpp kept out, the verify step run), then the
+ * project's own Dockerfile built with buildah. That Dockerfile's final stage defaults to CUDA
+ * 12's runtime image, which cannot be pulled here: the documented CPU build argument,
+ * `RUNLET_BASE_IMAGE=node:22-bookworm-slim`, names the stand-in instead. Then the image, run
+ * against `runlet harness`, is driven with the official `openai` client: one streaming chat
+ * completion (several deltas, a finish_reason, usage), and two streaming completions sent at
+ * once that must both be in flight together (each one's first chunk came before the other's
+ * last: shown by when the chunks arrived, not by how fast).
+ */
+async function llmImage(
+  dir: string,
+  containers: string[],
+  state: { harness?: ChildProcess; worker?: ChildProcess },
+): Promise<void> {
+  const project = await makeProject(dir, "llm-app", "llm");
+  step("npm test in llm-app (the tiny model it writes, through the openai client)");
+  const tested = await run("npm", ["test"], { env: process.env, cwd: project, echo: false });
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: vitest's colour codes
+  const plain = tested.replace(/\x1b\[[0-9;]*m/g, "");
+  check(/Tests\s+\d+ passed/.test(plain), "the llm starter's own npm test passes (its tiny model)");
+  const built = await run("npx", ["runlet", "build"], { env: process.env, cwd: project, echo: false });
+  step(`npx runlet build:\n${built.trimEnd().replace(/^/gm, "    ")}`);
+  check(
+    /^external: node-llama-cpp\b/m.test(built) &&
+      /^Verified dist\/ alone in an empty folder: .*test_input\.json's job COMPLETED/m.test(built),
+    "runlet build (no flag) kept node-llama-cpp out and its verify step ran test_input.json's job from dist/ alone",
+  );
+  // The CPU base the project's Dockerfile documents; here it resolves to the stand-in.
+  const cpuBase = "node:22-bookworm-slim";
+  step(
+    `building the llm project's image from its own Dockerfile, RUNLET_BASE_IMAGE=${cpuBase} (the stand-in)`,
+  );
+  const t = performance.now();
+  const log = await bud([
+    "-t",
+    LLM_TAG,
+    "--build-arg",
+    `RUNLET_BASE_IMAGE=${cpuBase}`,
+    ...extraCaArgs(),
+    project,
+  ]);
+  const buildSeconds = Math.round((performance.now() - t) / 1000);
+  step(`image built in ${buildSeconds} s`);
+  check(
+    /Verified dist\/ alone in an empty folder/.test(log),
+    "the image's build stage ran the verify step (npm run build)",
+  );
+  const ctr = (await buildah(["from", "--pull=never", LLM_TAG], { echo: false })).trim();
+  containers.push(ctr);
+  const inside = (cmd: string) =>
+    buildah(["run", "--isolation", "chroot", ctr, "--", "sh", "-c", cmd], { echo: false }).then((o) =>
+      o.trim(),
+    );
+  const arch = await inside("node -p process.arch");
+  const llamaPkgs = (await inside("ls /app/node_modules/@node-llama-cpp"))
+    .split("\n")
+    .filter((l) => l !== "");
+  step(`@node-llama-cpp/* in the image: ${llamaPkgs.join(", ")}`);
+  check(
+    llamaPkgs.includes(`linux-${arch}`) && llamaPkgs.every((p) => p.startsWith(`linux-${arch}`)),
+    `the image holds node-llama-cpp's linux-${arch} builds and no other platform's`,
+  );
+  const uid = await inside("id -u");
+  check(uid !== "" && uid !== "0", `the llm image runs as uid ${uid}, not root`);
+  const size = (
+    await buildah(["images", "--noheading", "--format", "{{.Size}}", LLM_TAG], { echo: false })
+  ).trim();
+  step(`image ${LLM_TAG}: ${size}`);
+
+  const { default: OpenAI } = await import("openai");
+  // One llama.cpp thread: llama.cpp's threads spin while they wait for each other, and this
+  // machine's cores are shared (the starter's README, "Threads").
+  await serveImage(LLM_TAG, ctr, { LLM_THREADS: "1", LLM_PARALLEL: "2" }, state, async (h) => {
+    const client = new OpenAI({
+      apiKey: h.key,
+      baseURL: `${h.url}/v2/${ENDPOINT}/openai/v1`,
+      maxRetries: 0,
+      timeout: 180_000,
+    });
+    const messages = [{ role: "user" as const, content: "tell me a story" }];
+    /** One streaming completion: its deltas, finish_reason, usage, and when its chunks came. */
+    const streamOne = async (maxTokens: number) => {
+      const sent = performance.now();
+      const stream = await client.chat.completions.create({
+        model: "tiny-llama",
+        messages,
+        max_tokens: maxTokens,
+        temperature: 0,
+        stream: true,
+        stream_options: { include_usage: true },
+      });
+      const deltas: string[] = [];
+      let finish: string | null | undefined;
+      let usage: { prompt_tokens: number; completion_tokens: number } | null | undefined;
+      let first: number | undefined;
+      let last = 0;
+      for await (const chunk of stream) {
+        const now = performance.now();
+        const text = chunk.choices[0]?.delta.content;
+        if (text) {
+          first ??= now;
+          last = now;
+          deltas.push(text);
+        }
+        finish = chunk.choices[0]?.finish_reason ?? finish;
+        usage = chunk.usage ?? usage;
+      }
+      return { sent, first: first ?? Number.NaN, last, deltas, finish, usage };
+    };
+    const start = performance.now();
+    const rel = (ms: number) => `${Math.round(ms - start)} ms`;
+    const one = await streamOne(32);
+    step(
+      `streaming chat completion: ${one.deltas.length} deltas ${JSON.stringify(one.deltas.join(""))}, finish_reason ${one.finish}, usage ${JSON.stringify(one.usage)}; first token ${rel(one.first)}, last ${rel(one.last)}`,
+    );
+    check(
+      one.deltas.length > 5 &&
+        one.finish === "length" &&
+        one.usage?.completion_tokens === 32 &&
+        (one.usage?.prompt_tokens ?? 0) > 0,
+      "the image streamed a chat completion through runlet harness: several deltas, finish_reason length, usage counted",
+    );
+    const [a, b] = await Promise.all([streamOne(96), streamOne(96)]);
+    for (const [name, r] of [
+      ["A", a],
+      ["B", b],
+    ] as const) {
+      step(
+        `concurrent ${name}: sent ${rel(r.sent)}, first chunk ${rel(r.first)}, last ${rel(r.last)}, ${r.deltas.length} deltas, finish_reason ${r.finish}, usage ${JSON.stringify(r.usage)}`,
+      );
+    }
+    check(
+      [a, b].every((r) => r.deltas.length > 5 && r.finish === "length" && r.usage?.completion_tokens === 96),
+      "both concurrent completions streamed to max_tokens with usage",
+    );
+    check(
+      a.first < b.last && b.first < a.last,
+      "the two completions were in flight at once: each one's first chunk came before the other's last",
+    );
+  });
 }
 
 /** npx keeps each package it ran in its cache's _npx/ folder: drop the ones made from `dir`'s tarball. */

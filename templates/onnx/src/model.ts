@@ -1,4 +1,4 @@
-import { readFile } from "node:fs/promises";
+import { open } from "node:fs/promises";
 import * as ort from "onnxruntime-node";
 import { tinyModel } from "./tiny-model.js";
 
@@ -28,21 +28,36 @@ export interface LoadOptions {
 }
 
 /**
- * Creates the session. A path is read whole first: a missing or unreadable file fails here, in
- * setup, with the path in the message (and the worker reports itself unfit, taking no job).
+ * Creates the session. A path goes to ORT as a path, not read into memory here: ORT maps the file
+ * itself, so a model over 2 GiB loads, and so does one whose weights are in external data files
+ * beside it (ORT finds them relative to the model's folder). The file is opened first, so a
+ * missing or unreadable one fails here, in setup, with the path in the message (and the worker
+ * reports itself unfit, taking no job).
  */
 export async function loadModel(options: LoadOptions = {}): Promise<Model> {
   // onnxruntime 1.30 sends usage telemetry over HTTPS unless this is set; a worker has no
   // business phoning home. Set it to "0" beforehand to keep ORT's default.
   process.env["ORT_DISABLE_TELEMETRY"] ??= "1";
   const path = options.path ?? (process.env["MODEL_PATH"] || undefined);
-  const bytes = path === undefined ? tinyModel() : await readFile(path);
   const threads = options.threads ?? 0;
-  const session = await ort.InferenceSession.create(bytes, {
+  const sessionOptions: ort.InferenceSession.SessionOptions = {
     executionProviders: ["cpu"],
     graphOptimizationLevel: "all",
     ...(threads > 0 ? { intraOpNumThreads: threads } : {}),
-  });
+  };
+  let session: ort.InferenceSession;
+  if (path === undefined) {
+    session = await ort.InferenceSession.create(tinyModel(), sessionOptions);
+  } else {
+    await checkModelFile(path);
+    try {
+      session = await ort.InferenceSession.create(path, sessionOptions);
+    } catch (err) {
+      throw new Error(
+        `the model ${path} could not be loaded: ${err instanceof Error ? err.message : String(err)}`,
+      );
+    }
+  }
   const first = session.inputMetadata[0];
   const width = first?.isTensor === true ? first.shape.at(-1) : undefined;
   return {
@@ -52,6 +67,20 @@ export async function loadModel(options: LoadOptions = {}): Promise<Model> {
     source: path ?? "the built-in tiny model",
     release: () => session.release(),
   };
+}
+
+/** Opens `path` for reading and checks it is a file: the error names the path and the reason. */
+async function checkModelFile(path: string): Promise<void> {
+  let file: Awaited<ReturnType<typeof open>> | undefined;
+  try {
+    file = await open(path, "r");
+    if (!(await file.stat()).isFile()) throw new Error("not a file");
+  } catch (err) {
+    const reason = (err as NodeJS.ErrnoException).code ?? (err instanceof Error ? err.message : String(err));
+    throw new Error(`the model file ${path} (MODEL_PATH) cannot be opened: ${reason}`);
+  } finally {
+    await file?.close();
+  }
 }
 
 /** Rows the caller gave that the model cannot take (the wrong width): the caller's input is at fault. */

@@ -81,13 +81,45 @@ function node(op: string, inputs: readonly string[], output: string): number[] {
   ];
 }
 
+/**
+ * TensorProto whose data is in another file (as large models keep their weights): dims (1),
+ * data_type (2), name (8), external_data (13: key/value pairs location, offset, length),
+ * data_location (14: EXTERNAL).
+ */
+function externalTensor(name: string, dims: readonly number[], location: string, length: number): number[] {
+  const entry = (key: string, value: string) => bytes(13, [...text(1, key), ...text(2, value)]);
+  return [
+    ...dims.flatMap((d) => int(1, d)),
+    ...int(2, FLOAT),
+    ...text(8, name),
+    ...entry("location", location),
+    ...entry("offset", "0"),
+    ...entry("length", String(length)),
+    ...int(14, 1),
+  ];
+}
+
 /** The model as ONNX bytes (IR version 8, opset 13), ready for `InferenceSession.create`. */
 export function tinyModel(): Uint8Array {
+  return encodeModel(tensor("W", [TINY_INPUT.width, TINY_OUTPUT.width], TINY_WEIGHTS.w.flat()));
+}
+
+/**
+ * The same model with W in an external data file, `location` (relative to the model's folder):
+ * the model's bytes and the data file's. Only a session made from the model's path finds it.
+ */
+export function tinyModelWithExternalData(location: string): { model: Uint8Array; data: Uint8Array } {
+  const data = new Uint8Array(new Float32Array(TINY_WEIGHTS.w.flat()).buffer);
+  const w = externalTensor("W", [TINY_INPUT.width, TINY_OUTPUT.width], location, data.length);
+  return { model: encodeModel(w), data };
+}
+
+function encodeModel(w: readonly number[]): Uint8Array {
   const graph = [
     ...bytes(1, node("MatMul", [TINY_INPUT.name, "W"], "xw")),
     ...bytes(1, node("Add", ["xw", "b"], TINY_OUTPUT.name)),
     ...text(2, "tiny"),
-    ...bytes(5, tensor("W", [TINY_INPUT.width, TINY_OUTPUT.width], TINY_WEIGHTS.w.flat())),
+    ...bytes(5, w),
     ...bytes(5, tensor("b", [TINY_OUTPUT.width], TINY_WEIGHTS.b)),
     ...bytes(11, valueInfo(TINY_INPUT.name, TINY_INPUT.width)),
     ...bytes(12, valueInfo(TINY_OUTPUT.name, TINY_OUTPUT.width)),

@@ -1,8 +1,11 @@
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { createHarness } from "runlet/testing";
 import { describe, expect, it } from "vitest";
 import handler from "../src/handler.js";
 import { infer, loadModel } from "../src/model.js";
-import { tinyReference } from "../src/tiny-model.js";
+import { tinyModelWithExternalData, tinyReference } from "../src/tiny-model.js";
 
 // The built-in tiny model (src/tiny-model.ts) on onnxruntime-node's CPU provider: its weights
 // are known, so every answer is.
@@ -28,6 +31,40 @@ describe("onnx", () => {
       close(await infer(model, ROWS), tinyReference(ROWS));
     } finally {
       await model.release();
+    }
+  });
+
+  it("loads a model file by its path, its weights in an external data file beside it", async () => {
+    // Large models keep their weights apart (and a file over 2 GiB cannot be read into one
+    // buffer): ORT must get the path, to find the data file in the model's folder.
+    const dir = await mkdtemp(join(tmpdir(), "onnx-model-"));
+    try {
+      const { model: bytes, data } = tinyModelWithExternalData("tiny.weights");
+      await writeFile(join(dir, "tiny.onnx"), bytes);
+      await writeFile(join(dir, "tiny.weights"), data);
+      const model = await loadModel({ path: join(dir, "tiny.onnx") });
+      try {
+        close(await infer(model, ROWS), tinyReference(ROWS));
+      } finally {
+        await model.release();
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("names the path when the model file cannot be opened", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "onnx-model-"));
+    try {
+      const missing = join(dir, "missing.onnx");
+      await expect(loadModel({ path: missing })).rejects.toThrow(
+        `the model file ${missing} (MODEL_PATH) cannot be opened: ENOENT`,
+      );
+      await expect(loadModel({ path: dir })).rejects.toThrow(
+        `the model file ${dir} (MODEL_PATH) cannot be opened`,
+      );
+    } finally {
+      await rm(dir, { recursive: true, force: true });
     }
   });
 
