@@ -10,7 +10,7 @@ import { runNode } from "../cli/run-cli.js";
 // process that trusts it through NODE_EXTRA_CA_CERTS (read only at a process's start).
 
 const TLS = fileURLToPath(new URL("../fixtures/tls/", import.meta.url));
-const CLIENT = fileURLToPath(new URL("../../dist/worker/platform-http.js", import.meta.url));
+const CLIENT = fileURLToPath(new URL("../../dist/worker/platform/platform-http.js", import.meta.url));
 
 let server: Server;
 let origin: string;
