@@ -1,4 +1,5 @@
-import { lstat, readdir } from "node:fs/promises";
+import type { Dir } from "node:fs";
+import { lstat, opendir } from "node:fs/promises";
 import { join, relative, sep } from "node:path";
 import type { CacheDir } from "./cache-options.js";
 import { MAX_FILES, TEMP_SUFFIX } from "./manifest.js";
@@ -28,39 +29,60 @@ export function keyOf(f: { dir: string; path: string }): string {
   return `${f.dir}/${f.path}`;
 }
 
+/** What {@link scanLocal} found; `truncated` names the limit when it stopped early. */
+export type LocalScan =
+  | { readonly files: LocalFile[]; readonly truncated: false }
+  | { readonly files: LocalFile[]; readonly truncated: true; readonly reason: string };
+
 /**
- * Every regular file under the folders (symbolic links, temporary files and lock files left out),
- * at most {@link MAX_FILES}; `truncated` says whether some were left for later.
+ * Every regular file under the folders (symbolic links, temporary files and lock files left out).
+ * Every entry looked at (file, folder, link or other) counts against `limit` ({@link MAX_FILES}):
+ * a tree of millions of empty folders is not walked to its end. At the limit the scan stops and
+ * `truncated` says so, with the reason; the rest wait for a later sync. Folders are read an entry
+ * at a time, so one folder holding millions of entries is not listed whole either.
  */
-export async function scanLocal(
-  dirs: readonly CacheDir[],
-): Promise<{ files: LocalFile[]; truncated: boolean }> {
+export async function scanLocal(dirs: readonly CacheDir[], limit = MAX_FILES): Promise<LocalScan> {
   const files: LocalFile[] = [];
+  let seen = 0;
   for (const dir of dirs) {
     const stack = [dir.path];
     while (stack.length > 0) {
       const folder = stack.pop() as string;
-      let entries: import("node:fs").Dirent[];
+      let handle: Dir;
       try {
-        entries = await readdir(folder, { withFileTypes: true });
+        handle = await opendir(folder);
       } catch {
         // The folder does not exist yet (nothing cached) or vanished meanwhile: nothing to send from it.
         continue;
       }
-      for (const e of entries) {
-        const abs = join(folder, e.name);
-        if (e.isDirectory()) stack.push(abs);
-        if (!e.isFile() || e.name.endsWith(TEMP_SUFFIX) || e.name.endsWith(".lock")) continue;
-        const st = await lstat(abs).catch(() => undefined);
-        if (st === undefined || !st.isFile()) continue;
-        if (files.length >= MAX_FILES) return { files, truncated: true };
-        files.push({
-          dir: dir.name,
-          path: relative(dir.path, abs).split(sep).join("/"),
-          abs,
-          size: st.size,
-          mtimeMs: st.mtimeMs,
-        });
+      try {
+        for await (const e of handle) {
+          if (seen >= limit) {
+            return {
+              files,
+              truncated: true,
+              reason: `more than ${limit} files and folders under the cached folders (stopped in "${dir.name}")`,
+            };
+          }
+          seen++;
+          const abs = join(folder, e.name);
+          if (e.isDirectory()) stack.push(abs);
+          if (!e.isFile() || e.name.endsWith(TEMP_SUFFIX) || e.name.endsWith(".lock")) continue;
+          const st = await lstat(abs).catch(() => undefined);
+          if (st === undefined || !st.isFile()) continue;
+          files.push({
+            dir: dir.name,
+            path: relative(dir.path, abs).split(sep).join("/"),
+            abs,
+            size: st.size,
+            mtimeMs: st.mtimeMs,
+          });
+        }
+      } catch {
+        // The folder vanished while it was read: what was read of it stands.
+      } finally {
+        // A for-await that ran to its end or returned early closed it already.
+        await handle.close().catch(() => undefined);
       }
     }
   }

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { lstat, open, readFile, rename, rm, utimes } from "node:fs/promises";
+import { link, lstat, open, readFile, rename, rm, utimes } from "node:fs/promises";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -56,7 +56,9 @@ export async function acquireSyncLock(root: string, signal: AbortSignal): Promis
       if (seen === undefined || seen.ino !== st.ino || seen.mtimeMs !== st.mtimeMs)
         seen = { ino: st.ino, mtimeMs: st.mtimeMs, since: now };
       else if (now - seen.since >= lockTiming.staleMs) {
-        // Untouched for staleMs: its holder died. Moved aside (only one waiter's rename succeeds), then removed.
+        // Untouched for staleMs: its holder died. Moved aside (only one waiter's rename succeeds),
+        // then removed if it is still the lock judged stale. Another waiter may have taken that one
+        // over and made a fresh lock since this waiter last looked; that one is put back.
         const aside = tempName(path);
         if (
           await rename(path, aside).then(
@@ -64,7 +66,7 @@ export async function acquireSyncLock(root: string, signal: AbortSignal): Promis
             () => false,
           )
         )
-          await rm(aside, { force: true });
+          await dropIfStale(aside, path, seen);
         seen = undefined;
         continue;
       }
@@ -76,6 +78,31 @@ export async function acquireSyncLock(root: string, signal: AbortSignal): Promis
     await sleep(pause, undefined, { signal });
     pause = Math.min(pause * 2, 2_000);
   }
+}
+
+/**
+ * Removes the lock moved aside to `aside` when it is the one judged stale (same file, same time as
+ * `stale`); otherwise it is a fresh lock, made after the look, and goes back to `path`. Put back
+ * with a hard link, which never replaces a lock a third waiter made meanwhile; then its holder
+ * finds it lost at check(), before it writes the manifest. Where the filesystem has no hard
+ * links, it is renamed back.
+ */
+async function dropIfStale(aside: string, path: string, stale: Seen): Promise<void> {
+  const moved = await lstat(aside).catch(() => undefined);
+  if (moved === undefined) return;
+  if (moved.ino === stale.ino && moved.mtimeMs === stale.mtimeMs) {
+    await rm(aside, { force: true });
+    return;
+  }
+  try {
+    await link(aside, path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "EEXIST") {
+      await rename(aside, path);
+      return;
+    }
+  }
+  await rm(aside, { force: true });
 }
 
 /** Creates the lock with `O_EXCL`; false when another holds it. */

@@ -77,8 +77,9 @@ export async function syncMirror(ctx: SyncContext, tally: SyncTally): Promise<"s
     });
     const read = await baseManifest(root, ctx.log);
     const old = read.kind === "read" ? read.manifest : undefined;
-    const { files: local, truncated } = await scanLocal(ctx.dirs);
-    if (truncated) ctx.log.warn(`warm cache: more than ${MAX_FILES} files; the rest wait for a later sync`);
+    const scan = await scanLocal(ctx.dirs);
+    const local = scan.files;
+    if (scan.truncated) ctx.log.warn(`warm cache: ${scan.reason}; the rest wait for a later sync`);
     const kept = new Map<string, ManifestEntry>();
     // Entries of folders this worker does not cache (another handler version's) are kept as they are.
     for (const e of old?.files ?? []) {

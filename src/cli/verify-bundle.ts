@@ -70,7 +70,12 @@ export interface VerifyOptions {
   readonly timeoutMs: number;
   /** `"setup"`: no job, only load, setup and the stop. @default "job" */
   readonly mode?: "job" | "setup";
+  /** How long the worker has to stop after SIGTERM, in ms (tests shorten it). @default 30_000 */
+  readonly stopGraceMs?: number;
 }
+
+/** How long the worker has to stop after SIGTERM by default, in ms. */
+export const STOP_GRACE_MS = 30_000;
 
 const ENDPOINT_ID = "verify";
 /** Lines of the worker's log kept for an error message, and the longest kept of each. */
@@ -169,7 +174,16 @@ export async function verifyBundle(options: VerifyOptions): Promise<VerifyReport
         pending[at] = rest;
       });
     }
-    const exited = new Promise<number | null>((resolve) => child.once("close", (code) => resolve(code)));
+    // A worker that could not be started at all (no such Node, a folder it may not run in): the
+    // child says so with 'error' and no process; without a listener that would end the CLI.
+    let spawnError: Error | undefined;
+    const exited = new Promise<number | null>((resolve) => {
+      child.once("close", (code) => resolve(code));
+      child.on("error", (err) => {
+        spawnError ??= err;
+        if (child.pid === undefined) resolve(null);
+      });
+    });
     let exitCode: number | null | undefined;
     void exited.then((code) => {
       exitCode = code;
@@ -201,6 +215,9 @@ export async function verifyBundle(options: VerifyOptions): Promise<VerifyReport
     };
     try {
       for (;;) {
+        if (spawnError !== undefined && child.pid === undefined) {
+          throw fail(`the worker could not be started (${process.execPath}): ${spawnError.message}`);
+        }
         if (failure !== undefined) throw fail(failure);
         if (exitCode !== undefined) throw fail(`the worker exited with code ${exitCode} before it was done`);
         const snaps = ids.map((id) => harness.job(id));
@@ -222,12 +239,13 @@ export async function verifyBundle(options: VerifyOptions): Promise<VerifyReport
         throw fail(`test_input.json's job ended ${bad.status}: ${error.slice(0, 2_000)}`);
       }
       child.kill("SIGTERM");
-      const stopBy = Math.max(deadline, Date.now() + 30_000);
+      // The stop has its own bound, whatever is left of the step's: the one the message names.
+      const graceMs = options.stopGraceMs ?? STOP_GRACE_MS;
       const code = await Promise.race([
         exited,
-        new Promise<"late">((r) => setTimeout(() => r("late"), stopBy - Date.now()).unref()),
+        new Promise<"late">((r) => setTimeout(() => r("late"), graceMs).unref()),
       ]);
-      if (code === "late") throw fail("the worker did not stop within 30 s of SIGTERM");
+      if (code === "late") throw fail(`the worker did not stop within ${graceMs / 1000} s of SIGTERM`);
       if (failure !== undefined) throw fail(failure);
       if (code !== 0) throw fail(`the worker stopped with exit code ${code} (0 expected after SIGTERM)`);
       return {

@@ -27,6 +27,19 @@ export class SseEventSplitter {
   /** Where the line break that the last `\n` ends started (at its `\r`, if one came before it). */
   #lastBreak = -1;
 
+  /** Bytes searched for line breaks, copied and decoded so far (see {@link work}). */
+  #work = { scanned: 0, copied: 0 };
+
+  /**
+   * The work done so far, in bytes: `scanned` counts the bytes searched for line breaks, `copied`
+   * the bytes copied or decoded into events. Both stay within a small multiple of the bytes pushed
+   * (the tests check it: a splitter that searches or copies its pending bytes again on each chunk
+   * grows them in the square of an event's length).
+   */
+  get work(): { readonly scanned: number; readonly copied: number } {
+    return { ...this.#work };
+  }
+
   /** Bytes received and not yet given back as an event (what a bound on one event counts). */
   get pendingBytes(): number {
     return this.#pending;
@@ -45,6 +58,7 @@ export class SseEventSplitter {
     let from = 0;
     for (;;) {
       const at = view.indexOf(LF, from);
+      this.#work.scanned += (at === -1 ? chunk.byteLength : at + 1) - from;
       if (at === -1) break;
       const offset = base + at;
       const before = at > 0 ? chunk[at - 1] : this.#lastByte;
@@ -81,7 +95,10 @@ export class SseEventSplitter {
    * first `consumed` (the event and its blank line). The last pending chunk holds byte `consumed - 1`.
    */
   #take(eventEnd: number, consumed: number): string | undefined {
+    // The event is copied when it spans chunks (a view of its chunk otherwise), and decoded.
+    const spans = eventEnd > (this.#parts[0]?.byteLength ?? 0);
     const bytes = concatFirst(this.#parts, eventEnd);
+    this.#work.copied += (spans ? eventEnd : 0) + eventEnd;
     const last = this.#parts.at(-1);
     const keepFrom = (last?.byteLength ?? 0) - (this.#pending - consumed);
     this.#parts = last === undefined || keepFrom >= last.byteLength ? [] : [last.subarray(keepFrom)];

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { probeGpu, readFitnessConfig } from "../../src/worker/fitness/index.js";
-import { waitFor } from "../worker/helpers.js";
+import { waitFor, waitForAsync } from "../support/wait-for.js";
 
 // Issue 42, item 14: the processes a hung nvidia-smi started must die with it. This machine has
 // no GPU: a shell script named nvidia-smi on PATH stands in for the tool (a test double; the real
@@ -43,7 +43,8 @@ async function standIn(body: string) {
     const list = await Promise.all(
       ["smi.pid", "helper.pid"].map(async (f) => Number((await readFile(join(dir, f), "utf8")).trim())),
     );
-    started.push(...list);
+    // Only real pids: a file read while being written gives 0, and kill(0) is this test's own group.
+    started.push(...list.filter((pid) => Number.isInteger(pid) && pid > 0));
     return list;
   };
   return { PATH: [dir, "/usr/bin", "/bin"].join(delimiter), pids };
@@ -82,11 +83,11 @@ describe("a hung nvidia-smi and what it started (issue 42, item 14)", () => {
     const config = readFitnessConfig({ PATH: smi.PATH, RUNPOD_GPU_TEST_TIMEOUT: "600" });
     const closing = new AbortController();
     const probe = probeGpu(config, closing.signal, join(tmpdir(), "no-such-dev"));
-    let pids: number[] | undefined;
-    while (pids === undefined || pids.some((pid) => !Number.isInteger(pid) || pid <= 0)) {
-      pids = await smi.pids().catch(() => undefined);
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+    // The pid files are written by the stand-in as it starts: read until both hold a pid.
+    const pids = await waitForAsync("the stand-in to write smi.pid and helper.pid", async () => {
+      const list = await smi.pids().catch(() => undefined);
+      return list?.every((pid) => Number.isInteger(pid) && pid > 0) === true && list;
+    });
     closing.abort();
     expect((await probe).kind).toBe("broken");
     await waitFor("the stand-in and its helper to be gone", () => !pids.some(alive), 10_000);
