@@ -66,6 +66,8 @@ const UNIT = [
 ];
 
 const PROCESS = [
+  // vi.mock of node:fs/promises: it needs a module graph of its own, which only this lane keeps.
+  "test/cache/sync-lock-race.test.ts",
   "test/bench/smoke.test.ts",
   "test/cli/!(templates).test.ts",
   "test/dashboard/dashboard-browser.test.ts",
