@@ -68,6 +68,9 @@ const UNIT = [
 const PROCESS = [
   // vi.mock of node:fs/promises: it needs a module graph of its own, which only this lane keeps.
   "test/cache/sync-lock-race.test.ts",
+  // The soak counts the process's timers, listeners and heap day by day: what other files left in
+  // a shared fork would count too, so it runs in a process of its own.
+  "test/soak/thirty-days.test.ts",
   "test/bench/smoke.test.ts",
   "test/cli/!(templates).test.ts",
   "test/dashboard/dashboard-browser.test.ts",
