@@ -55,7 +55,7 @@ function npm(args: string[], cwd: string) {
 }
 
 describe("a project made by runlet init", () => {
-  it("passes its own npm test (the ocr starter's in npm run test:image) and type-checks, for every starter", async () => {
+  it("passes its own npm test (the ocr starter's in npm run test:image), type-checks and builds with its verify step, for every starter", async () => {
     const dirs: string[] = [];
     // init only copies the tarball into vendor/; runlet itself is linked below.
     const tarball = join(tmp, "runlet-0.1.0.tgz");
@@ -94,5 +94,18 @@ describe("a project made by runlet init", () => {
     });
     expect(`${tsc?.stdout}${tsc?.stderr}`).toBe("");
     expect(tsc?.code).toBe(0);
+
+    // Each starter's `runlet build`, whose verify step runs the built dist/ alone (setup and
+    // test_input.json's job): the part of npm run test:starters that CI keeps for the starters
+    // other than basic (test/package/consumer.test.ts builds basic from the tarball). ocr and llm
+    // build in npm run test:image, beside the real model's stack (the llm build alone copies
+    // 714 MiB of llama.cpp builds into dist/).
+    const built = dirs.filter((d) => !d.endsWith(`${sep}ocr`) && !d.endsWith(`${sep}llm`));
+    for (const dir of built) {
+      const r = await runCli(["build", "src/handler.ts"], { cwd: dir, timeoutMs: 120_000 });
+      expect(r.code, `${dir}\n${r.stdout}\n${r.stderr}`).toBe(0);
+      expect(`${r.stdout}${r.stderr}`).toMatch(/verif/i);
+    }
+    expect(built).toHaveLength(TEMPLATE_NAMES.length - 2);
   }, 400_000);
 });
