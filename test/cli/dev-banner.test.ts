@@ -94,6 +94,9 @@ describe("runlet dev's banner and terminal", () => {
       );
       expect(chat).toContain(`${base!}/chat/completions`);
       expect(chat).toContain(`-d '{"model":"echo-1","messages":[{"role":"user","content":"Hello"}]}'`);
+      // The old worker, stopping, still holds its last take open for a moment (a job handed over
+      // then is run, not lost: take-loop.ts, TAKE_SETTLE_MS); the call goes once it has stopped.
+      await dev.waitFor(/\[w1\] INFO {2}worker stopped/, 60_000);
       const reply = JSON.parse(await sh(chat!)) as { choices: Array<{ message: { content: string } }> };
       expect(reply.choices[0]?.message.content).toBe("you said Hello");
 
@@ -105,6 +108,7 @@ describe("runlet dev's banner and terminal", () => {
       const mark = dev.output().length;
       // The reloaded workers take it (the old ones stop taking jobs first).
       await dev.waitFor(/\[w3\] INFO {2}worker started/, 60_000);
+      await dev.waitFor(/\[w2\] INFO {2}worker stopped/, 60_000);
       const res = await fetch(`${endpoint}/runsync`, {
         method: "POST",
         headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
