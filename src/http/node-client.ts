@@ -1,5 +1,5 @@
 import type { ClientRequest, Agent as HttpAgent, IncomingMessage } from "node:http";
-import type { LookupFunction } from "node:net";
+import type { LookupFunction, Socket } from "node:net";
 import { onAbort } from "../linked-signal.js";
 import { IDLE_SOCKET_MS, MAX_CONNECTIONS } from "./rules.js";
 import { type Target, Targets } from "./targets.js";
@@ -306,10 +306,19 @@ export class NodeClient implements Collector {
     });
   }
 
-  /** Closes idle connections; requests still running are destroyed, and later ones refused. */
+  /** Closes every connection (requests still running are destroyed), refuses later requests, and resolves once each socket has closed. */
   async close(): Promise<void> {
     this.#closed = true;
-    this.#http?.agent.destroy();
-    this.#https?.agent.destroy();
+    const sockets: Socket[] = [];
+    for (const client of [this.#http, this.#https]) {
+      if (client === undefined) continue;
+      for (const list of [client.agent.sockets, client.agent.freeSockets]) {
+        for (const held of Object.values(list)) sockets.push(...(held ?? []));
+      }
+      client.agent.destroy();
+    }
+    await Promise.all(
+      sockets.filter((s) => !s.closed).map((s) => new Promise((resolve) => s.once("close", resolve))),
+    );
   }
 }

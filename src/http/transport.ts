@@ -256,9 +256,16 @@ export class HttpTransport {
     return { method: hop.method, url: next.href, headers, body: hop.body };
   }
 
-  /** Closes idle connections; requests still running are destroyed, and later ones refused. */
+  /**
+   * Closes every connection (requests still running are destroyed) and refuses later requests.
+   * Resolves once each connection has closed and the event loop has turned once more, so that a
+   * server in this process (the harness under a test, or beside `runlet dev`) has read each
+   * hang-up by then: a take cut a moment before would otherwise still look held to it, and a job
+   * handed to it would go to a connection nobody reads.
+   */
   async close(): Promise<void> {
     this.#closed = true;
     await Promise.all([this.#node.close(), this.#fast?.close()]);
+    await new Promise(setImmediate);
   }
 }

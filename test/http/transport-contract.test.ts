@@ -8,6 +8,7 @@ import { HttpTransport } from "../../src/http/transport.js";
 import { loadUndiciClient } from "../../src/http/undici-client.js";
 import { nextRetry } from "../../src/retry-policy.js";
 import { EMPTY_PAUSE } from "../../src/worker/platform/backoff.js";
+import { waitFor } from "../support/wait-for.js";
 
 // Issue 43, item 3: the contract of the worker's one transport (src/http/transport.ts), held by
 // both of its clients for answers read whole (node:http, and undici's Pool once warmUp() loaded
@@ -317,6 +318,22 @@ describe.each(clients)("answers read whole, through %s", (_name, make) => {
     } finally {
       await fresh.close();
     }
+  });
+
+  it("has let go of every connection once close() resolves: the server saw each end, a cut one's too", async () => {
+    // A server in the same process (the harness under a test) must see a take the worker cut as
+    // gone before the caller goes on; else it hands the next job to it, and the job waits for a
+    // heartbeat lapse (test/telemetry/disabled.test.ts lost one so, one run in ten).
+    const fresh = await make();
+    seen.length = 0;
+    await fresh.request("POST", `${base}/echo`, { body: "kept" });
+    const controller = new AbortController();
+    const cut = caught(fresh.request("GET", `${base}/held`, { signal: controller.signal }));
+    await waitFor("the held request to arrive", () => seen.length === 2);
+    controller.abort(new Error("worker closing"));
+    await cut;
+    await fresh.close();
+    expect(seen.map((s) => s.socket.readableEnded || s.socket.destroyed)).toEqual([true, true]);
   });
 
   it("hands a 429's Retry-After to the retry policy", async () => {

@@ -41,10 +41,22 @@ export function sendEmpty(res: ServerResponse, status: number, headers: Record<s
   res.end();
 }
 
-/** An AbortSignal that fires when the client hangs up before the answer is complete. */
+/**
+ * An AbortSignal that fires when the client hangs up before the answer is complete: at the
+ * connection's end from the client (its FIN, on which node:http already aborts the request), not
+ * only at the later 'close' of the response. In between, a held job-take would still take a job
+ * and write it to a connection nobody reads, and the job would stay IN_PROGRESS on a worker that
+ * had already let go of it.
+ */
 export function hangUpSignal(res: ServerResponse): AbortSignal {
   const controller = new AbortController();
+  const socket = res.socket;
+  const hungUp = (): void => controller.abort();
+  if (socket?.readableEnded) controller.abort();
+  else socket?.once("end", hungUp);
   res.once("close", () => {
+    // A kept-alive connection serves later requests: its listener goes with this one.
+    socket?.off("end", hungUp);
     if (!res.writableFinished) controller.abort();
   });
   return controller.signal;

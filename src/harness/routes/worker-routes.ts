@@ -311,19 +311,14 @@ async function take(
   }
   // Each job comes already written as JSON: the store marks a job IN_PROGRESS only once its
   // answer exists, and fails one that cannot be written instead of handing it out.
-  const handed = await ctx.store.take(
-    worker.endpointId,
-    worker.id,
-    max,
-    ctx.takeTimeoutMs,
-    hangUpSignal(res),
-  );
+  const hungUp = hangUpSignal(res);
+  const handed = await ctx.store.take(worker.endpointId, worker.id, max, ctx.takeTimeoutMs, hungUp);
   if (handed.length === 0) {
     answer(res, 204);
     return sendEmpty(res, 204);
   }
   const jobs = handed.map((h) => h.job);
-  if (res.destroyed) {
+  if (res.destroyed || hungUp.aborted) {
     ctx.store.undeliver(worker.endpointId, worker.id, jobs);
     answer(res, "dropped");
     return;
