@@ -114,8 +114,9 @@ export class Harness {
           this.#timelines.progress(job);
           this.#events.emit({ type: "progress", ...about(job), output });
         },
-        onChunk: (job, chunk, index) => {
-          this.#timelines.chunk(job, Buffer.byteLength(JSON.stringify(chunk)));
+        onChunk: (job, chunk, index, bytes) => {
+          // The post's own size: serialising the chunk again cost a fifth of the harness's CPU on a 100 MB item.
+          this.#timelines.chunk(job, bytes);
           this.#events.emit({ type: "stream", ...about(job), index, chunk });
         },
         onQueueChange: (endpointId) => this.#scaler.schedule(endpointId),

@@ -31,6 +31,10 @@ describe("the harness's job timeline", () => {
     expect(byName["queue"]?.end).toBe(byName["take"]?.start);
     expect(byName["take"]?.attributes["worker"]).toBe(worker.id);
     expect(byName["stream"]?.attributes["chunks"]).toBe(2);
+    // The bytes the chunks' posts carried, each at least its chunk's JSON.
+    const chunkBytes = h.job(first)!.stream.reduce((n, c) => n + Buffer.byteLength(JSON.stringify(c)), 0);
+    expect(byName["stream"]?.attributes["bytes"]).toBeGreaterThanOrEqual(chunkBytes);
+    expect(byName["stream"]?.attributes["bytes"]).toBeLessThan(chunkBytes + 2 * 1024);
     expect(byName["result"]?.attributes["status"]).toBe("COMPLETED");
     expect(byName["handler"]?.end).toBe(byName["result"]?.start);
     // The same worker's next job has no setup.

@@ -31,7 +31,8 @@ export interface StoreEvents {
   /** A worker's progress update was applied. */
   onProgress(job: JobEntry, output: unknown): void;
   /** A worker's stream chunk was applied; `index` counts from 1. */
-  onChunk(job: JobEntry, chunk: StreamChunk, index: number): void;
+  /** `bytes`: the size of the post that carried it. */
+  onChunk(job: JobEntry, chunk: StreamChunk, index: number, bytes: number): void;
   /** An endpoint's queue changed (scaling). */
   onQueueChange(endpointId: string): void;
   /** A job was created, started, put back in the queue or deleted (its end is `onTerminal`). */
@@ -190,7 +191,7 @@ export class JobStore {
     const job = this.#own(view);
     if (!job.addChunk(chunk, bytes)) return false;
     this.waits.notify(job.id);
-    this.#events.onChunk(job, chunk, job.stream.length);
+    this.#events.onChunk(job, chunk, job.stream.length, bytes);
     return true;
   }
 
