@@ -14,6 +14,12 @@ export interface DevSpawnerOptions {
   readonly env?: Readonly<Record<string, string>>;
   /** Receives each line a worker prints, with its label (`<endpoint>/w<n>`). */
   readonly onLine: (label: string, line: string) => void;
+  /**
+   * Told of each worker about to be stopped (a reload, or the harness closing it), by its endpoint
+   * and pod id, before it is signalled: `runlet dev` retires it in the harness
+   * (`Harness.retireWorker`), so no job is handed to it from then on.
+   */
+  readonly onRetire?: (endpointId: string, podId: string) => void;
   /** How long a stopped worker may finish its jobs before it is killed, in ms. @default 30_000 */
   readonly stopGraceMs?: number;
   /** Given each worker process, spawned with an IPC channel (runlet dev's sidecars). @default no IPC channel */
@@ -22,6 +28,8 @@ export interface DevSpawnerOptions {
 
 interface Child {
   readonly label: string;
+  readonly endpointId: string;
+  readonly podId: string;
   readonly process: ChildProcess;
   readonly exited: Promise<unknown>;
 }
@@ -35,8 +43,9 @@ function endpointOf(env: Record<string, string>): string {
 /**
  * The workers `runlet dev` gives endpoints created through the harness's management copy (a
  * `runlet deploy --base-url` against the dev harness): `runlet start <handler>` children the
- * harness's scaler starts and stops, their lines labelled like the main pool's. `reload()` stops
- * them gracefully; the scaler replaces them (with the new code) as jobs wait.
+ * harness's scaler starts and stops, their lines labelled like the main pool's. `reload()` retires
+ * them (`onRetire`) and stops them gracefully; the scaler replaces them (with the new code) as jobs
+ * wait.
  */
 export class DevSpawner {
   readonly #options: DevSpawnerOptions;
@@ -75,7 +84,8 @@ export class DevSpawner {
       child.once("spawn", resolve);
       child.once("error", reject);
     });
-    const entry: Child = { label, process: child, exited: once(child, "close") };
+    const podId = env["RUNPOD_POD_ID"] ?? label;
+    const entry: Child = { label, endpointId, podId, process: child, exited: once(child, "close") };
     this.#children.add(entry);
     const forget = () => this.#children.delete(entry);
     entry.exited.then(forget, forget);
@@ -99,6 +109,8 @@ export class DevSpawner {
   }
 
   async #stop(child: Child): Promise<void> {
+    // Retired before it is signalled: no job is handed to it while it stops (see WorkerPool).
+    this.#options.onRetire?.(child.endpointId, child.podId);
     const p = child.process;
     if (p.exitCode === null && p.signalCode === null) p.kill("SIGTERM");
     const timer = setTimeout(() => p.kill("SIGKILL"), this.#options.stopGraceMs ?? 30_000);

@@ -34,6 +34,12 @@ export interface WorkerPoolOptions {
   readonly onStartFailed: (failure: StartFailure) => void;
   /** Told of each start-up step a worker reports in its log lines, and of its exit (`runlet dev` passes them to the harness). */
   readonly onStartup?: (label: string, podId: string, update: StartupUpdate) => void;
+  /**
+   * Told of each worker the pool is about to stop (a reload, close), by its pod id, before the
+   * worker is signalled: `runlet dev` retires it in the harness (`Harness.retireWorker`), so no job
+   * is handed to it from then on; a job sent meanwhile waits for a new worker.
+   */
+  readonly onRetire?: (label: string, podId: string) => void;
   /** How long a stopped worker may finish its jobs before it is killed, in ms. @default 30_000 */
   readonly stopGraceMs?: number;
   /**
@@ -77,7 +83,8 @@ interface Member {
 /**
  * The worker processes of `runlet dev`: `runlet start <handler>` children connected to the
  * harness. `reload()` starts fresh workers (new code) and gracefully stops the old ones, which
- * finish the jobs they hold; jobs still queued wait in the harness for the new workers.
+ * finish the jobs they hold; jobs still queued, and jobs sent from then on, wait in the harness for
+ * the new workers (each old one is retired through `onRetire` before it is signalled).
  */
 export class WorkerPool {
   readonly #options: WorkerPoolOptions;
@@ -99,7 +106,10 @@ export class WorkerPool {
     for (let i = 0; i < this.#options.size; i++) this.#spawn();
   }
 
-  /** Replaces every worker: new ones start now, the old ones stop taking jobs and finish theirs. */
+  /**
+   * Replaces every worker: new ones start now; the old ones are retired (`onRetire`: no new job
+   * reaches them), then stop taking jobs and finish theirs.
+   */
   async reload(): Promise<void> {
     const old = [...this.#members];
     this.#waitingForChange = false;
@@ -205,6 +215,9 @@ export class WorkerPool {
   }
 
   async #stop(member: Member): Promise<void> {
+    // Retired before it is signalled: from here on, no job is handed to it (not even in the moment
+    // its last take stays open while it stops: take-loop.ts, TAKE_SETTLE_MS).
+    if (!member.stopping) this.#options.onRetire?.(member.label, member.podId);
     member.stopping = true;
     if (member.child.exitCode === null && member.child.signalCode === null) member.child.kill("SIGTERM");
     const timer = setTimeout(() => member.child.kill("SIGKILL"), this.#options.stopGraceMs ?? 30_000);

@@ -282,6 +282,18 @@ export class Harness {
   }
 
   /**
+   * Hands no more jobs of `endpointId` to the worker `workerId` (its pod id): a job-take it holds is
+   * answered 204 now, and each later one at once. A job already handed to it stays its own (its
+   * result, progress and pings count as before). Call it before telling a worker to stop, so a job
+   * sent while it winds down waits for another worker instead of running on the one going away:
+   * `runlet dev` retires its old workers on a reload, and the scaler each worker it stops. A no-op
+   * for an unknown endpoint.
+   */
+  retireWorker(endpointId: string, workerId: string): void {
+    this.#store.retire(endpointId, workerId);
+  }
+
+  /**
    * The workers of an endpoint as the dashboard lists them: connected ones (`connected`, or
    * `starting` with their phase and setup progress until ready, or `exited` once their process
    * ended), then those starting and not connected yet.

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { waitFor } from "../support/wait-for.js";
 import { REPO_ROOT, runCli, startCli } from "./run-cli.js";
 
 const exec = promisify(execFile);
@@ -94,28 +95,32 @@ describe("runlet dev's banner and terminal", () => {
       );
       expect(chat).toContain(`${base!}/chat/completions`);
       expect(chat).toContain(`-d '{"model":"echo-1","messages":[{"role":"user","content":"Hello"}]}'`);
-      // The old worker, stopping, still holds its last take open for a moment (a job handed over
-      // then is run, not lost: take-loop.ts, TAKE_SETTLE_MS); the call goes once it has stopped.
-      await dev.waitFor(/\[w1\] INFO {2}worker stopped/, 60_000);
+      // Sent at once, while the old worker may still be stopping: it was retired when the reload
+      // was announced, so the call runs on the new code (test/cli/dev-reload.test.ts).
       const reply = JSON.parse(await sh(chat!)) as { choices: Array<{ message: { content: string } }> };
       expect(reply.choices[0]?.message.content).toBe("you said Hello");
 
       // A thrown error reads as runlet test prints it, stack and all, never as escaped JSON.
+      const beforeEdit = dev.output().length;
       await writeFile(handler, THROWING);
-      await dev.waitFor(/handler\.ts changed; reloading workers/);
+      // This edit's own reload line (the output holds the last reload's too).
+      await waitFor(
+        "the reload's line",
+        () => dev.output().slice(beforeEdit).includes("handler.ts changed; reloading workers"),
+        60_000,
+      );
       const [, endpoint] = await dev.waitFor(/endpoint {2}(http:\/\/\S+)\n/);
       const [, key] = await dev.waitFor(/api key {3}(\S+)/);
       const mark = dev.output().length;
-      // The reloaded workers take it (the old ones stop taking jobs first).
-      await dev.waitFor(/\[w3\] INFO {2}worker started/, 60_000);
-      await dev.waitFor(/\[w2\] INFO {2}worker stopped/, 60_000);
+      // Sent at once after the reload's line, before a reloaded worker has started: the old one
+      // gets no new job from that line on, so the job waits for a reloaded one.
       const res = await fetch(`${endpoint}/runsync`, {
         method: "POST",
         headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
         body: '{"input": {}}',
       });
       const { id: failed } = (await res.json()) as { id: string };
-      await dev.waitFor(new RegExp(`job ${failed} FAILED`));
+      await dev.waitFor(new RegExp(`job ${failed} FAILED`), 60_000);
       await dev.waitFor(new RegExp(`job ${failed} FAILED[^\\n]*\\n[^\\n]*\\n {4}at `));
       const after = dev.output().slice(mark);
       expect(after).toMatch(

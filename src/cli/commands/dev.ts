@@ -34,9 +34,10 @@ const HELP = `Usage: runlet dev [handler] [--port N] [--dashboard-port N] [--api
 Starts runlet's local copy of the platform with one endpoint ("${ENDPOINT_ID}") and worker
 processes for the handler, and prints the URL, the API key, the live dashboard's link (it
 carries the key) and how to call the handler (a curl fitted to it, once a worker has loaded it).
-Workers are replaced when a file in the handler's folder changes; queued jobs wait for the new
-ones. The key is kept in ${STATE_DIR}/ (git-ignored) and the ports are fixed, so the printed curl
-and an open dashboard tab keep working across restarts; the tab reconnects by itself.
+Workers are replaced when a file in the handler's folder changes; queued jobs, and those sent
+from then on, wait for the new ones. The key is kept in ${STATE_DIR}/ (git-ignored) and the
+ports are fixed, so the printed curl and an open dashboard tab keep working across restarts;
+the tab reconnects by itself.
 Each job is logged as it runs. Endpoints created through the harness's management API
 (runlet deploy --base-url <url>) get worker processes for the same handler. Stop with Ctrl-C.
 
@@ -232,6 +233,7 @@ export const command: Command = {
         env: { ...devNetworkCheck(), [DESCRIBE_ENV]: "1", [DEV_SIDECARS_ENV]: "ipc" },
         ipc: (child) => sidecars.attach(child),
         onLine: (label, line) => onWorkerLine(label.slice(0, label.lastIndexOf("/")), label, line),
+        onRetire: (endpointId, podId) => harness.retireWorker(endpointId, podId),
       });
       await using pool = new WorkerPool({
         handlerPath,
@@ -248,6 +250,8 @@ export const command: Command = {
         onLine: (label, line) => onWorkerLine(ENDPOINT_ID, label, line),
         // The harness shows each worker starting until it is ready, and never counts an exited one.
         onStartup: (_label, podId, update) => harness.reportWorkerStartup(ENDPOINT_ID, podId, update),
+        // A worker being stopped gets no new job: one sent after a reload's line runs on the new code.
+        onRetire: (_label, podId) => harness.retireWorker(ENDPOINT_ID, podId),
         onExit: (label, code, signal, delayMs) => {
           harness.workerRestarted(ENDPOINT_ID);
           const when = delayMs > 1_000 ? ` in ${Math.round(delayMs / 1_000)} s` : "";

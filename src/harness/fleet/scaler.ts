@@ -28,6 +28,8 @@ interface Pool {
  * Starts workers for endpoints that have a spawner: `minWorkers` at once, then one more each time
  * a job that is not `lowPriority` waits with no free worker (no held job-take, none starting), up
  * to `maxWorkers`. Workers are not scaled down while the harness runs; `close()` stops them all.
+ * A worker it stops (replaced after `stopPod`, its endpoint removed, the harness closing) is retired
+ * in the store first, so no job is handed to it while it winds down.
  */
 export class Scaler {
   readonly #store: JobStore;
@@ -135,7 +137,7 @@ export class Scaler {
     const slot = this.#pools.get(endpointId)?.slots.get(podId);
     if (slot === undefined) return;
     this.#pools.get(endpointId)?.slots.delete(podId);
-    void slot.starting.then(() => this.#stop(slot)).finally(() => this.schedule(endpointId));
+    void slot.starting.then(() => this.#stop(endpointId, slot)).finally(() => this.schedule(endpointId));
   }
 
   /** Forgets an endpoint's spawner and stops the workers it started; resolves once they have stopped. */
@@ -148,7 +150,7 @@ export class Scaler {
     await Promise.allSettled(
       slots.map(async (s) => {
         await s.starting;
-        await this.#stop(s);
+        await this.#stop(endpointId, s);
       }),
     );
   }
@@ -156,12 +158,14 @@ export class Scaler {
   /** Stops every started worker. Idempotent. */
   async close(): Promise<void> {
     this.#closed = true;
-    const slots = [...this.#pools.values()].flatMap((p) => [...p.slots.values()]);
+    const slots = [...this.#pools].flatMap(([endpointId, p]) =>
+      [...p.slots.values()].map((s) => ({ endpointId, s })),
+    );
     for (const p of this.#pools.values()) p.slots.clear();
     await Promise.allSettled(
-      slots.map(async (s) => {
+      slots.map(async ({ endpointId, s }) => {
         await s.starting;
-        await this.#stop(s);
+        await this.#stop(endpointId, s);
       }),
     );
   }
@@ -191,7 +195,7 @@ export class Scaler {
           (worker) => {
             slot.worker = worker;
             // Closed (or replaced) while starting: stop it at once.
-            if (this.#closed || !pool.slots.has(podId)) void this.#stop(slot);
+            if (this.#closed || !pool.slots.has(podId)) void this.#stop(endpointId, slot);
             // A worker that ends on its own is replaced, as the platform replaces a dead pod.
             void worker.exited?.then(
               () => this.#ended(endpointId, pool, slot),
@@ -220,9 +224,11 @@ export class Scaler {
     this.schedule(endpointId);
   }
 
-  async #stop(slot: Slot): Promise<void> {
+  /** Retires the worker in the store (no job is handed to it from now on), then closes it. */
+  async #stop(endpointId: string, slot: Slot): Promise<void> {
     const worker = slot.worker;
     slot.worker = undefined;
+    this.#store.retire(endpointId, slot.podId);
     try {
       await worker?.close();
     } catch (err) {

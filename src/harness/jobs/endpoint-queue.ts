@@ -7,6 +7,13 @@ export interface StoreEndpoint {
   readonly executionTimeoutMs: number;
 }
 
+/**
+ * Retired workers an endpoint remembers, at most: the oldest is forgotten past it. A worker's id
+ * (its pod id) is fresh for each process, and a retired one is told to stop right after, so only
+ * a worker still taking after this many later retirements could be handed a job again.
+ */
+export const MAX_RETIRED_WORKERS = 1_000;
+
 /** A held job-take: its worker, how many it takes, and what was handed to it (set by the queue). */
 interface Taker<T> {
   readonly workerId: string;
@@ -29,6 +36,8 @@ export class EndpointQueue<T = string> {
   /** Client retries and heartbeat requeues since start. */
   retried = 0;
   #ids: string[] = [];
+  /** Workers retired ({@link retire}), oldest first: each take of theirs gets nothing. */
+  readonly #retired = new Set<string>();
   /** Held polls, oldest first; each waits on {@link #holds} under its own key. */
   readonly #takers: Taker<T>[] = [];
   readonly #holds: KeyedWaiters<Taker<T>>;
@@ -82,9 +91,10 @@ export class EndpointQueue<T = string> {
   /**
    * A job-take: up to `max` waiting jobs at once, else the first to arrive within `holdMs` (real
    * time), else none. Aborting `signal` (the worker hung up) withdraws the poll before anything is
-   * handed to it.
+   * handed to it. A retired worker's take gets nothing, at once.
    */
   async take(workerId: string, max: number, holdMs: number, signal: AbortSignal): Promise<T[]> {
+    if (this.#retired.has(workerId)) return [];
     const now = this.#hand(workerId, max);
     if (now.length > 0) return now;
     const taker: Taker<T> = { workerId, max, handed: undefined };
@@ -107,6 +117,22 @@ export class EndpointQueue<T = string> {
       this.#takers.splice(this.#takers.indexOf(taker), 1);
       this.#holds.wake(taker);
     }
+  }
+
+  /**
+   * Hands no more jobs to a worker that is being stopped: its held polls are answered with nothing
+   * now, and every later take of it gets nothing at once. Jobs already handed to it stay its own.
+   */
+  retire(workerId: string): void {
+    this.#retired.delete(workerId);
+    this.#retired.add(workerId);
+    if (this.#retired.size > MAX_RETIRED_WORKERS) this.#retired.delete(this.#retired.values().next().value!);
+    this.releaseTakersOf(workerId);
+  }
+
+  /** Whether {@link retire} has retired the worker (and it is still remembered). */
+  isRetired(workerId: string): boolean {
+    return this.#retired.has(workerId);
   }
 
   #dispatch(): void {

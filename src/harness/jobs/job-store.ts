@@ -164,6 +164,18 @@ export class JobStore {
   }
 
   /**
+   * Hands no more jobs of the endpoint to a worker that is being stopped (see
+   * EndpointQueue.retire): its held job-takes get nothing now, its later ones at once. Its running
+   * jobs stay its own. A no-op for an endpoint that is gone.
+   */
+  retire(endpointId: string, workerId: string): void {
+    if (!this.#table.hasEndpoint(endpointId)) return;
+    this.#endpoint(endpointId).retire(workerId);
+    // A held poll was a free worker: the scaler counts again.
+    this.#events.onQueueChange(endpointId);
+  }
+
+  /**
    * Jobs handed to a worker whose connection failed before the answer went out go back to the
    * front of the queue, rather than waiting for a heartbeat lapse or their timeout.
    */
