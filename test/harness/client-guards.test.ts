@@ -157,7 +157,7 @@ describe("harness client API: auth, validation, limits, rate limits, routing", (
       rateLimits: { rules: { status: { perWindow: 100, concurrent: 1 } } },
     });
     const { id } = (await api(h, "POST", "/v2/local/run", { input: {} })).body as { id: string };
-    const held = api(h, "GET", `/v2/local/status-sync/${id}?wait=2000`);
+    const held = api(h, "GET", `/v2/local/status-sync/${id}?wait=10000`);
     // Once the held request is in flight, the next one is refused.
     let second = await api(h, "GET", `/v2/local/status/${id}`);
     await expect
@@ -174,7 +174,9 @@ describe("harness client API: auth, validation, limits, rate limits, routing", (
       },
     });
     expect(second.headers.get("retry-after")).toBe("1");
-    expect((await held).status).toBe(200);
+    // Cancelling the job ends the held wait at once (it answers the record), freeing the slot.
+    expect((await api(h, "POST", `/v2/local/cancel/${id}`)).status).toBe(200);
+    expect(await held).toMatchObject({ status: 200, body: { id, status: "CANCELLED" } });
     expect((await api(h, "GET", `/v2/local/status/${id}`)).status).toBe(200);
   });
 
