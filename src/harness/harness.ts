@@ -1,16 +1,16 @@
 import { createServer, type Server } from "node:http";
-import { type Duplex, duplexPair } from "node:stream";
+import type { Duplex } from "node:stream";
 import { RunletError } from "../errors.js";
 import type { Health } from "../protocol/api.js";
 import { TimerSet } from "./clock.js";
-import { Dashboard, type HandlerInfo } from "./dashboard/index.js";
+import { Dashboard, type DashboardSource, type HandlerInfo } from "./dashboard/index.js";
 import { type WorkerView, workerViewsOf } from "./dashboard/views.js";
 import { Scaler } from "./fleet/scaler.js";
 import { type WorkerEnvOptions, workerEnvFor } from "./fleet/worker-env.js";
 import { type StartupUpdate, type WorkerStartup, WorkerStartups } from "./fleet/worker-startup.js";
 import { KeyRing } from "./http/auth.js";
 import { HostCheck } from "./http/host-check.js";
-import { closeServer, listen, sendError } from "./http/http-util.js";
+import { closeServer, connectInMemory, listen, sendError } from "./http/http-util.js";
 import { exceedsValueDepth } from "./http/json-depth.js";
 import { RateLimiter } from "./http/rate-limits.js";
 import { assertDistinctNames, Router, serveFamily } from "./http/router.js";
@@ -211,22 +211,24 @@ export class Harness {
   }
 
   /**
-   * A harness that binds no port: requests reach its listener through {@link connect} alone, over
-   * streams in memory. For tests of the routes and the job API; its `url` is `http://localhost`
-   * and nothing listens there, so it takes no `dashboard` and no endpoint that starts workers
-   * (`spawn`).
+   * A harness that binds no port: requests reach its listener through {@link connect} alone, and
+   * its dashboard's (with `dashboard`) through {@link connectDashboard}, over streams in memory.
+   * For tests of the routes and the job API; its `url` is `http://localhost` and nothing listens
+   * there, so it takes no endpoint that starts workers (`spawn`).
    */
   static inMemory(options: HarnessOptions = {}): Harness {
     const resolved = resolveOptions(options);
-    if (resolved.dashboard !== undefined || resolved.endpoints.some((ep) => ep.spawn !== undefined)) {
+    if (resolved.endpoints.some((ep) => ep.spawn !== undefined)) {
       throw new RunletError(
         "RUNLET_HARNESS_CONFIG",
-        "Harness.inMemory binds no port: it takes no dashboard and no endpoint with spawn (start one with startHarness)",
+        "Harness.inMemory binds no port: it takes no endpoint with spawn (start one with startHarness)",
       );
     }
     const harness = new Harness(resolved);
     harness.#url = "http://localhost";
     for (const ep of resolved.endpoints) harness.addEndpoint(ep);
+    const page = resolved.dashboard;
+    if (page !== undefined) harness.#dashboard = Dashboard.inMemory(harness.#dashboardSource(page));
     return harness;
   }
 
@@ -236,13 +238,18 @@ export class Harness {
    * socket, e.g. `http.request`'s `createConnection`). What `inject` is to fastify, for tests.
    */
   connect(): Duplex {
-    const [client, server] = duplexPair();
-    // Either end closed closes the other, as a TCP connection's peer sees a reset or a hang-up
-    // (a dropped connection, a client that gave up).
-    client.once("close", () => server.destroy());
-    server.once("close", () => client.destroy());
-    this.#server.emit("connection", server);
-    return client;
+    return connectInMemory(this.#server);
+  }
+
+  /**
+   * A connection to the dashboard's listener in memory, as {@link connect} is to the API's; throws
+   * `RUNLET_HARNESS_CONFIG` when the harness has no dashboard.
+   */
+  connectDashboard(): Duplex {
+    if (this.#dashboard === undefined) {
+      throw new RunletError("RUNLET_HARNESS_CONFIG", "connectDashboard: this harness has no dashboard");
+    }
+    return this.#dashboard.connect();
   }
 
   /** The base URL, `http://127.0.0.1:<port>`. */
@@ -549,34 +556,39 @@ export class Harness {
     for (const ep of this.#options.endpoints) this.addEndpoint(ep);
     const page = this.#options.dashboard;
     if (page !== undefined) {
-      const o = this.#options;
       try {
-        this.#dashboard = await Dashboard.start({
-          store: this.#store,
-          jobs: this.#jobs,
-          limiter: this.#limiter,
-          apiKey: o.apiKey,
-          host: o.host,
-          allowedHosts: o.allowedHosts,
-          port: page.port,
-          bodyLimits: {
-            runBytes: o.limits.runBytes,
-            runsyncBytes: o.limits.runsyncBytes,
-            maxJsonDepth: o.limits.maxJsonDepth,
-          },
-          webhookAttempts: () => this.#webhooks.attempts(),
-          timeline: (jobId) => this.timeline(jobId),
-          startups: this.#startups,
-          onJobEvent: (listener) => this.#events.subscribe(listener),
-          sampleRequest: page.sampleRequest,
-          logger: o.logger,
-        });
+        this.#dashboard = await Dashboard.start(this.#dashboardSource(page));
       } catch (err) {
         // Its port is taken, say: the harness it belongs to must not stay open behind the error.
         await this.close();
         throw err;
       }
     }
+  }
+
+  /** What the dashboard reads and calls (with `dashboard` on). */
+  #dashboardSource(page: NonNullable<ResolvedOptions["dashboard"]>): DashboardSource {
+    const o = this.#options;
+    return {
+      store: this.#store,
+      jobs: this.#jobs,
+      limiter: this.#limiter,
+      apiKey: o.apiKey,
+      host: o.host,
+      allowedHosts: o.allowedHosts,
+      port: page.port,
+      bodyLimits: {
+        runBytes: o.limits.runBytes,
+        runsyncBytes: o.limits.runsyncBytes,
+        maxJsonDepth: o.limits.maxJsonDepth,
+      },
+      webhookAttempts: () => this.#webhooks.attempts(),
+      timeline: (jobId) => this.timeline(jobId),
+      startups: this.#startups,
+      onJobEvent: (listener) => this.#events.subscribe(listener),
+      sampleRequest: page.sampleRequest,
+      logger: o.logger,
+    };
   }
 }
 

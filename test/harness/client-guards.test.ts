@@ -1,11 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { sendJson } from "../../src/harness/http/http-util.js";
-import { ManualClock, startHarness } from "../../src/harness/index.js";
+import { ManualClock } from "../../src/harness/index.js";
+import { inMemoryHarness, send } from "../support/inject.js";
 import { api } from "./helpers.js";
 
 describe("harness client API: auth, validation, limits, rate limits, routing", () => {
   it("answers 401 to a missing or wrong key, accepts Bearer and raw keys, and 403 to a key without access", async () => {
-    await using h = await startHarness({
+    await using h = inMemoryHarness({
       apiKey: "main-key",
       endpoints: [{ id: "a" }, { id: "b" }],
       keys: [{ key: "only-a", endpoints: ["a"] }],
@@ -15,7 +16,7 @@ describe("harness client API: auth, validation, limits, rate limits, routing", (
       body: { error: "missing or wrong API key", status: 401 },
     });
     expect((await api(h, "GET", "/v2/a/health", undefined, { key: "nope" })).status).toBe(401);
-    const raw = await fetch(`${h.url}/v2/a/health`, { headers: { authorization: "main-key" } });
+    const raw = await send(h, `/v2/a/health`, { headers: { authorization: "main-key" } });
     expect(raw.status).toBe(200);
     expect((await api(h, "GET", "/v2/a/health", undefined, { key: "only-a" })).status).toBe(200);
     expect(await api(h, "GET", "/v2/b/health", undefined, { key: "only-a" })).toMatchObject({
@@ -25,7 +26,7 @@ describe("harness client API: auth, validation, limits, rate limits, routing", (
   });
 
   it("answers 404 with the JSON error body for an unknown endpoint, job or path", async () => {
-    await using h = await startHarness();
+    await using h = inMemoryHarness();
     expect(await api(h, "GET", "/v2/nope/health")).toMatchObject({
       status: 404,
       body: { error: 'endpoint "nope" not found', status: 404 },
@@ -45,7 +46,7 @@ describe("harness client API: auth, validation, limits, rate limits, routing", (
   });
 
   it("refuses malformed bodies, a missing input and out-of-range policy values with 400 naming the field", async () => {
-    await using h = await startHarness();
+    await using h = inMemoryHarness();
     expect(await api(h, "POST", "/v2/local/run", undefined, { rawBody: "{oops" })).toMatchObject({
       status: 400,
       body: { status: 400, error: expect.stringMatching(/^request body is not JSON: /) },
@@ -80,9 +81,9 @@ describe("harness client API: auth, validation, limits, rate limits, routing", (
   });
 
   it("refuses a body that is not valid UTF-8 with 400 and creates no job", async () => {
-    await using h = await startHarness();
+    await using h = inMemoryHarness();
     const body = Buffer.concat([Buffer.from('{"input":{"s":"'), Buffer.from([0xc3]), Buffer.from('"}}')]);
-    const res = await fetch(`${h.url}/v2/local/run`, {
+    const res = await send(h, `/v2/local/run`, {
       method: "POST",
       headers: { authorization: `Bearer ${h.apiKey}`, "content-type": "application/json" },
       body,
@@ -93,7 +94,7 @@ describe("harness client API: auth, validation, limits, rate limits, routing", (
   });
 
   it("refuses a body over the /run or /runsync limit with 413 naming the limit", async () => {
-    await using h = await startHarness({ limits: { runBytes: 1_000, runsyncBytes: 2_000 } });
+    await using h = inMemoryHarness({ limits: { runBytes: 1_000, runsyncBytes: 2_000 } });
     const big = { input: { text: "x".repeat(1_500) } };
     expect(await api(h, "POST", "/v2/local/run", big)).toMatchObject({
       status: 413,
@@ -108,28 +109,19 @@ describe("harness client API: auth, validation, limits, rate limits, routing", (
   });
 
   it("refuses a body over the real 10 MiB /run limit while reading it", async () => {
-    await using h = await startHarness();
+    await using h = inMemoryHarness();
     // Sent chunked (no content-length), so the limit is enforced while reading.
-    const chunk = new TextEncoder().encode("x".repeat(1_048_576));
-    let sent = 0;
-    const body = new ReadableStream<Uint8Array>({
-      start(controller) {
-        controller.enqueue(new TextEncoder().encode('{"input":{"t":"'));
-      },
-      pull(controller) {
-        if (sent++ < 11) controller.enqueue(chunk);
-        else {
-          controller.enqueue(new TextEncoder().encode('"}}'));
-          controller.close();
-        }
-      },
-    });
-    const res = await fetch(`${h.url}/v2/local/run`, {
+    const chunk = Buffer.alloc(1_048_576, "x");
+    async function* body() {
+      yield Buffer.from('{"input":{"t":"');
+      for (let i = 0; i < 11; i++) yield chunk;
+      yield Buffer.from('"}}');
+    }
+    const res = await send(h, "/v2/local/run", {
       method: "POST",
       headers: { authorization: `Bearer ${h.apiKey}`, "content-type": "application/json" },
-      body,
-      duplex: "half",
-    } as RequestInit);
+      body: body(),
+    });
     expect(res.status).toBe(413);
     expect(await res.json()).toEqual({
       error: "request body is over the /run limit of 10485760 bytes",
@@ -139,7 +131,7 @@ describe("harness client API: auth, validation, limits, rate limits, routing", (
 
   it("answers 429 with Retry-After past the rate per window, and lets requests through in the next window", async () => {
     const clock = new ManualClock();
-    await using h = await startHarness({
+    await using h = inMemoryHarness({
       clock,
       rateLimits: { rules: { run: { perWindow: 2, concurrent: null } } },
     });
@@ -161,11 +153,11 @@ describe("harness client API: auth, validation, limits, rate limits, routing", (
   });
 
   it("answers 429 past the concurrent requests of an operation", async () => {
-    await using h = await startHarness({
+    await using h = inMemoryHarness({
       rateLimits: { rules: { status: { perWindow: 100, concurrent: 1 } } },
     });
     const { id } = (await api(h, "POST", "/v2/local/run", { input: {} })).body as { id: string };
-    const held = api(h, "GET", `/v2/local/status-sync/${id}?wait=2000`);
+    const held = api(h, "GET", `/v2/local/status-sync/${id}?wait=10000`);
     // Once the held request is in flight, the next one is refused.
     let second = await api(h, "GET", `/v2/local/status/${id}`);
     await expect
@@ -182,17 +174,19 @@ describe("harness client API: auth, validation, limits, rate limits, routing", (
       },
     });
     expect(second.headers.get("retry-after")).toBe("1");
-    expect((await held).status).toBe(200);
+    // Cancelling the job ends the held wait at once (it answers the record), freeing the slot.
+    expect((await api(h, "POST", `/v2/local/cancel/${id}`)).status).toBe(200);
+    expect(await held).toMatchObject({ status: 200, body: { id, status: "CANCELLED" } });
     expect((await api(h, "GET", `/v2/local/status/${id}`)).status).toBe(200);
   });
 
   it("raises the rate to connected workers × requests per worker", async () => {
-    await using h = await startHarness({
+    await using h = inMemoryHarness({
       takeTimeoutMs: 200,
       rateLimits: { rules: { run: { perWindow: 1, concurrent: null } }, requestsPerWorker: 2 },
     });
     for (const w of ["w1", "w2"]) {
-      await fetch(`${h.url}/v2/local/ping/${w}`, { headers: { authorization: h.apiKey } });
+      await send(h, `/v2/local/ping/${w}`, { headers: { authorization: h.apiKey } });
     }
     const statuses: number[] = [];
     for (let i = 0; i < 5; i++) statuses.push((await api(h, "POST", "/v2/local/run", { input: {} })).status);
@@ -200,7 +194,7 @@ describe("harness client API: auth, validation, limits, rate limits, routing", (
   });
 
   it("hands paths outside the job routes to extraRoutes", async () => {
-    await using h = await startHarness({
+    await using h = inMemoryHarness({
       extraRoutes: (_req, res, url) => {
         if (url.pathname !== "/v2/pods") return false;
         sendJson(res, 200, { pods: [] });

@@ -1,17 +1,19 @@
 import { describe, expect, it } from "vitest";
-import { type Harness, ManualClock, startHarness } from "../../src/harness/index.js";
+import { type Harness, ManualClock } from "../../src/harness/index.js";
+import { inMemoryHarness, send } from "../support/inject.js";
 import { waitFor } from "../support/wait-for.js";
 import { takeJob } from "./helpers.js";
 
 /**
  * docs/protocol.md, "Heartbeat": only pings prove a worker alive. These workers are played by hand with plain
- * fetch, so nothing but the test decides what they send; the heartbeat timeout runs on a ManualClock.
+ * requests, so nothing but the test decides what they send; the heartbeat timeout runs on a ManualClock.
+ * The routes run in memory (test/support/inject.ts): the lapse is timed by the clock, not the socket.
  */
 const HEARTBEAT_TIMEOUT_MS = 1_000;
 
 /** A job-stop long poll by `workerId`, held by the harness until it answers (ids, or [] on 204). */
 function holdStopPoll(h: Harness, workerId: string): Promise<{ status: number; ids: string[] }> {
-  return fetch(`${h.url}/v2/local/job-stop/${workerId}`, { headers: { authorization: h.apiKey } }).then(
+  return send(h, `/v2/local/job-stop/${workerId}`, { headers: { authorization: h.apiKey } }).then(
     async (res) => ({
       status: res.status,
       ids: res.status === 200 ? ((await res.json()) as { jobsToStop: string[] }).jobsToStop : [],
@@ -27,7 +29,7 @@ async function stopPollHeld(h: Harness, workerId: string): Promise<void> {
 }
 
 async function progress(h: Harness, workerId: string, jobId: string, output: unknown): Promise<number> {
-  const res = await fetch(`${h.url}/v2/local/job-done/${workerId}/${jobId}?isStream=false`, {
+  const res = await send(h, `/v2/local/job-done/${workerId}/${jobId}?isStream=false`, {
     method: "POST",
     headers: { authorization: h.apiKey, "content-type": "application/json" },
     body: JSON.stringify({ status: "IN_PROGRESS", output }),
@@ -37,7 +39,7 @@ async function progress(h: Harness, workerId: string, jobId: string, output: unk
 }
 
 async function ping(h: Harness, workerId: string, jobId: string): Promise<number> {
-  const res = await fetch(`${h.url}/v2/local/ping/${workerId}?job_id=${jobId}&runpod_version=test`, {
+  const res = await send(h, `/v2/local/ping/${workerId}?job_id=${jobId}&runpod_version=test`, {
     headers: { authorization: h.apiKey },
   });
   await res.text();
@@ -47,7 +49,7 @@ async function ping(h: Harness, workerId: string, jobId: string): Promise<number
 describe("harness heartbeat: only pings keep a worker alive", () => {
   it("lapses a worker that holds its job-stop poll open and posts progress but never pings, and requeues its job", async () => {
     const clock = new ManualClock();
-    await using h = await startHarness({
+    await using h = inMemoryHarness({
       clock,
       heartbeatTimeoutMs: HEARTBEAT_TIMEOUT_MS,
       takeTimeoutMs: 30_000,
@@ -76,7 +78,7 @@ describe("harness heartbeat: only pings keep a worker alive", () => {
 
   it("keeps a worker that pings while it holds its job-stop poll open, however long it runs", async () => {
     const clock = new ManualClock();
-    await using h = await startHarness({
+    await using h = inMemoryHarness({
       clock,
       heartbeatTimeoutMs: HEARTBEAT_TIMEOUT_MS,
       takeTimeoutMs: 30_000,
@@ -104,7 +106,7 @@ describe("harness heartbeat: only pings keep a worker alive", () => {
 
   it("counts a lapse from a worker's first request when it never pings, even while a job-take of it is held", async () => {
     const clock = new ManualClock();
-    await using h = await startHarness({
+    await using h = inMemoryHarness({
       clock,
       heartbeatTimeoutMs: HEARTBEAT_TIMEOUT_MS,
       takeTimeoutMs: 30_000,

@@ -1,10 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { type JobEvent, ManualClock, startHarness } from "../../src/harness/index.js";
+import { type JobEvent, ManualClock } from "../../src/harness/index.js";
+import { inMemoryHarness, send } from "../support/inject.js";
 import { api, postDone, takeJob } from "./helpers.js";
 
 describe("Harness.onJobEvent", () => {
   it("reports progress, stream chunks and ends in order, a cancel included, and survives a listener that throws", async () => {
-    await using h = await startHarness({ clock: new ManualClock(), takeTimeoutMs: 200 });
+    await using h = inMemoryHarness({ clock: new ManualClock(), takeTimeoutMs: 200 });
     const events: JobEvent[] = [];
     h.onJobEvent(() => {
       throw new Error("a buggy listener");
@@ -13,7 +14,7 @@ describe("Harness.onJobEvent", () => {
     const a = h.enqueue("local", { input: {}, id: "a" });
     expect((await takeJob(h))?.id).toBe(a);
     await postDone(h, a, { status: "IN_PROGRESS", output: 1 });
-    const stream = await fetch(`${h.url}/v2/local/job-stream/w1/${a}`, {
+    const stream = await send(h, `/v2/local/job-stream/w1/${a}`, {
       method: "POST",
       headers: { authorization: h.apiKey, "content-type": "application/json" },
       body: JSON.stringify({ output: "chunk" }),
@@ -45,7 +46,7 @@ describe("rate-limit windows", () => {
   it("admits every request while no window gets more than its rate, and refuses the first one past it", async () => {
     // What a slow machine looks like to the limiter: requests spread over many windows.
     const clock = new ManualClock();
-    await using h = await startHarness({
+    await using h = inMemoryHarness({
       clock,
       rateLimits: { windowMs: 1_000, rules: { run: { perWindow: 3, concurrent: null } } },
     });

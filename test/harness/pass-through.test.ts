@@ -2,7 +2,7 @@ import { Writable } from "node:stream";
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import type { Harness } from "../../src/harness/index.js";
-import { startHarness } from "../../src/harness/index.js";
+import { inMemoryHarness, send } from "../support/inject.js";
 import { waitFor } from "../support/wait-for.js";
 import { api, postDone } from "./helpers.js";
 
@@ -12,9 +12,9 @@ import { api, postDone } from "./helpers.js";
  * and `s3Config` never reaches a client or a log line.
  */
 
-/** A worker's job-take by plain fetch: the parsed body exactly as the worker receives it. */
+/** A worker's job-take as a plain request: the parsed body exactly as the worker receives it. */
 async function take(h: Harness, workerId = "w1"): Promise<{ status: number; job: unknown }> {
-  const res = await fetch(`${h.url}/v2/local/job-take/${workerId}?job_in_progress=0`, {
+  const res = await send(h, `/v2/local/job-take/${workerId}?job_in_progress=0`, {
     headers: { authorization: h.apiKey },
   });
   const text = await res.text();
@@ -25,7 +25,7 @@ const SECRET = "SECRET-pass-through-42";
 
 describe("harness pass-through of job request bodies", () => {
   it("delivers unknown top-level keys, unknown policy keys and s3Config's unknown keys to the worker untouched", async () => {
-    await using h = await startHarness({ takeTimeoutMs: 200 });
+    await using h = inMemoryHarness({ takeTimeoutMs: 200 });
     const s3Config = {
       accessId: "AK",
       accessSecret: SECRET,
@@ -65,7 +65,7 @@ describe("harness pass-through of job request bodies", () => {
   });
 
   it("accepts a partial s3Config (no endpointUrl) on /runsync and delivers it as sent; clients never see it", async () => {
-    await using h = await startHarness({ takeTimeoutMs: 200 });
+    await using h = inMemoryHarness({ takeTimeoutMs: 200 });
     const s3Config = { accessId: "AK", accessSecret: SECRET, bucketName: "bucket" };
     const runsync = api(h, "POST", "/v2/local/runsync?wait=5000", {
       input: { n: 1 },
@@ -99,7 +99,7 @@ describe("harness pass-through of job request bodies", () => {
   });
 
   it("delivers the extra keys of an in-process enqueue, and never lets them replace the job's own keys", async () => {
-    await using h = await startHarness({ takeTimeoutMs: 200 });
+    await using h = inMemoryHarness({ takeTimeoutMs: 200 });
     const id = h.enqueue("local", {
       input: { a: 1 },
       extra: { batchId: "b-1", id: "not-this", input: "not-this", custom: [1, 2] },
@@ -118,7 +118,7 @@ describe("harness pass-through of job request bodies", () => {
         done();
       },
     });
-    await using h = await startHarness({
+    await using h = inMemoryHarness({
       takeTimeoutMs: 200,
       logger: pino({ level: "trace" }, sink),
       webhooks: { retries: 0, retryDelayMs: 1, timeoutMs: 2_000 },

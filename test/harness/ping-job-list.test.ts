@@ -1,12 +1,14 @@
 import { describe, expect, it } from "vitest";
-import { type Harness, ManualClock, startHarness } from "../../src/harness/index.js";
+import { type Harness, ManualClock } from "../../src/harness/index.js";
+import { inMemoryHarness, send } from "../support/inject.js";
 import { pollStop, postDone, takeJob } from "./helpers.js";
 
 /**
  * docs/protocol.md, "Taking jobs" and "Heartbeat": a ping's `job_id` list is how the platform knows what a worker runs. A
  * held job that a pinging worker's pings leave out for `heartbeatTimeoutMs` (from the hand-out, or
  * from the first ping that left it out after one listed it) is lost: requeued once, failed the
- * second time. Workers are played by hand with plain fetch; the timeout runs on a ManualClock, and
+ * second time. Workers are played by hand with plain requests, in memory
+ * (test/support/inject.ts); the timeout runs on a ManualClock, and
  * every clock step stays below it so the worker itself never lapses.
  */
 const HEARTBEAT_TIMEOUT_MS = 1_000;
@@ -14,7 +16,7 @@ const HEARTBEAT_TIMEOUT_MS = 1_000;
 /** A ping by `workerId` listing `jobIds`; with none, `job_id` is left out, as an idle worker sends it. */
 async function ping(h: Harness, workerId: string, jobIds: readonly string[]): Promise<number> {
   const list = jobIds.length === 0 ? "" : `job_id=${encodeURIComponent(jobIds.join(","))}&`;
-  const res = await fetch(`${h.url}/v2/local/ping/${workerId}?${list}runpod_version=test`, {
+  const res = await send(h, `/v2/local/ping/${workerId}?${list}runpod_version=test`, {
     headers: { authorization: h.apiKey },
   });
   await res.text();
@@ -35,14 +37,14 @@ async function stepAndPing(
   return h.job(jobId)?.status;
 }
 
-async function harness(clock: ManualClock): Promise<Harness> {
-  return await startHarness({ clock, heartbeatTimeoutMs: HEARTBEAT_TIMEOUT_MS, takeTimeoutMs: 30_000 });
+function harness(clock: ManualClock): Harness {
+  return inMemoryHarness({ clock, heartbeatTimeoutMs: HEARTBEAT_TIMEOUT_MS, takeTimeoutMs: 30_000 });
 }
 
 describe("harness: a job its worker's pings no longer list is lost", () => {
   it("requeues a job a pinging worker never lists once heartbeatTimeoutMs has passed since the hand-out, and fails it when lost again", async () => {
     const clock = new ManualClock();
-    await using h = await harness(clock);
+    await using h = harness(clock);
     const id = h.enqueue("local", { input: { n: 1 } });
     // A restarted process under the same worker id: the job-take was answered, but its pings name nothing.
     expect(await takeJob(h, "local", "w1")).toEqual({ id, input: { n: 1 } });
@@ -81,7 +83,7 @@ describe("harness: a job its worker's pings no longer list is lost", () => {
 
   it("never requeues a job its worker lists in every ping, across many clock jumps, and leaves it alone once completed", async () => {
     const clock = new ManualClock();
-    await using h = await harness(clock);
+    await using h = harness(clock);
     const id = h.enqueue("local", { input: { n: 2 } });
     expect(await takeJob(h, "local", "w1")).toEqual({ id, input: { n: 2 } });
     // A ping sent before the take was answered arrives without the job; the next one lists it.
@@ -105,7 +107,7 @@ describe("harness: a job its worker's pings no longer list is lost", () => {
 
   it("requeues a job heartbeatTimeoutMs after its worker's pings stop listing it, counting from the first ping that left it out", async () => {
     const clock = new ManualClock();
-    await using h = await harness(clock);
+    await using h = harness(clock);
     const id = h.enqueue("local", { input: { n: 3 } });
     expect(await takeJob(h, "local", "w1")).toEqual({ id, input: { n: 3 } });
     expect(await stepAndPing(h, clock, 100, id, "w1", [id])).toBe("IN_PROGRESS");
@@ -132,7 +134,7 @@ describe("harness: a job its worker's pings no longer list is lost", () => {
 
   it("leaves a job-stopped job alone when the worker's pings drop it", async () => {
     const clock = new ManualClock();
-    await using h = await harness(clock);
+    await using h = harness(clock);
     const id = h.enqueue("local", { input: { n: 4 } });
     expect(await takeJob(h, "local", "w1")).toEqual({ id, input: { n: 4 } });
     expect(await stepAndPing(h, clock, 100, id, "w1", [id])).toBe("IN_PROGRESS");

@@ -1,26 +1,32 @@
+import type { Duplex } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DASHBOARD_API_ROUTES } from "../../src/harness/dashboard/dashboard.js";
 import { type RouteSpec, routeOf, routesOf, tableOf } from "../../src/harness/http/route-table.js";
-import { type Harness, ManualClock, startHarness } from "../../src/harness/index.js";
+import { type Harness, ManualClock } from "../../src/harness/index.js";
 import { MANAGEMENT_V2_ROUTES } from "../../src/harness/management-api/routes.js";
 import { OPENAI_ROUTE_TABLE } from "../../src/harness/openai/routes.js";
 import { CLIENT_ROUTE_TABLE } from "../../src/harness/routes/client-routes.js";
 import { WORKER_ROUTE_TABLE } from "../../src/harness/routes/worker-routes.js";
 import { RATE_LIMITS } from "../../src/protocol/limits.js";
 import { type RawAnswer, send } from "../hostile/raw-http.js";
+import { inMemoryHarness } from "../support/inject.js";
 
 /**
  * One case table run against every route family of the harness — client, worker, OpenAI,
  * management, dashboard — as hono runs every router through one shared case file. Each family
  * says only how its requests look (its key header, a route with a body, its limits); the cases
- * and what they expect are shared. Real HTTP on loopback.
+ * and what they expect are shared. Real HTTP in memory: each request is node:http's client writing
+ * raw bytes to a connection the harness hands out (`connect()` for the API listener,
+ * `connectDashboard()` for the page's), which node:http's server parses as it would a socket's;
+ * no port is bound.
  */
 
 /** How a family's requests look. */
 interface Family {
   readonly name: string;
-  /** The listener it is served on. */
+  /** The listener it is served on: its base URL, and a connection to it in memory. */
   readonly base: (h: Harness) => string;
+  readonly connect: (h: Harness) => Duplex;
   /** Its declared routes, each of which must refuse a request without the key. */
   readonly routes: readonly RouteSpec<never, string>[];
   /** The headers that carry a key. */
@@ -46,6 +52,7 @@ const FAMILIES: readonly Family[] = [
   {
     name: "client",
     base: (h) => h.url,
+    connect: (h) => h.connect(),
     routes: routesOf(CLIENT_ROUTE_TABLE),
     auth: bearer,
     post: { path: "/v2/local/run", overBytes: LIMIT + 1, tooLarge: 413 },
@@ -56,6 +63,7 @@ const FAMILIES: readonly Family[] = [
   {
     name: "worker",
     base: (h) => h.url,
+    connect: (h) => h.connect(),
     routes: routesOf(WORKER_ROUTE_TABLE),
     auth: (key) => ({ authorization: key }),
     // The platform answers 400, not 413, to a result over its limit.
@@ -67,6 +75,7 @@ const FAMILIES: readonly Family[] = [
   {
     name: "openai",
     base: (h) => h.url,
+    connect: (h) => h.connect(),
     routes: routesOf(OPENAI_ROUTE_TABLE),
     auth: bearer,
     post: { path: "/v2/local/openai/v1/chat/completions", overBytes: 2 * LIMIT + 1, tooLarge: 413 },
@@ -78,6 +87,7 @@ const FAMILIES: readonly Family[] = [
   {
     name: "management",
     base: (h) => h.url,
+    connect: (h) => h.connect(),
     routes: MANAGEMENT_V2_ROUTES,
     auth: bearer,
     post: { path: "/v2/templates", overBytes: 1_048_577, tooLarge: 413 },
@@ -88,6 +98,7 @@ const FAMILIES: readonly Family[] = [
   {
     name: "dashboard",
     base: (h) => h.dashboardUrl!,
+    connect: (h) => h.connectDashboard(),
     routes: routesOf(DASHBOARD_API_ROUTES),
     auth: bearer,
     post: { path: "api/jobs", overBytes: 2 * LIMIT + 4_096 + 1, tooLarge: 413 },
@@ -126,15 +137,16 @@ const call = (
     ...(takesBody && bodyBytes !== undefined ? { bodyBytes } : {}),
     headers: { ...options.headers, connection: "close" },
     path: `${url.pathname}${url.search}`,
+    connect: () => family.connect(h),
   }).catch(
     // A server that refuses an upload may cut the socket before the client has read the answer.
     (err: NodeJS.ErrnoException) => ({ status: err.code === "ECONNRESET" ? -1 : 0, headers: {}, text: "" }),
   );
 };
 
-beforeAll(async () => {
+beforeAll(() => {
   clock = new ManualClock();
-  h = await startHarness({
+  h = inMemoryHarness({
     clock,
     dashboard: true,
     takeTimeoutMs: 50,
@@ -235,6 +247,16 @@ describe("the route families", () => {
     expect(FAMILIES.map((f) => f.name)).toEqual(["client", "worker", "openai", "management", "dashboard"]);
     const names = [CLIENT_ROUTE_TABLE, WORKER_ROUTE_TABLE, OPENAI_ROUTE_TABLE].flatMap((t) => Object.keys(t));
     expect(new Set(names).size).toBe(names.length);
+  });
+
+  it("reach the page's listener in memory only on a harness with the page", async () => {
+    await using bare = inMemoryHarness();
+    expect(() => bare.connectDashboard()).toThrow(
+      expect.objectContaining({
+        code: "RUNLET_HARNESS_CONFIG",
+        message: expect.stringMatching(/no dashboard/),
+      }),
+    );
   });
 });
 

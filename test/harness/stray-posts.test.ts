@@ -1,13 +1,14 @@
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
-import { type Harness, ManualClock, startHarness } from "../../src/harness/index.js";
+import { type Harness, ManualClock } from "../../src/harness/index.js";
+import { inMemoryHarness, send } from "../support/inject.js";
 import { logSink } from "../worker/helpers.js";
 import { postDone, takeJob } from "./helpers.js";
 
 /**
  * Only the worker the record names may change a running job (docs/harness.md, "Posts from a worker
- * that does not hold the job"). Workers are played by hand with fetch; the heartbeat lapse that
- * moves the job runs on a ManualClock.
+ * that does not hold the job"). Workers are played by hand with plain requests, in memory
+ * (test/support/inject.ts); the heartbeat lapse that moves the job runs on a ManualClock.
  */
 const HEARTBEAT_TIMEOUT_MS = 1_000;
 
@@ -18,7 +19,7 @@ async function post(
   jobId: string,
   body: unknown,
 ) {
-  const res = await fetch(`${h.url}/v2/local/${route}/${workerId}/${jobId}?isStream=false`, {
+  const res = await send(h, `/v2/local/${route}/${workerId}/${jobId}?isStream=false`, {
     method: "POST",
     headers: { authorization: h.apiKey, "content-type": "application/json" },
     body: JSON.stringify(body),
@@ -27,7 +28,7 @@ async function post(
 }
 
 async function ping(h: Harness, workerId: string, jobId: string): Promise<void> {
-  const res = await fetch(`${h.url}/v2/local/ping/${workerId}?job_id=${jobId}&runpod_version=test`, {
+  const res = await send(h, `/v2/local/ping/${workerId}?job_id=${jobId}&runpod_version=test`, {
     headers: { authorization: h.apiKey },
   });
   await res.text();
@@ -37,7 +38,7 @@ describe("harness: posts from a worker that no longer holds the job", () => {
   it("ignores and logs the late result, progress and chunk of a lapsed worker while the job runs on another", async () => {
     const sink = logSink();
     const clock = new ManualClock();
-    await using h = await startHarness({
+    await using h = inMemoryHarness({
       clock,
       heartbeatTimeoutMs: HEARTBEAT_TIMEOUT_MS,
       takeTimeoutMs: 2_000,
@@ -93,7 +94,7 @@ describe("harness: posts from a worker that no longer holds the job", () => {
 
   it("leaves a requeued job in the queue when its lapsed worker posts a result before anyone takes it again", async () => {
     const clock = new ManualClock();
-    await using h = await startHarness({
+    await using h = inMemoryHarness({
       clock,
       heartbeatTimeoutMs: HEARTBEAT_TIMEOUT_MS,
       takeTimeoutMs: 2_000,

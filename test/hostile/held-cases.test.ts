@@ -1,6 +1,20 @@
+import { type IncomingMessage, request } from "node:http";
+import type { Socket } from "node:net";
 import { describe, expect, it } from "vitest";
-import { startHarness } from "../../src/harness/index.js";
+import type { Harness } from "../../src/harness/index.js";
+import { inMemoryHarness } from "../support/inject.js";
 import { send } from "./raw-http.js";
+
+// Hostile requests to the routes, in memory: raw requests (raw-http.ts) over the listeners'
+// connections (Harness.connect, connectDashboard), which node:http parses as a socket's.
+
+/** A raw request to the API listener, in memory. */
+const api = (h: Harness, options: Omit<Parameters<typeof send>[1], "connect">) =>
+  send(h.url, { ...options, connect: () => h.connect() });
+
+/** A raw request to the dashboard's listener, in memory. */
+const page = (h: Harness, options: Omit<Parameters<typeof send>[1], "connect">) =>
+  send(h.url, { ...options, connect: () => h.connectDashboard() });
 
 /** Every route of the harness's main listener, as [method, path]. */
 const ROUTES: ReadonlyArray<readonly [string, string]> = [
@@ -28,11 +42,11 @@ const ROUTES: ReadonlyArray<readonly [string, string]> = [
 
 describe("what held under hostile callers keeps holding (issue 22)", () => {
   it("refuses a missing, wrong or truncated key on every route with 401, and changes nothing", async () => {
-    await using h = await startHarness({ apiKey: "the-main-key-0123", takeTimeoutMs: 200 });
+    await using h = inMemoryHarness({ apiKey: "the-main-key-0123", takeTimeoutMs: 200 });
     const id = h.enqueue("local", { input: {} });
     for (const [method, path] of ROUTES) {
       for (const key of [undefined, "wrong", "the-main-key-012", "Bearer the-main-key-012"]) {
-        const res = await send(h.url, {
+        const res = await api(h, {
           method,
           path,
           headers: {
@@ -49,8 +63,7 @@ describe("what held under hostile callers keeps holding (issue 22)", () => {
   });
 
   it("serves nothing outside its routes for traversal paths", async () => {
-    await using h = await startHarness({ dashboard: true });
-    const dashboard = new URL(h.dashboardUrl!).origin;
+    await using h = inMemoryHarness({ dashboard: true });
     for (const path of [
       "/_runlet/../package.json",
       "/_runlet/%2e%2e/package.json",
@@ -59,11 +72,11 @@ describe("what held under hostile callers keeps holding (issue 22)", () => {
       "/_runlet/static/../../package.json",
       "/_runlet/..\\package.json",
     ]) {
-      const res = await send(dashboard, { path });
+      const res = await page(h, { path });
       expect({ path, status: res.status }).toEqual({ path, status: 404 });
       expect(res.text).not.toContain('"name"');
     }
-    const v2 = await send(h.url, {
+    const v2 = await api(h, {
       path: "/v2/local/status/..%2F..%2Fpackage.json",
       headers: { authorization: h.apiKey },
     });
@@ -71,10 +84,12 @@ describe("what held under hostile callers keeps holding (issue 22)", () => {
   });
 
   it("grants no cross-origin access: a preflight gets no Access-Control-Allow-* header", async () => {
-    await using h = await startHarness({ dashboard: true });
-    for (const base of [h.url, new URL(h.dashboardUrl!).origin]) {
-      const path = base === h.url ? "/v2/local/run" : "/_runlet/api/jobs";
-      const res = await send(base, {
+    await using h = inMemoryHarness({ dashboard: true });
+    for (const [listener, path] of [
+      [api, "/v2/local/run"],
+      [page, "/_runlet/api/jobs"],
+    ] as const) {
+      const res = await listener(h, {
         method: "OPTIONS",
         path,
         headers: {
@@ -89,9 +104,9 @@ describe("what held under hostile callers keeps holding (issue 22)", () => {
   });
 
   it("answers malformed and oversized bodies with a 4xx naming the problem", async () => {
-    await using h = await startHarness({ limits: { runBytes: 1_000 } });
+    await using h = inMemoryHarness({ limits: { runBytes: 1_000 } });
     const post = (body: Buffer | string, path = "/v2/local/run") =>
-      send(h.url, {
+      api(h, {
         method: "POST",
         path,
         headers: { authorization: h.apiKey, "content-type": "application/json" },
@@ -115,29 +130,40 @@ describe("what held under hostile callers keeps holding (issue 22)", () => {
   });
 
   it("feeds many event-stream readers at once, each getting the snapshot and the new job", async () => {
-    await using h = await startHarness({ dashboard: true });
+    await using h = inMemoryHarness({ dashboard: true });
     const readers = await Promise.all(
-      Array.from({ length: 25 }, async () => {
-        const controller = new AbortController();
-        const res = await fetch(`${h.dashboardUrl}api/events`, {
-          headers: { authorization: `Bearer ${h.apiKey}` },
-          signal: controller.signal,
-        });
-        return { controller, reader: res.body!.getReader() };
-      }),
+      Array.from(
+        { length: 25 },
+        () =>
+          new Promise<IncomingMessage>((resolve, reject) => {
+            const req = request(`${h.dashboardUrl}api/events`, {
+              headers: { authorization: `Bearer ${h.apiKey}` },
+              createConnection: () => h.connectDashboard() as Socket,
+            });
+            req.on("response", resolve);
+            req.on("error", reject);
+            req.end();
+          }),
+      ),
     );
     const id = h.enqueue("local", { input: { n: 1 } });
     await Promise.all(
-      readers.map(async ({ reader }) => {
-        let text = "";
-        const decoder = new TextDecoder();
-        while (!(text.includes("event: snapshot") && text.includes(`"id":"${id}"`))) {
-          const { value, done } = await reader.read();
-          if (done) throw new Error("the feed ended early");
-          text += decoder.decode(value, { stream: true });
-        }
-      }),
+      readers.map(
+        (res) =>
+          new Promise<void>((resolve, reject) => {
+            let text = "";
+            res.setEncoding("utf8");
+            res.on("data", (c: string) => {
+              text += c;
+              if (text.includes("event: snapshot") && text.includes(`"id":"${id}"`)) resolve();
+            });
+            res.on("end", () => reject(new Error("the feed ended early")));
+          }),
+      ),
     );
-    for (const { controller } of readers) controller.abort();
+    for (const res of readers) {
+      res.on("error", () => {});
+      res.destroy();
+    }
   });
 });

@@ -1,13 +1,14 @@
 import { describe, expect, it } from "vitest";
-import { ManualClock, startHarness } from "../../src/harness/index.js";
+import { ManualClock } from "../../src/harness/index.js";
 import { api, postChunk, postDone, takeJob } from "../harness/helpers.js";
+import { inMemoryHarness } from "../support/inject.js";
 
 const KiB = 1_024;
 const MiB = 1_048_576;
 
 describe("memory bounded in bytes, deleted jobs as tombstones (issue 22, items 2 and 4)", () => {
   it("keeps the request log under maxRecordedRequestBytes, dropping the oldest records", async () => {
-    await using h = await startHarness({ maxRecordedRequestBytes: MiB, takeTimeoutMs: 200 });
+    await using h = inMemoryHarness({ maxRecordedRequestBytes: MiB, takeTimeoutMs: 200 });
     const body = { output: "x".repeat(200 * KiB) };
     for (let i = 0; i < 12; i++) expect(await postDone(h, `missing-${i}`, body)).toBe(404);
     const { requestLogBytes, requestLogRecords } = h.memory();
@@ -19,7 +20,7 @@ describe("memory bounded in bytes, deleted jobs as tombstones (issue 22, items 2
   });
 
   it("keeps ended jobs under maxFinishedJobBytes, deleting the oldest to a tombstone", async () => {
-    await using h = await startHarness({ maxFinishedJobBytes: MiB, takeTimeoutMs: 200 });
+    await using h = inMemoryHarness({ maxFinishedJobBytes: MiB, takeTimeoutMs: 200 });
     const ids: string[] = [];
     for (let i = 0; i < 8; i++) {
       const id = h.enqueue("local", { input: {} });
@@ -37,7 +38,7 @@ describe("memory bounded in bytes, deleted jobs as tombstones (issue 22, items 2
   });
 
   it("keeps only id, status and times of the jobs removeEndpoint deletes, not their streams", async () => {
-    await using h = await startHarness({ takeTimeoutMs: 200 });
+    await using h = inMemoryHarness({ takeTimeoutMs: 200 });
     const id = h.enqueue("local", { input: { text: "z".repeat(100 * KiB) } });
     await takeJob(h);
     for (let i = 0; i < 3; i++) expect(await postChunk(h, id, { output: "s".repeat(500 * KiB) })).toBe(200);
@@ -51,7 +52,7 @@ describe("memory bounded in bytes, deleted jobs as tombstones (issue 22, items 2
 
   it("drops the input of a purged job and of one whose ttl ran out, and forgets both after an hour", async () => {
     const clock = new ManualClock();
-    await using h = await startHarness({ clock, takeTimeoutMs: 200 });
+    await using h = inMemoryHarness({ clock, takeTimeoutMs: 200 });
     const purged = h.enqueue("local", { input: { big: "p".repeat(100 * KiB) } });
     expect((await api(h, "POST", "/v2/local/purge-queue")).body).toEqual({ removed: 1, status: "completed" });
     const expired = h.enqueue("local", { input: { big: "t".repeat(100 * KiB) }, policy: { ttl: 10_000 } });
@@ -69,7 +70,7 @@ describe("memory bounded in bytes, deleted jobs as tombstones (issue 22, items 2
 
   it("drops the output of a job whose result retention ran out", async () => {
     const clock = new ManualClock();
-    await using h = await startHarness({ clock, takeTimeoutMs: 200, limits: { runRetentionMs: 1_000 } });
+    await using h = inMemoryHarness({ clock, takeTimeoutMs: 200, limits: { runRetentionMs: 1_000 } });
     const id = h.enqueue("local", { input: {} });
     await takeJob(h);
     await postDone(h, id, { output: "r".repeat(100 * KiB) });
@@ -84,7 +85,7 @@ describe("memory bounded in bytes, deleted jobs as tombstones (issue 22, items 2
   });
 
   it("keeps only the first KiB of a deleted failed job's error text", async () => {
-    await using h = await startHarness({ maxFinishedJobBytes: MiB, takeTimeoutMs: 200 });
+    await using h = inMemoryHarness({ maxFinishedJobBytes: MiB, takeTimeoutMs: 200 });
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) {
       const id = h.enqueue("local", { input: {} });

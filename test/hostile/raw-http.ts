@@ -1,5 +1,6 @@
 import { request } from "node:http";
-import { connect } from "node:net";
+import { connect, type Socket } from "node:net";
+import type { Duplex } from "node:stream";
 
 /** An answer read whole. */
 export interface RawAnswer {
@@ -11,7 +12,9 @@ export interface RawAnswer {
 /**
  * A request through node:http with full control of headers and body (a Buffer, or `bodyBytes` of
  * "x" streamed in 64 KiB pieces): what a hostile caller sends, not what fetch allows. A socket the
- * server cuts after answering resolves with the answer it read.
+ * server cuts after answering resolves with the answer it read. With `connect` (a harness's
+ * `connect()` or `connectDashboard()`), the bytes go over that connection in memory instead of a
+ * socket to `base`, which then only names the host.
  */
 export function send(
   base: string,
@@ -21,9 +24,11 @@ export function send(
     readonly headers?: Record<string, string>;
     readonly body?: Buffer | string;
     readonly bodyBytes?: number;
+    readonly connect?: () => Duplex;
   },
 ): Promise<RawAnswer> {
   const url = new URL(options.path, base);
+  const inMemory = options.connect;
   return new Promise((resolve, reject) => {
     const req = request(
       {
@@ -32,6 +37,7 @@ export function send(
         method: options.method ?? "GET",
         path: options.path,
         headers: options.headers,
+        ...(inMemory === undefined ? {} : { createConnection: () => inMemory() as Socket }),
       },
       (res) => {
         let text = "";
@@ -68,12 +74,20 @@ export function send(
 
 /**
  * Sends only a request's head, declaring `contentLength` body bytes it never sends (a slow client),
- * and resolves with the first line of the answer; the socket is then closed.
+ * and resolves with the first line of the answer; the socket is then closed. `target` is a base URL
+ * (a TCP socket to it) or a function that opens a connection in memory (a harness's `connect()` or
+ * `connectDashboard()`), to which the head's bytes are written as they would be to a socket.
  */
-export function headOnly(base: string, head: string): Promise<string> {
-  const url = new URL(base);
+export function headOnly(target: string | (() => Duplex), head: string): Promise<string> {
   return new Promise((resolve, reject) => {
-    const socket = connect(Number(url.port), url.hostname, () => socket.write(head));
+    let socket: Duplex;
+    if (typeof target === "string") {
+      const url = new URL(target);
+      socket = connect(Number(url.port), url.hostname, () => socket.write(head));
+    } else {
+      socket = target();
+      socket.write(head);
+    }
     let got = "";
     socket.setEncoding("utf8");
     socket.on("data", (c: string) => {

@@ -1,10 +1,11 @@
 import { timingSafeEqual } from "node:crypto";
 import { createServer, type Server, type ServerResponse } from "node:http";
+import type { Duplex } from "node:stream";
 import type { Logger } from "pino";
 import type { WorkerChange, WorkerState } from "../fleet/worker-registry.js";
 import type { WorkerStartups } from "../fleet/worker-startup.js";
 import { HostCheck } from "../http/host-check.js";
-import { closeServer, listen, sendError, sendJson } from "../http/http-util.js";
+import { closeServer, connectInMemory, listen, sendError, sendJson } from "../http/http-util.js";
 import type { RateLimiter } from "../http/rate-limits.js";
 import {
   ANY_METHOD,
@@ -322,6 +323,21 @@ export class Dashboard {
     const dashboard = new Dashboard(source);
     dashboard.#url = await listen(dashboard.#server, source.port, source.host);
     return dashboard;
+  }
+
+  /**
+   * The page without a listener (`Harness.inMemory`): requests reach it through {@link connect}
+   * alone; its `url` is `http://localhost/_runlet/`, where nothing listens.
+   */
+  static inMemory(source: DashboardSource): Dashboard {
+    const dashboard = new Dashboard(source);
+    dashboard.#url = "http://localhost";
+    return dashboard;
+  }
+
+  /** A connection to the page's listener in memory (`Harness.connectDashboard`). */
+  connect(): Duplex {
+    return connectInMemory(this.#server);
   }
 
   /** The page's address, without the key: `http://127.0.0.1:<port>/_runlet/`. */

@@ -1,5 +1,6 @@
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { type Duplex, duplexPair } from "node:stream";
 import type { ApiError } from "../../protocol/api.js";
 
 /** Answers with a JSON body. */
@@ -105,6 +106,20 @@ export async function listen(server: Server, port: number, host: string): Promis
   const address = server.address() as AddressInfo;
   const shown = address.family === "IPv6" ? `[${address.address}]` : address.address;
   return `http://${shown}:${address.port}`;
+}
+
+/**
+ * A connection to `server` in memory, as a TCP connection would be: node:http parses what is
+ * written to the returned stream and answers on it. Either end closed closes the other, as a TCP
+ * connection's peer sees a reset or a hang-up (a dropped connection, a client that gave up).
+ * The harness's and the dashboard's `connect()`.
+ */
+export function connectInMemory(server: Server): Duplex {
+  const [client, end] = duplexPair();
+  client.once("close", () => end.destroy());
+  end.once("close", () => client.destroy());
+  server.emit("connection", end);
+  return client;
 }
 
 /** Stops accepting, closes idle connections, and cuts what is still open after `graceMs`. */
