@@ -23,11 +23,15 @@ describe("a handler that fails to load inside an isolation thread (runlet start)
       const job = h.job(id)!;
       expect(job.error).toBe(`${REASON}; this worker is unfit and stops`);
       const unhealthy = h.requests({ route: "ping" }).filter((r) => r.query["status"] === "unhealthy");
+      // The take goes out while the thread loads: when the load fails first, the job arrives
+      // after the unhealthy ping (and is failed then); when the job came first, the ping lists it
+      // as running. Both orders happen on a loaded machine.
+      const listed = unhealthy[0]?.query["job_id"];
+      expect([undefined, id]).toContain(listed);
       expect(unhealthy.map((r) => r.query)).toEqual([
         {
           gpu: "LOCAL",
-          // The job it took is still running (failing) when the ping goes out.
-          job_id: id,
+          ...(listed === undefined ? {} : { job_id: id }),
           status: "unhealthy",
           check: "handler-load",
           reason: REASON,
