@@ -2,7 +2,7 @@
  * CPU per call of the harness's per-request parts, from a checkout's TypeScript sources: routing a
  * worker request (`requestOf` + `decide`, job-done and job-take-batch alternating), a keyed wait
  * and its wake, a real-clock timer set and cleared. One JSON line, ns per call. Run it on two
- * checkouts alternately (docs/benchmarks.md, "Issue 35's redesign of the harness").
+ * checkouts alternately (docs/benchmarks.md, "Issue 35's redesign of the harness, before and after").
  *
  *   node bin/run-ts.mjs bench/harness-parts.ts [--root <checkout>]
  */
