@@ -69,8 +69,15 @@ export class PlatformHttp {
   #postsInFlight = 0;
   /** A post has been answered: a first job ran. */
   #posted = false;
-  /** Takes in flight that said `job_in_progress=0`: the worker has no job. */
+  /** Takes in flight that said `job_in_progress=0`: the worker had no job when it sent them. */
   #idleTakes = 0;
+  /** Takes in flight (job-take, job-take-batch), whatever they said. */
+  #takes = 0;
+  /**
+   * The jobs the worker holds, as its job board last said ({@link jobsHeld}); undefined when nobody
+   * said, and then only a take's own `job_in_progress=0` says the worker is idle.
+   */
+  #jobsHeld: number | undefined;
   #warmTimer: NodeJS.Timeout | undefined;
   #warmStarted = false;
 
@@ -97,17 +104,33 @@ export class PlatformHttp {
   }
 
   /**
+   * The job board's count of the jobs the worker holds (running or still being reported): at 0,
+   * a take already in flight waits for work although it said `job_in_progress=1` when it was
+   * sent (a worker with spare slots keeps one take held while its jobs finish).
+   */
+  jobsHeld(count: number): void {
+    this.#jobsHeld = count;
+    if (count === 0) this.#considerWarmUp();
+  }
+
+  /** A take is in flight and no job is held: the take's own `job_in_progress=0`, or the board's count. */
+  get #idle(): boolean {
+    return this.#idleTakes > 0 || (this.#takes > 0 && this.#jobsHeld === 0);
+  }
+
+  /**
    * Loads the fast client once the worker is idle after its first job ({@link WARM_UP_IDLE_MS}),
-   * never before the first take nor while a job runs: the take's own `job_in_progress=0` says no
-   * job runs (docs/protocol.md, "Taking jobs"), and no post is in flight. A job that arrives
-   * while the Pool loads waits for it once (~30 ms of CPU on this machine).
+   * never before the first take nor while a job runs: a take waits for work while no job is held
+   * (its own `job_in_progress=0`, docs/protocol.md, "Taking jobs", or the job board's count), and
+   * no post is in flight. A job that arrives while the Pool loads waits for it once (~30 ms of
+   * CPU on this machine).
    */
   #considerWarmUp(): void {
-    if (this.#warmStarted || !this.#posted || this.#idleTakes === 0 || this.#postsInFlight > 0) return;
+    if (this.#warmStarted || !this.#posted || !this.#idle || this.#postsInFlight > 0) return;
     if (this.#warmTimer !== undefined) return;
     this.#warmTimer = setTimeout(() => {
       this.#warmTimer = undefined;
-      if (this.#warmStarted || this.#idleTakes === 0 || this.#postsInFlight > 0) return;
+      if (this.#warmStarted || !this.#idle || this.#postsInFlight > 0) return;
       this.#warmStarted = true;
       void this.#transport.warmUp();
     }, WARM_UP_IDLE_MS);
@@ -117,11 +140,15 @@ export class PlatformHttp {
   /** GET `url`. Throws on network errors and aborts; any status is an answer. */
   get(url: string, options: PlatformRequestOptions = {}): Promise<PlatformResponse> {
     const request = this.#transport.request("GET", url, this.#options(options, false));
-    if (this.#warmStarted || !url.includes("job_in_progress=0")) return request;
-    this.#idleTakes++;
+    // Every take says job_in_progress (a job-stop poll does not).
+    if (this.#warmStarted || !url.includes("job_in_progress=")) return request;
+    const idle = url.includes("job_in_progress=0") ? 1 : 0;
+    this.#takes++;
+    this.#idleTakes += idle;
     this.#considerWarmUp();
     return request.finally(() => {
-      this.#idleTakes--;
+      this.#takes--;
+      this.#idleTakes -= idle;
     });
   }
 
