@@ -1,4 +1,4 @@
-import { type Answer, HttpTransport } from "../../http/transport.js";
+import { type Answer, HttpTransport, type RequestOptions } from "../../http/transport.js";
 import { RESULT_POST_HEADERS } from "../../protocol/headers.js";
 import { USER_AGENT } from "../../version.js";
 import { requestIdHeader } from "./request-id.js";
@@ -18,6 +18,9 @@ export { isRefusedRequest } from "../../http/transport.js";
  * node:http (nothing to load before the first take) and moves answers read whole onto undici's
  * Pool once it has loaded it in the background, when the worker is idle after its first job.
  */
+
+/** `T` with its fields writable, to build an options object field by field. */
+type Writable<T> = { -readonly [K in keyof T]: T[K] };
 
 /** One answer, body already read. */
 export type PlatformResponse = Answer;
@@ -158,7 +161,9 @@ export class PlatformHttp {
     body: string | Uint8Array,
     options: PlatformRequestOptions = {},
   ): Promise<PlatformResponse> {
-    const request = this.#transport.request("POST", url, { ...this.#options(options, true), body });
+    const requestOptions = this.#options(options, true);
+    requestOptions.body = body;
+    const request = this.#transport.request("POST", url, requestOptions);
     if (this.#warmStarted) return request;
     this.#postsInFlight++;
     return request.finally(() => {
@@ -168,21 +173,20 @@ export class PlatformHttp {
     });
   }
 
-  #options(options: PlatformRequestOptions, json: boolean) {
-    const headers =
-      options.jobId === undefined
-        ? json
-          ? RESULT_POST_HEADERS
-          : undefined
-        : { ...(json ? RESULT_POST_HEADERS : {}), "x-request-id": requestIdHeader(options.jobId) };
-    return {
-      ...(headers === undefined ? {} : { headers }),
-      ...(options.signal === undefined ? {} : { signal: options.signal }),
-      ...(options.answerTimeoutMs === undefined ? {} : { answerTimeoutMs: options.answerTimeoutMs }),
-      ...(options.maxAnswerBytes === undefined ? {} : { maxAnswerBytes: options.maxAnswerBytes }),
-      ...(options.answerBodyMs === undefined ? {} : { answerBodyMs: options.answerBodyMs }),
-      ...(options.settleMs === undefined ? {} : { settleMs: options.settleMs }),
-    };
+  /** The transport's options of one request, built field by field (one object a request). */
+  #options(options: PlatformRequestOptions, json: boolean): Writable<RequestOptions> {
+    const out: Writable<RequestOptions> = {};
+    if (options.jobId !== undefined) {
+      out.headers = json
+        ? { ...RESULT_POST_HEADERS, "x-request-id": requestIdHeader(options.jobId) }
+        : { "x-request-id": requestIdHeader(options.jobId) };
+    } else if (json) out.headers = RESULT_POST_HEADERS;
+    if (options.signal !== undefined) out.signal = options.signal;
+    if (options.answerTimeoutMs !== undefined) out.answerTimeoutMs = options.answerTimeoutMs;
+    if (options.maxAnswerBytes !== undefined) out.maxAnswerBytes = options.maxAnswerBytes;
+    if (options.answerBodyMs !== undefined) out.answerBodyMs = options.answerBodyMs;
+    if (options.settleMs !== undefined) out.settleMs = options.settleMs;
+    return out;
   }
 
   /** Closes idle connections; requests still running are destroyed, and later ones refused. */
