@@ -64,6 +64,26 @@ describe("the platform client's fast path (issue 43)", () => {
     }
   });
 
+  it("moves to undici when the jobs end under a take sent while they ran (job_in_progress=1)", async () => {
+    // A worker with spare slots keeps a take held while its jobs finish: that take said
+    // job_in_progress=1 when it went out, and only the job board knows the worker is idle now.
+    const http = new PlatformHttp("key");
+    try {
+      http.jobsHeld(1);
+      void http
+        .get(`${base}/job-take-batch/pod?hold=1&batch_size=3&job_in_progress=1`)
+        .catch(() => undefined);
+      await http.postJson(`${base}/job-done/pod/j1?isStream=false`, '{"output":1}');
+      await pause(WARM_UP_IDLE_MS * 3);
+      // A job is still held: nothing loads.
+      expect(http.client).toBe("node:http");
+      http.jobsHeld(0);
+      expect(await until(() => http.client === "undici", 10_000)).toBe(true);
+    } finally {
+      await http.close();
+    }
+  });
+
   it("does not load it while a post is still in flight (a job's result on its way)", async () => {
     const http = new PlatformHttp("key");
     try {

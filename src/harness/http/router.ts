@@ -62,10 +62,19 @@ export class Router {
 function targetUrl(target: string, baseUrl: string): URL | undefined {
   if (!target.startsWith("/")) return absoluteTarget(target);
   try {
-    return new URL(`${new URL(baseUrl).origin}${target}`);
+    return new URL(`${originOf(baseUrl)}${target}`);
   } catch {
     return undefined;
   }
+}
+
+/** The last base URL's origin: a listener's base URL is the same for every request, so it is parsed once. */
+let lastOrigin: { readonly baseUrl: string; readonly origin: string } | undefined;
+
+/** `new URL(baseUrl).origin`, remembered for the last `baseUrl` (throws as `new URL` does). */
+function originOf(baseUrl: string): string {
+  if (lastOrigin?.baseUrl !== baseUrl) lastOrigin = { baseUrl, origin: new URL(baseUrl).origin };
+  return lastOrigin.origin;
 }
 
 /** Decodes path segments; undefined when one is badly escaped (`%zz`). Segments without `%` are taken as they are. */

@@ -13,7 +13,13 @@ const DONE: Promise<unknown> = Promise.resolve();
  */
 export class JobWaits {
   readonly #clock: Clock;
+  /** Waits for a job's next change (`next`). */
   readonly #waits: KeyedWaiters<string>;
+  /**
+   * Waits for a job's end (`untilEnded`), woken only once the job is no longer live: a job handed
+   * out and then finished would otherwise wake its waiters twice, and each wake re-arms a timer.
+   */
+  readonly #ends: KeyedWaiters<string>;
   readonly #lookup: (jobId: string) => JobEntry | undefined;
   #closed = false;
 
@@ -25,6 +31,7 @@ export class JobWaits {
     this.#lookup = lookup;
     this.#clock = clock;
     this.#waits = new KeyedWaiters(clock);
+    this.#ends = new KeyedWaiters(clock);
   }
 
   /** Now on the hold clock, ms. */
@@ -34,12 +41,15 @@ export class JobWaits {
 
   /** How many waits are pending (for tests that hold the harness to its bounds). */
   get pending(): number {
-    return this.#waits.size;
+    return this.#waits.size + this.#ends.size;
   }
 
-  /** Wakes everything waiting on this job. */
+  /** Wakes everything waiting on this job's next change, and on its end once it is no longer live. */
   notify(jobId: string): void {
     this.#waits.wake(jobId);
+    if (!this.#ends.has(jobId)) return;
+    const job = this.#lookup(jobId);
+    if (job === undefined || !job.isLive()) this.#ends.wake(jobId);
   }
 
   /**
@@ -63,7 +73,7 @@ export class JobWaits {
       if (job === undefined || !job.isLive()) return job;
       const left = until - this.#clock.now();
       if (left <= 0 || signal?.aborted === true || this.#closed) return job;
-      await this.next(jobId, left, signal);
+      await this.#ends.wait(jobId, left, signal);
     }
   }
 
@@ -76,6 +86,7 @@ export class JobWaits {
   closeAll(): void {
     this.#closed = true;
     this.#waits.wakeAll();
+    this.#ends.wakeAll();
   }
 }
 

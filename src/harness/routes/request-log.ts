@@ -70,8 +70,10 @@ const RECORD_OVERHEAD_BYTES = 200;
 function sizeOf(record: Omit<RecordedRequest, "seq">): number {
   const body = record.body === "" ? 0 : Math.max(record.body.length, record.bodyBytes);
   let bytes = RECORD_OVERHEAD_BYTES + body + record.path.length + record.method.length;
-  for (const [k, v] of Object.entries(record.query)) bytes += k.length + v.length;
-  for (const [k, v] of Object.entries(record.headers)) bytes += k.length + v.length;
+  // for…in over plain records of own string fields: no entry arrays a request.
+  const { query, headers } = record;
+  for (const k in query) bytes += k.length + query[k]!.length;
+  for (const k in headers) bytes += k.length + headers[k]!.length;
   return bytes;
 }
 

@@ -92,8 +92,21 @@ const resultRoute =
     const outcome = result(ctx, url, name, endpointId, params.workerId, params.jobId, body.value, body.bytes);
     answer(res, outcome.status);
     if (outcome.message !== undefined) sendError(res, outcome.status, outcome.message);
-    else sendJson(res, 200, {});
+    else sendAccepted(res);
   };
+
+/** The headers of the `{}` a result route answers with; node:http reads them and keeps no reference. */
+const ACCEPTED_HEADERS: Readonly<Record<string, string>> = Object.freeze({
+  "content-type": "application/json",
+  "content-length": "2",
+});
+
+/** Answers 200 `{}` (what `sendJson(res, 200, {})` writes, without serialising `{}` a request). */
+function sendAccepted(res: ServerResponse): void {
+  if (res.headersSent || res.destroyed) return;
+  res.writeHead(200, ACCEPTED_HEADERS);
+  res.end("{}");
+}
 
 /** The job-take routes (one job, or a batch). */
 const takeRoute =

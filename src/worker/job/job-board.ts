@@ -162,15 +162,22 @@ export class JobBoard {
     this.#parts.heartbeat?.addJob(job.id);
     const active = new ActiveJob(job, this.#parts);
     this.#jobs.set(job.id, active);
+    this.#parts.http.jobsHeld(this.#jobs.size);
     this.#changes.wakeAll();
-    // `finished` never rejects (ActiveJob catches into the job's failure); the catch keeps it so.
-    void active.finished
-      .catch((err: unknown) => this.#parts.log.error({ err, jobId: job.id }, "a job's promise rejected"))
-      .finally(() => {
-        this.#jobs.delete(job.id);
-        this.#parts.heartbeat?.removeJob(job.id);
-        this.#changes.wakeAll();
-      });
+    const release = (): void => {
+      this.#jobs.delete(job.id);
+      this.#parts.http.jobsHeld(this.#jobs.size);
+      this.#parts.heartbeat?.removeJob(job.id);
+      this.#changes.wakeAll();
+    };
+    // `finished` never rejects (ActiveJob catches into the job's failure); the handler keeps it so.
+    void active.finished.then(release, (err: unknown) => {
+      try {
+        this.#parts.log.error({ err, jobId: job.id }, "a job's promise rejected");
+      } finally {
+        release();
+      }
+    });
   }
 
   /**

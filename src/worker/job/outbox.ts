@@ -56,27 +56,35 @@ export class JobOutbox {
   readonly #queue = new Fifo<Entry>();
   #running = false;
   #unpostedStreamBytes = 0;
-  #counts = { progress: 0, chunk: 0 };
+  #progressCount = 0;
+  #chunkCount = 0;
   #rejected: { label: string; status: number } | undefined;
   #discarded = false;
   /** Ends the post in flight and its retries: aborted by the give-up signal or by discard(). */
   readonly #cut = new AbortController();
-  /** Handlers waiting for the stream's unposted bytes to fall under their budget. */
-  readonly #drained = new WaiterSet();
+  /** Handlers waiting for the stream's unposted bytes to fall under their budget; made by the first wait (a streaming job's). */
+  #drained: WaiterSet | undefined;
   #resolveDone!: (delivery: FinalDelivery) => void;
   /** Resolves when the final result was posted, replaced by an error, rejected, given up or discarded. */
   readonly done: Promise<FinalDelivery>;
 
   constructor(options: JobOutboxOptions) {
     this.#options = options;
+    let resolveDone!: (delivery: FinalDelivery) => void;
     this.done = new Promise((resolve) => {
-      this.#resolveDone = resolve;
+      resolveDone = resolve;
     });
     const { giveUp } = options;
-    if (giveUp.aborted) this.#cut.abort(giveUp.reason);
-    else {
+    if (giveUp.aborted) {
+      this.#cut.abort(giveUp.reason);
+      this.#resolveDone = resolveDone;
+    } else {
       const unsubscribe = onAbort(giveUp, () => this.#cut.abort(giveUp.reason));
-      void this.done.finally(unsubscribe).catch(() => undefined);
+      // The give-up listener goes as the outbox is done (unsubscribing twice does nothing).
+      this.#resolveDone = (delivery) => {
+        unsubscribe();
+        resolveDone(delivery);
+      };
     }
   }
 
@@ -87,14 +95,14 @@ export class JobOutbox {
 
   /** Queues a progress update (`output` is JSON text). */
   progress(url: string, outputJson: string): void {
-    this.#counts.progress += 1;
+    this.#progressCount += 1;
     const body = `{"status":"IN_PROGRESS","output":${outputJson}}`;
     this.#push({
       kind: "progress",
       url,
       body,
       bytes: Buffer.byteLength(body),
-      label: `progress update ${this.#counts.progress}`,
+      label: `progress update ${this.#progressCount}`,
       stopPod: false,
     });
   }
@@ -102,7 +110,7 @@ export class JobOutbox {
   /** Queues stream chunk bodies. */
   chunks(url: string, bodies: readonly (string | Uint8Array)[]): void {
     for (const body of bodies) {
-      this.#counts.chunk += 1;
+      this.#chunkCount += 1;
       const bytes = Buffer.byteLength(body);
       this.#unpostedStreamBytes += bytes;
       this.#push({
@@ -110,7 +118,7 @@ export class JobOutbox {
         url,
         body,
         bytes,
-        label: `stream chunk ${this.#counts.chunk}`,
+        label: `stream chunk ${this.#chunkCount}`,
         stopPod: false,
       });
     }
@@ -132,6 +140,7 @@ export class JobOutbox {
   async waitBelow(budget: number): Promise<void> {
     while (this.#unpostedStreamBytes > budget && !this.#discarded && !this.#options.giveUp.aborted) {
       // Woken after each post and on discard; the give-up signal ends the wait too.
+      this.#drained ??= new WaiterSet();
       await this.#drained.wait(undefined, this.#options.giveUp);
     }
   }
@@ -154,7 +163,7 @@ export class JobOutbox {
   }
 
   #wake(): void {
-    this.#drained.wakeAll();
+    this.#drained?.wakeAll();
   }
 
   async #run(): Promise<void> {

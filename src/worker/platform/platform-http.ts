@@ -1,4 +1,4 @@
-import { type Answer, HttpTransport } from "../../http/transport.js";
+import { type Answer, HttpTransport, type RequestOptions } from "../../http/transport.js";
 import { RESULT_POST_HEADERS } from "../../protocol/headers.js";
 import { USER_AGENT } from "../../version.js";
 import { requestIdHeader } from "./request-id.js";
@@ -18,6 +18,9 @@ export { isRefusedRequest } from "../../http/transport.js";
  * node:http (nothing to load before the first take) and moves answers read whole onto undici's
  * Pool once it has loaded it in the background, when the worker is idle after its first job.
  */
+
+/** `T` with its fields writable, to build an options object field by field. */
+type Writable<T> = { -readonly [K in keyof T]: T[K] };
 
 /** One answer, body already read. */
 export type PlatformResponse = Answer;
@@ -69,8 +72,15 @@ export class PlatformHttp {
   #postsInFlight = 0;
   /** A post has been answered: a first job ran. */
   #posted = false;
-  /** Takes in flight that said `job_in_progress=0`: the worker has no job. */
+  /** Takes in flight that said `job_in_progress=0`: the worker had no job when it sent them. */
   #idleTakes = 0;
+  /** Takes in flight (job-take, job-take-batch), whatever they said. */
+  #takes = 0;
+  /**
+   * The jobs the worker holds, as its job board last said ({@link jobsHeld}); undefined when nobody
+   * said, and then only a take's own `job_in_progress=0` says the worker is idle.
+   */
+  #jobsHeld: number | undefined;
   #warmTimer: NodeJS.Timeout | undefined;
   #warmStarted = false;
 
@@ -97,17 +107,33 @@ export class PlatformHttp {
   }
 
   /**
+   * The job board's count of the jobs the worker holds (running or still being reported): at 0,
+   * a take already in flight waits for work although it said `job_in_progress=1` when it was
+   * sent (a worker with spare slots keeps one take held while its jobs finish).
+   */
+  jobsHeld(count: number): void {
+    this.#jobsHeld = count;
+    if (count === 0) this.#considerWarmUp();
+  }
+
+  /** A take is in flight and no job is held: the take's own `job_in_progress=0`, or the board's count. */
+  get #idle(): boolean {
+    return this.#idleTakes > 0 || (this.#takes > 0 && this.#jobsHeld === 0);
+  }
+
+  /**
    * Loads the fast client once the worker is idle after its first job ({@link WARM_UP_IDLE_MS}),
-   * never before the first take nor while a job runs: the take's own `job_in_progress=0` says no
-   * job runs (docs/protocol.md, "Taking jobs"), and no post is in flight. A job that arrives
-   * while the Pool loads waits for it once (~30 ms of CPU on this machine).
+   * never before the first take nor while a job runs: a take waits for work while no job is held
+   * (its own `job_in_progress=0`, docs/protocol.md, "Taking jobs", or the job board's count), and
+   * no post is in flight. A job that arrives while the Pool loads waits for it once (~30 ms of
+   * CPU on this machine).
    */
   #considerWarmUp(): void {
-    if (this.#warmStarted || !this.#posted || this.#idleTakes === 0 || this.#postsInFlight > 0) return;
+    if (this.#warmStarted || !this.#posted || !this.#idle || this.#postsInFlight > 0) return;
     if (this.#warmTimer !== undefined) return;
     this.#warmTimer = setTimeout(() => {
       this.#warmTimer = undefined;
-      if (this.#warmStarted || this.#idleTakes === 0 || this.#postsInFlight > 0) return;
+      if (this.#warmStarted || !this.#idle || this.#postsInFlight > 0) return;
       this.#warmStarted = true;
       void this.#transport.warmUp();
     }, WARM_UP_IDLE_MS);
@@ -117,11 +143,15 @@ export class PlatformHttp {
   /** GET `url`. Throws on network errors and aborts; any status is an answer. */
   get(url: string, options: PlatformRequestOptions = {}): Promise<PlatformResponse> {
     const request = this.#transport.request("GET", url, this.#options(options, false));
-    if (this.#warmStarted || !url.includes("job_in_progress=0")) return request;
-    this.#idleTakes++;
+    // Every take says job_in_progress (a job-stop poll does not).
+    if (this.#warmStarted || !url.includes("job_in_progress=")) return request;
+    const idle = url.includes("job_in_progress=0") ? 1 : 0;
+    this.#takes++;
+    this.#idleTakes += idle;
     this.#considerWarmUp();
     return request.finally(() => {
-      this.#idleTakes--;
+      this.#takes--;
+      this.#idleTakes -= idle;
     });
   }
 
@@ -131,7 +161,9 @@ export class PlatformHttp {
     body: string | Uint8Array,
     options: PlatformRequestOptions = {},
   ): Promise<PlatformResponse> {
-    const request = this.#transport.request("POST", url, { ...this.#options(options, true), body });
+    const requestOptions = this.#options(options, true);
+    requestOptions.body = body;
+    const request = this.#transport.request("POST", url, requestOptions);
     if (this.#warmStarted) return request;
     this.#postsInFlight++;
     return request.finally(() => {
@@ -141,21 +173,20 @@ export class PlatformHttp {
     });
   }
 
-  #options(options: PlatformRequestOptions, json: boolean) {
-    const headers =
-      options.jobId === undefined
-        ? json
-          ? RESULT_POST_HEADERS
-          : undefined
-        : { ...(json ? RESULT_POST_HEADERS : {}), "x-request-id": requestIdHeader(options.jobId) };
-    return {
-      ...(headers === undefined ? {} : { headers }),
-      ...(options.signal === undefined ? {} : { signal: options.signal }),
-      ...(options.answerTimeoutMs === undefined ? {} : { answerTimeoutMs: options.answerTimeoutMs }),
-      ...(options.maxAnswerBytes === undefined ? {} : { maxAnswerBytes: options.maxAnswerBytes }),
-      ...(options.answerBodyMs === undefined ? {} : { answerBodyMs: options.answerBodyMs }),
-      ...(options.settleMs === undefined ? {} : { settleMs: options.settleMs }),
-    };
+  /** The transport's options of one request, built field by field (one object a request). */
+  #options(options: PlatformRequestOptions, json: boolean): Writable<RequestOptions> {
+    const out: Writable<RequestOptions> = {};
+    if (options.jobId !== undefined) {
+      out.headers = json
+        ? { ...RESULT_POST_HEADERS, "x-request-id": requestIdHeader(options.jobId) }
+        : { "x-request-id": requestIdHeader(options.jobId) };
+    } else if (json) out.headers = RESULT_POST_HEADERS;
+    if (options.signal !== undefined) out.signal = options.signal;
+    if (options.answerTimeoutMs !== undefined) out.answerTimeoutMs = options.answerTimeoutMs;
+    if (options.maxAnswerBytes !== undefined) out.maxAnswerBytes = options.maxAnswerBytes;
+    if (options.answerBodyMs !== undefined) out.answerBodyMs = options.answerBodyMs;
+    if (options.settleMs !== undefined) out.settleMs = options.settleMs;
+    return out;
   }
 
   /** Closes idle connections; requests still running are destroyed, and later ones refused. */
