@@ -31,13 +31,18 @@ export interface BenchOptions {
   readonly memory: {
     /** Fresh workers measured (each runs every job). */
     readonly repetitions: number;
-    /** Jobs run before RSS is read again. */
+    /**
+     * Jobs run first, before the RSS the growth counts from: the worker's one-time warm-up (undici's
+     * Pool, loaded once the worker is idle after a job, and V8's first compilations), reported apart.
+     */
+    readonly warmupJobs: number;
+    /** Jobs run after the warm-up before RSS is read again. */
     readonly jobs: number;
     /** Handler concurrency of the memory run. */
     readonly concurrency: number;
     /** Pause before each RSS reading, ms. */
     readonly settleMs: number;
-    /** Largest RSS growth (after − idle) that still passes, bytes. */
+    /** Largest RSS growth over `jobs` (after − warm) that still passes, bytes. */
     readonly growthBoundBytes: number;
     /**
      * Largest growth of the heap in use after a forced GC over the second half of the jobs, bytes:
@@ -95,6 +100,7 @@ export const FULL_OPTIONS: BenchOptions = Object.freeze({
   s3: { bytes: 50_000_000 },
   memory: {
     repetitions: 3,
+    warmupJobs: 1_000,
     jobs: 10_000,
     concurrency: 8,
     settleMs: 1_000,
@@ -118,6 +124,7 @@ export const QUICK_OPTIONS: BenchOptions = Object.freeze({
   s3: { bytes: MiB },
   memory: {
     repetitions: 2,
+    warmupJobs: 10,
     jobs: 100,
     concurrency: 8,
     settleMs: 100,

@@ -73,6 +73,8 @@ const FIGURE_IDS = [
   ),
   "batch.window.p50",
   "memory.idle",
+  "memory.warm",
+  "memory.warmUp",
   "memory.after",
   "memory.growth",
   "memory.heapGrowth",
