@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { defineHandler } from "../../src/index.js";
-import { JobBoard } from "../../src/worker/job/job-board.js";
+import { EARLY_STOPS_KEPT, JobBoard } from "../../src/worker/job/job-board.js";
 import { gate, testHarness, waitFor } from "./helpers.js";
 import { jobParts, partsRig } from "./job-rig.js";
 
@@ -120,6 +120,41 @@ describe("JobBoard", () => {
     expect(held.started).toEqual([]);
     expect(
       r.sink.lines.some((l) => l["jobId"] === ".." && String(l["msg"]).includes("a result URL cannot carry")),
+    ).toBe(true);
+    await r.close();
+  });
+
+  it("does not run a job whose job-stop came before its take answer, and keeps such stops bounded", async () => {
+    // The job-stop answer and the take answer come on two connections; the bench's soak of only
+    // cancelled jobs saw the stop read first, the stop dropped, and every slot held for good by
+    // handlers waiting for an abort that never came (the worker took nothing more).
+    await using h = await testHarness();
+    const r = partsRig(h);
+    const held = heldHandler();
+    const { parts } = jobParts(r, held.definition);
+    const board = new JobBoard(parts, new AbortController().signal);
+    const [a, b] = await r.take(2);
+    board.stop(a!.id);
+    // Past the bound, the oldest kept stop is forgotten: b's was the first of these.
+    board.stop(b!.id);
+    for (let i = 0; i < EARLY_STOPS_KEPT; i++) board.stop(`ended-job-${i}`);
+    board.stop(a!.id); // named again: kept as the newest
+    board.admit([a!, b!], [], 2);
+    expect(board.ids()).toEqual([b!.id]);
+    expect(board.unrunReports()).toEqual([]);
+    await held.release(b!.id);
+    expect((await h.waitForJob(b!.id)).output).toEqual({ ran: b!.id });
+    await waitFor("the board to let the job go", () => board.size === 0);
+    expect(held.started).toEqual([b!.id]);
+    // The stopped job posted nothing.
+    expect(h.requests({ route: "job-done" }).map((q) => q.path)).toEqual([
+      expect.stringContaining(encodeURIComponent(b!.id)),
+    ]);
+    expect(
+      r.sink.lines.some(
+        (l) =>
+          l["jobId"] === a!.id && l["msg"] === "job-stop named this job before it arrived; not running it",
+      ),
     ).toBe(true);
     await r.close();
   });

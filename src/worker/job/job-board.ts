@@ -18,12 +18,22 @@ export interface BadJob {
   readonly reason: string;
 }
 
+/**
+ * How many ids {@link JobBoard.stop} keeps when it does not hold the job (yet): a job-stop answer
+ * and the take answer that hands out the same job come on two connections, and the stop can be
+ * read first. The oldest is forgotten past this bound (a stop for a job that already ended adds
+ * one too, and nothing else removes those).
+ */
+export const EARLY_STOPS_KEPT = 256;
+
 /** The jobs a worker holds, and its slots. */
 export class JobBoard {
   readonly #parts: JobParts;
   readonly #jobs = new Map<string, ActiveJob>();
   /** Reports of jobs failed without being run (bad, or more than the take asked for); shutdown waits for them. */
   readonly #unrunReports = new Set<Promise<unknown>>();
+  /** Ids job-stop named before their job was held, oldest first, at most {@link EARLY_STOPS_KEPT}. */
+  readonly #earlyStops = new Set<string>();
   /** Woken when a slot or the job list changes: the take loop and the job-stop poll wait on it. */
   readonly #changes: WaiterSet;
   readonly #closing: AbortSignal;
@@ -119,6 +129,11 @@ export class JobBoard {
         );
         continue;
       }
+      if (this.#earlyStops.delete(job.id)) {
+        // Nothing is posted for a stopped job (docs/protocol.md, "Stopping one job"); it takes no slot.
+        log.info({ jobId: job.id }, "job-stop named this job before it arrived; not running it");
+        continue;
+      }
       if (room <= 0) {
         const reason = `the platform delivered more jobs than the ${free} this worker asked for; this job was not run (retry it)`;
         log.error({ code: "RUNLET_PROTOCOL_BAD_JOB", jobId: job.id }, reason);
@@ -145,10 +160,22 @@ export class JobBoard {
     return false;
   }
 
-  /** job-stop named `jobId`: the job is aborted and posts nothing more; unknown or already stopped ids are ignored. */
+  /**
+   * job-stop named `jobId`: the job is aborted and posts nothing more; an already stopped id is
+   * ignored. An id not held is kept (the last {@link EARLY_STOPS_KEPT}): its take answer may still
+   * be on its way, and {@link admit} then does not run it.
+   */
   stop(jobId: string): void {
     const job = this.#jobs.get(jobId);
-    if (job === undefined || job.stopRequested) return;
+    if (job === undefined) {
+      this.#earlyStops.delete(jobId);
+      this.#earlyStops.add(jobId);
+      if (this.#earlyStops.size > EARLY_STOPS_KEPT) {
+        this.#earlyStops.delete(this.#earlyStops.values().next().value!);
+      }
+      return;
+    }
+    if (job.stopRequested) return;
     job.stop();
     // The ping names only jobs the platform still counts as running: a job-stopped job leaves the
     // list at once, although its handler may hold its slot (job_in_progress) until it returns.
