@@ -19,6 +19,10 @@ const optionalString = z
   .transform((v) => (v === "" ? undefined : v))
   .optional();
 
+/** What a RUNPOD_PING_INTERVAL that is not a finite number is refused with. */
+const PING_INTERVAL_NAN = "RUNPOD_PING_INTERVAL must be a number of ms";
+const PING_INTERVAL_INFINITE = "RUNPOD_PING_INTERVAL must be finite";
+
 const envSchema = z.object({
   [PLATFORM_ENV.jobTakeUrl]: optionalUrl,
   [PLATFORM_ENV.jobDoneUrl]: optionalUrl,
@@ -30,9 +34,7 @@ const envSchema = z.object({
     .string()
     .optional()
     .transform((v) => (v === undefined || v.trim() === "" ? 10_000 : Number(v)))
-    .pipe(
-      z.number("RUNPOD_PING_INTERVAL must be a number of ms").finite("RUNPOD_PING_INTERVAL must be finite"),
-    ),
+    .pipe(z.number(PING_INTERVAL_NAN).finite(PING_INTERVAL_INFINITE)),
   [PLATFORM_ENV.apiKey]: optionalString,
   [PLATFORM_ENV.podId]: optionalString,
   [PLATFORM_ENV.hostname]: optionalString,
