@@ -59,6 +59,7 @@ const UNIT = [
   "test/unit/call-limits.test.ts",
   "test/unit/errors-doc.test.ts",
   "test/unit/fifo.test.ts",
+  "test/unit/recent-set.test.ts",
   "test/unit/keyed-waiters.test.ts",
   "test/unit/logger.test.ts",
   "test/unit/option-schema.test.ts",

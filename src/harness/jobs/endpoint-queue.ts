@@ -1,4 +1,5 @@
 import type { Clock } from "../../clock.js";
+import { addRecent } from "../../recent-set.js";
 import { KeyedWaiters } from "../../wait.js";
 
 /** Per-endpoint settings the store needs. */
@@ -124,9 +125,7 @@ export class EndpointQueue<T = string> {
    * now, and every later take of it gets nothing at once. Jobs already handed to it stay its own.
    */
   retire(workerId: string): void {
-    this.#retired.delete(workerId);
-    this.#retired.add(workerId);
-    if (this.#retired.size > MAX_RETIRED_WORKERS) this.#retired.delete(this.#retired.values().next().value!);
+    addRecent(this.#retired, workerId, MAX_RETIRED_WORKERS);
     this.releaseTakersOf(workerId);
   }
 

@@ -1,4 +1,5 @@
 import type { DeliveredJob } from "../../protocol/index.js";
+import { addRecent } from "../../recent-set.js";
 import { WaiterSet } from "../../wait.js";
 import { ActiveJob } from "./active-job.js";
 import { initialConcurrency, nextConcurrency } from "./concurrency.js";
@@ -168,11 +169,7 @@ export class JobBoard {
   stop(jobId: string): void {
     const job = this.#jobs.get(jobId);
     if (job === undefined) {
-      this.#earlyStops.delete(jobId);
-      this.#earlyStops.add(jobId);
-      if (this.#earlyStops.size > EARLY_STOPS_KEPT) {
-        this.#earlyStops.delete(this.#earlyStops.values().next().value!);
-      }
+      addRecent(this.#earlyStops, jobId, EARLY_STOPS_KEPT);
       return;
     }
     if (job.stopRequested) return;
