@@ -1,4 +1,4 @@
-import type { IncomingMessage, Server, ServerResponse } from "node:http";
+import type { Server, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { type Duplex, duplexPair } from "node:stream";
 import type { ApiError } from "../../protocol/api.js";
@@ -61,22 +61,6 @@ export function hangUpSignal(res: ServerResponse): AbortSignal {
     if (!res.writableFinished) controller.abort();
   });
   return controller.signal;
-}
-
-/** Query parameters as a plain record (last value wins). */
-export function queryOf(url: URL): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [k, v] of url.searchParams) out[k] = v;
-  return out;
-}
-
-/** Request headers as a plain record with lower-case names (repeated headers joined with ", "). */
-export function headersOf(req: IncomingMessage): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(req.headers)) {
-    if (v !== undefined) out[k.toLowerCase()] = Array.isArray(v) ? v.join(", ") : v;
-  }
-  return out;
 }
 
 /**

@@ -92,7 +92,8 @@ export function parseBodyText(
 ): JsonRead {
   const { subject } = options;
   const fail = (message: string): JsonRead => ({ ok: false, status: 400, message, text, bytes });
-  if (options.types !== undefined) {
+  // A type sent exactly as listed (what clients send) needs no splitting and lower-casing.
+  if (options.types !== undefined && !(contentType !== undefined && options.types.has(contentType))) {
     const type = (contentType ?? "").split(";")[0]!.trim().toLowerCase();
     if (!options.types.has(type)) {
       const taken = [...options.types].join(" or ");

@@ -60,6 +60,33 @@ export interface RequestFilter {
   readonly endpointId?: string;
 }
 
+/**
+ * A request as the log keeps it until it is listed. Kept as node:http gave it: the request's own
+ * header object (lower-case names; a repeated header can be an array) and the query string, not
+ * copies. Building the listed record's `headers` and `query` per request cost a few µs and a
+ * scavenge's worth of objects per thousand stream posts (docs/benchmarks.md, "One transport
+ * (issue 43)"); {@link RequestLog.list} builds them when asked.
+ */
+export interface RequestArrival {
+  readonly route: WorkerRoute;
+  readonly endpointId: string;
+  readonly method: string;
+  /** The path, without the query. */
+  readonly path: string;
+  /** The query string with its `?` (URL#search), "" for none. */
+  readonly search: string;
+  /** The request's headers as node:http parsed them (`IncomingMessage#headers`); not changed later. */
+  readonly headers: Readonly<Record<string, string | readonly string[] | undefined>>;
+  readonly body: string;
+  readonly bodyBytes: number;
+}
+
+/** A logged request; its route sets `status` once answered. */
+export interface LogEntry extends RequestArrival {
+  readonly seq: number;
+  status: RecordedRequest["status"];
+}
+
 /** Bytes counted for a record besides its body, path, query and headers (its object, its fields). */
 const RECORD_OVERHEAD_BYTES = 200;
 
@@ -67,14 +94,51 @@ const RECORD_OVERHEAD_BYTES = 200;
  * The bytes a record is counted as: its body's UTF-8 size (at least what V8 holds it in, for text a
  * worker sends), a byte a character for the rest, and a fixed overhead.
  */
-function sizeOf(record: Omit<RecordedRequest, "seq">): number {
-  const body = record.body === "" ? 0 : Math.max(record.body.length, record.bodyBytes);
-  let bytes = RECORD_OVERHEAD_BYTES + body + record.path.length + record.method.length;
-  // for…in over plain records of own string fields: no entry arrays a request.
-  const { query, headers } = record;
-  for (const k in query) bytes += k.length + query[k]!.length;
-  for (const k in headers) bytes += k.length + headers[k]!.length;
+function sizeOf(arrival: RequestArrival): number {
+  const body = arrival.body === "" ? 0 : Math.max(arrival.body.length, arrival.bodyBytes);
+  let bytes =
+    RECORD_OVERHEAD_BYTES + body + arrival.path.length + arrival.method.length + arrival.search.length;
+  // for…in over plain records of own fields: no entry arrays a request.
+  const { headers } = arrival;
+  for (const k in headers) {
+    const v = headers[k];
+    if (typeof v === "string") bytes += k.length + v.length;
+    else if (v !== undefined) for (const one of v) bytes += k.length + one.length;
+  }
   return bytes;
+}
+
+/** Query parameters of a query string as a plain record (last value wins). */
+function queryOf(search: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (search !== "") for (const [k, v] of new URLSearchParams(search)) out[k] = v;
+  return out;
+}
+
+/** Header values as strings (a repeated header joined with ", ", as node:http joins most). */
+function flatHeaders(headers: RequestArrival["headers"]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const k in headers) {
+    const v = headers[k];
+    if (v !== undefined) out[k] = typeof v === "string" ? v : v.join(", ");
+  }
+  return out;
+}
+
+/** The listed form of an entry: a fresh object, so later answers do not change it. */
+function listed(entry: LogEntry): RecordedRequest {
+  return {
+    seq: entry.seq,
+    route: entry.route,
+    endpointId: entry.endpointId,
+    method: entry.method,
+    path: entry.path,
+    query: queryOf(entry.search),
+    headers: flatHeaders(entry.headers),
+    body: entry.body,
+    bodyBytes: entry.bodyBytes,
+    status: entry.status,
+  };
 }
 
 /**
@@ -83,7 +147,7 @@ function sizeOf(record: Omit<RecordedRequest, "seq">): number {
  * and the queue of faults per route.
  */
 export class RequestLog {
-  readonly #records = new Fifo<{ readonly record: RecordedRequest; readonly bytes: number }>();
+  readonly #records = new Fifo<{ readonly record: LogEntry; readonly bytes: number }>();
   readonly #faults = new Map<WorkerRoute, Fault[]>();
   readonly #maxRecords: number;
   readonly #maxBytes: number;
@@ -104,14 +168,25 @@ export class RequestLog {
    * Adds a request; the caller sets `status` once answered. A record that alone is over the byte
    * bound is kept without its body.
    */
-  add(request: Omit<RecordedRequest, "seq">): RecordedRequest {
+  add(request: RequestArrival): LogEntry {
     let kept = request;
     let bytes = sizeOf(kept);
     if (bytes > this.#maxBytes && kept.body !== "") {
       kept = { ...kept, body: "" };
       bytes = sizeOf(kept);
     }
-    const record: RecordedRequest = { seq: this.#seq++, ...kept };
+    const record: LogEntry = {
+      seq: this.#seq++,
+      route: kept.route,
+      endpointId: kept.endpointId,
+      method: kept.method,
+      path: kept.path,
+      search: kept.search,
+      headers: kept.headers,
+      body: kept.body,
+      bodyBytes: kept.bodyBytes,
+      status: "pending",
+    };
     this.#records.push({ record, bytes });
     this.#bytes += bytes;
     while (
@@ -123,7 +198,7 @@ export class RequestLog {
     return record;
   }
 
-  /** Requests in arrival order, optionally filtered (copies, so later answers do not change them). */
+  /** Requests in arrival order, optionally filtered (fresh records, so later answers do not change them). */
   list(filter: RequestFilter = {}): RecordedRequest[] {
     return this.#records
       .toArray()
@@ -133,7 +208,7 @@ export class RequestLog {
           (filter.route === undefined || r.route === filter.route) &&
           (filter.endpointId === undefined || r.endpointId === filter.endpointId),
       )
-      .map((r) => ({ ...r }));
+      .map(listed);
   }
 
   /** Queues `fault` for the next `count` requests of `route`. */

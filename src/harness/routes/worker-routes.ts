@@ -1,11 +1,11 @@
 import type { ServerResponse } from "node:http";
 import type { Logger } from "pino";
 import { readBatchQuery } from "../../protocol/batch-query.js";
-import { streamChunkSchema } from "../../protocol/worker-bodies.js";
+import { type StreamChunk, streamChunkSchema } from "../../protocol/worker-bodies.js";
 import { sleep } from "../../wait.js";
 import type { WorkerRegistry, WorkerState } from "../fleet/worker-registry.js";
 import type { KeyRing } from "../http/auth.js";
-import { hangUpSignal, headersOf, queryOf, sendEmpty, sendError, sendJson } from "../http/http-util.js";
+import { hangUpSignal, sendEmpty, sendError, sendJson } from "../http/http-util.js";
 import type { JsonRead, ReadJsonOptions } from "../http/read-json.js";
 import {
   headerOf,
@@ -18,7 +18,7 @@ import {
   tableOf,
 } from "../http/route-table.js";
 import type { JobStore } from "../jobs/job-store.js";
-import type { RecordedRequest, RequestLog, WorkerRoute } from "./request-log.js";
+import type { LogEntry, RequestLog, WorkerRoute } from "./request-log.js";
 import { parseStreamBody } from "./stream-body.js";
 
 /** What the worker routes need from the harness. */
@@ -48,7 +48,7 @@ const JSON_TYPES: ReadonlySet<string> = new Set(["application/json", "applicatio
  * (docs/benchmarks.md, "Issue 35's redesign of the harness, before and after").
  */
 const RECORD = Symbol("runlet.requestRecord");
-type RecordedResponse = ServerResponse & { [RECORD]?: RecordedRequest };
+type RecordedResponse = ServerResponse & { [RECORD]?: LogEntry };
 
 /** Sets the status a request's log entry shows. */
 function answer(res: ServerResponse, status: number | "dropped"): void {
@@ -241,17 +241,16 @@ function recordOf(
   call: RouteCall,
   route: WorkerRoute,
   body: JsonRead | undefined,
-): RecordedRequest {
+): LogEntry {
   return ctx.requests.add({
     route,
     endpointId: call.endpointId,
     method: call.req.method ?? "GET",
     path: call.url.pathname,
-    query: queryOf(call.url),
-    headers: headersOf(call.req),
+    search: call.url.search,
+    headers: call.req.headers,
     body: body?.text ?? "",
     bodyBytes: body?.bytes ?? 0,
-    status: "pending",
   });
 }
 
@@ -365,6 +364,20 @@ function ping(res: ServerResponse, url: URL, workers: WorkerRegistry, worker: Wo
   sendJson(res, 200, {});
 }
 
+/**
+ * True for a parsed body whose one member is `output` (a token stream's every post): the chunk
+ * schema takes it as it is, so it is kept without the schema's copy. Any other body goes through
+ * the schema, which checks `metrics` and drops unknown members.
+ */
+function onlyOutput(raw: object): boolean {
+  let members = 0;
+  for (const name in raw) {
+    if (name !== "output") return false;
+    members++;
+  }
+  return members === 1;
+}
+
 /** job-done and job-stream: validates the body and applies it. Returns the status answered. */
 function result(
   ctx: WorkerRoutesContext,
@@ -395,6 +408,10 @@ function result(
     return { status: 200 };
   }
   if (route === "job-stream") {
+    if (onlyOutput(raw)) {
+      ctx.store.addChunk(job, raw as StreamChunk, bytes);
+      return { status: 200 };
+    }
     const chunk = streamChunkSchema.safeParse(raw);
     if (!chunk.success) {
       return { status: 400, message: `job-stream body must be {output, metrics?}: ${chunk.error.message}` };
