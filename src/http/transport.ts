@@ -121,6 +121,10 @@ export class HttpTransport {
   readonly #options: TransportOptions;
   /** The headers every request starts from (user agent, credential), built once. */
   readonly #base: Readonly<Record<string, string>>;
+  /** The last merge of {@link headers}. */
+  #merged:
+    | { readonly extra: Readonly<Record<string, string>>; readonly headers: Readonly<Record<string, string>> }
+    | undefined;
 
   constructor(options: TransportOptions = {}) {
     this.#options = options;
@@ -135,9 +139,15 @@ export class HttpTransport {
     this.#base = Object.freeze(base);
   }
 
-  /** The headers of a request: the transport's, then the caller's. */
+  /**
+   * The headers of a request: the transport's, then the caller's. The merge of the last `extra`
+   * object is kept: a caller that passes the same object again (a job's stream posts) gets the
+   * same merged one. Header objects are never changed once made.
+   */
   headers(extra: Readonly<Record<string, string>> | undefined): Readonly<Record<string, string>> {
-    return extra === undefined ? this.#base : { ...this.#base, ...extra };
+    if (extra === undefined) return this.#base;
+    if (this.#merged?.extra !== extra) this.#merged = { extra, headers: { ...this.#base, ...extra } };
+    return this.#merged.headers;
   }
 
   /** Which client reads answers whole now. */

@@ -130,6 +130,9 @@ class UndiciClient implements Collector {
           chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks).toString("utf8");
         resolve(new UndiciAnswer(status, headers, text, outcome.truncated));
       };
+      const armBodyTimer = (): void => {
+        if (!settled) bodyTimer = setTimeout(() => stopReading("time"), answerBodyMs);
+      };
       const stopReading = (why: "bytes" | "time"): void => {
         finish({ ok: true, truncated: why });
         controller?.abort(new Error(`the answer to ${hop.method} was not read to its end (${why})`));
@@ -145,7 +148,9 @@ class UndiciClient implements Collector {
           headers = answerHeaders as Answer["headers"];
           headersCame = true;
           clearTimeout(settleTimer);
-          if (Number.isFinite(answerBodyMs)) bodyTimer = setTimeout(() => stopReading("time"), answerBodyMs);
+          // Armed after the bytes at hand are parsed: a short answer has ended by then, and needs
+          // no timer set and cleared (a token stream's every post).
+          if (Number.isFinite(answerBodyMs)) queueMicrotask(armBodyTimer);
         },
         onResponseData(_c, chunk) {
           if (settled) return;

@@ -83,6 +83,11 @@ export class PlatformHttp {
   #jobsHeld: number | undefined;
   #warmTimer: NodeJS.Timeout | undefined;
   #warmStarted = false;
+  /** The last job's headers, with and without the JSON content type ({@link #jobHeaders}). */
+  #lastJsonHeaders:
+    | { readonly jobId: string; readonly headers: Readonly<Record<string, string>> }
+    | undefined;
+  #lastHeaders: { readonly jobId: string; readonly headers: Readonly<Record<string, string>> } | undefined;
 
   constructor(apiKey: string | undefined) {
     this.#transport = new HttpTransport({
@@ -173,14 +178,27 @@ export class PlatformHttp {
     });
   }
 
+  /**
+   * The headers of a request about `jobId`, the same object for the job's next posts: a token
+   * stream posts thousands in a row, and the transport merges a headers object it saw last time
+   * only once.
+   */
+  #jobHeaders(jobId: string, json: boolean): Readonly<Record<string, string>> {
+    const last = json ? this.#lastJsonHeaders : this.#lastHeaders;
+    if (last?.jobId === jobId) return last.headers;
+    const headers = json
+      ? { ...RESULT_POST_HEADERS, "x-request-id": requestIdHeader(jobId) }
+      : { "x-request-id": requestIdHeader(jobId) };
+    if (json) this.#lastJsonHeaders = { jobId, headers };
+    else this.#lastHeaders = { jobId, headers };
+    return headers;
+  }
+
   /** The transport's options of one request, built field by field (one object a request). */
   #options(options: PlatformRequestOptions, json: boolean): Writable<RequestOptions> {
     const out: Writable<RequestOptions> = {};
-    if (options.jobId !== undefined) {
-      out.headers = json
-        ? { ...RESULT_POST_HEADERS, "x-request-id": requestIdHeader(options.jobId) }
-        : { "x-request-id": requestIdHeader(options.jobId) };
-    } else if (json) out.headers = RESULT_POST_HEADERS;
+    if (options.jobId !== undefined) out.headers = this.#jobHeaders(options.jobId, json);
+    else if (json) out.headers = RESULT_POST_HEADERS;
     if (options.signal !== undefined) out.signal = options.signal;
     if (options.answerTimeoutMs !== undefined) out.answerTimeoutMs = options.answerTimeoutMs;
     if (options.maxAnswerBytes !== undefined) out.maxAnswerBytes = options.maxAnswerBytes;
