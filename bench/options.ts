@@ -140,7 +140,7 @@ export const FULL_OPTIONS: BenchOptions = Object.freeze({
   telemetry: { starts: 9 },
   coldStart: true,
   compare: {
-    rounds: 4,
+    rounds: 6,
     coldStartsPerRound: 3,
     concurrency: [1, 8, 64],
     jobs: 2_000,
