@@ -45,6 +45,8 @@ export async function runBench(
   progress: (line: string) => void = () => {},
   before?: string,
 ): Promise<BenchResults> {
+  // A bad before tree is refused before the figures, not after them.
+  if (before !== undefined) checkBeforeTree(before);
   const startedAt = new Date();
   const t0 = performance.now();
   const figures: Figure[] = [];
