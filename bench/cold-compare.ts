@@ -2,16 +2,19 @@ import { execFile } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { pathToFileURL } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs, promisify } from "node:util";
+import { startHarness } from "../dist/harness/index.js";
 import { WARM_COMPILE_CACHE_FLAG, WORKER_NODE_FLAGS } from "../src/cli/dockerfile.js";
 import { type ColdStartFigures, measureColdStart, RUNLET_PHASE_TARGET_MS } from "./cold-start.js";
+import { alternate, type Side, median as statsMedian } from "./stats.js";
 import { ROOT } from "./worker-process.js";
 
 /**
  * Cold start of two runlet trees side by side: each builds the echo example with its own
- * bundler (its dist/), then the two bundles are started in turn, a few starts each per round, so
- * both meet the same load on a shared machine. Prints the medians of runlet's own start-up phase
+ * bundler (its dist/), then the two bundles are started in turn against one harness, a few starts
+ * each per round, alternating A B, B A (compareColdStarts, which `npm run bench -- --before` also
+ * runs), so both meet the same load on a shared machine. Prints the medians of runlet's own start-up phase
  * (wall and, where the bundle reports it, CPU), of the CPU to the first take and of spawn → first
  * take, each against the other and runlet's phase against its target. Nothing is written.
  *
@@ -26,7 +29,7 @@ import { ROOT } from "./worker-process.js";
  */
 
 /** What one tree's starts gave, pooled over the rounds. */
-interface Pooled {
+export interface Pooled {
   readonly loadCpuMs: number[];
   readonly runletMs: number[];
   readonly runletCpuMs: number[];
@@ -35,11 +38,9 @@ interface Pooled {
   readonly idleRssMiB: number[];
 }
 
+/** The median of `values`, undefined for none (an older bundle reports no phases). */
 function median(values: readonly number[]): number | undefined {
-  if (values.length === 0) return undefined;
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[mid] : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
+  return values.length === 0 ? undefined : statsMedian(values);
 }
 
 function pool(into: Pooled, figures: ColdStartFigures): void {
@@ -47,7 +48,7 @@ function pool(into: Pooled, figures: ColdStartFigures): void {
     if (phases["runlet"] !== undefined) into.runletMs.push(phases["runlet"]);
   for (const cpu of figures.phasesCpuMsRuns)
     if (cpu["runlet"] !== undefined) into.runletCpuMs.push(cpu["runlet"]);
-  if (figures.coldStartCpuMsMedian !== undefined) into.cpuToTakeMs.push(figures.coldStartCpuMsMedian);
+  into.cpuToTakeMs.push(...figures.coldStartCpuMsRuns);
   into.takeMs.push(...figures.coldStartMsRuns);
   into.idleRssMiB.push(...figures.idleRssBytesRuns.map((b) => b / 1_048_576));
 }
@@ -78,12 +79,62 @@ async function loadCpuMs(bundle: string, node: string): Promise<number> {
 }
 
 /** Builds the echo example with the bundler of `tree` (its dist/cli/bundle.js) into `outDir`. */
-async function bundleWith(tree: string, outDir: string): Promise<string> {
+export async function bundleWith(tree: string, outDir: string): Promise<string> {
   const { bundleHandler } = (await import(pathToFileURL(join(tree, "dist", "cli", "bundle.js")).href)) as {
     bundleHandler: (o: { handlerPath: string; outDir: string }) => Promise<{ bundlePath: string }>;
   };
   const built = await bundleHandler({ handlerPath: join(tree, "examples", "echo", "handler.ts"), outDir });
   return built.bundlePath;
+}
+
+/** How {@link compareColdStarts} starts the two bundles. */
+export interface ColdCompareOptions {
+  /** Rounds, alternating the bundles (ABBA). */
+  readonly rounds: number;
+  /** Starts of one bundle per round. */
+  readonly runs: number;
+  /** The Node binary that runs both bundles. */
+  readonly node: string;
+  /** Also measure the CPU of loading each bundle and its handler, `runs` times a round. */
+  readonly loadCpu: boolean;
+}
+
+/**
+ * Starts two built bundles in turn (`runs` starts of one, then of the other, ABBA over the
+ * rounds) against one harness, each start measured as bench/cold-start.ts measures it (idle RSS
+ * 100 ms after the first take), and pools each side's figures over the rounds; for this script
+ * and `npm run bench -- --before`.
+ */
+export async function compareColdStarts(
+  bundles: Readonly<Record<Side, string>>,
+  options: ColdCompareOptions,
+): Promise<Record<Side, Pooled>> {
+  const empty = (): Pooled => ({
+    loadCpuMs: [],
+    runletMs: [],
+    runletCpuMs: [],
+    cpuToTakeMs: [],
+    takeMs: [],
+    idleRssMiB: [],
+  });
+  const pooled: Record<Side, Pooled> = { before: empty(), after: empty() };
+  await using harness = await startHarness({ takeTimeoutMs: 5_000, endpoints: [{ id: "bench" }] });
+  await alternate(options.rounds, async (side, round) => {
+    process.stderr.write(`cold-compare: round ${round + 1}/${options.rounds}, ${side}…\n`);
+    const figures = await measureColdStart({
+      bundlePath: bundles[side],
+      runs: options.runs,
+      idleMs: 100,
+      node: options.node,
+      harness,
+    });
+    pool(pooled[side], figures);
+    if (options.loadCpu) {
+      for (let i = 0; i < options.runs; i++)
+        pooled[side].loadCpuMs.push(await loadCpuMs(bundles[side], options.node));
+    }
+  });
+  return pooled;
 }
 
 const fmt = (value: number | undefined, unit = "ms"): string =>
@@ -121,18 +172,8 @@ async function main(): Promise<number> {
       before: await bundleWith(trees.before, join(dir, "before")),
       after: await bundleWith(trees.after, join(dir, "after")),
     };
-    const pooled: Record<"before" | "after", Pooled> = {
-      before: { loadCpuMs: [], runletMs: [], runletCpuMs: [], cpuToTakeMs: [], takeMs: [], idleRssMiB: [] },
-      after: { loadCpuMs: [], runletMs: [], runletCpuMs: [], cpuToTakeMs: [], takeMs: [], idleRssMiB: [] },
-    };
-    for (let round = 0; round < rounds; round++) {
-      for (const side of ["before", "after"] as const) {
-        process.stderr.write(`cold-compare: round ${round + 1}/${rounds}, ${side}…\n`);
-        pool(pooled[side], await measureColdStart({ bundlePath: bundles[side], runs, idleMs: 100, node }));
-        for (let i = 0; i < runs; i++) pooled[side].loadCpuMs.push(await loadCpuMs(bundles[side], node));
-      }
-    }
-    const m = (side: "before" | "after", key: keyof Pooled) => median(pooled[side][key]);
+    const pooled = await compareColdStarts(bundles, { rounds, runs, node, loadCpu: true });
+    const m = (side: Side, key: keyof Pooled) => median(pooled[side][key]);
     const rows: Array<[string, keyof Pooled]> = [
       ["CPU of loading the bundle and handler (--warm-compile-cache)", "loadCpuMs"],
       ["runlet's own phase (process start → ready to set up), wall", "runletMs"],
@@ -168,4 +209,6 @@ async function main(): Promise<number> {
   }
 }
 
-process.exitCode = await main();
+if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  process.exitCode = await main();
+}

@@ -31,6 +31,11 @@ export interface ColdStartOptions {
    * a bundle an older runlet built); its size is the file's. @default the echo example, built now
    */
   readonly bundlePath?: string;
+  /**
+   * Start the workers against this harness (it must have an endpoint `bench`) instead of a fresh
+   * one, so the starts of two bundles meet the same harness; it is left running. @default a fresh harness
+   */
+  readonly harness?: Harness;
 }
 
 /** What {@link measureColdStart} measured. */
@@ -45,6 +50,8 @@ export interface ColdStartFigures {
    * cores, unlike the wall-clock figure above. Linux only (`/proc/<pid>/task/<tid>/schedstat`).
    */
   readonly coldStartCpuMsMedian: number | undefined;
+  /** Every run's CPU to its first job-take, in order, ms (empty where /proc does not say). */
+  readonly coldStartCpuMsRuns: readonly number[];
   /** Size of what the echo example's bundle loads at start (worker.mjs and its static chunks), bytes. */
   readonly bundleBytes: number;
   /** Size of the chunks loaded only on demand (the S3 SDK), bytes. */
@@ -83,6 +90,8 @@ export const RUNLET_PHASE_TARGET_MS = 100;
 
 const ECHO = fileURLToPath(new URL("../examples/echo/handler.ts", import.meta.url));
 const ENDPOINT = "bench";
+/** Worker starts so far in this process: each start's pod id is new, also on a shared harness. */
+let startCount = 0;
 
 function median(values: readonly number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
@@ -140,11 +149,11 @@ async function firstTake(harness: Harness, podId: string, timeoutMs: number): Pr
   throw new Error(`no job-take from ${podId} within ${timeoutMs} ms`);
 }
 
+/** {@link ColdStartOptions} with every default applied. */
+type ResolvedOptions = Required<Omit<ColdStartOptions, "bundlePath" | "harness">>;
+
 /** The environment the image gives the worker (docs/images.md), without the platform's variables. */
-function baseEnv(
-  dir: string,
-  options: Required<Omit<ColdStartOptions, "bundlePath">>,
-): Record<string, string> {
+function baseEnv(dir: string, options: ResolvedOptions): Record<string, string> {
   return {
     PATH: process.env["PATH"] ?? "",
     NODE_ENV: "production",
@@ -161,8 +170,7 @@ async function startOnce(
   harness: Harness,
   bundle: string,
   cwd: string,
-  run: number,
-  options: Required<Omit<ColdStartOptions, "bundlePath">>,
+  options: ResolvedOptions,
   readRss: boolean,
 ): Promise<{
   ms: number;
@@ -171,7 +179,7 @@ async function startOnce(
   phases: Record<string, number> | undefined;
   phasesCpu: Record<string, number> | undefined;
 }> {
-  const podId = `bench-${run}`;
+  const podId = `bench-${++startCount}`;
   const env = {
     ...baseEnv(cwd, options),
     ...harness.workerEnv(ENDPOINT, { podId }),
@@ -231,7 +239,7 @@ async function startOnce(
  * nothing; returns the figures.
  */
 export async function measureColdStart(options: ColdStartOptions = {}): Promise<ColdStartFigures> {
-  const resolved: Required<Omit<ColdStartOptions, "bundlePath">> = {
+  const resolved: ResolvedOptions = {
     node: options.node ?? process.execPath,
     runs: options.runs ?? 10,
     idleMs: options.idleMs ?? 1_000,
@@ -261,14 +269,18 @@ export async function measureColdStart(options: ColdStartOptions = {}): Promise<
         },
       );
     }
-    await using harness = await startHarness({ takeTimeoutMs: 5_000, endpoints: [{ id: ENDPOINT }] });
+    await using own =
+      options.harness === undefined
+        ? await startHarness({ takeTimeoutMs: 5_000, endpoints: [{ id: ENDPOINT }] })
+        : undefined;
+    const harness = options.harness ?? own!;
     const runs: number[] = [];
     const cpu: number[] = [];
     const rss: number[] = [];
     const phases: Array<Record<string, number>> = [];
     const phasesCpu: Array<Record<string, number>> = [];
     for (let i = 0; i < resolved.runs; i++) {
-      const once = await startOnce(harness, built.bundlePath, dir, i, resolved, true);
+      const once = await startOnce(harness, built.bundlePath, dir, resolved, true);
       runs.push(Math.round(once.ms * 10) / 10);
       if (once.phases !== undefined) phases.push(once.phases);
       if (once.phasesCpu !== undefined) phasesCpu.push(once.phasesCpu);
@@ -279,6 +291,7 @@ export async function measureColdStart(options: ColdStartOptions = {}): Promise<
       coldStartMsMedian: median(runs),
       coldStartMsRuns: runs,
       coldStartCpuMsMedian: cpu.length === 0 ? undefined : median(cpu),
+      coldStartCpuMsRuns: cpu,
       bundleBytes: built.bundleBytes,
       lazyBytes: built.lazyBytes,
       sourceMapBytes: built.mapBytes,

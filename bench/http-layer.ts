@@ -12,7 +12,8 @@
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { bracketed, ownCpuMs, startCeilingServer } from "./ceiling.js";
+import { startCeilingServer } from "./ceiling.js";
+import { smallStreamRun, streamJob } from "./figures/streaming.js";
 import { measureThroughput } from "./figures/throughput.js";
 import { FULL_OPTIONS } from "./options.js";
 import { benchHarness, connectWorker } from "./session.js";
@@ -47,34 +48,11 @@ async function measureSmallStream(items: number, repetitions: number, workerRoot
     handler: "bench/handlers/stream.ts",
     ...(workerRoot === undefined ? {} : { root: workerRoot }),
   });
-  const streamJob = async (count: number): Promise<number> => {
-    const started = performance.now();
-    const id = harness.enqueue("runlet", { input: { items: count } });
-    const job = await harness.waitForJob(id, { timeoutMs: 600_000 });
-    const ms = performance.now() - started;
-    if (job.status !== "COMPLETED" || job.stream.length !== count) {
-      throw new Error(`stream job ended ${job.status} with ${job.stream.length} of ${count} chunks`);
-    }
-    return ms;
-  };
   try {
-    await streamJob(Math.min(2_000, items));
-    const runs = await repeat(repetitions, async () => {
-      const { result, ceiling } = await bracketed(
-        {
-          url: `${ceilingServer.url}/v2/runlet/job-stream/pod-1/job-1?gpu=LOCAL&isStream=false`,
-          body: JSON.stringify({ output: "tok12345 " }),
-          count: Math.max(200, Math.floor(items / 5)),
-          inFlight: 1,
-        },
-        async () => {
-          const cpu0 = ownCpuMs();
-          const ms = await streamJob(items);
-          return { perSecond: items / (ms / 1000), harnessCpu: (ownCpuMs() - cpu0) / items };
-        },
-      );
-      return { ...result, ceiling, ratio: result.perSecond / ceiling };
-    });
+    await streamJob(harness, "runlet", { items: Math.min(2_000, items) });
+    const runs = await repeat(repetitions, () =>
+      smallStreamRun(harness, "runlet", worker.pid, items, ceilingServer.url),
+    );
     return {
       "stream.small.runlet": median(runs.map((r) => r.perSecond)),
       "stream.small.ceiling": median(runs.map((r) => r.ceiling)),

@@ -87,6 +87,32 @@ export interface BenchOptions {
   };
   /** Call `bench/cold-start.ts` when it exists. */
   readonly coldStart: boolean;
+  /**
+   * `--before <checkout>`: that checkout's worker against this one's, alternating A B, B A on one
+   * harness per section (bench/compare.ts).
+   */
+  readonly compare: {
+    /** Rounds of each section; each side runs once a round. */
+    readonly rounds: number;
+    /** Bundled worker starts of one side per round (spawn → first take, CPU, idle RSS). */
+    readonly coldStartsPerRound: number;
+    /** Handler concurrency levels of the job figures. */
+    readonly concurrency: readonly number[];
+    /** Trivial jobs per run of the job figures. */
+    readonly jobs: number;
+    /** Jobs each worker runs before its level's rounds. */
+    readonly warmupJobs: number;
+    /** Short strings per stream run. */
+    readonly streamItems: number;
+    /** Tokens per OpenAI stream (one frame each). */
+    readonly openaiTokens: number;
+    /** Size of the one large string item, bytes. */
+    readonly largeBytes: number;
+    /** Fresh workers of each side for the idle RSS after 20 jobs. */
+    readonly idleStarts: number;
+    /** Idle wait before the first RSS reading, ms (twice as long after the jobs). */
+    readonly idleSettleMs: number;
+  };
 }
 
 const MiB = 1_048_576;
@@ -113,6 +139,18 @@ export const FULL_OPTIONS: BenchOptions = Object.freeze({
   warmCache: { derivedInputBytes: 128 * MiB },
   telemetry: { starts: 9 },
   coldStart: true,
+  compare: {
+    rounds: 6,
+    coldStartsPerRound: 3,
+    concurrency: [1, 8, 64],
+    jobs: 2_000,
+    warmupJobs: 200,
+    streamItems: 20_000,
+    openaiTokens: 5_000,
+    largeBytes: 100_000_000,
+    idleStarts: 4,
+    idleSettleMs: 1_000,
+  },
 });
 
 /** Tiny sizes (`--quick`, the smoke test): checks the bench runs, measures nothing meaningful. */
@@ -140,4 +178,16 @@ export const QUICK_OPTIONS: BenchOptions = Object.freeze({
   warmCache: { derivedInputBytes: 2 * MiB },
   telemetry: { starts: 2 },
   coldStart: false,
+  compare: {
+    rounds: 1,
+    coldStartsPerRound: 1,
+    concurrency: [1, 8],
+    jobs: 20,
+    warmupJobs: 5,
+    streamItems: 200,
+    openaiTokens: 20,
+    largeBytes: 2 * MiB,
+    idleStarts: 1,
+    idleSettleMs: 100,
+  },
 });

@@ -23,4 +23,38 @@ export interface BenchResults {
     | { readonly available: false; readonly reason: string };
   /** Wall time of the whole bench, ms. */
   readonly durationMs: number;
+  /** With `--before <checkout>`: that checkout's worker against this one's. */
+  readonly compare?: CompareResults;
+}
+
+/** One checkout of a comparison. */
+export interface CompareTree {
+  /** Its absolute path. */
+  readonly root: string;
+  /** `git rev-parse HEAD` where the root is a git work tree's top, else null. */
+  readonly commit: string | null;
+  /** The commit's first 7 characters, or the path's last name. */
+  readonly name: string;
+}
+
+/** One figure of a comparison: each side's runs, as a {@link Figure}. */
+export interface CompareFigure {
+  readonly id: string;
+  readonly label: string;
+  readonly unit: string;
+  readonly before: Figure;
+  readonly after: Figure;
+}
+
+/** What `npm run bench -- --before <checkout>` adds to the results (`compare`). */
+export interface CompareResults {
+  readonly before: CompareTree;
+  /** This checkout. */
+  readonly after: CompareTree;
+  /** The sizes and rounds used. */
+  readonly options: BenchOptions["compare"];
+  /** Every figure, in the order measured. */
+  readonly figures: readonly CompareFigure[];
+  /** Wall time of the comparison, ms. */
+  readonly durationMs: number;
 }

@@ -2,6 +2,7 @@ import { readFile, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { checkBeforeTree, measureCompare } from "./compare.js";
 import { measureBatching } from "./figures/batching.js";
 import { numericLeaves, runColdStart } from "./figures/cold-start-glue.js";
 import { measureMemory } from "./figures/memory.js";
@@ -34,12 +35,18 @@ async function measureConcurrency(): Promise<Figure[]> {
   return (await import("./figures/concurrency.js")).measureConcurrency();
 }
 
-/** Runs every figure with `options` and returns the results (writes nothing). */
+/**
+ * Runs every figure with `options` and returns the results (writes nothing); with `before` (a
+ * checkout checked by checkBeforeTree), then that checkout's worker against this one's.
+ */
 export async function runBench(
   options: BenchOptions,
   mode: "full" | "quick",
   progress: (line: string) => void = () => {},
+  before?: string,
 ): Promise<BenchResults> {
+  // A bad before tree is refused before the figures, not after them.
+  if (before !== undefined) checkBeforeTree(before);
   const startedAt = new Date();
   const t0 = performance.now();
   const figures: Figure[] = [];
@@ -81,6 +88,7 @@ export async function runBench(
     const cold = await step("cold start", () => runColdStart());
     coldStart = cold.available ? { ...cold, leaves: numericLeaves(cold.result) } : cold;
   }
+  const compare = before === undefined ? undefined : await measureCompare(before, options.compare, progress);
   return {
     schema: 1,
     mode,
@@ -90,10 +98,11 @@ export async function runBench(
     memoryWithinBound: memory.withinBound,
     coldStart,
     durationMs: Math.round(performance.now() - t0),
+    ...(compare === undefined ? {} : { compare }),
   };
 }
 
-const HELP = `Usage: npm run bench [-- --quick] [-- --out <file>]
+const HELP = `Usage: npm run bench [-- --quick] [-- --out <file>] [-- --before <checkout>]
 
 Measures job throughput, per-job overhead, streaming, S3, batching, worker memory, a real-time
 soak (mixed jobs for a few minutes: slopes of RSS, heap, handles, event-loop delay), the warm
@@ -106,6 +115,13 @@ cache's cold and warm start-up, and cold start, prints a table and writes the re
   --only llm         only the LLM's figures (examples/llm: start, RSS, time to first token, tokens/s)
   --only concurrency only jobs/s at 1, 2 and 4 at once on one OCR model and one llama.cpp context
   --only telemetry   only the telemetry figures (start → first take and idle RSS, off and on)
+  --only compare     only the comparison of --before (which it needs)
+  --before <dir>     after the figures, another checkout's worker (its dist/ built, node_modules
+                     there) against this one's, alternating A B, B A on one harness per section:
+                     bundled start → first take and idle RSS, worker CPU per job and jobs/s ÷
+                     ceiling at c1/c8/c64, stream items/s and tokens/s, one 100 MB item, idle RSS
+                     after 20 jobs; a table figure | before | this checkout | change, and
+                     "compare" in the JSON (about 6–8 minutes more on 2 cores)
   --out <file>       where to write the JSON   default: bench/results.json
 `;
 
@@ -115,6 +131,7 @@ async function main(): Promise<number> {
       quick: { type: "boolean" },
       out: { type: "string" },
       only: { type: "string" },
+      before: { type: "string" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -123,10 +140,29 @@ async function main(): Promise<number> {
     return 0;
   }
   const quick = values.quick === true;
-  if (values.only !== undefined) return runOnly(values.only, quick, values.out);
+  // A bad --before is refused here, before anything is measured.
+  let before: string | undefined;
+  if (values.before !== undefined) {
+    if (values.only !== undefined && values.only !== "compare") {
+      process.stderr.write(
+        `--before goes with the whole bench or --only compare, not --only ${values.only}\n`,
+      );
+      return 2;
+    }
+    try {
+      before = checkBeforeTree(values.before);
+    } catch (err) {
+      process.stderr.write(`${(err as Error).message}\n`);
+      return 2;
+    }
+  }
+  if (values.only !== undefined) return runOnly(values.only, quick, values.out, before);
   const out = resolve(values.out ?? join(ROOT, "bench", "results.json"));
-  const results = await runBench(quick ? QUICK_OPTIONS : FULL_OPTIONS, quick ? "quick" : "full", (line) =>
-    process.stderr.write(`${line}\n`),
+  const results = await runBench(
+    quick ? QUICK_OPTIONS : FULL_OPTIONS,
+    quick ? "quick" : "full",
+    (line) => process.stderr.write(`${line}\n`),
+    before,
   );
   // The file this run replaces: its cold start is printed as the run before (none when it is unreadable).
   const previous = await readFile(out, "utf8").then(
@@ -138,8 +174,20 @@ async function main(): Promise<number> {
   return results.memoryWithinBound ? 0 : 1;
 }
 
-/** `--only batching|ocr|telemetry`: that section alone, with the same table (and JSON when `--out` names a file). */
-async function runOnly(section: string, quick: boolean, out: string | undefined): Promise<number> {
+/** `--only batching|ocr|telemetry|…`: that section alone, with the same table (and JSON when `--out` names a file). */
+async function runOnly(
+  section: string,
+  quick: boolean,
+  out: string | undefined,
+  before: string | undefined,
+): Promise<number> {
+  if (section === "compare") {
+    if (before === undefined) {
+      process.stderr.write(`--only compare needs --before <checkout>\n${HELP}`);
+      return 2;
+    }
+    return runCompareOnly(before, quick, out);
+  }
   const sections: Record<string, (o: BenchOptions) => Promise<Figure[]>> = {
     batching: measureBatching,
     worker: async (o) => [...(await measureThroughput(o)).figures, ...(await measureOverhead(o))],
@@ -151,7 +199,7 @@ async function runOnly(section: string, quick: boolean, out: string | undefined)
   const measure = sections[section];
   if (measure === undefined) {
     process.stderr.write(
-      `--only takes "batching", "worker", "ocr", "llm", "concurrency" or "telemetry", got ${JSON.stringify(section)}\n${HELP}`,
+      `--only takes "batching", "worker", "ocr", "llm", "concurrency", "telemetry" or "compare", got ${JSON.stringify(section)}\n${HELP}`,
     );
     return 2;
   }
@@ -172,6 +220,27 @@ async function runOnly(section: string, quick: boolean, out: string | undefined)
   const done = { ...results, durationMs: Math.round(performance.now() - t0) };
   if (out !== undefined) await writeFile(resolve(out), `${JSON.stringify(done, null, 2)}\n`);
   process.stdout.write(`${formatTable(done)}\n`);
+  return 0;
+}
+
+/** `--only compare --before <dir>`: the comparison alone, its table (and JSON with `--out`). */
+async function runCompareOnly(before: string, quick: boolean, out: string | undefined): Promise<number> {
+  const options = quick ? QUICK_OPTIONS : FULL_OPTIONS;
+  const startedAt = new Date();
+  const compare = await measureCompare(before, options.compare, (line) => process.stderr.write(`${line}\n`));
+  const results: BenchResults = {
+    schema: 1,
+    mode: quick ? "quick" : "full",
+    machine: describeMachine(startedAt),
+    options,
+    figures: [],
+    memoryWithinBound: true,
+    coldStart: { available: false, reason: "skipped (--only compare)" },
+    durationMs: compare.durationMs,
+    compare,
+  };
+  if (out !== undefined) await writeFile(resolve(out), `${JSON.stringify(results, null, 2)}\n`);
+  process.stdout.write(`${formatTable(results)}\n`);
   return 0;
 }
 

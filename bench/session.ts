@@ -1,5 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { type Harness, startHarness } from "../dist/harness/index.js";
+import { startCeilingServer } from "./ceiling.js";
+import { alternate, SIDES, type Side } from "./stats.js";
 import { spawnNode, spawnRunletWorker, type WorkerProcess } from "./worker-process.js";
 
 /** One worker process connected to a fresh harness endpoint. */
@@ -87,4 +89,49 @@ export async function runJobs(
 /** Waits `ms`, letting a worker settle (finish logging, collect garbage) before its memory is read. */
 export function settle(ms: number): Promise<void> {
   return sleep(ms);
+}
+
+/** How {@link compareWorkers} starts and warms up each side's worker. */
+export interface CompareSetup {
+  /** The handler, relative to each checkout's root (each side runs its own copy). */
+  readonly handler: string;
+  /** Added to each worker's environment. */
+  readonly env?: Record<string, string>;
+  /** Untimed work for one side's worker before the measured rounds (JIT, connections, caches). */
+  warmUp(harness: Harness, endpointId: Side): Promise<unknown>;
+}
+
+/**
+ * Two checkouts' workers on one harness and one ceiling server, for a before/after comparison
+ * (`npm run bench -- --before`, bench/large-item.ts): `runlet start <handler>` of each root on its
+ * own endpoint (named after its side), each warmed up, a second of idle (the worker loads its fast
+ * transport once idle after a job), then `run` `rounds` times a side, alternating (ABBA).
+ */
+export async function compareWorkers<T>(
+  roots: Readonly<Record<Side, string>>,
+  rounds: number,
+  setup: CompareSetup,
+  run: (harness: Harness, side: Side, worker: WorkerProcess, ceilingUrl: string) => Promise<T>,
+): Promise<Record<Side, T[]>> {
+  const harness = await benchHarness(SIDES);
+  const ceilingServer = await startCeilingServer();
+  const workers = new Map<Side, WorkerProcess>();
+  try {
+    for (const side of SIDES) {
+      const { worker } = await connectWorker(
+        harness,
+        side,
+        { handler: setup.handler, root: roots[side] },
+        setup.env,
+      );
+      workers.set(side, worker);
+      await setup.warmUp(harness, side);
+    }
+    await settle(1_000);
+    return await alternate(rounds, (side) => run(harness, side, workers.get(side)!, ceilingServer.url));
+  } finally {
+    await Promise.all([...workers.values()].map((w) => w.stop()));
+    await harness.close();
+    await ceilingServer.close();
+  }
 }

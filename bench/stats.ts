@@ -66,3 +66,24 @@ export async function repeat<T>(times: number, once: (run: number) => Promise<T>
   for (let i = 0; i < times; i++) out.push(await once(i));
   return out;
 }
+
+/** The two checkouts a comparison measures: the one given as `--before`, and this one. */
+export type Side = "before" | "after";
+export const SIDES: readonly Side[] = ["before", "after"];
+
+/**
+ * Runs `once` for each side in `rounds` rounds, alternating their order A B, B A, A B, … (ABBA),
+ * so both sides meet the same drift of a shared machine's load; returns each side's results in
+ * run order.
+ */
+export async function alternate<T>(
+  rounds: number,
+  once: (side: Side, round: number) => Promise<T>,
+): Promise<Record<Side, T[]>> {
+  const out: Record<Side, T[]> = { before: [], after: [] };
+  for (let round = 0; round < rounds; round++) {
+    for (const side of round % 2 === 0 ? SIDES : [...SIDES].reverse())
+      out[side].push(await once(side, round));
+  }
+  return out;
+}

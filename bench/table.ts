@@ -1,4 +1,4 @@
-import type { BenchResults } from "./results.js";
+import type { BenchResults, CompareResults } from "./results.js";
 import type { Figure } from "./stats.js";
 
 function fmt(value: number): string {
@@ -44,19 +44,10 @@ export function formatRunletPhase(results: BenchResults, previous?: BenchResults
   ];
 }
 
-/** The results as a plain-text table, figures in run order; `previous`: the results file this run replaces. */
-export function formatTable(results: BenchResults, previous?: BenchResults): string {
-  const m = results.machine;
-  const lines = [
-    `runlet bench (${results.mode}) — ${m.date}`,
-    `${m.cpuModel}, ${m.cores} cores, ${(m.totalMemoryBytes / 1_073_741_824).toFixed(1)} GiB, Node ${m.node} on ${m.platform}/${m.arch}`,
-    "",
-  ];
-  const rows: string[][] = [["figure", "median", "min", "max", "unit", "runs"]];
-  const add = (f: Figure) =>
-    rows.push([f.label, fmt(f.median), fmt(f.min), fmt(f.max), f.unit, String(f.runs.length)]);
-  results.figures.forEach(add);
+/** Rows as aligned columns (the first left-aligned, the rest right-aligned), a rule under the header row. */
+function aligned(rows: readonly string[][]): string[] {
   const widths = rows[0]!.map((_, col) => Math.max(...rows.map((r) => r[col]!.length)));
+  const lines: string[] = [];
   for (const [i, row] of rows.entries()) {
     lines.push(
       row
@@ -65,6 +56,25 @@ export function formatTable(results: BenchResults, previous?: BenchResults): str
     );
     if (i === 0) lines.push(widths.map((w) => "-".repeat(w)).join("  "));
   }
+  return lines;
+}
+
+/** The results as a plain-text table, figures in run order; `previous`: the results file this run replaces. */
+export function formatTable(results: BenchResults, previous?: BenchResults): string {
+  const m = results.machine;
+  const lines = [
+    `runlet bench (${results.mode}) — ${m.date}`,
+    `${m.cpuModel}, ${m.cores} cores, ${(m.totalMemoryBytes / 1_073_741_824).toFixed(1)} GiB, Node ${m.node} on ${m.platform}/${m.arch}`,
+    "",
+  ];
+  // `--only compare`: the comparison alone.
+  if (results.figures.length === 0 && results.compare !== undefined)
+    return [...lines, ...formatCompare(results.compare)].join("\n");
+  const rows: string[][] = [["figure", "median", "min", "max", "unit", "runs"]];
+  const add = (f: Figure) =>
+    rows.push([f.label, fmt(f.median), fmt(f.min), fmt(f.max), f.unit, String(f.runs.length)]);
+  results.figures.forEach(add);
+  lines.push(...aligned(rows));
   const notes = results.figures.filter((f) => f.note !== undefined).map((f) => `${f.label}: ${f.note}`);
   if (notes.length > 0) lines.push("", ...notes);
   const cold = results.coldStart;
@@ -86,5 +96,42 @@ export function formatTable(results: BenchResults, previous?: BenchResults): str
     }
     lines.push("", ...formatRunletPhase(results, previous));
   } else lines.push(`cold start (bench/cold-start.ts): not run — ${cold.reason}`);
+  if (results.compare !== undefined) lines.push("", ...formatCompare(results.compare));
   return lines.join("\n");
+}
+
+/** A side's figure as `median [min–max] unit`. */
+function cell(f: Figure): string {
+  return `${fmt(f.median)} [${fmt(f.min)}–${fmt(f.max)}] ${f.unit}`;
+}
+
+/** The change of `after`'s median from `before`'s, in per cent. */
+function change(before: number, after: number): string {
+  if (!Number.isFinite(before) || !Number.isFinite(after) || before === 0) return "n/a";
+  const pct = ((after - before) / Math.abs(before)) * 100;
+  return `${pct > 0 ? "+" : ""}${pct.toFixed(0)} %`;
+}
+
+/** `--before`'s comparison: figure | before | this checkout | change, medians with [min–max]. */
+export function formatCompare(compare: CompareResults): string[] {
+  const o = compare.options;
+  const lines = [
+    `before and after in one run (--before ${compare.before.root}): ${o.rounds} round${o.rounds === 1 ? "" : "s"}, the two workers alternating A B, B A on one harness per section`,
+    `  before:        ${compare.before.commit ?? `${compare.before.name} (not a git tree)`}`,
+    `  this checkout: ${compare.after.commit ?? compare.after.name}`,
+    "",
+  ];
+  const rows: string[][] = [
+    ["figure", `before (${compare.before.name})`, `this checkout (${compare.after.name})`, "change", "runs"],
+  ];
+  for (const f of compare.figures) {
+    rows.push([
+      f.label,
+      cell(f.before),
+      cell(f.after),
+      change(f.before.median, f.after.median),
+      `${f.before.runs.length}+${f.after.runs.length}`,
+    ]);
+  }
+  return [...lines, ...aligned(rows)];
 }

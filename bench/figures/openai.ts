@@ -1,8 +1,8 @@
 import OpenAI from "openai";
 import type { Harness } from "../../dist/harness/index.js";
 import type { BenchOptions } from "../options.js";
-import { benchHarness, type Connected, connectWorker } from "../session.js";
-import { type Figure, figure, repeat } from "../stats.js";
+import { benchHarness, type Connected, compareWorkers, connectWorker } from "../session.js";
+import { type Figure, figure, repeat, type Side } from "../stats.js";
 
 const HANDLER = "bench/handlers/openai.ts";
 /** Tokens of the short answers whose time to first token is measured. */
@@ -98,4 +98,22 @@ export async function measureOpenAI(options: BenchOptions): Promise<Figure[]> {
     await Promise.all(workers.map((w) => w.worker.stop()));
     await harness.close();
   }
+}
+
+/**
+ * Streamed tokens/s of two checkouts' OpenAI handlers (`roots`, each its own
+ * bench/handlers/openai.ts, one frame per token) on one harness, `rounds` streams of `tokens`
+ * a side, alternating (ABBA), for `npm run bench -- --before`.
+ */
+export function compareOpenAI(
+  roots: Readonly<Record<Side, string>>,
+  tokens: number,
+  rounds: number,
+): Promise<Record<Side, number[]>> {
+  return compareWorkers(
+    roots,
+    rounds,
+    { handler: HANDLER, warmUp: (harness, side) => streamOnce(harness, side, Math.min(tokens, 500)) },
+    async (harness, side) => (await streamOnce(harness, side, tokens)).tokensPerSec,
+  );
 }

@@ -1,15 +1,15 @@
 import type { Harness } from "../../dist/harness/index.js";
 import { bracketed, ownCpuMs, processCpuMs, startCeilingServer } from "../ceiling.js";
 import type { BenchOptions } from "../options.js";
-import { benchHarness, type Connected, connectWorker } from "../session.js";
-import { type Figure, figure, repeat } from "../stats.js";
-import { resetPeakRss } from "../worker-process.js";
+import { benchHarness, type Connected, compareWorkers, connectWorker } from "../session.js";
+import { type Figure, figure, repeat, type Side } from "../stats.js";
+import { resetPeakRss, type WorkerProcess } from "../worker-process.js";
 
 const STREAM = "bench/handlers/stream.ts";
 const MB = 1_000_000;
 
 /** Runs one stream job; returns the elapsed ms once it is terminal, after checking every item arrived. */
-async function streamJob(harness: Harness, endpointId: string, input: object, expectChunks?: number) {
+export async function streamJob(harness: Harness, endpointId: string, input: object, expectChunks?: number) {
   const started = performance.now();
   const id = harness.enqueue(endpointId, { input });
   const job = await harness.waitForJob(id, { timeoutMs: 600_000 });
@@ -22,6 +22,93 @@ async function streamJob(harness: Harness, endpointId: string, input: object, ex
     );
   }
   return { ms, chunks: job.stream.length };
+}
+
+/** One paired run of the short-string stream. */
+export interface SmallStreamRun {
+  /** Items per second from enqueue to the job's end. */
+  readonly perSecond: number;
+  /** The ceiling's sequential posts per second, measured right before and after. */
+  readonly ceiling: number;
+  readonly ratio: number;
+  /** Worker CPU per item, ms. */
+  readonly workerCpu: number;
+  /** Bench-process (harness) CPU per item, ms. */
+  readonly harnessCpu: number;
+}
+
+/**
+ * One job of `items` short strings through `endpointId`'s worker (process `workerPid`), its
+ * ceiling (the same number of sequential posts of one short item, a fifth as many) measured right
+ * before and after it.
+ */
+export async function smallStreamRun(
+  harness: Harness,
+  endpointId: string,
+  workerPid: number,
+  items: number,
+  ceilingUrl: string,
+): Promise<SmallStreamRun> {
+  // Sequential: stream items of one job are posted one at a time, in order (docs/protocol.md, "Streaming").
+  const { result, ceiling } = await bracketed(
+    {
+      url: `${ceilingUrl}/v2/runlet/job-stream/pod-1/job-1?gpu=LOCAL&isStream=false`,
+      body: JSON.stringify({ output: "tok12345 " }),
+      count: Math.max(200, Math.floor(items / 5)),
+      inFlight: 1,
+    },
+    async () => {
+      const cpu0 = processCpuMs(workerPid) ?? Number.NaN;
+      const ownCpu0 = ownCpuMs();
+      const job = await streamJob(harness, endpointId, { items }, items);
+      return {
+        perSecond: items / (job.ms / 1000),
+        workerCpu: ((processCpuMs(workerPid) ?? Number.NaN) - cpu0) / items,
+        harnessCpu: (ownCpuMs() - ownCpu0) / items,
+      };
+    },
+  );
+  return { ...result, ceiling, ratio: result.perSecond / ceiling };
+}
+
+/** One paired run of the large string item. */
+export interface LargeItemRun {
+  readonly mbps: number;
+  /** The ceiling's MB/s (1 MiB bodies, sequential), measured right before and after. */
+  readonly ceiling: number;
+  readonly ratio: number;
+  /** The worker's peak RSS during the run, bytes (NaN where the OS does not say). */
+  readonly peakBytes: number;
+}
+
+/**
+ * One job streaming a single string of `bytes` through `endpointId`'s worker, its ceiling (the
+ * item's ≤ 1 MiB chunks posted one after another as bare JSON bodies) measured right before and
+ * after it; the worker's peak RSS is reset first, so the peak is this run's.
+ */
+export async function largeItemRun(
+  harness: Harness,
+  endpointId: string,
+  worker: WorkerProcess,
+  bytes: number,
+  ceilingUrl: string,
+): Promise<LargeItemRun> {
+  const chunk = JSON.stringify({ output: "x".repeat(Math.min(bytes, 1_048_576)) });
+  const { result: ms, ceiling: postsPerSecond } = await bracketed(
+    {
+      url: `${ceilingUrl}/v2/runlet/job-stream/pod-1/job-1?gpu=LOCAL&isStream=false`,
+      body: chunk,
+      count: Math.max(20, Math.ceil(bytes / 1_048_576)),
+      inFlight: 1,
+    },
+    async () => {
+      resetPeakRss(worker.pid);
+      return (await streamJob(harness, endpointId, { bytes })).ms;
+    },
+  );
+  const mbps = bytes / MB / (ms / 1000);
+  const ceiling = (postsPerSecond * (chunk.length - 13)) / MB;
+  return { mbps, ceiling, ratio: mbps / ceiling, peakBytes: worker.peakRssBytes() ?? Number.NaN };
 }
 
 /**
@@ -52,60 +139,24 @@ export async function measureStreaming(options: BenchOptions): Promise<Figure[]>
     }
     const runletPid = workers[0]!.worker.pid;
     const runs = await repeat(options.stream.repetitions, async () => {
-      // Sequential: stream items of one job are posted one at a time, in order (docs/protocol.md, "Streaming").
-      const { result: runlet, ceiling } = await bracketed(
-        {
-          url: `${ceilingServer.url}/v2/runlet/job-stream/pod-1/job-1?gpu=LOCAL&isStream=false`,
-          body: JSON.stringify({ output: "tok12345 " }),
-          count: Math.max(200, Math.floor(smallItems / 5)),
-          inFlight: 1,
-        },
-        async () => {
-          const cpu0 = processCpuMs(runletPid) ?? Number.NaN;
-          const ownCpu0 = ownCpuMs();
-          const job = await streamJob(harness, "runlet", small, smallItems);
-          return {
-            ms: job.ms,
-            workerCpu: ((processCpuMs(runletPid) ?? Number.NaN) - cpu0) / smallItems,
-            harnessCpu: (ownCpuMs() - ownCpu0) / smallItems,
-          };
-        },
-      );
-      const { workerCpu, harnessCpu } = runlet;
+      const runlet = await smallStreamRun(harness, "runlet", runletPid, smallItems, ceilingServer.url);
       const baseline = await streamJob(harness, "baseline", small, smallItems);
       const coalesced = await streamJob(harness, "coalesced", small);
       return {
-        ceiling,
-        workerCpu,
-        harnessCpu,
-        runlet: smallItems / (runlet.ms / 1000),
+        ceiling: runlet.ceiling,
+        workerCpu: runlet.workerCpu,
+        harnessCpu: runlet.harnessCpu,
+        runlet: runlet.perSecond,
         baseline: smallItems / (baseline.ms / 1000),
         coalesced: smallItems / (coalesced.ms / 1000),
         coalescedChunks: coalesced.chunks,
       };
     });
-    // The large item's ceiling: its ≤ 1 MiB chunks posted one after another as bare JSON bodies.
-    const largeChunk = JSON.stringify({ output: "x".repeat(Math.min(largeBytes, 1_048_576)) });
     // Warm-up of the large path, untimed, as for the others: the handler makes its string here.
     await streamJob(harness, "runlet", { bytes: largeBytes });
-    const large = await repeat(options.stream.repetitions, async () => {
-      const pid = workers[0]!.worker.pid;
-      const { result: ms, ceiling: postsPerSecond } = await bracketed(
-        {
-          url: `${ceilingServer.url}/v2/runlet/job-stream/pod-1/job-1?gpu=LOCAL&isStream=false`,
-          body: largeChunk,
-          count: Math.max(20, Math.ceil(largeBytes / 1_048_576)),
-          inFlight: 1,
-        },
-        async () => {
-          resetPeakRss(pid);
-          return (await streamJob(harness, "runlet", { bytes: largeBytes })).ms;
-        },
-      );
-      const mbps = largeBytes / MB / (ms / 1000);
-      const ceiling = (postsPerSecond * (largeChunk.length - 13)) / MB;
-      return { mbps, ceiling, peak: workers[0]!.worker.peakRssBytes() ?? Number.NaN };
-    });
+    const large = await repeat(options.stream.repetitions, () =>
+      largeItemRun(harness, "runlet", workers[0]!.worker, largeBytes, ceilingServer.url),
+    );
     const items = smallItems.toLocaleString("en-US");
     return [
       figure(
@@ -173,13 +224,13 @@ export async function measureStreaming(options: BenchOptions): Promise<Figure[]>
         "stream.large.ratio",
         "  ratio (paired runs)",
         "x",
-        large.map((r) => r.mbps / r.ceiling),
+        large.map((r) => r.ratio),
       ),
       figure(
         "stream.large.peakRss",
         `worker peak RSS while streaming the ${Math.round(largeBytes / MB)} MB string`,
         "MiB",
-        large.map((r) => r.peak / 1_048_576),
+        large.map((r) => r.peakBytes / 1_048_576),
       ),
     ];
   } finally {
@@ -187,4 +238,43 @@ export async function measureStreaming(options: BenchOptions): Promise<Figure[]>
     await harness.close();
     await ceilingServer.close();
   }
+}
+
+/**
+ * The short-string stream of two checkouts' workers (`roots`) on one harness, `rounds` paired runs
+ * of {@link smallStreamRun} a side, alternating (ABBA), for `npm run bench -- --before`.
+ */
+export function compareSmallStream(
+  roots: Readonly<Record<Side, string>>,
+  items: number,
+  rounds: number,
+): Promise<Record<Side, SmallStreamRun[]>> {
+  return compareWorkers(
+    roots,
+    rounds,
+    {
+      handler: STREAM,
+      warmUp: (harness, side) =>
+        streamJob(harness, side, { items: Math.max(1, Math.min(2_000, Math.floor(items / 10))) }),
+    },
+    (harness, side, worker, ceilingUrl) => smallStreamRun(harness, side, worker.pid, items, ceilingUrl),
+  );
+}
+
+/**
+ * One string item of `bytes` from two checkouts' workers (`roots`) on one harness, `rounds` paired
+ * runs of {@link largeItemRun} a side, alternating (ABBA), after an untimed warm-up in which each
+ * handler makes its string; for bench/large-item.ts and `npm run bench -- --before`.
+ */
+export function compareLargeItem(
+  roots: Readonly<Record<Side, string>>,
+  bytes: number,
+  rounds: number,
+): Promise<Record<Side, LargeItemRun[]>> {
+  return compareWorkers(
+    roots,
+    rounds,
+    { handler: STREAM, warmUp: (harness, side) => streamJob(harness, side, { bytes }) },
+    (harness, side, worker, ceilingUrl) => largeItemRun(harness, side, worker, bytes, ceilingUrl),
+  );
 }

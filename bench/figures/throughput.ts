@@ -1,8 +1,9 @@
+import type { Harness } from "../../dist/harness/index.js";
 import { bracketed, ownCpuMs, processCpuMs, startCeilingServer } from "../ceiling.js";
 import type { BenchOptions } from "../options.js";
 import { measureRelayFloor, overheadClient, timedRoundTrip } from "../relay.js";
-import { benchHarness, connectWorker, runJobs } from "../session.js";
-import { type Figure, figure, percentile, repeat } from "../stats.js";
+import { benchHarness, compareWorkers, connectWorker, runJobs } from "../session.js";
+import { type Figure, figure, percentile, repeat, type Side } from "../stats.js";
 
 const TRIVIAL = "bench/handlers/trivial.ts";
 
@@ -34,6 +35,98 @@ export async function measureThroughput(
   return { figures, startToFirstTakeMs: starts };
 }
 
+/** `count` inputs of the trivial handler. */
+const jobInputs = (count: number) => Array.from({ length: count }, (_, n) => ({ n }));
+
+/** What one throughput run queues and where its ceiling posts. */
+export interface ThroughputLoad {
+  /** Jobs queued at once. */
+  readonly jobs: number;
+  /** The worker's handler concurrency (the ceiling keeps as many posts in flight). */
+  readonly concurrency: number;
+  /** The bare ceiling server's URL. */
+  readonly ceilingUrl: string;
+}
+
+/** One paired throughput run and its values, as the `throughput.c<N>…` figures hold them. */
+export interface ThroughputRun {
+  readonly perSecond: number;
+  readonly ceiling: number;
+  readonly ratio: number;
+  /** Worker CPU per job, ms. */
+  readonly workerCpu: number;
+  /** Bench-process (harness) CPU per job, ms. */
+  readonly harnessCpu: number;
+}
+
+/**
+ * One run of `load.jobs` trivial jobs through `endpointId`'s worker (process `workerPid`), its
+ * ceiling measured right before and after it: jobs/s, the ratio, and the CPU per job of each side.
+ */
+export async function throughputRun(
+  harness: Harness,
+  endpointId: string,
+  workerPid: number,
+  load: ThroughputLoad,
+): Promise<ThroughputRun> {
+  const { jobs, concurrency, ceilingUrl } = load;
+  const { result, ceiling } = await bracketed(
+    {
+      url: `${ceilingUrl}/v2/local/job-done/pod-1/job-1?gpu=LOCAL&isStream=false`,
+      body: JOB_DONE_BODY,
+      count: Math.max(jobs, 200),
+      inFlight: concurrency,
+    },
+    async () => {
+      const workerCpu0 = processCpuMs(workerPid) ?? Number.NaN;
+      const ownCpu0 = ownCpuMs();
+      const { elapsedMs } = await runJobs(harness, endpointId, jobInputs(jobs));
+      return {
+        elapsedMs,
+        workerCpuMs: (processCpuMs(workerPid) ?? Number.NaN) - workerCpu0,
+        harnessCpuMs: ownCpuMs() - ownCpu0,
+      };
+    },
+  );
+  const perSecond = jobs / (result.elapsedMs / 1000);
+  return {
+    perSecond,
+    ceiling,
+    ratio: perSecond / ceiling,
+    workerCpu: result.workerCpuMs / jobs,
+    harnessCpu: result.harnessCpuMs / jobs,
+  };
+}
+
+/**
+ * The job throughput of two checkouts' workers at each level of `concurrency`, for
+ * `npm run bench -- --before`: per level one harness (compareWorkers), one worker of each side
+ * warmed up with `warmupJobs`, and `rounds` rounds of {@link throughputRun} alternating the sides
+ * (ABBA).
+ */
+export async function compareThroughput(
+  roots: Readonly<Record<Side, string>>,
+  sizes: { readonly concurrency: readonly number[]; readonly jobs: number; readonly warmupJobs: number },
+  rounds: number,
+): Promise<Array<{ concurrency: number; runs: Record<Side, ThroughputRun[]> }>> {
+  const levels: Array<{ concurrency: number; runs: Record<Side, ThroughputRun[]> }> = [];
+  for (const concurrency of sizes.concurrency) {
+    const runs = await compareWorkers(
+      roots,
+      rounds,
+      {
+        handler: TRIVIAL,
+        env: { BENCH_CONCURRENCY: String(concurrency) },
+        warmUp: (harness, side) => runJobs(harness, side, jobInputs(sizes.warmupJobs)),
+      },
+      (harness, side, worker, ceilingUrl) =>
+        throughputRun(harness, side, worker.pid, { jobs: sizes.jobs, concurrency, ceilingUrl }),
+    );
+    levels.push({ concurrency, runs });
+  }
+  return levels;
+}
+
 async function measureLevel(
   options: BenchOptions,
   concurrency: number,
@@ -53,38 +146,9 @@ async function measureLevel(
   );
   starts.push(startToFirstTakeMs);
   try {
-    const inputs = (count: number) => Array.from({ length: count }, (_, n) => ({ n }));
-    await runJobs(harness, "local", inputs(options.throughput.warmupJobs));
-    const jobs = options.throughput.jobs;
-    const runs = await repeat(options.repetitions, async () => {
-      const { result, ceiling } = await bracketed(
-        {
-          url: `${ceilingUrl}/v2/local/job-done/pod-1/job-1?gpu=LOCAL&isStream=false`,
-          body: JOB_DONE_BODY,
-          count: Math.max(jobs, 200),
-          inFlight: concurrency,
-        },
-        async () => {
-          const workerCpu0 = processCpuMs(worker.pid) ?? Number.NaN;
-          const ownCpu0 = ownCpuMs();
-          const { elapsedMs } = await runJobs(harness, "local", inputs(jobs));
-          return {
-            elapsedMs,
-            workerCpuMs: (processCpuMs(worker.pid) ?? Number.NaN) - workerCpu0,
-            harnessCpuMs: ownCpuMs() - ownCpu0,
-          };
-        },
-      );
-      const { elapsedMs, workerCpuMs, harnessCpuMs } = result;
-      const perSecond = jobs / (elapsedMs / 1000);
-      return {
-        perSecond,
-        ceiling,
-        ratio: perSecond / ceiling,
-        workerCpu: workerCpuMs / jobs,
-        harnessCpu: harnessCpuMs / jobs,
-      };
-    });
+    await runJobs(harness, "local", jobInputs(options.throughput.warmupJobs));
+    const load = { jobs: options.throughput.jobs, concurrency, ceilingUrl };
+    const runs = await repeat(options.repetitions, () => throughputRun(harness, "local", worker.pid, load));
     const c = `c${concurrency}`;
     figures.push(
       figure(
