@@ -240,6 +240,43 @@ describe("harness worker routes", () => {
     });
   });
 
+  it("keeps a chunk exactly as the chunk schema would, whichever way the body is checked", async () => {
+    await using h = inMemoryHarness({ takeTimeoutMs: 200 });
+    const id = h.enqueue("local", { input: {} });
+    await get(h, "/v2/local/job-take/w1");
+    const url = `/v2/local/job-stream/w1/${id}?isStream=false`;
+    const sent = [
+      // Taken as they are: output, then metrics of plain values (a runlet worker's every post).
+      '{"output":"a"}',
+      '{"output":{"t":1},"metrics":{"part":0,"encoding":"json","ok":true,"none":null}}',
+      // Through the schema: another member order, an unknown member, metrics that is not a record.
+      '{"metrics":{"n":1},"output":"b"}',
+      '{"output":"c","extra":1}',
+      '{"output":"d","metrics":{},"extra":1}',
+    ];
+    for (const body of sent) expect((await post(h, url, body)).status).toBe(200);
+    for (const bad of [
+      '{"output":"e","metrics":{"n":{"deep":1}}}',
+      '{"output":"e","metrics":[1]}',
+      '{"output":"e","metrics":null}',
+      '{"output":"e","metrics":"x"}',
+    ]) {
+      const refused = await post(h, url, bad);
+      expect(refused.status, bad).toBe(400);
+      expect(((await refused.json()) as { error: string }).error).toMatch(
+        /^job-stream body must be \{output, metrics\?\}: /,
+      );
+    }
+    const stream = h.job(id)?.stream ?? [];
+    expect(stream.map((chunk) => JSON.stringify(chunk))).toEqual([
+      '{"output":"a"}',
+      '{"output":{"t":1},"metrics":{"part":0,"encoding":"json","ok":true,"none":null}}',
+      '{"output":"b","metrics":{"n":1}}',
+      '{"output":"c"}',
+      '{"output":"d","metrics":{}}',
+    ]);
+  });
+
   it("answers a duplicate final result 200 but ignores and counts it", async () => {
     await using h = inMemoryHarness({ takeTimeoutMs: 200 });
     const id = h.enqueue("local", { input: {} });

@@ -365,17 +365,28 @@ function ping(res: ServerResponse, url: URL, workers: WorkerRegistry, worker: Wo
 }
 
 /**
- * True for a parsed body whose one member is `output` (a token stream's every post): the chunk
- * schema takes it as it is, so it is kept without the schema's copy. Any other body goes through
- * the schema, which checks `metrics` and drops unknown members.
+ * True for a parsed job-stream body the chunk schema would take as it is: `output`, then
+ * optionally `metrics` holding only numbers, strings, booleans and nulls (a runlet worker's every
+ * post). Such a body is kept without the schema's walk and copy, a few µs a post of a token
+ * stream; any other body goes through the schema, which says what is wrong and drops unknown
+ * members.
  */
-function onlyOutput(raw: object): boolean {
+function plainChunk(raw: object): boolean {
   let members = 0;
   for (const name in raw) {
-    if (name !== "output") return false;
+    if (name !== (members === 0 ? "output" : members === 1 ? "metrics" : undefined)) return false;
     members++;
   }
-  return members === 1;
+  if (members === 0) return false;
+  if (members === 1) return true;
+  const metrics = (raw as { metrics: unknown }).metrics;
+  if (typeof metrics !== "object" || metrics === null || Array.isArray(metrics)) return false;
+  for (const name in metrics) {
+    const value = (metrics as Record<string, unknown>)[name];
+    const type = typeof value;
+    if (value !== null && type !== "number" && type !== "string" && type !== "boolean") return false;
+  }
+  return true;
 }
 
 /** job-done and job-stream: validates the body and applies it. Returns the status answered. */
@@ -408,7 +419,7 @@ function result(
     return { status: 200 };
   }
   if (route === "job-stream") {
-    if (onlyOutput(raw)) {
+    if (plainChunk(raw)) {
       ctx.store.addChunk(job, raw as StreamChunk, bytes);
       return { status: 200 };
     }
