@@ -12,7 +12,8 @@ import { type Figure, figure } from "../stats.js";
  * jobs call the same loaded model at once, in one process, as an in-process handler with
  * `concurrency: N` does: the OCR example's one pair of onnxruntime-node sessions, and the LLM
  * example's one llama.cpp context with 4 sequences (the tiny model, one thread). Every answer is
- * checked against the one a lone call gives, so the figures also say the calls did not mix.
+ * checked against the one a lone call gives, so the figures also say the calls did not mix (an
+ * LLM generation may differ in its later tokens: counted, see below).
  * Rounds interleave the levels, so a busy spell of the machine hits each alike.
  */
 
@@ -107,17 +108,36 @@ export async function measureConcurrency(): Promise<Figure[]> {
         return text;
       };
       const expected = await generate();
+      // A sequence evaluated in one batch with others is not bit-identical to it evaluated alone
+      // (another kernel shape, another order of sums), and the tiny model's random weights leave
+      // near-ties, so now and then a greedy step flips a later token: 2 of 288 generations in a
+      // scratch run of this loop. Those are counted, not fatal; a generation whose first half
+      // differs would not be such a flip, and fails the bench.
+      let generations = 0;
+      let differing = 0;
+      const half = Math.floor(expected.length / 2);
       figures.push(
         ...(await measure(
           "llm",
           `llm: jobs/s, one context of 4 sequences (tiny model, ${LLM_TOKENS} tokens each)`,
           LLM_JOBS,
           async () => {
-            if ((await generate()) !== expected)
-              throw new Error("a concurrent generation differs from a lone one");
+            const got = await generate();
+            generations++;
+            if (got === expected) return;
+            differing++;
+            if (got.slice(0, half) !== expected.slice(0, half))
+              throw new Error(`a concurrent generation differs from a lone one early: ${JSON.stringify(got)}`);
           },
           "one llama.cpp thread; the sequences that have work are evaluated in one batch",
         )),
+        figure(
+          "concurrency.llm.differing",
+          "llm: concurrent generations whose later tokens differ from a lone one's",
+          "%",
+          [(100 * differing) / Math.max(1, generations)],
+          `${differing} of ${generations}: batched and lone evaluation round differently (docs/benchmarks.md)`,
+        ),
       );
     } finally {
       await llm.release();
