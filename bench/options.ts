@@ -7,7 +7,7 @@ export interface BenchOptions {
     readonly concurrency: readonly number[];
     /** Jobs per run. */
     readonly jobs: number;
-    /** Jobs run once before measuring (JIT, connections). */
+    /** Jobs run before measuring, twice, with a pause between in which the worker loads undici's Pool (JIT, connections: warmUpWorker). */
     readonly warmupJobs: number;
   };
   readonly overhead: {
@@ -120,7 +120,7 @@ const MiB = 1_048_576;
 /** The full bench: a few minutes on 2 cores. */
 export const FULL_OPTIONS: BenchOptions = Object.freeze({
   repetitions: 5,
-  throughput: { concurrency: [1, 8, 64], jobs: 2_000, warmupJobs: 200 },
+  throughput: { concurrency: [1, 8, 64], jobs: 2_000, warmupJobs: 5_000 },
   overhead: { jobs: 200 },
   stream: { repetitions: 3, smallItems: 100_000, largeBytes: 100_000_000, coalesceMs: 5 },
   s3: { bytes: 50_000_000 },
@@ -144,7 +144,7 @@ export const FULL_OPTIONS: BenchOptions = Object.freeze({
     coldStartsPerRound: 3,
     concurrency: [1, 8, 64],
     jobs: 2_000,
-    warmupJobs: 200,
+    warmupJobs: 5_000,
     streamItems: 20_000,
     openaiTokens: 5_000,
     largeBytes: 100_000_000,

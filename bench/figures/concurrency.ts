@@ -127,7 +127,9 @@ export async function measureConcurrency(): Promise<Figure[]> {
             if (got === expected) return;
             differing++;
             if (got.slice(0, half) !== expected.slice(0, half))
-              throw new Error(`a concurrent generation differs from a lone one early: ${JSON.stringify(got)}`);
+              throw new Error(
+                `a concurrent generation differs from a lone one early: ${JSON.stringify(got)}`,
+              );
           },
           "one llama.cpp thread; the sequences that have work are evaluated in one batch",
         )),

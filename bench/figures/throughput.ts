@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import type { Harness } from "../../dist/harness/index.js";
 import { bracketed, ownCpuMs, processCpuMs, startCeilingServer } from "../ceiling.js";
 import type { BenchOptions } from "../options.js";
@@ -99,6 +100,25 @@ export async function throughputRun(
 }
 
 /**
+ * Milliseconds the worker is left idle between the two halves of its warm-up: over its
+ * `WARM_UP_IDLE_MS` (250 ms, src/worker/platform/platform-http.ts), so it loads undici's Pool then.
+ */
+const POOL_IDLE_MS = 500;
+
+/**
+ * Warms a worker up for the throughput runs: `jobs` jobs, a pause in which it is idle long enough to
+ * load undici's Pool, then `jobs` more, so the runs measure the path a worker that has run a while
+ * takes. With the first half alone, the Pool loaded in the pause before the first run and its code
+ * was still cold there: the first one or two of five runs at c64 came out at about half the ratio
+ * of the rest (0.35 against 0.64–0.75, 2026-11-27), and the median moved with how many did.
+ */
+export async function warmUpWorker(harness: Harness, endpointId: string, jobs: number): Promise<void> {
+  await runJobs(harness, endpointId, jobInputs(jobs));
+  await sleep(POOL_IDLE_MS);
+  await runJobs(harness, endpointId, jobInputs(jobs));
+}
+
+/**
  * The job throughput of two checkouts' workers at each level of `concurrency`, for
  * `npm run bench -- --before`: per level one harness (compareWorkers), one worker of each side
  * warmed up with `warmupJobs`, and `rounds` rounds of {@link throughputRun} alternating the sides
@@ -117,7 +137,7 @@ export async function compareThroughput(
       {
         handler: TRIVIAL,
         env: { BENCH_CONCURRENCY: String(concurrency) },
-        warmUp: (harness, side) => runJobs(harness, side, jobInputs(sizes.warmupJobs)),
+        warmUp: (harness, side) => warmUpWorker(harness, side, sizes.warmupJobs),
       },
       (harness, side, worker, ceilingUrl) =>
         throughputRun(harness, side, worker.pid, { jobs: sizes.jobs, concurrency, ceilingUrl }),
@@ -146,7 +166,7 @@ async function measureLevel(
   );
   starts.push(startToFirstTakeMs);
   try {
-    await runJobs(harness, "local", jobInputs(options.throughput.warmupJobs));
+    await warmUpWorker(harness, "local", options.throughput.warmupJobs);
     const load = { jobs: options.throughput.jobs, concurrency, ceilingUrl };
     const runs = await repeat(options.repetitions, () => throughputRun(harness, "local", worker.pid, load));
     const c = `c${concurrency}`;
