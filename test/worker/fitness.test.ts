@@ -326,9 +326,13 @@ describe("GPU checks, through a stand-in nvidia-smi", () => {
       "#!/bin/sh\necho 'CUDA Driver Version: 12.4'\necho 'Found 2 GPUs:'\necho 'GPU 0 memory allocation test passed.'\necho 'GPU 1 memory allocation test passed.'\n";
     const failing =
       "#!/bin/sh\necho 'Found 2 GPUs:'\necho 'GPU 0 memory allocation test passed.'\necho 'GPU 1: cudaMalloc failed: out of memory'\n";
+    // As a real gpu_test fails (seen on an H200 with a stand-in binary): its count first, the failure after, exit 1.
+    const exiting =
+      "#!/bin/sh\necho 'Found 1 GPUs'\necho 'GPU 0 memory allocation test failed: out of memory'\nexit 1\n";
     const PATH = await standIn("alloc", SUMMARY("12.4"), `printf '${HEALTHY_ROWS}'`, {
       gpu_test: passing,
       gpu_test_bad: failing,
+      gpu_test_exit: exiting,
     });
     const good = await fitness({ ...noSystem, PATH });
     expect(lineOf(good.sink, "gpu")["message"]).toMatch(/allocation passed on 2 by .*alloc\/gpu_test$/);
@@ -341,6 +345,14 @@ describe("GPU checks, through a stand-in nvidia-smi", () => {
       check: "gpu",
       reason: "the GPU memory allocation test failed: GPU 1: cudaMalloc failed: out of memory",
     });
+    const exited = await fitness({
+      ...noSystem,
+      PATH,
+      RUNPOD_BINARY_GPU_TEST_PATH: join(tmp, "alloc", "gpu_test_exit"),
+    });
+    expect(exited.unfit?.reason).toMatch(
+      /alloc\/gpu_test_exit exited 1: GPU 0 memory allocation test failed: out of memory$/,
+    );
   });
 
   it("skips the device check with RUNPOD_SKIP_GPU_CHECK=true", async () => {

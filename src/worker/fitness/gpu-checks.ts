@@ -215,16 +215,23 @@ export function checkDeviceRows(stdout: string): string[] {
   });
 }
 
+/** The lines of a gpu_test-style output that say something failed (at most 10, each at most 200 characters). */
+function errorLines(output: string): string[] {
+  return output
+    .split("\n")
+    .map((l) => l.trim())
+    .filter((l) => /failed|error|cannot|unable/i.test(l))
+    .slice(0, 10)
+    .map((l) => l.slice(0, 200));
+}
+
 /** Parses a gpu_test-style output: `Found N GPUs`, one `memory allocation test passed` per GPU, no error lines. */
 export function checkGpuTestOutput(stdout: string): number {
   const found = Number(/Found (\d+) GPUs?/i.exec(stdout)?.[1] ?? 0);
   const passed = stdout.split("\n").filter((l) => /memory allocation test passed/i.test(l)).length;
-  const errors = stdout
-    .split("\n")
-    .map((l) => l.trim())
-    .filter((l) => /failed|error|cannot|unable/i.test(l));
+  const errors = errorLines(stdout);
   if (errors.length > 0 || passed === 0 || passed !== found) {
-    const why = errors.slice(0, 10).join("; ") || `${passed} of ${found} GPUs passed`;
+    const why = errors.join("; ") || `${passed} of ${found} GPUs passed`;
     throw new FitnessFailure(`the GPU memory allocation test failed: ${why}`);
   }
   return passed;
@@ -268,8 +275,14 @@ export function gpuCheck(config: FitnessConfig, probe: () => Promise<GpuProbe>):
         const test = await runTool(binary, [], config.toolEnv, config.gpuTestTimeoutMs, signal);
         if (test === undefined)
           throw new FitnessFailure(`RUNPOD_BINARY_GPU_TEST_PATH names ${binary}, which does not exist`);
-        if (test.code !== 0)
-          throw new FitnessFailure(`${binary} exited ${test.code}: ${firstLine(test.stderr || test.stdout)}`);
+        if (test.code !== 0) {
+          // The lines that say what failed, wherever the binary wrote them: a gpu_test prints
+          // "Found N GPUs" first and its failure after it, so the first line alone says nothing.
+          const why = errorLines(`${test.stderr}\n${test.stdout}`).join("; ");
+          throw new FitnessFailure(
+            `${binary} exited ${test.code}: ${why || firstLine(test.stderr || test.stdout)}`,
+          );
+        }
         allocation = `allocation passed on ${checkGpuTestOutput(test.stdout)} by ${binary}`;
       }
       return {
