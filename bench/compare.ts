@@ -76,7 +76,7 @@ export function describeTree(root: string): CompareTree {
   } catch {
     // Not a git tree (an extracted archive): named by its path.
   }
-  return { root, commit, name: commit === null ? basename(root) : commit.slice(0, 7) };
+  return { commit, name: commit === null ? basename(root) : commit.slice(0, 7) };
 }
 
 /** A figure of both sides, from each side's runs; none when either side has no runs (e.g. no /proc). */

@@ -27,11 +27,12 @@ export interface BenchResults {
   readonly compare?: CompareResults;
 }
 
-/** One checkout of a comparison. */
+/**
+ * One checkout of a comparison, by commit and name only: its path is this machine's, and
+ * bench/results.json is committed.
+ */
 export interface CompareTree {
-  /** Its absolute path. */
-  readonly root: string;
-  /** `git rev-parse HEAD` where the root is a git work tree's top, else null. */
+  /** `git rev-parse HEAD` where the checkout is a git work tree's top, else null. */
   readonly commit: string | null;
   /** The commit's first 7 characters, or the path's last name. */
   readonly name: string;

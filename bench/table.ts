@@ -116,7 +116,7 @@ function change(before: number, after: number): string {
 export function formatCompare(compare: CompareResults): string[] {
   const o = compare.options;
   const lines = [
-    `before and after in one run (--before ${compare.before.root}): ${o.rounds} round${o.rounds === 1 ? "" : "s"}, the two workers alternating A B, B A on one harness per section`,
+    `before and after in one run (--before ${compare.before.name}): ${o.rounds} round${o.rounds === 1 ? "" : "s"}, the two workers alternating A B, B A on one harness per section`,
     `  before:        ${compare.before.commit ?? `${compare.before.name} (not a git tree)`}`,
     `  this checkout: ${compare.after.commit ?? compare.after.name}`,
     "",
