@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
+import { pipeline, Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
 import type { SpawnedWorker, WorkerSpawner } from "../options.js";
 import { readLines } from "./child-lines.js";
@@ -56,10 +57,10 @@ export function processSpawner(handlerPath: string, options: ProcessSpawnerOptio
     if (options.output !== undefined) {
       const output = options.output;
       for (const stream of [child.stdout, child.stderr]) {
-        // piped: the output is shared by every worker and is the caller's (its errors are the
-        // caller's to hear), so one child's stream must not destroy it as stream.pipeline would;
-        // the child's side's error is heard here.
-        stream?.on("error", () => undefined).pipe(output, { end: false });
+        // The output is shared by every worker and is the caller's (its errors are the caller's to
+        // hear): each child's stream goes through a writer of its own, which stream.pipeline ends
+        // or destroys with the child's stream while the output stays open.
+        if (stream !== null) pipeline(stream, forwardTo(output), () => undefined);
       }
     } else if (child.stdout !== null) {
       report({ type: "starting" });
@@ -96,4 +97,14 @@ function childWorker(child: ChildProcess, killAfterMs: number): SpawnedWorker {
       return closing;
     },
   };
+}
+
+/** A writer that passes what it is given on to `output`, waiting on its backpressure, and never ends it. */
+function forwardTo(output: NodeJS.WritableStream): Writable {
+  return new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      if (output.write(chunk)) done();
+      else output.once("drain", () => done());
+    },
+  });
 }
