@@ -175,18 +175,7 @@ export class RequestLog {
       kept = { ...kept, body: "" };
       bytes = sizeOf(kept);
     }
-    const record: LogEntry = {
-      seq: this.#seq++,
-      route: kept.route,
-      endpointId: kept.endpointId,
-      method: kept.method,
-      path: kept.path,
-      search: kept.search,
-      headers: kept.headers,
-      body: kept.body,
-      bodyBytes: kept.bodyBytes,
-      status: "pending",
-    };
+    const record: LogEntry = { seq: this.#seq++, ...kept, status: "pending" };
     this.#records.push({ record, bytes });
     this.#bytes += bytes;
     while (
