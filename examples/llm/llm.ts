@@ -1,6 +1,6 @@
 import { createHash, randomInt } from "node:crypto";
 import { createWriteStream } from "node:fs";
-import { mkdir, open, rename, rm, stat } from "node:fs/promises";
+import { mkdir, open, readdir, rename, rm, stat } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { Readable, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
@@ -569,7 +569,8 @@ class LoadedLlm implements Llm {
     let grammar = this.#grammars.get(text);
     if (grammar === undefined) {
       // A client's schema: node-llama-cpp checks it as it builds the grammar (and throws on what it cannot follow).
-      grammar = this.#llama.createGrammarForJsonSchema(schema as never);
+      const llama = this.#llama;
+      grammar = Promise.resolve().then(() => llama.createGrammarForJsonSchema(schema as never));
       grammar.catch(() => this.#grammars.delete(text));
       // A bounded memo: the last 64 schemas.
       if (this.#grammars.size >= 64) this.#grammars.delete(this.#grammars.keys().next().value as string);
@@ -741,6 +742,33 @@ function sampling(options: GenerateOptions) {
   };
 }
 
+/** Redirects fetch follows before it gives up (undici's bound). */
+const MAX_REDIRECTS = 20;
+
+/**
+ * Removes what downloads of `name` left behind when their process was ended mid-way (a SIGTERM, a
+ * kill): `<name>.<pid>.partial` files whose process is gone. A live process's download stays.
+ */
+async function sweepPartials(dir: string, name: string): Promise<void> {
+  const prefix = `${name}.`;
+  for (const entry of await readdir(dir).catch(() => [] as string[])) {
+    if (!entry.startsWith(prefix) || !entry.endsWith(".partial")) continue;
+    const pid = Number(entry.slice(prefix.length, -".partial".length));
+    if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && isAlive(pid)) continue;
+    await rm(join(dir, entry), { force: true });
+  }
+}
+
+/** Whether a process of that id runs (one of another user counts as running). */
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
 /** Bytes between two progress reports of a download whose size is not known. */
 const PROGRESS_STEP_BYTES = 67_108_864; // 64 MiB
 
@@ -771,7 +799,22 @@ export async function fetchModel(url: string, options: FetchModelOptions): Promi
   const path = join(dir, `${key}-${name}`);
   if ((await stat(path).catch(() => undefined))?.isFile() === true) return path;
   await mkdir(dir, { recursive: true });
-  const res = await fetch(url, { ...(signal === undefined ? {} : { signal }), redirect: "follow" });
+  await sweepPartials(dir, basename(path));
+  let res: Response;
+  try {
+    res = await fetch(url, { ...(signal === undefined ? {} : { signal }), redirect: "follow" });
+  } catch (err) {
+    if (signal?.aborted === true) throw err;
+    // fetch says only "fetch failed"; what happened is its cause's message.
+    const cause = (err as { cause?: unknown }).cause;
+    const why = cause instanceof Error ? cause.message : err instanceof Error ? err.message : String(err);
+    throw new Error(
+      /redirect count exceeded/i.test(why)
+        ? `downloading the model from ${shown} failed: it redirects more than ${MAX_REDIRECTS} times (a redirect loop?)`
+        : `downloading the model from ${shown} failed: ${why}`,
+      { cause: err },
+    );
+  }
   if (!res.ok || res.body === null) {
     await res.body?.cancel();
     throw new Error(`downloading the model from ${shown} failed: HTTP ${res.status}`);
