@@ -372,6 +372,13 @@ class LoadedLlm implements Llm {
         "response_format",
       );
     }
+    // Before anything is rendered, tokenized or turned into a grammar (all on the main thread).
+    this.#checkChars(
+      messages.reduce((n, m) => n + m.content.length + JSON.stringify(m.toolCalls ?? []).length, 0) +
+        (tools.length === 0 ? 0 : JSON.stringify(tools).length),
+      tools.length === 0 ? "messages" : "messages and tools",
+      "messages",
+    );
     const functions = choice === "auto" ? await this.#functions(tools) : undefined;
     const grammar =
       forced.length > 0
@@ -381,10 +388,6 @@ class LoadedLlm implements Llm {
           : options.format.type === "json"
             ? await this.#jsonGrammar()
             : await this.#grammar(options.format.schema, "response_format.json_schema.schema");
-    this.#checkChars(
-      messages.reduce((n, m) => n + m.content.length + JSON.stringify(m.toolCalls ?? []).length, 0),
-      "messages",
-    );
     const history: ChatHistoryItem[] = [];
     if (forced.length > 0) history.push({ type: "system", text: describeCall(forced) });
     for (const m of messages) {
@@ -489,9 +492,10 @@ class LoadedLlm implements Llm {
 
   async *#complete(prompt: string, options: GenerateOptions): AsyncGenerator<string, GenerationEnd> {
     this.#checkChars(prompt.length, "prompt");
+    // As node-llama-cpp's completion tokenizes it: the first token, then the text.
     const bos = resolveBos(this.#model);
-    const tokens = [...(bos === undefined ? [] : [bos]), ...this.#model.tokenize(prompt)];
-    const prepared = this.#check(tokens.length, "prompt");
+    const tokens = this.#model.tokenize(prompt, false, bos === undefined ? undefined : "trimLeadingSpace");
+    const prepared = this.#check(tokens.length + (bos === undefined ? 0 : 1), "prompt");
     return yield* this.#generate<string>(options, prepared, async (sequence, callbacks) => {
       const completion = new LlamaCompletion({ contextSequence: sequence });
       try {
@@ -499,6 +503,8 @@ class LoadedLlm implements Llm {
           ...sampling(options),
           maxTokens: callbacks.maxTokens,
           seed: callbacks.seed,
+          // Its default cuts a prompt to 90 % of the context; one over the context is refused above.
+          contextShiftSize: 1,
           onToken: callbacks.onToken,
           signal: callbacks.signal,
           onTextChunk: (text) => {
@@ -514,11 +520,11 @@ class LoadedLlm implements Llm {
   }
 
   /** Refuses a prompt that holds more characters than any tokenizer fits in the context, before rendering it. */
-  #checkChars(chars: number, param: string): void {
+  #checkChars(chars: number, what: string, param = what): void {
     const most = this.contextSize * MAX_CHARS_PER_TOKEN;
     if (chars > most) {
       throw new LlmRequestError(
-        `This model's context holds ${this.contextSize} tokens; the ${param} hold ${chars} characters, over the ${most} that could fit (${MAX_CHARS_PER_TOKEN} a token). Shorten the ${param}.`,
+        `This model's context holds ${this.contextSize} tokens; the ${what} hold ${chars} characters, over the ${most} that could fit (${MAX_CHARS_PER_TOKEN} a token). Shorten the ${what}.`,
         "context_length_exceeded",
         param,
       );

@@ -235,6 +235,16 @@ describe("examples/llm: hostile requests are refused before they cost the other 
       }),
     );
     expect(far).toMatchObject({ status: 400, code: "context_length_exceeded", param: "messages" });
+    // Tools' descriptions count: they are rendered into the prompt.
+    const described = await refusal(
+      client.chat.completions.create({
+        model: "tiny",
+        messages: hi,
+        tools: [{ type: "function", function: { name: "f", description: "d".repeat(10_000) } }],
+      }),
+    );
+    expect(described).toMatchObject({ status: 400, code: "context_length_exceeded", param: "messages" });
+    expect(described.message).toMatch(/the messages and tools hold \d+ characters/);
     const prompt = await refusal(client.completions.create({ model: "tiny", prompt: "p".repeat(600) }));
     expect(prompt).toMatchObject({ status: 400, code: "context_length_exceeded", param: "prompt" });
 
