@@ -218,6 +218,13 @@ function refuseUnserved(request: Record<string, unknown>, kind: "chat" | "comple
   if (kind === "completions" && typeof request["best_of"] === "number" && request["best_of"] > 1) {
     refuse("best_of must be 1: this endpoint makes one completion per request", "best_of");
   }
+  if (kind === "chat" && given("functions")) {
+    refuse("functions is the deprecated form of tools: send tools (and tool_choice) instead", "functions");
+  }
+  if (kind === "chat" && given("function_call")) {
+    refuse("function_call is the deprecated form of tool_choice: send tool_choice instead", "function_call");
+  }
+  if (kind === "chat" && given("audio")) refuse("this endpoint answers in text only", "audio");
   if (given("logit_bias") && Object.keys(request["logit_bias"] as object).length > 0) {
     refuse("this endpoint does not take logit_bias", "logit_bias");
   }

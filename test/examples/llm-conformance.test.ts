@@ -333,6 +333,18 @@ describe("examples/llm: what OpenAI clients ask for (issues 51.10, 53)", () => {
         param: "logit_bias",
       },
     );
+    expect(
+      await refusal(
+        client.chat.completions.create({
+          ...chat,
+          functions: [{ name: "f", parameters: { type: "object", properties: {} } }],
+        }),
+      ),
+    ).toMatchObject({ status: 400, param: "functions" });
+    expect(await refusal(client.chat.completions.create({ ...chat, function_call: "auto" }))).toMatchObject({
+      status: 400,
+      param: "function_call",
+    });
     const completion = { model: "tiny", prompt: "abc", max_tokens: 4 };
     expect(await refusal(client.completions.create({ ...completion, logprobs: 2 }))).toMatchObject({
       status: 400,
