@@ -542,6 +542,18 @@ describe("examples/llm: what OpenAI clients ask for (issues 51.10, 53)", () => {
       temperature: 0,
     });
     expect(["stop", "length", "tool_calls"]).toContain(auto.choices[0]?.finish_reason);
+    // The tools reach the model: described in the prompt (node-llama-cpp's function-calling
+    // syntax), which "none" leaves out. (The tiny random model never starts a call by itself, so
+    // an "auto" call's stream is not driven here; the forced calls above stream the same deltas.)
+    const none = await client.chat.completions.create({
+      model: "tiny",
+      messages: ask,
+      tools: [weather],
+      tool_choice: "none",
+      max_tokens: 8,
+      temperature: 0,
+    });
+    expect((auto.usage?.prompt_tokens ?? 0) - (none.usage?.prompt_tokens ?? 0)).toBeGreaterThan(50);
   }, 180_000);
 
   it("makes a json_schema answer that parses against its schema, and a json_object answer that is JSON", async () => {
