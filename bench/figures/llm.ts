@@ -15,7 +15,8 @@ import { ROOT } from "../worker-process.js";
  * its bundle started as the image starts it, the model the tiny random llama the example writes
  * (two layers, 64 wide: llama.cpp's own costs, not a real model's). Figures: worker start →
  * first job-take with the model loaded, idle RSS, time to the first token of a streamed chat
- * completion through the harness's /openai/v1 route, tokens/s of one stream and of four at once
+ * completion through the harness's /openai/v1 route, and with twice as many streams as
+ * sequences (the waiting ones' first token), tokens/s of one stream and of four at once
  * on one context (four sequences, batched by llama.cpp), and four at once with two threads
  * instead of one (llama.cpp's threads spin while they wait: on a shared machine, one is faster).
  */
@@ -28,6 +29,11 @@ const TTFT_REQUESTS = 10;
 const STREAM_TOKENS = 256;
 /** The two-thread comparison's streams: short, since spinning threads on busy cores crawl. */
 const SHORT_TOKENS = 32;
+/** The worker's sequences (LLM_PARALLEL). */
+const PARALLEL = 4;
+/** Rounds of 2 × PARALLEL streams at once, and each one's tokens. */
+const QUEUED_ROUNDS = 5;
+const QUEUED_TOKENS = 64;
 
 export async function measureLlm(): Promise<Figure[]> {
   await rm(WORK, { recursive: true, force: true });
@@ -75,6 +81,7 @@ export async function measureLlm(): Promise<Figure[]> {
           single.tokensPerSec,
         ]),
       );
+      figures.push(...(await twiceTheSequences(harness)));
       figures.push(...(await fourAtOnce(harness, "llm.tokensPerSec4", "one thread", STREAM_TOKENS)));
       figures.push(...(await fourAtOnce(harness, "llm.tokensPerSec4Short", "one thread", SHORT_TOKENS)));
     } finally {
@@ -99,6 +106,39 @@ export async function measureLlm(): Promise<Figure[]> {
   } finally {
     await rm(WORK, { recursive: true, force: true });
   }
+}
+
+/**
+ * Time to the first token with twice as many streams as the worker has sequences (8 on 4): the
+ * first four start at once, the other four wait for a sequence to be freed. Each round's streams
+ * are sorted by first-token time; the faster half and the slower half are reported apart.
+ */
+async function twiceTheSequences(harness: Harness): Promise<Figure[]> {
+  const started: number[] = [];
+  const waited: number[] = [];
+  for (let round = 0; round < QUEUED_ROUNDS; round++) {
+    const runs = await Promise.all(
+      Array.from({ length: 2 * PARALLEL }, () => stream(harness, QUEUED_TOKENS)),
+    );
+    const firsts = runs.map((r) => r.firstTokenMs).sort((a, b) => a - b);
+    started.push(...firsts.slice(0, PARALLEL));
+    waited.push(...firsts.slice(PARALLEL));
+  }
+  return [
+    figure(
+      "llm.ttft2x.first",
+      `llm: time to first token, ${2 * PARALLEL} streams of ${QUEUED_TOKENS} at once on ${PARALLEL} sequences: the faster half`,
+      "ms",
+      started,
+    ),
+    figure(
+      "llm.ttft2x.queued",
+      `llm: time to first token, ${2 * PARALLEL} streams of ${QUEUED_TOKENS} at once on ${PARALLEL} sequences: the slower half (they wait for a sequence)`,
+      "ms",
+      waited,
+      "a waiting stream's first token comes after one of the first half's streams ends: about their length plus its own first token",
+    ),
+  ];
 }
 
 /** Four streams at once on one context: their summed tokens/s, and each stream's. */
@@ -149,7 +189,7 @@ async function startWorker(
       RUNPOD_SKIP_AUTO_SYSTEM_CHECKS: "true",
       LLM_MODEL: model,
       LLM_MODEL_ID: "tiny",
-      LLM_PARALLEL: "4",
+      LLM_PARALLEL: String(PARALLEL),
       LLM_CONTEXT_SIZE: "1024",
       LLM_THREADS: threads,
     },

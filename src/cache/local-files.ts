@@ -16,6 +16,8 @@ export interface LocalFile {
 }
 
 export { MAX_FILES } from "./manifest.js";
+/** A download still being written (or cut short by a kill): never mirrored, never a finished file. */
+export const PARTIAL_SUFFIX = ".partial";
 /** mtimes within this many ms are equal: network filesystems keep coarse times (the Python SDK's 2 s). */
 export const MTIME_TOLERANCE_MS = 2_000;
 
@@ -35,7 +37,7 @@ export type LocalScan =
   | { readonly files: LocalFile[]; readonly truncated: true; readonly reason: string };
 
 /**
- * Every regular file under the folders (symbolic links, temporary files and lock files left out).
+ * Every regular file under the folders (symbolic links, temporary, `.partial` and lock files left out).
  * Every entry looked at (file, folder, link or other) counts against `limit` ({@link MAX_FILES}):
  * a tree of millions of empty folders is not walked to its end. At the limit the scan stops and
  * `truncated` says so, with the reason; the rest wait for a later sync. Folders are read an entry
@@ -67,7 +69,13 @@ export async function scanLocal(dirs: readonly CacheDir[], limit = MAX_FILES): P
           seen++;
           const abs = join(folder, e.name);
           if (e.isDirectory()) stack.push(abs);
-          if (!e.isFile() || e.name.endsWith(TEMP_SUFFIX) || e.name.endsWith(".lock")) continue;
+          if (
+            !e.isFile() ||
+            e.name.endsWith(TEMP_SUFFIX) ||
+            e.name.endsWith(".lock") ||
+            e.name.endsWith(PARTIAL_SUFFIX)
+          )
+            continue;
           const st = await lstat(abs).catch(() => undefined);
           if (st === undefined || !st.isFile()) continue;
           files.push({

@@ -17,11 +17,20 @@ export {
   type UsageCounts,
 } from "./generation.js";
 export {
+  type ChatCompletionMessageToolCall,
   type ChatCompletionRequest,
+  type ChatCompletionTool,
+  type ChatCompletionToolCallDelta,
+  type ChatCompletionToolChoice,
   type ChatMessage,
   type CompletionRequest,
   chatCompletionRequestSchema,
   chatMessageSchema,
   completionRequestSchema,
+  MAX_CHAT_MESSAGES,
+  MAX_STOP_CHARS,
+  MAX_STOP_SEQUENCES,
+  MAX_TOOLS,
+  type ResponseFormat,
 } from "./schemas.js";
 export { MAX_RELAY_BODY_BYTES, type OpenAIRelayOptions } from "./sidecar-relay.js";

@@ -27,10 +27,10 @@ afterAll(async () => {
 });
 
 /** Every item of a generation, and what it returned. */
-async function collect(
-  gen: AsyncGenerator<string, GenerationEnd>,
-): Promise<{ items: string[]; end: GenerationEnd }> {
-  const items: string[] = [];
+async function collect<T>(
+  gen: AsyncGenerator<T, GenerationEnd>,
+): Promise<{ items: T[]; end: GenerationEnd }> {
+  const items: T[] = [];
   for (;;) {
     const step = await gen.next();
     if (step.done === true) return { items, end: step.value };

@@ -1,18 +1,25 @@
+import { randomUUID } from "node:crypto";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import {
   type ChatCompletionRequest,
+  type ChatCompletionToolCallDelta,
+  type ChunkObject,
   defineOpenAIHandler,
   type GenerationResult,
   openAIJobError,
 } from "runlet/openai";
 import {
+  type ChatOptions,
+  type ChatPiece,
   fetchModel,
   type GenerateOptions,
   type GenerationEnd,
   type Llm,
+  LlmRequestError,
   loadLlm,
   type Message,
+  type Tool,
 } from "./llm.js";
 import { writeTinyModel } from "./tiny-model.js";
 
@@ -115,24 +122,146 @@ function textOf(content: ChatCompletionRequest["messages"][number]["content"], a
   return text;
 }
 
-/** The request's messages as the model's chat template takes them. */
+/** A refusal of the request, in OpenAI's shape, naming the field. */
+function refuse(message: string, param: string, code = "invalid_value"): never {
+  throw openAIJobError(message, "invalid_request_error", { code, param });
+}
+
+/** An assistant's tool call as the template takes it back, its result filled in by the tool message. */
+type PendingCall = { name: string; arguments: unknown; result: string | undefined; at: number };
+
+/** The request's messages as the model's chat template takes them: tool calls with their results. */
 function messagesOf(request: ChatCompletionRequest): Message[] {
-  if (request.tools !== undefined && request.tools.length > 0) {
-    throw openAIJobError("this endpoint does not serve tool calls", "invalid_request_error", {
-      code: "invalid_value",
-      param: "tools",
-    });
-  }
-  return request.messages.map((m, at) => {
-    const content = textOf(m.content, at);
-    if (m.role === "system" || m.role === "developer") return { role: "system", content };
-    if (m.role === "assistant") return { role: "assistant", content };
-    if (m.role === "user") return { role: "user", content };
-    throw openAIJobError(`messages with role ${m.role} are not served here`, "invalid_request_error", {
-      code: "invalid_value",
-      param: `messages[${at}].role`,
-    });
+  const out: Message[] = [];
+  const calls = new Map<string, PendingCall>();
+  request.messages.forEach((m, at) => {
+    if (m.role === "system" || m.role === "developer") {
+      out.push({ role: "system", content: textOf(m.content, at) });
+    } else if (m.role === "user") {
+      out.push({ role: "user", content: textOf(m.content, at) });
+    } else if (m.role === "assistant") {
+      const toolCalls = (m.tool_calls ?? []).map((call, j) => {
+        if (call.type !== "function" || call.function === undefined) {
+          refuse("only function tool calls are served", `messages[${at}].tool_calls[${j}]`);
+        }
+        const pending: PendingCall = {
+          name: call.function.name,
+          arguments: parseArguments(call.function.arguments),
+          result: undefined,
+          at,
+        };
+        calls.set(call.id, pending);
+        return pending;
+      });
+      out.push({
+        role: "assistant",
+        content: textOf(m.content, at),
+        ...(toolCalls.length === 0 ? {} : { toolCalls: toolCalls as Message["toolCalls"] & PendingCall[] }),
+      });
+    } else if (m.role === "tool") {
+      if (m.tool_call_id === undefined) {
+        refuse(
+          "a tool message needs the tool_call_id of the call it answers",
+          `messages[${at}].tool_call_id`,
+          "missing_required_parameter",
+        );
+      }
+      const call = calls.get(m.tool_call_id);
+      if (call === undefined) {
+        refuse(
+          `the tool_call_id ${JSON.stringify(m.tool_call_id)} names no tool call of an earlier assistant message`,
+          `messages[${at}].tool_call_id`,
+        );
+      }
+      call.result = textOf(m.content, at);
+    } else {
+      refuse(`messages with role ${m.role} are not served here (use tool)`, `messages[${at}].role`);
+    }
   });
+  for (const [id, call] of calls) {
+    if (call.result === undefined) {
+      refuse(
+        `the assistant message's tool call ${JSON.stringify(id)} has no tool message answering it`,
+        `messages[${call.at}].tool_calls`,
+      );
+    }
+  }
+  return out;
+}
+
+/** A tool call's arguments as the client sent them: parsed JSON, or the text when it does not parse. */
+function parseArguments(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+/** Refuses, naming it, each field this endpoint does not serve, rather than answering as if it did. */
+function refuseUnserved(request: Record<string, unknown>, kind: "chat" | "completions"): void {
+  const given = (name: string) => request[name] !== undefined && request[name] !== null;
+  if (kind === "chat" && request["logprobs"] === true) {
+    refuse("this endpoint does not return log probabilities", "logprobs");
+  }
+  if (kind === "chat" && given("top_logprobs")) {
+    refuse("this endpoint does not return log probabilities", "top_logprobs");
+  }
+  if (kind === "completions" && given("logprobs")) {
+    refuse("this endpoint does not return log probabilities", "logprobs");
+  }
+  if (kind === "completions" && request["echo"] === true)
+    refuse("this endpoint does not echo the prompt", "echo");
+  if (kind === "completions" && given("suffix") && request["suffix"] !== "") {
+    refuse("this endpoint does not fill in between a prompt and a suffix", "suffix");
+  }
+  if (kind === "completions" && typeof request["best_of"] === "number" && request["best_of"] > 1) {
+    refuse("best_of must be 1: this endpoint makes one completion per request", "best_of");
+  }
+  if (kind === "chat" && given("functions")) {
+    refuse("functions is the deprecated form of tools: send tools (and tool_choice) instead", "functions");
+  }
+  if (kind === "chat" && given("function_call")) {
+    refuse("function_call is the deprecated form of tool_choice: send tool_choice instead", "function_call");
+  }
+  if (kind === "chat" && given("audio")) refuse("this endpoint answers in text only", "audio");
+  if (given("logit_bias") && Object.keys(request["logit_bias"] as object).length > 0) {
+    refuse("this endpoint does not take logit_bias", "logit_bias");
+  }
+}
+
+/** The tools, tool_choice and response_format of a chat request, as the model takes them. */
+function chatFormOf(
+  request: ChatCompletionRequest,
+): Pick<ChatOptions, "tools" | "toolChoice" | "parallelToolCalls" | "format"> {
+  const tools: Tool[] = (request.tools ?? []).map((tool, at) => {
+    if (tool.type !== "function" || tool.function === undefined) {
+      refuse(`only function tools are served, not ${JSON.stringify(tool.type)}`, `tools[${at}].type`);
+    }
+    const { name, description, parameters } = tool.function;
+    return {
+      name,
+      ...(description == null ? {} : { description }),
+      ...(parameters == null ? {} : { parameters }),
+    };
+  });
+  const choice = request.tool_choice ?? undefined;
+  if (tools.length === 0 && (choice === "required" || typeof choice === "object")) {
+    refuse("tool_choice asks for a tool call, but the request gives no tools", "tool_choice");
+  }
+  const format = request.response_format ?? undefined;
+  return {
+    tools,
+    ...(choice === undefined
+      ? {}
+      : { toolChoice: typeof choice === "string" ? choice : { name: choice.function.name } }),
+    ...(request.parallel_tool_calls == null ? {} : { parallelToolCalls: request.parallel_tool_calls }),
+    ...(format === undefined || format.type === "text"
+      ? {}
+      : format.type === "json_schema" && format.json_schema.schema != null
+        ? { format: { type: "json_schema" as const, schema: format.json_schema.schema } }
+        : { format: { type: "json" as const } }),
+  };
 }
 
 /** Sampling and bounds from the fields chat and completions share. */
@@ -160,35 +289,76 @@ function optionsOf(
   } as GenerateOptions;
 }
 
+/** A streamed delta: text, and tool-call pieces in OpenAI's shape. */
+interface Delta {
+  content?: string;
+  tool_calls?: ChatCompletionToolCallDelta[];
+}
+
+/** The delta of one piece; a call's first piece gets the call's id (made here, one per call). */
+function deltaOf(piece: ChatPiece, ids: Map<number, string>): Delta {
+  if (typeof piece === "string") return { content: piece };
+  const { index, name, arguments: args } = piece.toolCall;
+  if (name === undefined) return { tool_calls: [{ index, function: { arguments: args } }] };
+  const id = `call_${randomUUID().replaceAll("-", "")}`;
+  ids.set(index, id);
+  return { tool_calls: [{ index, id, type: "function", function: { name, arguments: args } }] };
+}
+
+/** Two deltas as one (the last two before max_tokens, see {@link answer}). */
+function merge(a: Delta, b: Delta): Delta {
+  const calls = [...(a.tool_calls ?? []), ...(b.tool_calls ?? [])];
+  const content = (a.content ?? "") + (b.content ?? "");
+  return {
+    ...(content === "" && (a.content ?? b.content) === undefined ? {} : { content }),
+    ...(calls.length === 0 ? {} : { tool_calls: calls }),
+  };
+}
+
+/** What runlet streams for a delta: its text alone, or a chunk object with the tool calls. */
+function itemOf(delta: Delta): string | ChunkObject {
+  if (delta.tool_calls === undefined) return delta.content ?? "";
+  return { choices: [{ index: 0, delta, logprobs: null, finish_reason: null }] };
+}
+
 /**
- * The model's text, one item per chunk, ending with finish_reason and the tokenizer's usage.
- * runlet stops taking items at max_tokens and then never reads what the generator returns, so
- * the last two chunks before that bound go out as one item: the usage still arrives (with
- * max_tokens 1 it cannot; the completion count is then runlet's, the prompt's 0).
+ * The model's text and tool calls, one item per piece, ending with finish_reason and the
+ * tokenizer's usage. runlet stops taking items at max_tokens and then never reads what the
+ * generator returns, so the last two pieces before that bound go out as one item: the usage
+ * still arrives (with max_tokens 1 it cannot; the completion count is then runlet's, the
+ * prompt's 0). A request the model cannot take fails as OpenAI's 400, naming the field.
  */
 async function* answer(
-  generation: AsyncGenerator<string, GenerationEnd>,
+  generation: AsyncGenerator<ChatPiece, GenerationEnd>,
   maxTokens: number | undefined,
-): AsyncGenerator<string, GenerationResult> {
+): AsyncGenerator<string | ChunkObject, GenerationResult> {
   let items = 0;
-  let held = "";
+  let held: Delta | undefined;
+  const ids = new Map<number, string>();
   try {
     for (;;) {
-      const step = await generation.next();
+      let step: IteratorResult<ChatPiece, GenerationEnd>;
+      try {
+        step = await generation.next();
+      } catch (err) {
+        if (err instanceof LlmRequestError) refuse(err.message, err.param, err.code);
+        throw err;
+      }
       if (step.done === true) {
-        if (held !== "") yield held;
+        if (held !== undefined) yield itemOf(held);
         const { finishReason, promptTokens, completionTokens } = step.value;
         return {
           finish_reason: finishReason,
           usage: { prompt_tokens: promptTokens, completion_tokens: completionTokens },
         };
       }
+      const delta = deltaOf(step.value, ids);
       if (maxTokens !== undefined && items >= maxTokens - 2) {
-        held += step.value;
+        held = held === undefined ? delta : merge(held, delta);
         continue;
       }
       items++;
-      yield step.value;
+      yield itemOf(delta);
     }
   } finally {
     // Stopped early (a job-stop, a client gone): the model stops and its sequence is freed.
@@ -266,9 +436,11 @@ export function llmHandler(config: LlmConfig) {
       await llm.release();
     },
     chat(request, { state, signal }) {
+      refuseUnserved(request, "chat");
       const maxTokens = request.max_completion_tokens ?? request.max_tokens ?? undefined;
       const messages = messagesOf(request);
-      return answer(state.llm.chat(messages, optionsOf(request, maxTokens, signal)), maxTokens);
+      const options: ChatOptions = { ...optionsOf(request, maxTokens, signal), ...chatFormOf(request) };
+      return answer(state.llm.chat(messages, options), maxTokens);
     },
     completions(request, { state, signal }) {
       const prompt = typeof request.prompt === "string" ? request.prompt : request.prompt[0];
@@ -278,6 +450,7 @@ export function llmHandler(config: LlmConfig) {
           param: "prompt",
         });
       }
+      refuseUnserved(request, "completions");
       const maxTokens = request.max_tokens ?? undefined;
       return answer(state.llm.complete(prompt, optionsOf(request, maxTokens, signal)), maxTokens);
     },

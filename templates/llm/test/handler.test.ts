@@ -70,4 +70,60 @@ describe("handler", () => {
     expect(cut.choices[0]?.message.content).toBe(text.slice(0, text.indexOf(stop)));
     expect(cut.choices[0]?.finish_reason).toBe("stop");
   }, 60_000);
+
+  it("calls a tool, takes its result back, and answers JSON that follows a schema", async () => {
+    await using h = await createHarness({ handler: llmHandler({ ...config, contextSize: 2048 }) });
+    const client = openai(h);
+    const weather = {
+      type: "function" as const,
+      function: {
+        name: "get_weather",
+        parameters: {
+          type: "object",
+          properties: { city: { enum: ["Paris", "Oslo"] } },
+          required: ["city"],
+          additionalProperties: false,
+        },
+      },
+    };
+    // The tiny model would never choose a tool itself: tool_choice makes the answer a call.
+    const called = await client.chat.completions.create({
+      model: "tiny",
+      messages,
+      tools: [weather],
+      tool_choice: { type: "function", function: { name: "get_weather" } },
+    });
+    expect(called.choices[0]?.finish_reason).toBe("tool_calls");
+    const call = called.choices[0]?.message.tool_calls?.[0] as OpenAI.ChatCompletionMessageFunctionToolCall;
+    expect(["Paris", "Oslo"]).toContain(JSON.parse(call.function.arguments).city);
+    const answered = await client.chat.completions.create({
+      model: "tiny",
+      messages: [
+        ...messages,
+        { role: "assistant", content: null, tool_calls: [call] },
+        { role: "tool", tool_call_id: call.id, content: "sunny" },
+      ],
+      tools: [weather],
+      max_tokens: 8,
+    });
+    expect(answered.choices[0]?.message.content).toHaveLength(8);
+
+    const shaped = await client.chat.completions.create({
+      model: "tiny",
+      messages,
+      response_format: {
+        type: "json_schema",
+        json_schema: {
+          name: "mood",
+          schema: {
+            type: "object",
+            properties: { happy: { type: "boolean" } },
+            required: ["happy"],
+            additionalProperties: false,
+          },
+        },
+      },
+    });
+    expect(typeof JSON.parse(shaped.choices[0]?.message.content ?? "").happy).toBe("boolean");
+  }, 60_000);
 });
