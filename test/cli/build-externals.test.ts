@@ -252,6 +252,24 @@ describe("runlet build: what cannot be bundled", { timeout: 180_000 }, () => {
     expect(existsSync(join(dir, "dist", "node_modules", "fake-dirname", "README.md"))).toBe(false);
   });
 
+  it("points to the proxy CA fix when this machine sets NODE_EXTRA_CA_CERTS, and says nothing without it", async () => {
+    const dir = await project("proxy-ca");
+    const withCa = await runCli(["build", "--no-verify"], {
+      cwd: dir,
+      env: childEnv({ NODE_EXTRA_CA_CERTS: "/etc/proxy/ca.pem" }),
+    });
+    expect(withCa.code, withCa.stderr).toBe(0);
+    expect(withCa.stdout).toContain(
+      'note: this machine sets NODE_EXTRA_CA_CERTS=/etc/proxy/ca.pem (a proxy that re-signs TLS?): the image build\'s npm needs that CA too, or npm ci fails ("Exit handler never called!"). Pass it to the build:\n' +
+        "  STORAGE_DRIVER=vfs buildah bud --isolation chroot --volume /etc/proxy/ca.pem:/run/proxy-ca.pem:ro --build-arg NODE_EXTRA_CA_CERTS=/run/proxy-ca.pem -t my-worker .\n",
+    );
+    const env = childEnv();
+    delete env["NODE_EXTRA_CA_CERTS"];
+    const without = await runCli(["build", "--no-verify"], { cwd: dir, env });
+    expect(without.code, without.stderr).toBe(0);
+    expect(without.stdout).not.toContain("NODE_EXTRA_CA_CERTS");
+  });
+
   it("prunes only other platforms' binary folders", () => {
     expect(isOtherPlatform("bin/napi-v6/darwin/arm64/x.node", "linux", "x64")).toBe(true);
     expect(isOtherPlatform("bin/napi-v6/linux/arm64", "linux", "x64")).toBe(true);

@@ -80,6 +80,19 @@ export function dockerfileProblem(text: string, names: readonly string[]): strin
   return undefined;
 }
 
+/**
+ * The note `runlet build` prints when this machine sets NODE_EXTRA_CA_CERTS: likely a proxy that
+ * re-signs TLS, which the image build's npm must trust too, or it fails after minutes with
+ * "Exit handler never called!" (docs/images.md, "Behind a proxy that re-signs TLS").
+ */
+export function proxyCaNote(caPath: string): string {
+  return (
+    `note: this machine sets NODE_EXTRA_CA_CERTS=${caPath} (a proxy that re-signs TLS?): the image build's npm needs that CA too, or npm ci fails ("Exit handler never called!"). Pass it to the build:\n` +
+    `  STORAGE_DRIVER=vfs buildah bud --isolation chroot --volume ${caPath}:/run/proxy-ca.pem:ro --build-arg NODE_EXTRA_CA_CERTS=/run/proxy-ca.pem -t my-worker .\n` +
+    `  (with docker: a build image that carries the CA, docs/images.md, "Behind a proxy that re-signs TLS")\n`
+  );
+}
+
 /** Writes `Dockerfile` unless one exists (`wx` fails on an existing file instead of racing a check). */
 async function writeDockerfileIfMissing(path: string, text: string): Promise<boolean> {
   try {
@@ -169,6 +182,8 @@ export const command: Command = {
           );
         }
       }
+      const proxyCa = process.env["NODE_EXTRA_CA_CERTS"]?.trim();
+      if (proxyCa !== undefined && proxyCa !== "") process.stdout.write(proxyCaNote(proxyCa));
       if (parsed.values["no-verify"] === true || mode === "off") {
         process.stdout.write(
           `Verify step skipped (${mode === "off" ? `package.json: ${VERIFY_KEY} is "off"` : "--no-verify"})\n`,
