@@ -103,7 +103,7 @@ export interface WorkerOptions {
    */
   sidecarBaseEnv?: Readonly<Record<string, string | undefined>>;
   /**
-   * When start-up began, ms since the epoch: the start-up budget (`RUNPOD_INIT_TIMEOUT`, docs/worker.md,
+   * When start-up began, ms since the epoch: the start-up budget (`RUNPOD_INIT_TIMEOUT`, docs/fitness.md,
    * "The start-up budget") counts from it. `runlet start` and a bundle pass the process's start.
    * @default the time startWorker() was called
    */
