@@ -267,18 +267,9 @@ export function entryFiles(m: EntryManifest): {
   return { node, nodeFiles, browser };
 }
 
-/** Folders of docs and tests (never a folder right under node_modules, which is a package). */
+/** Folders of docs and tests (`spec/` is left alone: some packages keep run-time data under that name). */
 const DOC_DIRS = new Set(["docs", "doc", "example", "examples", ".github"]);
-const TEST_DIRS = new Set([
-  "test",
-  "tests",
-  "__tests__",
-  "__mocks__",
-  "spec",
-  "benchmark",
-  "benchmarks",
-  "coverage",
-]);
+const TEST_DIRS = new Set(["test", "tests", "__tests__", "__mocks__", "benchmark", "benchmarks", "coverage"]);
 const DOC_FILE =
   /^(?:readme|changelog|changes|history|contributing|code_of_conduct|security|authors)(?:\.[^/]*)?$|\.(?:md|markdown)$/i;
 const TEST_FILE = /\.(?:test|spec)\.[cm]?[jt]sx?$/;

@@ -138,7 +138,7 @@ describe("copyExternals: what the image leaves out", () => {
     "dist/pkg.es2017.min.js": "b".repeat(42),
     "dist/pkg.min.js.html": "b".repeat(43),
     "dist/other.js": "kept",
-    "spec/entry.js": "an entry point under a tests-like name",
+    "test/entry.js": "an entry point in a tests folder",
     "prebuilds/win32-x64/a.node": "w".repeat(50),
     "node_modules/nested/package.json": JSON.stringify({ name: "nested", version: "1.0.0" }),
     "node_modules/nested/index.js": "nested",
@@ -149,7 +149,7 @@ describe("copyExternals: what the image leaves out", () => {
     unpkg: "dist/pkg.min.js",
     exports: {
       ".": { browser: "./dist/pkg.min.js", node: "./dist/pkg.node.js" },
-      "./spec": "./spec/entry.js",
+      "./test-entry": "./test/entry.js",
     },
   };
 
@@ -165,7 +165,7 @@ describe("copyExternals: what the image leaves out", () => {
       "pkg/node_modules/nested/index.js",
       "pkg/node_modules/nested/package.json",
       "pkg/package.json",
-      "pkg/spec/entry.js",
+      "pkg/test/entry.js",
     ]);
     expect(copied.pruned).toEqual([
       { reason: "browser builds", bytes: 40 + 41 + 42 + 43 },

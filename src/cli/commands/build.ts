@@ -165,7 +165,7 @@ export const command: Command = {
           size === undefined
             ? ""
             : `  +${formatBytes(size.bytes)}${size.packages > 1 ? ` (${size.packages} packages)` : ""}`;
-        process.stdout.write(`external: ${e.name}${adds}  ${why}\n`);
+        process.stdout.write(`external: ${e.name}  ${why}${adds}\n`);
       }
       if (names.length > 0) {
         process.stdout.write(
