@@ -76,7 +76,8 @@ export async function copyPackage(
     tally.pruned.set(reason, (tally.pruned.get(reason) ?? 0) + (await treeBytes(path)));
   };
 
-  const copyLink = async (path: string, dest: string, rel: string) => {
+  /** Copies a link that stays inside; one that leaves is refused, or, for npm's command links (`skipLeaving`), left behind. */
+  const copyLink = async (path: string, dest: string, rel: string, skipLeaving = false) => {
     const text = await readlink(path);
     let target: string;
     try {
@@ -88,6 +89,7 @@ export async function copyPackage(
       target = resolve(path, "..", text);
     }
     if (!inside(root, target)) {
+      if (skipLeaving) return;
       throw new RunletError(
         "RUNLET_BUILD_FAILED",
         `the external ${label} holds a symbolic link that leaves the package: ${label}/${rel} -> ${text}. ` +
@@ -137,6 +139,17 @@ export async function copyPackage(
       const to = join(dest, e.name);
       if (e.isSymbolicLink()) {
         await copyLink(path, to, relative(root, path).split(sep).join("/"));
+      } else if (e.isDirectory() && e.name === ".bin") {
+        // npm's command links: no worker loads them; one pointing at a package elsewhere stays behind.
+        await mkdir(to, { recursive: true });
+        for (const bin of await readdir(path, { withFileTypes: true })) {
+          const from = join(path, bin.name);
+          if (bin.isSymbolicLink()) await copyLink(from, join(to, bin.name), relative(root, from), true);
+          else if (bin.isFile()) {
+            await copyFile(from, join(to, bin.name));
+            tally.bytes += (await lstat(from)).size;
+          }
+        }
       } else if (e.isDirectory() && e.name.startsWith("@")) {
         await walkModules(path, to, opts, depth + 1);
       } else if (e.isDirectory()) {

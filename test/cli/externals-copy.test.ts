@@ -108,6 +108,28 @@ describe("copyExternals: symbolic links inside a declared external", () => {
     ]);
   });
 
+  it("leaves behind npm's command links that point out of the package, and keeps those inside", async () => {
+    const p = await project("bin-links", {
+      "index.js": "",
+      "node_modules/tool/package.json": JSON.stringify({ name: "tool", version: "1.0.0" }),
+      "node_modules/tool/cli.js": "",
+    });
+    await mkdir(join(p.pkg, "node_modules", ".bin"), { recursive: true });
+    await symlink(join("..", "tool", "cli.js"), join(p.pkg, "node_modules", ".bin", "tool"));
+    await symlink(
+      join("..", "..", "..", "elsewhere", "cli.js"),
+      join(p.pkg, "node_modules", ".bin", "other"),
+    );
+    await copyExternals(["pkg"], p.dir, p.out);
+    expect(await tree(join(p.out, "node_modules"))).toEqual([
+      "pkg/index.js",
+      "pkg/node_modules/.bin/tool -> ../tool/cli.js",
+      "pkg/node_modules/tool/cli.js",
+      "pkg/node_modules/tool/package.json",
+      "pkg/package.json",
+    ]);
+  });
+
   it("copies a package whose own folder is a link (a workspace) from where it points", async () => {
     const dir = join(tmp, "workspace");
     await put(
