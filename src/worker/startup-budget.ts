@@ -1,6 +1,8 @@
 import type { Logger } from "pino";
+import { WARM_CACHE_DEFAULTS } from "../cache/cache-options.js";
 import { RunletError } from "../errors.js";
-import type { HandlerDefinition } from "../handler/define-handler.js";
+import { HANDLER_DEFAULTS, type HandlerDefinition } from "../handler/define-handler.js";
+import { SIDECAR_DEFAULTS } from "../sidecar/options.js";
 import type { WorkerEventHub, WorkerEvents } from "./events.js";
 import type { WorkerPart } from "./lifecycle/part-list.js";
 
@@ -72,28 +74,35 @@ export function describeBudget(budget: StartupBudget): string {
   return `${INIT_TIMEOUT_ENV} (${s} s${budget.fromEnv ? "" : ", the platform's default"})`;
 }
 
-/** The start-up timeouts a handler configures, in the order its phases run, and their sum (the longest start they allow). */
+/**
+ * The start-up bounds a handler sets itself, in the order its phases run, and their sum (the
+ * longest start they allow). A bound left at its default (10 minutes each) is not counted: the
+ * budget caps it without a word, where a bound the handler chose that cannot fit is worth a line.
+ */
 export function configuredStartup(definition: HandlerDefinition): {
   readonly parts: string[];
   readonly totalMs: number;
 } {
   const parts: string[] = [];
   let totalMs = 0;
-  if (definition.warmCache !== undefined) {
-    parts.push(`hydrateTimeoutMs ${definition.warmCache.hydrateTimeoutMs} ms`);
-    totalMs += definition.warmCache.hydrateTimeoutMs;
+  const hydrate = definition.warmCache?.hydrateTimeoutMs;
+  if (hydrate !== undefined && hydrate !== WARM_CACHE_DEFAULTS.hydrateTimeoutMs) {
+    parts.push(`hydrateTimeoutMs ${hydrate} ms`);
+    totalMs += hydrate;
   }
   // Sidecars start together: the slowest one's bound counts.
-  const sidecar = definition.sidecars.reduce<{ name: string; ms: number } | undefined>(
-    (max, s) =>
-      max === undefined || s.readyTimeoutMs > max.ms ? { name: s.name, ms: s.readyTimeoutMs } : max,
-    undefined,
-  );
+  const sidecar = definition.sidecars
+    .filter((s) => s.readyTimeoutMs !== SIDECAR_DEFAULTS.readyTimeoutMs)
+    .reduce<{ name: string; ms: number } | undefined>(
+      (max, s) =>
+        max === undefined || s.readyTimeoutMs > max.ms ? { name: s.name, ms: s.readyTimeoutMs } : max,
+      undefined,
+    );
   if (sidecar !== undefined) {
     parts.push(`sidecar "${sidecar.name}" readyTimeoutMs ${sidecar.ms} ms`);
     totalMs += sidecar.ms;
   }
-  if (definition.setup !== undefined) {
+  if (definition.setup !== undefined && definition.setupTimeoutMs !== HANDLER_DEFAULTS.setupTimeoutMs) {
     parts.push(`setupTimeoutMs ${definition.setupTimeoutMs} ms`);
     totalMs += definition.setupTimeoutMs;
   }
@@ -139,7 +148,7 @@ export function startupBudgetPart(source: BudgetPartSource): WorkerPart {
       if (configured.totalMs > giveUpAfterMs(budget)) {
         log.warn(
           { startupBudgetMs: budget.totalMs, configuredStartupMs: configured.totalMs },
-          `start-up budget: the configured timeouts (${configured.parts.join(" + ")} = ${configured.totalMs} ms) exceed ${describeBudget(budget)}; ` +
+          `start-up budget: the timeouts the handler sets (${configured.parts.join(" + ")} = ${configured.totalMs} ms) exceed ${describeBudget(budget)}; ` +
             `a start-up still running ${Math.round(giveUpAfterMs(budget) / 1_000)} s after the process started ends unfit. ` +
             `Raise ${INIT_TIMEOUT_ENV} on the endpoint (seconds) for a longer start, or lower the timeouts`,
         );

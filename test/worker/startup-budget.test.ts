@@ -23,33 +23,38 @@ describe("the start-up budget", () => {
   it("ends a setup that outlasts a short RUNPOD_INIT_TIMEOUT, counted from the process's start, with a reason naming the variable before the budget ends", async () => {
     await using h = await testHarness();
     const sink = logSink();
-    // The process started 1 s ago: of a 3 s budget, 2 s are left, less the margin (a twentieth).
-    const startedAt = Date.now() - 1_000;
-    const w = await workerFor(h, defineHandler({ setup: endlessSetup, handler: () => "never" }), {
-      env: {
-        ...h.workerEnv("local", { podId: "pod-budget" }),
-        RUNPOD_ENDPOINT_ID: "local",
-        RUNPOD_INIT_TIMEOUT: "3",
+    // The process started 18 s ago: of a 20 s budget, 2 s are left, less the margin (a twentieth,
+    // 1 s): the setup is cut 1 s from now, 1 s before the platform's limit.
+    const startedAt = Date.now() - 18_000;
+    const w = await workerFor(
+      h,
+      defineHandler({ setup: endlessSetup, setupTimeoutMs: 30_000, handler: () => "never" }),
+      {
+        env: {
+          ...h.workerEnv("local", { podId: "pod-budget" }),
+          RUNPOD_ENDPOINT_ID: "local",
+          RUNPOD_INIT_TIMEOUT: "20",
+        },
+        startedAt,
+        sink,
       },
-      startedAt,
-      sink,
-    });
+    );
     const ping = await waitFor("the unhealthy ping", () =>
       h.requests({ route: "ping" }).find((r) => r.query["status"] === "unhealthy"),
     );
     const at = Date.now();
-    expect(at - startedAt).toBeLessThan(3_000);
+    expect(at - startedAt).toBeLessThan(20_000);
     expect(ping.query["check"]).toBe("startup");
     expect(ping.query["reason"]).toMatch(
-      /^start-up did not finish within RUNPOD_INIT_TIMEOUT \(3 s\): the setup phase was still running 2\.\d s after the process started, and the platform marks a worker unhealthy past that limit\. Raise RUNPOD_INIT_TIMEOUT on the endpoint \(seconds\), or make start-up shorter/,
+      /^start-up did not finish within RUNPOD_INIT_TIMEOUT \(20 s\): the setup phase was still running 19\.\d s after the process started, and the platform marks a worker unhealthy past that limit\. Raise RUNPOD_INIT_TIMEOUT on the endpoint \(seconds\), or make start-up shorter/,
     );
     expect(await w.stopped).toEqual({ reason: "unhealthy", exitCode: 1 });
     expect(h.requests({ route: "job-take" })).toEqual([]);
-    // Said at start: the configured setup bound (10 minutes by default) exceeds the budget.
+    // Said at start: the handler's own setup bound exceeds the budget.
     const warning = sink.lines.find((l) => String(l["message"]).startsWith("start-up budget:"));
     expect(warning?.["message"]).toBe(
-      "start-up budget: the configured timeouts (setupTimeoutMs 600000 ms = 600000 ms) exceed RUNPOD_INIT_TIMEOUT (3 s); " +
-        "a start-up still running 3 s after the process started ends unfit. Raise RUNPOD_INIT_TIMEOUT on the endpoint (seconds) for a longer start, or lower the timeouts",
+      "start-up budget: the timeouts the handler sets (setupTimeoutMs 30000 ms = 30000 ms) exceed RUNPOD_INIT_TIMEOUT (20 s); " +
+        "a start-up still running 19 s after the process started ends unfit. Raise RUNPOD_INIT_TIMEOUT on the endpoint (seconds) for a longer start, or lower the timeouts",
     );
   });
 
@@ -85,12 +90,30 @@ describe("the start-up budget", () => {
     expect(budgetLeftMs(budget, 10_000 + 500_000)).toBe(0);
   });
 
-  it("adds the phases' bounds as they run: the warm cache, then the slowest sidecar, then setup", () => {
+  it("cuts a setup left at its default bound without a warning: the default is capped, not configured", async () => {
+    await using h = await testHarness();
+    const sink = logSink();
+    const w = await workerFor(h, defineHandler({ setup: endlessSetup, handler: () => "never" }), {
+      env: {
+        ...h.workerEnv("local", { podId: "pod-default" }),
+        RUNPOD_ENDPOINT_ID: "local",
+        RUNPOD_INIT_TIMEOUT: "1",
+      },
+      sink,
+    });
+    expect(await w.stopped).toEqual({ reason: "unhealthy", exitCode: 1 });
+    const pings = h.requests({ route: "ping" }).filter((r) => r.query["status"] === "unhealthy");
+    expect(pings.map((p) => p.query["check"])).toEqual(["startup"]);
+    expect(sink.lines.some((l) => String(l["message"]).startsWith("start-up budget"))).toBe(false);
+  });
+
+  it("adds the bounds the handler sets as its phases run: the warm cache, then the slowest sidecar, then setup", () => {
     const d = defineHandler({
       setup: () => undefined,
       setupTimeoutMs: 60_000,
       sidecar: [
         { name: "a", command: ["x"], ready: { port: 1 }, readyTimeoutMs: 5_000 },
+        { name: "c", command: ["x"], ready: { port: 3 } },
         { name: "b", command: ["x"], ready: { port: 2 }, readyTimeoutMs: 9_000 },
       ],
       handler: () => "x",
