@@ -80,6 +80,8 @@ export const ERROR_CODES = {
   RUNLET_WARM_CACHE_FAILED: "The warm cache could not hydrate or sync and `warmCache.strict` is set.",
   RUNLET_MISSING_PEER: "runlet needs an optional package (esbuild, tsx, the AWS SDK) that is not installed.",
   RUNLET_BUILD_FAILED: "Bundling a handler with esbuild failed.",
+  RUNLET_MODEL_NOT_CACHED:
+    "A cached model (resolveCachedModel, an hf: source) is not in the model cache; the message lists what the cache holds.",
 } as const;
 
 /** A stable runlet error code. */

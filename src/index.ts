@@ -37,6 +37,21 @@ export {
   type Teardown,
   WorkerUnfitError,
 } from "./handler/index.js";
+export {
+  type CachedModel,
+  type CachedModelOptions,
+  cachedModelCheck,
+  cachedModelEnv,
+  HF_CACHE_ENV,
+  type HfSource,
+  hfCacheDir,
+  hfDownloadUrl,
+  isHfSource,
+  PLATFORM_HF_CACHE,
+  parseHfSource,
+  type RequiredModel,
+  resolveCachedModel,
+} from "./models/index.js";
 export type { JobS3, S3Reference } from "./s3/types.js";
 export type { TelemetryOptions, TraceContextField } from "./telemetry/index.js";
 export { VERSION } from "./version.js";

@@ -2,6 +2,15 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 
 /**
+ * What the build stage prints when `npm ci` fails: behind a proxy that re-signs TLS npm may say
+ * no more than "Exit handler never called!" after minutes, so the line names that cause and the
+ * documented fix (docs/images.md, "Behind a proxy that re-signs TLS"). Plain ASCII without quotes
+ * or `$`: it goes into a shell's double-quoted string.
+ */
+export const NPM_CI_HINT =
+  "runlet: npm ci failed. Behind a proxy that re-signs TLS (npm: Exit handler never called!, UNABLE_TO_GET_ISSUER_CERT_LOCALLY, SELF_SIGNED_CERT_IN_CHAIN), npm needs the proxy CA: build with --build-arg NODE_EXTRA_CA_CERTS=<path of the CA inside the build>, the file mounted or copied there (docs/images.md in runlet, Behind a proxy that re-signs TLS).";
+
+/**
  * Node flags the image starts the worker with, before the bundle's path. Without them a worker's
  * resident memory grows by 40–70 MiB over its first 10 000 trivial jobs and stays there, though
  * the heap after a full collection does not grow: V8 lets the young generation grow from 2 × 1 MiB
@@ -166,7 +175,9 @@ export function renderProjectDockerfile(options: ProjectDockerfileOptions = {}):
       : []),
     `WORKDIR ${buildDir}`,
     `COPY --from=manifests /manifests/ ./`,
-    "RUN npm ci --no-audit --no-fund",
+    "# A failed install names the usual cause behind a proxy (npm's own words are often only",
+    '# "Exit handler never called!") and the fix.',
+    `RUN npm ci --no-audit --no-fund || { echo ${JSON.stringify(NPM_CI_HINT)} >&2; exit 1; }`,
     "COPY . .",
     "# The project's build script runs `runlet build`: dist/ gets the bundle, its source map, and",
     "# in dist/node_modules the packages it cannot hold, for this platform only; then its verify",

@@ -1,10 +1,19 @@
 import { existsSync } from "node:fs";
-import { cp, readdir, readFile, rm, stat } from "node:fs/promises";
+import { readdir, readFile, rm } from "node:fs/promises";
 import { isBuiltin } from "node:module";
 import { dirname, join, relative, resolve, sep } from "node:path";
 import { RunletError } from "../errors.js";
 import { AWS_SDK_PEERS } from "../optional-peers.js";
+import { copyPackage } from "./copy-package.js";
 import { RUNLET_ROOT } from "./paths.js";
+import {
+  type ExternalFileRules,
+  isOtherPlatform,
+  NO_FILE_RULES,
+  type PruneReason,
+} from "./prune-externals.js";
+
+export { isOtherPlatform };
 
 /**
  * Packages a bundle cannot hold (docs/images.md, "What cannot be bundled"): those with native
@@ -313,56 +322,6 @@ export async function findUnbundlable(
   return found.sort((a, b) => a.name.localeCompare(b.name));
 }
 
-const PLATFORMS = new Set([
-  "aix",
-  "android",
-  "darwin",
-  "freebsd",
-  "linux",
-  "linuxmusl",
-  "openbsd",
-  "sunos",
-  "win32",
-]);
-const ARCHS = new Set([
-  "arm",
-  "arm64",
-  "ia32",
-  "loong64",
-  "mips",
-  "mipsel",
-  "ppc64",
-  "riscv64",
-  "s390x",
-  "x64",
-  "wasm32",
-]);
-
-/**
- * Whether a path inside a package holds another platform's binaries: `<os>/<arch>` folder pairs
- * (onnxruntime-node's `bin/napi-v6/darwin/arm64`) and `<os>-<arch>` folders (node-gyp-build's
- * `prebuilds/win32-x64`). Anything else is kept.
- */
-export function isOtherPlatform(
-  relPath: string,
-  platform: string = process.platform,
-  arch: string = process.arch,
-): boolean {
-  const parts = relPath.split(/[\\/]/);
-  for (let i = 0; i < parts.length; i++) {
-    const part = parts[i] ?? "";
-    const next = parts[i + 1];
-    if (PLATFORMS.has(part) && next !== undefined && ARCHS.has(next)) {
-      if (part !== platform || next !== arch) return true;
-    }
-    const dash = /^([a-z0-9]+)-([a-z0-9]+)(?:[-.].*)?$/.exec(part);
-    if (dash !== null && PLATFORMS.has(dash[1] ?? "") && ARCHS.has(dash[2] ?? "")) {
-      if (dash[1] !== platform || dash[2] !== arch) return true;
-    }
-  }
-  return false;
-}
-
 /** node-llama-cpp's binary packages name their platform their own way: `mac`, `win`, `armv7l`. */
 const LLAMA_PLATFORMS: Readonly<Record<string, string>> = { linux: "linux", mac: "darwin", win: "win32" };
 const LLAMA_ARCHS: Readonly<Record<string, string>> = {
@@ -390,37 +349,54 @@ export function isOtherPlatformPackage(
   return os !== platform || cpu !== arch;
 }
 
+/** What one external adds to `dist/node_modules`: its own files and those of the dependencies it brought. */
+export interface ExternalSize {
+  readonly name: string;
+  /** Bytes copied for it. */
+  readonly bytes: number;
+  /** Packages copied for it (itself included). */
+  readonly packages: number;
+}
+
 /** What {@link copyExternals} copied. */
 export interface CopiedExternals {
   /** Packages copied (the externals and their dependencies). */
   readonly packages: number;
   /** Bytes copied. */
   readonly bytes: number;
-  /** Bytes of other platforms' binaries left behind. */
+  /** Bytes left out (every reason together). */
   readonly prunedBytes: number;
+  /** Bytes left out by why, largest first. */
+  readonly pruned: readonly { readonly reason: PruneReason; readonly bytes: number }[];
+  /** Per external asked for, in the order asked: what it adds. A dependency two share counts for the first. */
+  readonly sizes: readonly ExternalSize[];
 }
 
-async function folderBytes(path: string): Promise<number> {
-  const info = await stat(path);
-  if (!info.isDirectory()) return info.size;
-  let total = 0;
-  for (const e of await readdir(path)) total += await folderBytes(join(path, e));
-  return total;
+/** Options of {@link copyExternals}. */
+export interface CopyExternalsOptions {
+  /** The project's include and exclude lists (package.json's `runlet.externalFiles`). @default none */
+  readonly rules?: ExternalFileRules;
+  /** Leave out source maps, docs, tests and browser builds. @default true */
+  readonly prune?: boolean;
 }
 
 /**
  * Copies the externals, as installed in the project's node_modules (found from `fromDir`), and
- * their dependencies into `<outDir>/node_modules`, where the bundle's imports find them. Other
- * platforms' binary folders are left behind. The folder is replaced whole on each build.
+ * their dependencies into `<outDir>/node_modules`, where the bundle's imports find them, pruned of
+ * what Node never loads there (src/cli/prune-externals.ts): other platforms' binaries always,
+ * source maps, docs, tests and browser builds unless `prune` is false. Symbolic links are copied
+ * as links within their package and refused when they leave it (src/cli/copy-package.ts). The
+ * folder is replaced whole on each build.
  */
 export async function copyExternals(
   names: readonly string[],
   fromDir: string,
   outDir: string,
+  options: CopyExternalsOptions = {},
 ): Promise<CopiedExternals> {
   const target = join(outDir, "node_modules");
   await rm(target, { recursive: true, force: true });
-  if (names.length === 0) return { packages: 0, bytes: 0, prunedBytes: 0 };
+  if (names.length === 0) return { packages: 0, bytes: 0, prunedBytes: 0, pruned: [], sizes: [] };
   const missing = names.filter((n) => findPackageDir(n, fromDir) === undefined);
   if (missing.length > 0) {
     throw new RunletError(
@@ -428,9 +404,18 @@ export async function copyExternals(
       `the external package${missing.length > 1 ? "s" : ""} ${missing.join(", ")} ${missing.length > 1 ? "are" : "is"} not installed: run npm install (externals are copied from node_modules into dist/node_modules)`,
     );
   }
+  const copyOptions = { rules: options.rules ?? NO_FILE_RULES, prune: options.prune ?? true };
   const dirs = await dependencyClosure(names.map((name) => ({ name, from: fromDir })));
+  // Which external each package folder is copied for: the first whose dependencies reach it.
+  const owner = new Map<string, string>();
+  for (const name of names) {
+    for (const dir of await dependencyClosure([{ name, from: fromDir }])) {
+      if (!owner.has(dir)) owner.set(dir, name);
+    }
+  }
+  const sizes = new Map(names.map((n) => [n, { bytes: 0, packages: 0 }]));
+  const pruned = new Map<PruneReason, number>();
   let bytes = 0;
-  let prunedBytes = 0;
   const placed = new Map<string, string>(); // name → version placed at the top of dist/node_modules
   for (const dir of dirs) {
     const m = await manifest(dir);
@@ -450,20 +435,23 @@ export async function copyExternals(
     // A package nested in another's node_modules is copied along with that one.
     if (dirs.some((d) => d !== dir && dir.startsWith(`${d}${sep}node_modules${sep}`))) continue;
     placed.set(name, version);
-    await cp(dir, join(target, name), {
-      recursive: true,
-      dereference: true,
-      filter: async (src) => {
-        const rel = relative(dir, src);
-        if (rel !== "" && isOtherPlatform(rel)) {
-          prunedBytes += await folderBytes(src);
-          return false;
-        }
-        const info = await stat(src);
-        if (info.isFile()) bytes += info.size;
-        return true;
-      },
-    });
+    const tally = await copyPackage(dir, join(target, name), name, copyOptions);
+    bytes += tally.bytes;
+    for (const [reason, n] of tally.pruned) pruned.set(reason, (pruned.get(reason) ?? 0) + n);
+    const size = sizes.get(owner.get(dir) ?? "");
+    if (size !== undefined) {
+      size.bytes += tally.bytes;
+      size.packages += 1;
+    }
   }
-  return { packages: placed.size, bytes, prunedBytes };
+  const prunedList = [...pruned]
+    .map(([reason, n]) => ({ reason, bytes: n }))
+    .sort((a, b) => b.bytes - a.bytes);
+  return {
+    packages: placed.size,
+    bytes,
+    prunedBytes: prunedList.reduce((sum, p) => sum + p.bytes, 0),
+    pruned: prunedList,
+    sizes: names.map((name) => ({ name, ...(sizes.get(name) ?? { bytes: 0, packages: 0 }) })),
+  };
 }

@@ -20,6 +20,7 @@ import type { TelemetryOptions } from "../telemetry/settings.js";
 import { type FitnessConfig, readFitnessConfig } from "./fitness/fitness-config.js";
 import { pollRetryPolicy, postRetryPolicy } from "./platform/backoff.js";
 import { type PlatformUrls, platformUrls } from "./platform/platform-urls.js";
+import { readStartupBudget, type StartupBudget } from "./startup-budget.js";
 
 /** Options of `startWorker()`. Every number is validated once; the merged config is frozen. */
 export interface WorkerOptions {
@@ -101,6 +102,12 @@ export interface WorkerOptions {
    * @default {} (the sidecar inherits `env` only)
    */
   sidecarBaseEnv?: Readonly<Record<string, string | undefined>>;
+  /**
+   * When start-up began, ms since the epoch: the start-up budget (`RUNPOD_INIT_TIMEOUT`, docs/fitness.md,
+   * "The start-up budget") counts from it. `runlet start` and a bundle pass the process's start.
+   * @default the time startWorker() was called
+   */
+  startedAt?: number;
 }
 
 /** The worker's settings: the platform env plus options, merged and frozen. */
@@ -133,6 +140,8 @@ export interface WorkerConfig extends PlatformEnv {
   readonly fitness: FitnessConfig;
   /** What the sidecars inherit beneath `env` (the `sidecarBaseEnv` option; `{}` without it). */
   readonly sidecarBaseEnv: Readonly<Record<string, string | undefined>>;
+  /** The start-up budget: RUNPOD_INIT_TIMEOUT (else the platform's 7 minutes) from `startedAt`. */
+  readonly startupBudget: StartupBudget;
 }
 
 const optionsSchema = z.object({
@@ -158,6 +167,14 @@ export function resolveWorkerConfig(options: WorkerOptions): WorkerConfig {
   const env = readPlatformEnv(options.env);
   const operatorAllows = operatorAllowsPrivateAddresses(options.env ?? {});
   const fitness = readFitnessConfig(options.env);
+  const startedAt = options.startedAt ?? Date.now();
+  if (!Number.isFinite(startedAt) || startedAt <= 0) {
+    throw new RunletError(
+      "RUNLET_CONFIG_INVALID",
+      `startWorker: startedAt must be a time in ms since the epoch, got ${describeValue(startedAt)}`,
+    );
+  }
+  const startupBudget = readStartupBudget(options.env, startedAt);
   const checked = parseOptions(
     optionsSchema,
     {
@@ -168,6 +185,7 @@ export function resolveWorkerConfig(options: WorkerOptions): WorkerConfig {
       clock: undefined,
       telemetry: undefined,
       sidecarBaseEnv: undefined,
+      startedAt: undefined,
     },
     "RUNLET_CONFIG_INVALID",
     "startWorker: ",
@@ -202,6 +220,7 @@ export function resolveWorkerConfig(options: WorkerOptions): WorkerConfig {
     fitness,
     // Read when the sidecars start, as a child process reads its parent's environment then.
     sidecarBaseEnv,
+    startupBudget,
     postRetry: postRetryPolicy(checked),
     pollRetry: pollRetryPolicy(checked),
     urls: platformUrls({ ...env, jobTakeUrl: env.jobTakeUrl, jobDoneUrl: env.jobDoneUrl }),

@@ -55,6 +55,8 @@ export async function serveHandler(definition: HandlerDefinition, options: Serve
     fitnessChecks: true,
     // The process environment, which the handler's sidecars inherit (docs/models.md, "Sidecars").
     sidecarBaseEnv: options.env,
+    // The start-up budget (RUNPOD_INIT_TIMEOUT) counts from the process's start, as the platform's does.
+    startedAt: performance.timeOrigin,
     ...(options.handlerModule === undefined ? {} : { handlerModule: options.handlerModule }),
     ...(options.threadEntry === undefined ? {} : { threadEntry: options.threadEntry }),
     ...(options.heartbeatEntry === undefined ? {} : { heartbeatEntry: options.heartbeatEntry }),

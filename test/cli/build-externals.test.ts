@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
-import { cp, mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
+import { cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -129,16 +129,21 @@ describe("runlet build: what cannot be bundled", { timeout: 180_000 }, () => {
     const r = await runCli(["build"], { cwd: dir });
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);
-    expect(r.stdout).toContain(
-      "external: fake-assets  finds its own files through import.meta.url (index.js)\n",
+    // Each with what it adds to dist/node_modules (fake-native brings fake-dep).
+    expect(r.stdout).toMatch(
+      /\nexternal: fake-assets {2}finds its own files through import\.meta\.url \(index\.js\) {2}\+\d+ B\n/,
     );
-    expect(r.stdout).toContain(
-      "external: fake-dirname  finds its own files through __dirname (lib/index.js)\n",
+    expect(r.stdout).toMatch(
+      /\nexternal: fake-dirname {2}finds its own files through __dirname \(lib\/index\.js\) {2}\+\d+ B\n/,
     );
-    expect(r.stdout).toContain(`external: fake-native  native binary (prebuilds/${HERE}/addon.node)\n`);
+    expect(r.stdout).toMatch(
+      new RegExp(
+        `\nexternal: fake-native {2}native binary \\(prebuilds/${HERE}/addon\\.node\\) {2}\\+[\\d.]+ KiB \\(2 packages\\)\n`,
+      ),
+    );
     expect(r.stdout).not.toContain("fake-pure");
     expect(r.stdout).toMatch(
-      /\nCopied 4 packages into dist\/node_modules {2}[\d.]+ KiB \(left out 2\.0 KiB of other platforms' binaries\)\n/,
+      /\nCopied 4 packages into dist\/node_modules {2}[\d.]+ KiB \(left out 2\.0 KiB: other platforms' binaries 2\.0 KiB\)\n/,
     );
     expect(r.stdout).toContain(
       'note: list them in package.json to make the build\'s choice explicit: "runlet": {"externals": ["fake-assets","fake-dirname","fake-native"]}\n',
@@ -160,8 +165,12 @@ describe("runlet build: what cannot be bundled", { timeout: 180_000 }, () => {
     const dir = await project("declared", { runlet: { externals: ["fake-pure", "fake-native"] } });
     const r = await runCli(["build", "--no-verify"], { cwd: dir });
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout).toContain("external: fake-pure  declared in package.json (runlet.externals)\n");
-    expect(r.stdout).toContain("external: fake-native  declared in package.json (runlet.externals)\n");
+    expect(r.stdout).toMatch(
+      /\nexternal: fake-pure {2}declared in package\.json \(runlet\.externals\) {2}\+\d+ B\n/,
+    );
+    expect(r.stdout).toMatch(
+      /\nexternal: fake-native {2}declared in package\.json \(runlet\.externals\) {2}\+[\d.]+ KiB \(2 packages\)\n/,
+    );
     expect(r.stdout).toContain(
       '"runlet": {"externals": ["fake-pure","fake-native","fake-assets","fake-dirname"]}',
     );
@@ -209,6 +218,56 @@ describe("runlet build: what cannot be bundled", { timeout: 180_000 }, () => {
       'runlet build: addon.node is a native addon, which cannot go into a bundle: load it at run time from a path outside the bundle, or install it as a package and name that package in package.json as "runlet": {"externals": [...]} (RUNLET_BUILD_FAILED)\n',
     );
     expect(existsSync(join(dir, "dist"))).toBe(false);
+  });
+
+  it("prunes what Node never loads before the verify step, so the step runs on what ships, and keeps what package.json includes", async () => {
+    // A package that reads a file under docs/ through __dirname: pruned by default (docs), so the
+    // verify step, which runs on the pruned dist/, fails; included in package.json, it ships.
+    const dir = await project("pruned");
+    const nm = join(dir, "node_modules");
+    await put(join(nm, "fake-dirname", "lib", "index.js.map"), "m".repeat(4096));
+    await put(join(nm, "fake-dirname", "README.md"), "r".repeat(2048));
+    await put(
+      join(nm, "fake-dirname", "lib", "index.js"),
+      'const { readFileSync } = require("node:fs");\nconst { join } = require("node:path");\nexports.data = () => readFileSync(join(__dirname, "..", "docs", "data.txt"), "utf8").trim();\n',
+    );
+    await put(join(nm, "fake-dirname", "docs", "data.txt"), "beside __dirname\n");
+    await put(join(dir, "test_input.json"), '{"input": {}}');
+    const r = await runCli(["build"], { cwd: dir });
+    expect(r.code, r.stdout).toBe(1);
+    expect(r.stdout).toMatch(
+      /\nCopied 4 packages into dist\/node_modules {2}[\d.]+ KiB \(left out [\d.]+ KiB: source maps 4\.0 KiB, docs 2\.0 KiB, other platforms' binaries 2\.0 KiB\)\n/,
+    );
+    expect(r.stderr).toContain("runlet build: the verify step (dist/ alone in an empty folder) failed:");
+    expect(r.stderr).toContain("ENOENT");
+    expect(r.stderr).toContain("docs/data.txt");
+    expect(existsSync(join(dir, "dist", "node_modules", "fake-dirname", "lib", "index.js.map"))).toBe(false);
+    const pkg = JSON.parse(await readFile(join(dir, "package.json"), "utf8")) as Record<string, unknown>;
+    pkg["runlet"] = { externalFiles: { include: ["fake-dirname/docs/**"] } };
+    await writeFile(join(dir, "package.json"), JSON.stringify(pkg));
+    const again = await runCli(["build"], { cwd: dir });
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stdout).toContain("test_input.json's job COMPLETED");
+    expect(existsSync(join(dir, "dist", "node_modules", "fake-dirname", "docs", "data.txt"))).toBe(true);
+    expect(existsSync(join(dir, "dist", "node_modules", "fake-dirname", "README.md"))).toBe(false);
+  });
+
+  it("points to the proxy CA fix when this machine sets NODE_EXTRA_CA_CERTS, and says nothing without it", async () => {
+    const dir = await project("proxy-ca");
+    const withCa = await runCli(["build", "--no-verify"], {
+      cwd: dir,
+      env: childEnv({ NODE_EXTRA_CA_CERTS: "/etc/proxy/ca.pem" }),
+    });
+    expect(withCa.code, withCa.stderr).toBe(0);
+    expect(withCa.stdout).toContain(
+      'note: this machine sets NODE_EXTRA_CA_CERTS=/etc/proxy/ca.pem (a proxy that re-signs TLS?): the image build\'s npm needs that CA too, or npm ci fails ("Exit handler never called!"). Pass it to the build:\n' +
+        "  STORAGE_DRIVER=vfs buildah bud --isolation chroot --volume /etc/proxy/ca.pem:/run/proxy-ca.pem:ro --build-arg NODE_EXTRA_CA_CERTS=/run/proxy-ca.pem -t my-worker .\n",
+    );
+    const env = childEnv();
+    delete env["NODE_EXTRA_CA_CERTS"];
+    const without = await runCli(["build", "--no-verify"], { cwd: dir, env });
+    expect(without.code, without.stderr).toBe(0);
+    expect(without.stdout).not.toContain("NODE_EXTRA_CA_CERTS");
   });
 
   it("prunes only other platforms' binary folders", () => {

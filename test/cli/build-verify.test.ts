@@ -64,7 +64,7 @@ describe("runlet build: the verify step and resolved packages", { timeout: 120_0
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);
     expect(r.stdout).toContain(
-      'external: fake-model  its files are resolved at run time: require.resolve("fake-model/model.bin") in handler.ts\n',
+      'external: fake-model  its files are resolved at run time: require.resolve("fake-model/model.bin") in handler.ts  +',
     );
     expect(r.stdout).toMatch(
       /\nVerified dist\/ alone in an empty folder: handler loaded, setup done \(ready in \d+ ms\), test_input\.json's job COMPLETED in \d+ ms, stopped cleanly\n/,
@@ -101,7 +101,7 @@ describe("runlet build: the verify step and resolved packages", { timeout: 120_0
     const again = await runCli(["build"], { cwd: dir });
     expect(again.stderr).toBe("");
     expect(again.code).toBe(0);
-    expect(again.stdout).toContain("external: fake-model  declared in package.json (runlet.externals)\n");
+    expect(again.stdout).toContain("external: fake-model  declared in package.json (runlet.externals)  +");
     expect(again.stdout).toContain("test_input.json's job COMPLETED");
   });
 
@@ -249,7 +249,7 @@ describe("runlet build: the verify step and resolved packages", { timeout: 120_0
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);
     expect(r.stdout).toContain(
-      "external: node-llama-cpp  loads this platform's llama.cpp binaries from the @node-llama-cpp/* packages at run time\n",
+      "external: node-llama-cpp  loads this platform's llama.cpp binaries from the @node-llama-cpp/* packages at run time  +",
     );
     expect(r.stdout).toContain("test_input.json's job COMPLETED");
     expect((await readdir(join(dir, "dist", "node_modules", "@node-llama-cpp"))).sort()).toEqual([

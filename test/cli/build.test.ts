@@ -263,7 +263,7 @@ describe("runlet build", () => {
       },
     );
     expect(again.code, again.stderr).toBe(0);
-    expect(again.stdout).toContain("external: zod  --external\n");
+    expect(again.stdout).toMatch(/\nexternal: zod {2}--external {2}\+[\d.]+ [KM]iB\n/);
     expect(again.stdout).toMatch(/\nCopied 1 package into dist\/node_modules {2}\d/);
     expect(await readFile(join(dir, "Dockerfile"), "utf8")).toBe(renderProjectDockerfile());
     const texts = await Promise.all(

@@ -9,6 +9,7 @@ import {
   APT_LEFTOVERS,
   CUDA_BASE_IMAGE,
   IMAGE_LAYOUT,
+  NPM_CI_HINT,
   renderProjectDockerfile,
   WARM_COMPILE_CACHE_FLAG,
   WORKER_NODE_FLAGS,
@@ -155,10 +156,38 @@ describe("the project Dockerfile runlet init and runlet build write", () => {
       { op: "ARG", args: "NODE_EXTRA_CA_CERTS" },
       { op: "WORKDIR", args: IMAGE_LAYOUT.buildDir },
       { op: "COPY", args: "--from=manifests /manifests/ ./" },
-      { op: "RUN", args: "npm ci --no-audit --no-fund" },
+      {
+        op: "RUN",
+        args: `npm ci --no-audit --no-fund || { echo ${JSON.stringify(NPM_CI_HINT)} >&2; exit 1; }`,
+      },
       { op: "COPY", args: ". ." },
       { op: "RUN", args: "npm run build" },
     ]);
+  });
+
+  it("points a failed npm ci at the proxy CA fix, and keeps its exit code failing", async () => {
+    // The build stage's RUN line, run by sh as Docker runs it, with an npm that fails as npm does
+    // behind a proxy that re-signs TLS.
+    const run = only(stages(plain)[1]?.body ?? [], "RUN")[0] ?? "";
+    const bin = await mkdtemp(join(tmpdir(), "runlet-npm-ci-"));
+    try {
+      await writeFile(
+        join(bin, "npm"),
+        '#!/bin/sh\necho "npm error Exit handler never called!" >&2\nexit 1\n',
+        {
+          mode: 0o755,
+        },
+      );
+      const failed = await promisify(execFile)("/bin/sh", ["-c", run], {
+        env: { PATH: `${bin}:/usr/bin:/bin` },
+      }).catch((err: { code: number; stderr: string }) => err);
+      expect("code" in failed ? failed.code : 0).toBe(1);
+      expect(failed.stderr).toBe(`npm error Exit handler never called!\n${NPM_CI_HINT}\n`);
+      expect(NPM_CI_HINT).toContain("--build-arg NODE_EXTRA_CA_CERTS=");
+      expect(NPM_CI_HINT).toContain("Behind a proxy that re-signs TLS");
+    } finally {
+      await rm(bin, { recursive: true, force: true });
+    }
   });
 
   it("picks package.json, the lock file, .npmrc and every local tarball outside node_modules for npm ci", async () => {
@@ -252,7 +281,10 @@ describe("the project Dockerfile runlet init and runlet build write", () => {
       stages(parseDockerfile(renderProjectDockerfile({ onnxruntime: true })))[1]?.body ?? [],
       "RUN",
     );
-    expect(runs).toEqual(["npm ci --no-audit --no-fund", "npm run build"]);
+    expect(runs).toEqual([
+      `npm ci --no-audit --no-fund || { echo ${JSON.stringify(NPM_CI_HINT)} >&2; exit 1; }`,
+      "npm run build",
+    ]);
   });
 
   it("leaves none of apt's lists, caches or logs in the tini layer, nor in Dockerfile.base's", () => {

@@ -53,6 +53,7 @@ describe("the order of start-up under isolation threads", () => {
         expect(w.parts).toEqual([
           "platform connection",
           "heartbeat",
+          "start-up budget",
           "fitness checks",
           "sidecars",
           "runner",

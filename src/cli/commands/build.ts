@@ -6,16 +6,19 @@ import { type Command, EXIT, parseCommandArgs, reportCliError, usageError } from
 import { dockerfileOptionsFor, IMAGE_LAYOUT, renderProjectDockerfile } from "../dockerfile.js";
 import { copyExternals, declaredExternals, EXTERNALS_KEY } from "../externals.js";
 import { DEFAULT_HANDLER_PATHS, resolveHandlerPath } from "../handler-path.js";
+import { declaredFileRules } from "../prune-externals.js";
 import { declaredVerifyMode, VERIFY_KEY, verifyBundle } from "../verify-bundle.js";
 
-const HELP = `Usage: runlet build [handler] [--external PKG]... [--no-minify] [--all-source-maps] [--no-verify] [--verify-timeout S]
+const HELP = `Usage: runlet build [handler] [--external PKG]... [--no-minify] [--all-source-maps] [--no-prune] [--no-verify] [--verify-timeout S]
 
 Bundles the handler, runlet and every npm dependency it can hold for Node 22 into dist/:
 worker.mjs, the chunks/ it loads (the S3 SDK only when a job uses S3) and source maps. Packages
 that cannot be bundled (native binaries; code that finds its own files through __dirname or
 import.meta.url) are found, named with the reason, and copied with their dependencies into
-dist/node_modules, without other platforms' binaries: the image needs dist/ alone. Writes the
-project's multi-stage Dockerfile when there is none. Run it in the project's folder.
+dist/node_modules, without other platforms' binaries, source maps, docs, tests and browser
+builds (package.json's "runlet": {"externalFiles": {"include": [...], "exclude": [...]}} keeps
+or drops more, "<package>/<glob>" each), with the size each adds: the image needs dist/ alone.
+Writes the project's multi-stage Dockerfile when there is none. Run it in the project's folder.
 
 Arguments:
   handler             the handler module
@@ -33,6 +36,8 @@ Options:
   --verify-timeout S  longest the verify step may take, seconds. default: 300
                       package.json's "runlet": {"verify": "setup"} stops it after setup (a
                       job that needs an S3 store or a GPU); "off" skips it in every build
+  --no-prune          copy the externals whole but for other platforms' binaries (source maps,
+                      docs, tests and browser builds included)
   --all-source-maps   keep the source maps of runlet and the dependencies too; by default only
                       the files with the project's own code keep theirs (each map costs
                       start-up time and memory under the image's --enable-source-maps)
@@ -75,6 +80,19 @@ export function dockerfileProblem(text: string, names: readonly string[]): strin
   return undefined;
 }
 
+/**
+ * The note `runlet build` prints when this machine sets NODE_EXTRA_CA_CERTS: likely a proxy that
+ * re-signs TLS, which the image build's npm must trust too, or it fails after minutes with
+ * "Exit handler never called!" (docs/images.md, "Behind a proxy that re-signs TLS").
+ */
+export function proxyCaNote(caPath: string): string {
+  return (
+    `note: this machine sets NODE_EXTRA_CA_CERTS=${caPath} (a proxy that re-signs TLS?): the image build's npm needs that CA too, or npm ci fails ("Exit handler never called!"). Pass it to the build:\n` +
+    `  STORAGE_DRIVER=vfs buildah bud --isolation chroot --volume ${caPath}:/run/proxy-ca.pem:ro --build-arg NODE_EXTRA_CA_CERTS=/run/proxy-ca.pem -t my-worker .\n` +
+    `  (with docker: a build image that carries the CA, docs/images.md, "Behind a proxy that re-signs TLS")\n`
+  );
+}
+
 /** Writes `Dockerfile` unless one exists (`wx` fails on an existing file instead of racing a check). */
 async function writeDockerfileIfMissing(path: string, text: string): Promise<boolean> {
   try {
@@ -98,6 +116,7 @@ export const command: Command = {
       "no-minify": { type: "boolean" },
       "all-source-maps": { type: "boolean" },
       "no-verify": { type: "boolean" },
+      "no-prune": { type: "boolean" },
       "verify-timeout": { type: "string" },
     });
     if ("exitCode" in parsed) return parsed.exitCode;
@@ -113,6 +132,7 @@ export const command: Command = {
       }
       const flagged = Array.isArray(external) ? external.map(String) : [];
       const declared = await declaredExternals(cwd);
+      const fileRules = await declaredFileRules(cwd);
       const mode = await declaredVerifyMode(cwd);
       const result = await bundleHandler({
         handlerPath,
@@ -125,7 +145,11 @@ export const command: Command = {
       const rel = (p: string) => relative(cwd, p);
       const names = result.externals.map((e) => e.name);
       // Found from the handler's folder, as its imports are.
-      const copied = await copyExternals(names, dirname(handlerPath), join(cwd, "dist"));
+      const copied = await copyExternals(names, dirname(handlerPath), join(cwd, "dist"), {
+        rules: fileRules,
+        prune: parsed.values["no-prune"] !== true,
+      });
+      const added = new Map(copied.sizes.map((s) => [s.name, s]));
       process.stdout.write(
         `Built ${rel(result.bundlePath)}  ${formatBytes(result.bundleBytes)} loaded at start` +
           `, ${formatBytes(result.lazyBytes)} on demand  (source maps ${formatBytes(result.mapBytes)})\n`,
@@ -136,13 +160,18 @@ export const command: Command = {
           : flagged.includes(e.name)
             ? "--external"
             : e.reason;
-        process.stdout.write(`external: ${e.name}  ${why}\n`);
+        const size = added.get(e.name);
+        const adds =
+          size === undefined
+            ? ""
+            : `  +${formatBytes(size.bytes)}${size.packages > 1 ? ` (${size.packages} packages)` : ""}`;
+        process.stdout.write(`external: ${e.name}  ${why}${adds}\n`);
       }
       if (names.length > 0) {
         process.stdout.write(
           `Copied ${copied.packages} package${copied.packages === 1 ? "" : "s"} into dist/node_modules  ${formatBytes(copied.bytes)}` +
             (copied.prunedBytes > 0
-              ? ` (left out ${formatBytes(copied.prunedBytes)} of other platforms' binaries)`
+              ? ` (left out ${formatBytes(copied.prunedBytes)}: ${copied.pruned.map((p) => `${p.reason} ${formatBytes(p.bytes)}`).join(", ")})`
               : "") +
             "\n",
         );
@@ -153,6 +182,8 @@ export const command: Command = {
           );
         }
       }
+      const proxyCa = process.env["NODE_EXTRA_CA_CERTS"]?.trim();
+      if (proxyCa !== undefined && proxyCa !== "") process.stdout.write(proxyCaNote(proxyCa));
       if (parsed.values["no-verify"] === true || mode === "off") {
         process.stdout.write(
           `Verify step skipped (${mode === "off" ? `package.json: ${VERIFY_KEY} is "off"` : "--no-verify"})\n`,

@@ -16,6 +16,7 @@ import { Heartbeat, type HeartbeatOptions } from "../platform/heartbeat.js";
 import type { PlatformHttp } from "../platform/platform-http.js";
 import type { Runner } from "../runner/runner.js";
 import { SETUP_CHECK } from "../runner/setup.js";
+import { startupBudgetPart } from "../startup-budget.js";
 import type { WorkerLifecycle } from "./lifecycle.js";
 import type { WorkerPart } from "./part-list.js";
 import { drainJobs, flushReports } from "./shutdown.js";
@@ -60,6 +61,13 @@ export function composeParts(source: PartsSource, cache: CachePart | undefined):
     telemetry === undefined ? undefined : telemetryPart(telemetry, source),
     platformPart(source.http),
     heartbeat,
+    startupBudgetPart({
+      budget: config.startupBudget,
+      definition,
+      log: source.log,
+      events: source.events,
+      unfit: (check, reason) => source.lifecycle.unfit(check, reason),
+    }),
     checks ? fitnessPart(source) : undefined,
     cache,
     definition.sidecars.length > 0 ? sidecarsPart(source) : undefined,

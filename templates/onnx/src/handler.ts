@@ -19,9 +19,10 @@ export default defineHandler({
   setupTimeoutMs: 120_000,
   // The model loads once, before the worker's first take: no job waits for it, and a worker
   // whose model cannot load takes no job (it reports itself unfit with setup's error).
-  async setup({ log, progress }) {
+  async setup({ log, progress, signal }) {
     progress("creating the onnxruntime session");
-    const model = await loadModel();
+    // MODEL_PATH=hf:org/name/model.onnx takes the endpoint's cached model (README, "A model from Hugging Face").
+    const model = await loadModel({ signal });
     log.info({ source: model.source, input: model.input, output: model.output }, "model loaded");
     return { model };
   },

@@ -1,5 +1,11 @@
-import { open } from "node:fs/promises";
+import { createWriteStream } from "node:fs";
+import { mkdir, open, rename, rm, stat } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
 import * as ort from "onnxruntime-node";
+import { hfDownloadUrl, isHfSource, isRunletError, parseHfSource, resolveCachedModel } from "runlet";
 import { tinyModel } from "./tiny-model.js";
 
 /**
@@ -21,10 +27,22 @@ export interface Model {
 
 /** Options of {@link loadModel}. */
 export interface LoadOptions {
-  /** An .onnx file. @default process.env.MODEL_PATH, else the built-in tiny model (src/tiny-model.ts) */
+  /**
+   * An .onnx file, or a file of a Hugging Face repository as `hf:org/name[@revision]/file.onnx`:
+   * taken from the platform's model cache when the endpoint caches that model, else downloaded
+   * from the hub once. @default process.env.MODEL_PATH, else the built-in tiny model (src/tiny-model.ts)
+   */
   readonly path?: string | undefined;
   /** ORT's threads per run (0: ORT's default, one per core). @default 0 */
   readonly threads?: number;
+  /** The model cache an `hf:` source is looked up in. @default RUNLET_HF_CACHE, else /runpod-volume/huggingface-cache/hub */
+  readonly cacheDir?: string | undefined;
+  /** Where an `hf:` source the cache lacks is downloaded to. @default process.env.MODEL_DOWNLOAD_DIR, else <tmpdir>/onnx-models */
+  readonly downloadDir?: string | undefined;
+  /** The hub's address. @default process.env.HF_ENDPOINT, else https://huggingface.co */
+  readonly hubUrl?: string | undefined;
+  /** Stops a download (the setup's signal). */
+  readonly signal?: AbortSignal | undefined;
 }
 
 /**
@@ -38,7 +56,9 @@ export async function loadModel(options: LoadOptions = {}): Promise<Model> {
   // onnxruntime 1.30 sends usage telemetry over HTTPS unless this is set; a worker has no
   // business phoning home. Set it to "0" beforehand to keep ORT's default.
   process.env["ORT_DISABLE_TELEMETRY"] ??= "1";
-  const path = options.path ?? (process.env["MODEL_PATH"] || undefined);
+  const source = options.path ?? (process.env["MODEL_PATH"] || undefined);
+  const found = source !== undefined && isHfSource(source) ? await fromHub(source, options) : undefined;
+  const path = found?.path ?? source;
   const threads = options.threads ?? 0;
   const sessionOptions: ort.InferenceSession.SessionOptions = {
     executionProviders: ["cpu"],
@@ -64,9 +84,67 @@ export async function loadModel(options: LoadOptions = {}): Promise<Model> {
     session,
     input: { name: session.inputNames[0] ?? "", width: typeof width === "number" ? width : undefined },
     output: { name: session.outputNames[0] ?? "" },
-    source: path ?? "the built-in tiny model",
+    source: found?.origin ?? path ?? "the built-in tiny model",
     release: () => session.release(),
   };
+}
+
+/**
+ * An `hf:` source's file: from the model cache when the endpoint caches the model (the platform
+ * puts it there before the worker starts, unbilled; docs/models.md in runlet, "Cached models"),
+ * else downloaded from the hub once into `downloadDir` (HF_TOKEN, when set, for a gated model).
+ * With HF_HUB_OFFLINE=1 a model the cache lacks is an error listing what the cache holds.
+ */
+async function fromHub(text: string, options: LoadOptions): Promise<{ path: string; origin: string }> {
+  const source = parseHfSource(text);
+  try {
+    const cached = await resolveCachedModel(source.repo, {
+      revision: source.revision,
+      file: source.file,
+      ...(options.cacheDir === undefined ? {} : { cacheDir: options.cacheDir }),
+    });
+    return { path: cached.path, origin: `${text} (cached snapshot ${cached.commit})` };
+  } catch (err) {
+    if (
+      !isRunletError(err) ||
+      err.code !== "RUNLET_MODEL_NOT_CACHED" ||
+      process.env["HF_HUB_OFFLINE"] === "1"
+    ) {
+      throw err;
+    }
+  }
+  const dir = options.downloadDir ?? (process.env["MODEL_DOWNLOAD_DIR"] || join(tmpdir(), "onnx-models"));
+  const path = join(dir, source.repo.replace("/", "--"), source.revision, ...source.file.split("/"));
+  if ((await stat(path).catch(() => undefined))?.isFile() === true)
+    return { path, origin: `${text} (downloaded before)` };
+  const url = hfDownloadUrl(source, options.hubUrl ?? (process.env["HF_ENDPOINT"] || undefined));
+  const token = process.env["HF_TOKEN"];
+  const res = await fetch(url, {
+    ...(options.signal === undefined ? {} : { signal: options.signal }),
+    ...(token ? { headers: { authorization: `Bearer ${token}` } } : {}),
+  });
+  if (!res.ok || res.body === null) {
+    await res.body?.cancel();
+    throw new Error(
+      `the model ${text} is not in the model cache and its download from ${url} answered ${res.status}`,
+    );
+  }
+  await mkdir(dirname(path), { recursive: true });
+  // Written beside its place and renamed when whole: a start cut short leaves no half model behind.
+  const partial = `${path}.partial`;
+  await rm(partial, { force: true });
+  try {
+    await pipeline(
+      Readable.fromWeb(res.body),
+      createWriteStream(partial),
+      options.signal ? { signal: options.signal } : {},
+    );
+    await rename(partial, path);
+  } catch (err) {
+    await rm(partial, { force: true });
+    throw err;
+  }
+  return { path, origin: `${text} (downloaded from ${url})` };
 }
 
 /** Opens `path` for reading and checks it is a file: the error names the path and the reason. */

@@ -1,11 +1,11 @@
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createHarness } from "runlet/testing";
 import { describe, expect, it } from "vitest";
 import handler from "../src/handler.js";
 import { infer, loadModel } from "../src/model.js";
-import { tinyModelWithExternalData, tinyReference } from "../src/tiny-model.js";
+import { tinyModel, tinyModelWithExternalData, tinyReference } from "../src/tiny-model.js";
 
 // The built-in tiny model (src/tiny-model.ts) on onnxruntime-node's CPU provider: its weights
 // are known, so every answer is.
@@ -65,6 +65,32 @@ describe("onnx", () => {
       );
     } finally {
       await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("loads hf:org/name/file from a model cache laid out as the platform lays it out", async () => {
+    // /runpod-volume/huggingface-cache/hub/models--acme--tiny: refs/main holds the snapshot's
+    // commit; the snapshot's files are links into blobs/. RUNLET_HF_CACHE (here: cacheDir) points
+    // at such a folder locally.
+    const hub = await mkdtemp(join(tmpdir(), "onnx-hub-"));
+    const commit = "0123456789abcdef0123456789abcdef01234567";
+    try {
+      const root = join(hub, "models--acme--tiny");
+      await mkdir(join(root, "blobs"), { recursive: true });
+      await mkdir(join(root, "refs"), { recursive: true });
+      await mkdir(join(root, "snapshots", commit), { recursive: true });
+      await writeFile(join(root, "blobs", "b0"), tinyModel());
+      await symlink(join("..", "..", "blobs", "b0"), join(root, "snapshots", commit, "model.onnx"));
+      await writeFile(join(root, "refs", "main"), commit);
+      const model = await loadModel({ path: "hf:acme/tiny/model.onnx", cacheDir: hub });
+      try {
+        expect(model.source).toBe(`hf:acme/tiny/model.onnx (cached snapshot ${commit})`);
+        close(await infer(model, ROWS), tinyReference(ROWS));
+      } finally {
+        await model.release();
+      }
+    } finally {
+      await rm(hub, { recursive: true, force: true });
     }
   });
 
