@@ -8,6 +8,16 @@ import { z } from "zod";
 
 const nullish = <T extends z.ZodType>(schema: T) => schema.nullable().optional();
 
+/**
+ * A field that may be `null` as OpenAI and vLLM take it, reaching the handler as absent: its type
+ * stays `T | undefined`, so a handler's `request.tools !== undefined` still means "tools given".
+ */
+const absentIfNull = <T extends z.ZodType>(schema: T) =>
+  schema
+    .nullable()
+    .optional()
+    .transform((value): z.output<T> | undefined => value ?? undefined);
+
 /** `stop`: up to 4 sequences. */
 const stopSchema = nullish(z.union([z.string(), z.array(z.string()).max(4)]));
 
@@ -28,7 +38,7 @@ const common = {
   frequency_penalty: nullish(z.number().min(-2).max(2)),
   seed: nullish(z.number().int()),
   logit_bias: nullish(z.record(z.string(), z.number())),
-  user: z.string().optional(),
+  user: absentIfNull(z.string()),
 };
 
 /** A content part of a message (`{type: "text", text}`, `{type: "image_url", ...}`, ...). */
@@ -55,10 +65,10 @@ export const chatCompletionRequestSchema = z.looseObject({
   ...common,
   messages: z.array(chatMessageSchema).min(1),
   max_completion_tokens: nullish(z.number().int().min(1)),
-  tools: z.array(toolSchema).optional(),
+  tools: absentIfNull(z.array(toolSchema)),
   tool_choice: z.unknown().optional(),
-  parallel_tool_calls: z.boolean().optional(),
-  response_format: z.looseObject({ type: z.string() }).optional(),
+  parallel_tool_calls: absentIfNull(z.boolean()),
+  response_format: absentIfNull(z.looseObject({ type: z.string() })),
   logprobs: nullish(z.boolean()),
   top_logprobs: nullish(z.number().int().min(0).max(20)),
 });
