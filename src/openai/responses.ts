@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { JobError } from "../errors.js";
 import { openAIJobError } from "./errors.js";
 import { type Generation, type GenerationRequest, GenerationRun } from "./generation.js";
 
@@ -169,6 +170,44 @@ function textOf(item: string | { readonly choices?: readonly Record<string, unkn
   return text;
 }
 
+/** An `error` event's fields for what the function threw: its OpenAI error, else a server_error. */
+function errorFields(err: unknown): Record<string, unknown> {
+  const own = err instanceof JobError ? openAIErrorOfMessage(err.message) : undefined;
+  const error = own ?? {
+    message: err instanceof Error ? err.message : String(err),
+    type: "server_error",
+    param: null,
+    code: "job_failed",
+  };
+  return {
+    code: error.code === null ? null : String(error.code),
+    message: error.message,
+    param: error.param,
+    error,
+  };
+}
+
+/** The OpenAI error an openAIJobError's message holds (JSON of `{error: {...}}`). */
+function openAIErrorOfMessage(
+  message: string,
+): { message: string; type: string; param: string | null; code: string | number | null } | undefined {
+  try {
+    const body = JSON.parse(message) as {
+      error?: { message?: unknown; type?: unknown; param?: unknown; code?: unknown };
+    };
+    const e = body.error;
+    if (typeof e?.message !== "string" || typeof e.type !== "string") return undefined;
+    return {
+      message: e.message,
+      type: e.type,
+      param: typeof e.param === "string" ? e.param : null,
+      code: typeof e.code === "string" || typeof e.code === "number" ? e.code : null,
+    };
+  } catch {
+    return undefined;
+  }
+}
+
 /** The pieces of a response object: its head while it runs, its output and end once done. */
 class ResponseShape {
   readonly #wire: ResponsesWire;
@@ -280,15 +319,23 @@ export async function* streamResponsesEvents(
     event("response.content_part.added", { ...at, part: shape.part("") });
   let started = false;
   let text = "";
-  for await (const item of run.items()) {
-    const delta = textOf(item);
-    let frame = started ? "" : head();
-    started = true;
-    if (delta !== "") {
-      text += delta;
-      frame += event("response.output_text.delta", { ...at, delta, logprobs: [] });
+  try {
+    for await (const item of run.items()) {
+      const delta = textOf(item);
+      let frame = started ? "" : head();
+      started = true;
+      if (delta !== "") {
+        text += delta;
+        frame += event("response.output_text.delta", { ...at, delta, logprobs: [] });
+      }
+      if (frame !== "") yield frame;
     }
-    if (frame !== "") yield frame;
+  } catch (err) {
+    // Once the stream has started the client reads events, not a status: the failure is told as
+    // the Responses API's `error` event (its `error` field as on every OpenAI stream, which the
+    // `openai` client raises), and the job still fails with it.
+    if (started && !wire.signal.aborted) yield event("error", errorFields(err));
+    throw err;
   }
   const finish = run.finishReason;
   const status = incompleteReason(finish) === null ? "completed" : "incomplete";

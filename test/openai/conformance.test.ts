@@ -200,6 +200,43 @@ describe("OpenAI clients against the harness's OpenAI route", () => {
       expect(completed?.usage).toMatchObject({ input_tokens: 2, output_tokens: 4 });
     });
 
+    it("openai: a function that fails mid-stream ends the stream with an error event the client raises", async () => {
+      const handler = defineOpenAIHandler({
+        models: ["echo-1"],
+        async *chat() {
+          yield "partial";
+          throw new Error("the model fell over");
+        },
+      });
+      await using h = await createHarness({ handler });
+      const stream = await openai(h).responses.create({ model: "echo-1", input: "x", stream: true });
+      const types: string[] = [];
+      const err = await (async () => {
+        for await (const event of stream) types.push(event.type);
+      })().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(types.at(-1)).toBe("response.output_text.delta");
+      expect(err).toBeInstanceOf(OpenAI.APIError);
+      expect((err as Error).message).toContain("the model fell over");
+      // On the wire: the Responses API's own error event, numbered after the delta.
+      const raw = await fetch(`${baseURL(h)}/responses`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${h.apiKey}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: "echo-1", input: "x", stream: true }),
+      });
+      const events = (await raw.text()).split("\n\n").filter((e) => e !== "");
+      const failure = events.find((e) => e.startsWith("event: error\n"));
+      expect(JSON.parse(failure!.slice(failure!.indexOf("data: ") + 6))).toMatchObject({
+        type: "error",
+        sequence_number: 5,
+        code: "job_failed",
+        message: "the model fell over",
+        error: { type: "server_error", code: "job_failed", message: "the model fell over" },
+      });
+    });
+
     it("openai: max_output_tokens ends the response as incomplete", async () => {
       const { handler } = standIn();
       await using h = await createHarness({ handler });
