@@ -59,7 +59,7 @@ export type ResponsesRequest = z.infer<typeof responsesRequestSchema>;
 
 /** What a refused parameter holds when it asks for nothing (so clients that send defaults pass). */
 function asksNothing(value: unknown): boolean {
-  if (value === undefined || value === null || value === false) return true;
+  if (value === undefined || value === null || value === false || value === 0) return true;
   if (Array.isArray(value)) return value.length === 0;
   if (typeof value === "object") return Object.values(value).every((v) => v === null || v === undefined);
   return false;
@@ -104,6 +104,12 @@ export function chatRequestOf(request: ResponsesRequest): Record<string, unknown
   const messages: Record<string, unknown>[] = [];
   if (typeof request.instructions === "string") {
     messages.push({ role: "system", content: request.instructions });
+  }
+  if (Array.isArray(request.input) && request.input.length === 0) {
+    throw openAIJobError("Invalid value for 'input': expected at least 1 item.", "invalid_request_error", {
+      code: "invalid_value",
+      param: "input",
+    });
   }
   if (typeof request.input === "string") {
     messages.push({ role: "user", content: request.input });

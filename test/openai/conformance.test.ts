@@ -237,6 +237,33 @@ describe("OpenAI clients against the harness's OpenAI route", () => {
       });
     });
 
+    it("takes the parameters' do-nothing values clients send by default", async () => {
+      const { handler } = standIn();
+      await using h = await createHarness({ handler });
+      const response = (await openai(h).post("/responses", {
+        body: {
+          model: "echo-1",
+          input: [{ type: "message", role: "user", content: "hi" }],
+          tools: [],
+          tool_choice: "auto",
+          include: [],
+          reasoning: { effort: null, summary: null },
+          background: false,
+          top_logprobs: 0,
+          previous_response_id: null,
+          store: true,
+          truncation: "disabled",
+          parallel_tool_calls: true,
+          metadata: { run: "1" },
+          text: { format: { type: "text" } },
+        },
+      })) as OpenAI.Responses.Response;
+      // client.post gives the body as it came (responses.create adds output_text).
+      expect((response.output[0] as { content: { text: string }[] }).content[0]?.text).toBe("You said: hi");
+      expect((response as unknown as { store: boolean }).store).toBe(false);
+      expect(response.metadata).toEqual({ run: "1" });
+    });
+
     it("openai: max_output_tokens ends the response as incomplete", async () => {
       const { handler } = standIn();
       await using h = await createHarness({ handler });
@@ -305,6 +332,8 @@ describe("OpenAI clients against the harness's OpenAI route", () => {
         "input[0].content[0].type",
       ],
       ["responses", { stream_options: { include_obfuscation: false } }, "stream_options"],
+      ["responses", { input: [] }, "input"],
+      ["responses", { input: [{ role: "robot", content: "x" }] }, "input[0].role"],
       ["chat/completions", { stream_options: { include_usage: true } }, "stream_options"],
       ["chat/completions", { stream: false, stream_options: { include_usage: true } }, "stream_options"],
       ["chat/completions", { stop: ["a", "b", "c", "d", "e"] }, "stop"],
