@@ -116,6 +116,34 @@ export function allowedHostsFlag(
   return names;
 }
 
+/**
+ * The harness's `corsOrigins` from `--cors`: comma-separated origins (`http://localhost:5173`), or
+ * `*` for any; undefined when not given (docs/openai.md, "Browsers (CORS)").
+ */
+export function corsFlag(value: unknown): readonly string[] | undefined {
+  if (typeof value !== "string") return undefined;
+  const origins = value
+    .split(",")
+    .map((o) => o.trim())
+    .filter((o) => o !== "");
+  for (const origin of origins) {
+    if (origin === "*") continue;
+    let parsed: URL | undefined;
+    try {
+      parsed = new URL(origin);
+    } catch {
+      parsed = undefined;
+    }
+    if (parsed === undefined || !/^https?:$/.test(parsed.protocol) || parsed.origin !== origin) {
+      throw usageError(
+        `--cors must be comma-separated origins such as http://localhost:5173 (scheme, host, port; no path or trailing slash) or "*", got ${JSON.stringify(origin)}`,
+      );
+    }
+  }
+  if (origins.length === 0) throw usageError("--cors needs at least one origin");
+  return origins;
+}
+
 /** Resolves on the first SIGINT or SIGTERM (the long-running commands stop on it). */
 export function interrupted(): Promise<NodeJS.Signals> {
   return new Promise((resolve) => {

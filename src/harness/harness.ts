@@ -9,6 +9,7 @@ import { Scaler } from "./fleet/scaler.js";
 import { type WorkerEnvOptions, workerEnvFor } from "./fleet/worker-env.js";
 import { type StartupUpdate, type WorkerStartup, WorkerStartups } from "./fleet/worker-startup.js";
 import { KeyRing } from "./http/auth.js";
+import { corsStep } from "./http/cors.js";
 import { HostCheck } from "./http/host-check.js";
 import { closeServer, connectInMemory, listen, sendError } from "./http/http-util.js";
 import { exceedsValueDepth } from "./http/json-depth.js";
@@ -155,8 +156,11 @@ export class Harness {
     // the worker, client and OpenAI families under /v2/<endpoint>/, the extraRoutes seam, then
     // the management copy (/v2/<reserved resource>, /v1/).
     assertDistinctNames(WORKER_ROUTE_TABLE, CLIENT_ROUTE_TABLE, OPENAI_ROUTE_TABLE);
+    const cors = corsStep(options.corsOrigins);
     const router = new Router(
       [
+        // CORS first, when asked for (local development): it marks a page's requests and answers their preflights.
+        ...(cors === undefined ? [] : [cors]),
         serveFamily(
           workerFamily({
             store: this.#store,

@@ -16,6 +16,7 @@ import { realClock } from "./clock.js";
 import { DEFAULT_GPU_TYPE_ID } from "./fleet/worker-env.js";
 import type { StartupReport } from "./fleet/worker-startup.js";
 import type { ScopedKey } from "./http/auth.js";
+import { corsOriginsOf } from "./http/cors.js";
 import { MAX_JSON_DEPTH } from "./http/json-depth.js";
 import type { RateLimitOptions } from "./http/rate-limits.js";
 import { STREAM_GATHER_MS } from "./jobs/stream-reader.js";
@@ -110,6 +111,13 @@ export interface HarnessOptions {
    * and its subdomains; `true` answers any name. @default []
    */
   readonly allowedHosts?: readonly string[] | true;
+  /**
+   * Origins (`http://localhost:5173`, or `*` for any) whose web pages may call the `/v2/` routes
+   * from a browser: their requests get CORS headers and their preflights a 204. The platform
+   * documents no CORS, so this is for local development only (docs/openai.md, "Browsers (CORS)").
+   * @default [] (no CORS headers, as the platform)
+   */
+  readonly corsOrigins?: readonly string[];
   /** How long job-take and job-stop long polls are held, ms. @default 30000 */
   readonly takeTimeoutMs?: number;
   /** How long `/stream` waits for a chunk before answering with none, ms. @default 500 */
@@ -175,6 +183,7 @@ export interface ResolvedOptions {
   readonly host: string;
   readonly port: number;
   readonly allowedHosts: readonly string[] | true;
+  readonly corsOrigins: readonly string[];
   readonly takeTimeoutMs: number;
   readonly streamHoldMs: number;
   readonly streamGatherMs: number;
@@ -296,6 +305,7 @@ export function resolveOptions(options: HarnessOptions): ResolvedOptions {
     host: options.host ?? "127.0.0.1",
     port: numbers.port,
     allowedHosts: allowedHostsOf(options.allowedHosts),
+    corsOrigins: corsOriginsOf(options.corsOrigins),
     takeTimeoutMs: numbers.takeTimeoutMs,
     streamHoldMs: numbers.streamHoldMs,
     streamGatherMs: numbers.streamGatherMs,

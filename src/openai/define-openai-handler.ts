@@ -17,6 +17,13 @@ import {
   streamFrames,
 } from "./generation.js";
 import {
+  aggregateResponsesAnswer,
+  chatRequestOf,
+  type ResponsesWire,
+  responsesRequestSchema,
+  streamResponsesEvents,
+} from "./responses.js";
+import {
   type ChatCompletionRequest,
   type CompletionRequest,
   chatCompletionRequestSchema,
@@ -118,6 +125,29 @@ export function defineOpenAIHandler<State = undefined>(
 
   const serve = (route: string, body: unknown, context: OpenAIContext<State>): unknown => {
     if (route === "/v1/models") return list;
+    if (route.startsWith("/v1/models/")) {
+      const id = route.slice("/v1/models/".length);
+      const model = list.data.find((m) => m.id === id);
+      if (model === undefined) throw modelNotFound(id);
+      return model;
+    }
+    if (route === "/v1/responses" && chat !== undefined) {
+      const request = parseBody(responsesRequestSchema, body, modelIds);
+      // The chat request it asks for, checked as a chat request is (its fields as the client named them).
+      const chatRequest = parseBody(chatCompletionRequestSchema, chatRequestOf(request), modelIds);
+      const wire: ResponsesWire = {
+        id: `resp_${context.job.id}`,
+        created: Math.floor(Date.now() / 1000),
+        model: request.model,
+        maxTokens: request.max_output_tokens ?? undefined,
+        signal: context.signal,
+        request,
+      };
+      const generation = started("chat", () => chat(chatRequest, context));
+      return request.stream === true
+        ? streamResponsesEvents(wire, generation)
+        : aggregateResponsesAnswer(wire, generation);
+    }
     if (relay !== undefined && (route === "/v1/chat/completions" || route === "/v1/completions")) {
       const schema = route === "/v1/chat/completions" ? chatCompletionRequestSchema : completionRequestSchema;
       parseBody(schema, body, modelIds);
@@ -167,12 +197,23 @@ export function defineOpenAIHandler<State = undefined>(
   });
 }
 
+/** OpenAI's answer for a model the endpoint does not serve: 404, type `invalid_request_error`. */
+function modelNotFound(model: string): JobError {
+  return openAIJobError(`The model \`${model}\` does not exist`, "invalid_request_error", {
+    code: "model_not_found",
+    param: "model",
+  });
+}
+
 /** The request body checked against its schema, or the job fails with the `invalid_request_error`. */
-function parseBody<S extends z.ZodType<{ model: string; n?: number | null | undefined }>>(
-  schema: S,
-  body: unknown,
-  models: ReadonlySet<string>,
-): z.output<S> {
+function parseBody<
+  S extends z.ZodType<{
+    model: string;
+    n?: number | null | undefined;
+    stream?: boolean | null | undefined;
+    stream_options?: unknown;
+  }>,
+>(schema: S, body: unknown, models: ReadonlySet<string>): z.output<S> {
   const parsed = schema.safeParse(body);
   if (!parsed.success) throw invalidBodyError(parsed.error);
   const request = parsed.data;
@@ -182,12 +223,14 @@ function parseBody<S extends z.ZodType<{ model: string; n?: number | null | unde
       param: "n",
     });
   }
-  if (!models.has(request.model)) {
-    throw openAIJobError(`The model \`${request.model}\` does not exist`, "not_found_error", {
-      code: "model_not_found",
-      param: "model",
-    });
+  if (request.stream_options !== undefined && request.stream_options !== null && request.stream !== true) {
+    throw openAIJobError(
+      "The 'stream_options' parameter is only allowed when 'stream' is enabled.",
+      "invalid_request_error",
+      { code: "invalid_value", param: "stream_options" },
+    );
   }
+  if (!models.has(request.model)) throw modelNotFound(request.model);
   return request;
 }
 
@@ -208,6 +251,12 @@ function generate(
     includeUsage: request.stream_options?.include_usage === true,
     signal: context.signal,
   };
+  const generation = started(kind, start);
+  return request.stream === true ? streamFrames(wire, generation) : aggregateResponse(wire, generation);
+}
+
+/** The generator a chat or completions function returned, or a RUNLET_HANDLER_INVALID error saying what it must be. */
+function started(kind: GenerationKind, start: () => Generation): Generation {
   const generation = start();
   if (typeof (generation as { next?: unknown })?.next !== "function") {
     throw new RunletError(
@@ -215,5 +264,5 @@ function generate(
       `defineOpenAIHandler: ${kind === "chat" ? "chat" : "completions"} must return a generator (write it as function* or async function*)`,
     );
   }
-  return request.stream === true ? streamFrames(wire, generation) : aggregateResponse(wire, generation);
+  return generation;
 }

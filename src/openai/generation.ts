@@ -46,14 +46,18 @@ export interface GenerationRequest {
   readonly signal: AbortSignal;
 }
 
-interface Usage {
+/** Usage as a chat or completions answer reports it. */
+export interface GenerationUsage {
   readonly prompt_tokens: number;
   readonly completion_tokens: number;
   readonly total_tokens: number;
 }
 
-/** Pulls items from the function, counting them and stopping at max_tokens or the job's signal. */
-class Run {
+/**
+ * Pulls items from the function, counting them and stopping past max_tokens or at the job's
+ * signal (for the Responses API too: responses.ts).
+ */
+export class GenerationRun {
   readonly #request: GenerationRequest;
   readonly #iterator: Generation;
   #count = 0;
@@ -72,17 +76,19 @@ class Run {
     let done = false;
     try {
       for (;;) {
-        if (this.#request.maxTokens !== undefined && this.#count >= this.#request.maxTokens) {
-          this.#hitLimit = true;
-          return;
-        }
+        const atLimit = this.#request.maxTokens !== undefined && this.#count >= this.#request.maxTokens;
         this.#request.signal.throwIfAborted();
+        // At max_tokens the function is still read once more: one that honours max_tokens ends
+        // there and returns its finish_reason and usage; one that does not yields an item past the
+        // limit, which is dropped, and is stopped.
         const step = await this.#iterator.next();
+        this.#hitLimit = atLimit;
         if (step.done === true) {
           done = true;
           this.#result = step.value ?? undefined;
           return;
         }
+        if (atLimit) return;
         this.#count++;
         const item = step.value;
         if (typeof item === "object" && item !== null) this.#note(item);
@@ -111,7 +117,7 @@ class Run {
     );
   }
 
-  usage(): Usage {
+  usage(): GenerationUsage {
     const prompt = this.#result?.usage?.prompt_tokens ?? 0;
     const completion = this.#result?.usage?.completion_tokens ?? this.#count;
     return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
@@ -132,7 +138,7 @@ export async function* streamFrames(
   request: GenerationRequest,
   generation: Generation,
 ): AsyncGenerator<string> {
-  const run = new Run(request, generation);
+  const run = new GenerationRun(request, generation);
   const object = request.kind === "chat" ? "chat.completion.chunk" : "text_completion";
   const base = { id: request.id, object, created: request.created, model: request.model };
   const usageNull = request.includeUsage ? { usage: null } : {};
@@ -177,7 +183,7 @@ export async function aggregateResponse(
   request: GenerationRequest,
   generation: Generation,
 ): Promise<Record<string, unknown>> {
-  const run = new Run(request, generation);
+  const run = new GenerationRun(request, generation);
   let text = "";
   const merger = new ToolCallMerger();
   for await (const item of run.items()) {

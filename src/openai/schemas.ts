@@ -8,6 +8,16 @@ import { z } from "zod";
 
 const nullish = <T extends z.ZodType>(schema: T) => schema.nullable().optional();
 
+/**
+ * A field that may be `null` as OpenAI and vLLM take it, reaching the handler as absent: its type
+ * stays `T | undefined`, so a handler's `request.tools !== undefined` still means "tools given".
+ */
+const absentIfNull = <T extends z.ZodType>(schema: T) =>
+  schema
+    .nullable()
+    .optional()
+    .transform((value): z.output<T> | undefined => value ?? undefined);
+
 /** Most `stop` sequences a request may give (OpenAI's bound). */
 export const MAX_STOP_SEQUENCES = 4;
 /**
@@ -54,7 +64,7 @@ const common = {
   frequency_penalty: nullish(z.number().min(-2).max(2)),
   seed: nullish(z.number().int()),
   logit_bias: nullish(z.record(z.string(), z.number())),
-  user: z.string().optional(),
+  user: absentIfNull(z.string()),
 };
 
 /** A content part of a message (`{type: "text", text}`, `{type: "image_url", ...}`, ...). */
@@ -144,10 +154,10 @@ export const chatCompletionRequestSchema = z.looseObject({
   ...common,
   messages: z.array(chatMessageSchema).min(1).max(MAX_CHAT_MESSAGES),
   max_completion_tokens: nullish(z.number().int().min(1)),
-  tools: nullish(z.array(toolSchema).max(MAX_TOOLS)),
-  tool_choice: nullish(toolChoiceSchema),
-  parallel_tool_calls: nullish(z.boolean()),
-  response_format: nullish(responseFormatSchema),
+  tools: absentIfNull(z.array(toolSchema).max(MAX_TOOLS)),
+  tool_choice: absentIfNull(toolChoiceSchema),
+  parallel_tool_calls: absentIfNull(z.boolean()),
+  response_format: absentIfNull(responseFormatSchema),
   logprobs: nullish(z.boolean()),
   top_logprobs: nullish(z.number().int().min(0).max(20)),
 });

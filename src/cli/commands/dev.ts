@@ -8,6 +8,7 @@ import { FITNESS_ENV } from "../../protocol/index.js";
 import {
   allowedHostsFlag,
   type Command,
+  corsFlag,
   EXIT,
   integerFlag,
   interrupted,
@@ -29,7 +30,7 @@ import { type StartFailure, WorkerPool } from "../worker-pool.js";
 const ENDPOINT_ID = "local";
 const DEFAULT_PORT = 8787;
 
-const HELP = `Usage: runlet dev [handler] [--port N] [--dashboard-port N] [--api-key KEY] [--workers N] [--allowed-hosts NAMES]
+const HELP = `Usage: runlet dev [handler] [--port N] [--dashboard-port N] [--api-key KEY] [--workers N] [--allowed-hosts NAMES] [--cors ORIGINS]
 
 Starts runlet's local copy of the platform with one endpoint ("${ENDPOINT_ID}") and worker
 processes for the handler, and prints the URL, the API key, the live dashboard's link (it
@@ -54,6 +55,9 @@ Options:
   --allowed-hosts NAMES Host names answered besides IP addresses and localhost
                         (comma-separated, .example.com for a domain, "all" for any);
                         others get 403 (DNS rebinding)           default: $RUNLET_ALLOWED_HOSTS
+  --cors ORIGINS        web pages allowed to call the /v2/ routes from a browser
+                        (comma-separated origins such as http://localhost:5173, "*" for any);
+                        the platform documents no CORS, so this is for development  default: none
   -h, --help            show this help
 
 Exit codes: 0 stopped with Ctrl-C, 1 could not start (e.g. a port is taken), 2 bad usage.`;
@@ -149,6 +153,7 @@ export const command: Command = {
       "api-key": { type: "string" },
       workers: { type: "string" },
       "allowed-hosts": { type: "string" },
+      cors: { type: "string" },
     });
     if ("exitCode" in parsed) return parsed.exitCode;
     try {
@@ -167,6 +172,7 @@ export const command: Command = {
       if (keyArg !== undefined && !isApiKey(keyArg)) throw usageError(`--api-key must be ${API_KEY_RULE}`);
       const workers = integerFlag("workers", workersArg, 1, 1, 64);
       const allowedHosts = allowedHostsFlag(parsed.values["allowed-hosts"]);
+      const corsOrigins = corsFlag(parsed.values["cors"]);
       const cwd = process.cwd();
       const handlerPath = await resolveHandlerPath(parsed.positionals[0], cwd);
       const apiKey = keyArg ?? (await projectApiKey(cwd));
@@ -180,6 +186,7 @@ export const command: Command = {
         apiKey,
         endpoints: [{ id: ENDPOINT_ID }],
         ...(allowedHosts === undefined ? {} : { allowedHosts }),
+        ...(corsOrigins === undefined ? {} : { corsOrigins }),
         // Endpoints deployed to this harness (POST /v2/serverless) run the same handler.
         managementSpawn: (env, report) => deployed.spawn(env, report),
         // The live page; its request form starts from test_input.json, else the handler's schema.

@@ -101,34 +101,73 @@ function parsePythonObject(text: string): unknown {
   return trimmed.startsWith("{") ? parsePythonLiteral(trimmed) : undefined;
 }
 
+/** HTTP status for an error `code` OpenAI answers with a status its `type` does not give. */
+const STATUS_OF_CODE: Readonly<Record<string, number>> = {
+  // OpenAI: 404 with type invalid_request_error.
+  model_not_found: 404,
+};
+
 /**
  * The status for an OpenAI error: its `code` when that is an HTTP client-error status
- * (OpenAI-compatible servers such as vLLM put the status there), else by its `type`, else 500.
+ * (OpenAI-compatible servers such as vLLM put the status there), else by its `code` for the few
+ * OpenAI answers with their own status (`model_not_found` 404), else by its `type`, else 500.
  */
 export function statusOf(body: OpenAIErrorBody): number {
   const { code, type } = body.error;
   if (typeof code === "number" && Number.isInteger(code) && code >= 400 && code <= 499) return code;
+  if (typeof code === "string" && Object.hasOwn(STATUS_OF_CODE, code)) return STATUS_OF_CODE[code]!;
   // Own keys only: a `type` such as "constructor" must not find Object.prototype's members.
   return Object.hasOwn(STATUS_OF_TYPE, type) ? STATUS_OF_TYPE[type]! : 500;
+}
+
+/** The header that tells the official OpenAI clients not to send a request again. */
+export const NO_RETRY: Readonly<Record<string, string>> = Object.freeze({ "x-should-retry": "false" });
+
+/**
+ * Statuses the clients retry by default that a job's end may still rightly answer with: a
+ * worker's own 408, 409 or 429 (it was busy; a later try is a new job that may well succeed).
+ */
+const RETRY_WORTHY: ReadonlySet<number> = new Set([408, 409, 429]);
+
+/** The retry headers of an error answered after the job ran: `x-should-retry: false` unless `status` is a 408, 409 or 429. */
+export function endHeaders(status: number): Readonly<Record<string, string>> {
+  return RETRY_WORTHY.has(status) ? {} : NO_RETRY;
+}
+
+/** What a job's end answers with: the status, the OpenAI error and the headers that go with it. */
+export interface JobEndAnswer {
+  readonly status: number;
+  readonly body: OpenAIErrorBody;
+  /** `x-should-retry: false` unless the status is one a later try may cure (408, 409, 429). */
+  readonly headers: Readonly<Record<string, string>>;
 }
 
 /**
  * The OpenAI error for a job that ended without an answer: FAILED (its error text, an OpenAI error
  * when it holds one, else the worker's error report's message), TIMED_OUT or CANCELLED.
+ *
+ * The job has ended, so a client that sends the request again starts a new job: the official
+ * `openai` clients do so on a 5xx (twice by default), the AI SDK on a 5xx, 408, 409 and 429. A
+ * cancelled job answers 499 (the status gRPC's CANCELLED maps to, and nginx's for a request
+ * given up on), which no client retries; every end answers `x-should-retry: false` (which the
+ * `openai` clients obey, the AI SDK does not read) unless its status is a 408, 409 or 429 a
+ * worker chose (docs/openai.md, "Retries").
  */
-export function jobEndError(
-  status: string,
-  error: string | undefined,
-): { readonly status: number; readonly body: OpenAIErrorBody } {
+export function jobEndError(status: string, error: string | undefined): JobEndAnswer {
+  const answer = (code: number, body: OpenAIErrorBody): JobEndAnswer => ({
+    status: code,
+    body,
+    headers: endHeaders(code),
+  });
   if (status === "TIMED_OUT") {
-    return { status: 504, body: openAIError(error ?? "the job timed out", "server_error", "timeout") };
+    return answer(504, openAIError(error ?? "the job timed out", "server_error", "timeout"));
   }
   if (status === "CANCELLED") {
-    return { status: 500, body: openAIError("the job was cancelled", "server_error", "job_cancelled") };
+    return answer(499, openAIError("the job was cancelled", "server_error", "job_cancelled"));
   }
   const own = openAIErrorOfText(error);
-  if (own !== undefined) return { status: statusOf(own), body: own };
-  return { status: 500, body: openAIError(reportMessage(error), "server_error", "job_failed") };
+  if (own !== undefined) return answer(statusOf(own), own);
+  return answer(500, openAIError(reportMessage(error), "server_error", "job_failed"));
 }
 
 /** The message of a worker's JSON error report (docs/protocol.md, "Results"), or the error text itself. */

@@ -3,7 +3,9 @@ import type { JobEntry } from "../jobs/job-entry.js";
 import type { JobStore } from "../jobs/job-store.js";
 import {
   asOpenAIError,
+  endHeaders,
   jobEndError,
+  NO_RETRY,
   type OpenAIErrorBody,
   openAIError,
   sendOpenAIError,
@@ -80,19 +82,25 @@ export function relay(
       stopWaiting.abort();
       resolve();
     };
-    const fail = (status: number, body: OpenAIErrorBody): void => {
+    /** Ends the answer with an error; `headers` go with it when the response has not started. */
+    const fail = (
+      status: number,
+      body: OpenAIErrorBody,
+      headers: Readonly<Record<string, string>> = {},
+    ): void => {
       if (finished) return;
       if (res.headersSent) {
         // Mid-stream there is no status to set: the error is the last event (clients raise it).
         if (!res.destroyed) res.end(`data: ${JSON.stringify(body)}\n\n`);
       } else {
-        sendOpenAIError(res, status, body, idHeader);
+        sendOpenAIError(res, status, body, { ...headers, ...idHeader });
       }
       finish();
     };
     /** Ends the answer first (so the cancel's end event is not heard), then stops the job nobody reads. */
     const abandon = (body: OpenAIErrorBody): void => {
-      fail(500, body);
+      // The job is cancelled: a client that sent the request again would start it over.
+      fail(500, body, NO_RETRY);
       ctx.store.cancel(job);
     };
     /** The worker's chunks do not reassemble (out of order, a part missing): a stream cannot go on. */
@@ -120,8 +128,8 @@ export function relay(
     };
     const end = (): void => {
       if (job.status !== "COMPLETED") {
-        const { status, body } = jobEndError(job.status, job.error);
-        fail(status, body);
+        const { status, body, headers } = jobEndError(job.status, job.error);
+        fail(status, body, headers);
         return;
       }
       if (streaming) {
@@ -146,7 +154,9 @@ export function relay(
       const output = Array.isArray(job.output) && job.output.length === 1 ? job.output[0] : job.output;
       const error = asOpenAIError(output);
       if (error !== undefined) {
-        fail(statusOf(error), error);
+        // The job ran and answered this error: sending the request again runs it again.
+        const status = statusOf(error);
+        fail(status, error, endHeaders(status));
         return;
       }
       res.writeHead(200, { "content-type": "application/json", ...idHeader });
@@ -173,6 +183,7 @@ export function relay(
         fail(
           404,
           openAIError(`job "${job.id}" was deleted before it ended`, "not_found_error", "job_deleted"),
+          NO_RETRY,
         );
       }
     });

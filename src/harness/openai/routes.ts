@@ -1,3 +1,5 @@
+import { randomBytes } from "node:crypto";
+import type { ServerResponse } from "node:http";
 import type { KeyRing } from "../http/auth.js";
 import type { RateLimiter } from "../http/rate-limits.js";
 import type { ReadJsonOptions } from "../http/read-json.js";
@@ -12,7 +14,7 @@ import {
 import type { JobStore } from "../jobs/job-store.js";
 import type { ResolvedOptions } from "../options.js";
 import { clientChecks } from "../routes/client-routes.js";
-import { openAIError, sendOpenAIError } from "./error-body.js";
+import { type OpenAIErrorBody, openAIError, sendOpenAIError } from "./error-body.js";
 import type { JobFeed } from "./job-feed.js";
 import { relay } from "./relay.js";
 
@@ -42,7 +44,7 @@ const openAIBody = (ctx: OpenAIRoutesContext): ReadJsonOptions => ({
  * `/v2/<endpoint>/openai/v1/<path>` as the platform serves it: the request becomes an ordinary job
  * whose input is `{openai_route: "/v1/<path>", openai_input: <body, or {} for GET>}`; the answer is
  * the job's output (not streamed), or its stream items as server-sent events (`stream: true`).
- * `models` takes GET too; every request counts under the `openai` rate-limit row.
+ * `models` and `models/<id>` take GET too; every request counts under the `openai` rate-limit row.
  */
 export const OPENAI_ROUTE_TABLE = tableOf<OpenAIRoutesContext, "client">()({
   openai: [
@@ -53,6 +55,14 @@ export const OPENAI_ROUTE_TABLE = tableOf<OpenAIRoutesContext, "client">()({
       rate: "openai",
       body: openAIBody,
       handle: (ctx, call, body) => handleOpenAIRoute(ctx, call, "/v1/models", body),
+    }),
+    route({
+      method: "GET",
+      path: "openai/v1/models/*model",
+      access: "client",
+      rate: "openai",
+      body: openAIBody,
+      handle: (ctx, call, body) => handleOpenAIRoute(ctx, call, `/v1/models/${call.params.model}`, body),
     }),
     route({
       method: "POST",
@@ -79,29 +89,28 @@ export function openAIFamily(ctx: OpenAIRoutesContext): RouteFamily<OpenAIRoutes
     routes: routesOf(OPENAI_ROUTE_TABLE),
     ...clientChecks(ctx),
     refuse({ req, res, url, endpointId, path }, refusal) {
+      // Refused before a job exists: the answer still carries a request id, as OpenAI's do.
+      const refused = (status: number, body: OpenAIErrorBody, headers?: Record<string, string>) =>
+        sendRefusal(res, status, body, headers);
       switch (refusal.reason) {
         case "key":
-          return sendOpenAIError(
-            res,
+          return refused(
             401,
             openAIError("missing or wrong API key", "invalid_request_error", "invalid_api_key"),
           );
         case "endpoint":
-          return sendOpenAIError(
-            res,
+          return refused(
             404,
             openAIError(`endpoint "${endpointId}" not found`, "not_found_error", "endpoint_not_found"),
           );
         case "forbidden":
-          return sendOpenAIError(
-            res,
+          return refused(
             403,
             openAIError(`this API key has no access to endpoint "${endpointId}"`, "permission_error"),
           );
         case "path":
         case "malformed":
-          return sendOpenAIError(
-            res,
+          return refused(
             404,
             openAIError(
               `Invalid URL (${req.method} ${url.pathname})`,
@@ -111,8 +120,7 @@ export function openAIFamily(ctx: OpenAIRoutesContext): RouteFamily<OpenAIRoutes
           );
         case "method": {
           const methods = [...refusal.allow].sort();
-          return sendOpenAIError(
-            res,
+          return refused(
             405,
             openAIError(
               `/${path.slice(1).join("/")} takes ${methods.join(" or ")}, got ${req.method}`,
@@ -123,15 +131,11 @@ export function openAIFamily(ctx: OpenAIRoutesContext): RouteFamily<OpenAIRoutes
           );
         }
         case "rate":
-          return sendOpenAIError(
-            res,
-            429,
-            openAIError(refusal.message, "rate_limit_error", "rate_limit_exceeded"),
-            { ...refusal.headers },
-          );
+          return refused(429, openAIError(refusal.message, "rate_limit_error", "rate_limit_exceeded"), {
+            ...refusal.headers,
+          });
         default:
-          return sendOpenAIError(
-            res,
+          return refused(
             refusal.status,
             refusal.status === 413
               ? openAIError(refusal.message, "invalid_request_error", "too_large")
@@ -152,7 +156,7 @@ async function handleOpenAIRoute(
   const { res } = call;
   const value = read.value;
   if (value !== undefined && (typeof value !== "object" || value === null || Array.isArray(value))) {
-    sendOpenAIError(res, 400, openAIError("request body must be a JSON object", "invalid_request_error"));
+    sendRefusal(res, 400, openAIError("request body must be a JSON object", "invalid_request_error"));
     return;
   }
   const body = (value ?? {}) as Record<string, unknown>;
@@ -163,4 +167,21 @@ async function handleOpenAIRoute(
     ctx.options.limits.runsyncRetentionMs,
   );
   await relay(ctx, res, job, body["stream"] === true);
+}
+
+/**
+ * Answers a request refused before its job was made (a wrong key, a bad body, a wrong method):
+ * with an `x-request-id` of its own (`req_` and 24 hex digits, as OpenAI's look), since there is
+ * no job id to give.
+ */
+function sendRefusal(
+  res: ServerResponse,
+  status: number,
+  body: OpenAIErrorBody,
+  headers: Record<string, string> = {},
+): void {
+  sendOpenAIError(res, status, body, {
+    ...headers,
+    "x-request-id": `req_${randomBytes(12).toString("hex")}`,
+  });
 }

@@ -35,6 +35,15 @@ describe("handler", () => {
     expect(text).toBe("You said: one two three");
   });
 
+  it("answers the Responses API through chat", async () => {
+    await using h = await createHarness({ handler });
+    const res = await post(h, "responses", { model: "my-model", input: "one two three" });
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { status: string; output: { content: { text: string }[] }[] };
+    expect(body.status).toBe("completed");
+    expect(body.output[0]?.content[0]?.text).toBe("You said: one two three");
+  });
+
   it("answers 400 naming the field when the body is invalid", async () => {
     await using h = await createHarness({ handler });
     const res = await post(h, "chat/completions", { model: "my-model", messages: [] });
