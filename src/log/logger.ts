@@ -1,6 +1,7 @@
 import { createRequire } from "node:module";
 import pino, { type Logger } from "pino";
 import type { PrettyOptions, PrettyStream } from "pino-pretty";
+import { LOG_SECRETS, REDACTED, textScrubber } from "./redact-text.js";
 
 type PrettyFactory = (options: PrettyOptions) => PrettyStream;
 
@@ -41,7 +42,6 @@ const SECRET_KEYS = new Set([
   "bucket_secret_access_key",
   "x-api-key",
 ]);
-const REDACTED = "[redacted]";
 
 /**
  * True when a log object needs no redaction: no key is secret-named and no value is an object to
@@ -85,44 +85,6 @@ export interface LoggerOptions {
   secrets?: readonly string[];
   /** JSON lines: bytes that may wait in the destination before lines are dropped. @default {@link MAX_BUFFERED_LOG_BYTES} */
   maxBufferedBytes?: number;
-}
-
-/**
- * `user:password@` (or a lone token) in a URL: `https://user:pw@host` becomes `https://[redacted]@host`.
- * The scheme is bounded (32 characters): unbounded, a long dotted run in a line that holds an `@`
- * made the match quadratic (seconds for 100 KB), on every logger's every line.
- */
-const URL_CREDENTIALS = /\b([a-z][a-z0-9+.-]{0,31}:\/\/)[^/\s"'@]+@/gi;
-/** Shorter secrets are only replaced where they stand alone, so a 2-character key does not blank every word holding it. */
-const ALONE_BELOW_CHARS = 8;
-
-/** Escapes `text` for use inside a regular expression. */
-function literal(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
-}
-
-/**
- * pino's last step before a line is written (`hooks.streamWrite`): replaces each literal secret,
- * of any length and any characters, as JSON writes it (a key holding `"` or `\` is escaped in the
- * line), and the credentials of any URL.
- */
-function scrubbing(secrets: readonly string[]): (line: string) => string {
-  // Lines are JSON when this runs (pino-pretty reads them afterwards): a secret is there as JSON
-  // writes it, so the written form is the one to look for.
-  const forms = new Set<string>();
-  for (const secret of secrets) if (secret !== "") forms.add(JSON.stringify(secret).slice(1, -1));
-  const long = [...forms].filter((f) => f.length >= ALONE_BELOW_CHARS).sort((a, b) => b.length - a.length);
-  const short = [...forms].filter((f) => f.length < ALONE_BELOW_CHARS);
-  const alone =
-    short.length === 0
-      ? undefined
-      : new RegExp(`(?<![A-Za-z0-9_])(?:${short.map(literal).join("|")})(?![A-Za-z0-9_])`, "g");
-  return (line) => {
-    let text = line;
-    for (const n of long) if (text.includes(n)) text = text.replaceAll(n, REDACTED);
-    if (alone !== undefined) text = text.replace(alone, REDACTED);
-    return text.includes("@") ? text.replace(URL_CREDENTIALS, `$1${REDACTED}@`) : text;
-  };
 }
 
 /**
@@ -205,7 +167,9 @@ function boundedDestination(
 export function createLogger(options: LoggerOptions): Logger {
   const level = options.level ?? "info";
   const out = options.destination ?? process.stdout;
-  const hooks = { hooks: { streamWrite: scrubbing(options.secrets ?? []) } };
+  // pino's last step before a line is written (`hooks.streamWrite`): lines are JSON when this runs
+  // (pino-pretty reads them afterwards), so a secret is looked for as JSON writes it.
+  const hooks = { hooks: { streamWrite: textScrubber(options.secrets ?? [], true) } };
   const formatters = {
     log: (obj: Record<string, unknown>) =>
       plainAndSafe(obj) ? obj : (redactSecrets(obj) as Record<string, unknown>),
@@ -213,17 +177,20 @@ export function createLogger(options: LoggerOptions): Logger {
   const pretty = options.platform ? null : loadPretty();
   if (pretty === null) {
     const destination = boundedDestination(out, options.maxBufferedBytes ?? MAX_BUFFERED_LOG_BYTES);
-    return pino(
-      {
-        level,
-        base: null,
-        timestamp: false,
-        messageKey: "message",
-        formatters: { ...formatters, level: (label: string) => ({ level: label.toUpperCase() }) },
-        mixin: requestIdMixin,
-        ...hooks,
-      },
-      destination,
+    return withSecrets(
+      pino(
+        {
+          level,
+          base: null,
+          timestamp: false,
+          messageKey: "message",
+          formatters: { ...formatters, level: (label: string) => ({ level: label.toUpperCase() }) },
+          mixin: requestIdMixin,
+          ...hooks,
+        },
+        destination,
+      ),
+      options.secrets,
     );
   }
   const prettyStream = pretty({
@@ -233,7 +200,16 @@ export function createLogger(options: LoggerOptions): Logger {
     ignore: "pid,hostname",
     destination: out,
   });
-  return pino({ level, base: null, formatters, ...hooks }, prettyStream);
+  return withSecrets(pino({ level, base: null, formatters, ...hooks }, prettyStream), options.secrets);
+}
+
+/**
+ * Keeps the logger's literal secrets on it (its children inherit them), so what else leaves the
+ * worker is scrubbed as its lines are (redact-text.ts, `redactText`).
+ */
+function withSecrets(log: Logger, secrets: readonly string[] | undefined): Logger {
+  Object.defineProperty(log, LOG_SECRETS, { value: Object.freeze([...(secrets ?? [])]), enumerable: false });
+  return log;
 }
 
 export type { Logger };

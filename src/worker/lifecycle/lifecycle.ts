@@ -1,6 +1,7 @@
 import type { Logger } from "pino";
 import type { Clock, ClockTimer } from "../../clock.js";
 import type { Unfitness } from "../../handler/unfit.js";
+import { redactText } from "../../log/redact-text.js";
 import { StateMachine, type Transitions } from "../../state-machine.js";
 import { installCrashHandlers, installSignalHandlers } from "./signals.js";
 
@@ -221,7 +222,8 @@ export class WorkerLifecycle implements WorkerFacts {
     if (this.#info.reason !== "runaway") this.#info = { reason: "unhealthy", exitCode: 1 };
     // Stop taking before the ping goes out, so no job arrives at a worker that declared itself unfit.
     this.#drain();
-    this.#unhealthyPing = this.#options.ping?.unhealthy(check, reason);
+    // The reason leaves the worker: scrubbed as the log's lines are.
+    this.#unhealthyPing = this.#options.ping?.unhealthy(check, redactText(reason, this.#options.log));
   }
 
   /**
@@ -246,7 +248,9 @@ export class WorkerLifecycle implements WorkerFacts {
     }
     let ping: Promise<void>;
     try {
-      ping = this.#options.ping?.unhealthy(CRASH_CHECK, reason) ?? Promise.resolve();
+      ping =
+        this.#options.ping?.unhealthy(CRASH_CHECK, redactText(reason, this.#options.log)) ??
+        Promise.resolve();
     } catch {
       ping = Promise.resolve();
     }
