@@ -106,8 +106,37 @@ function requestIdMixin(_obj: object, _level: number, logger: Logger): object {
  */
 export const MAX_BUFFERED_LOG_BYTES = 8 * 1_048_576; // 8 MiB
 
-/** Destinations already listened to for errors (one listener each, however many loggers share one). */
-const heard = new WeakSet<object>();
+/** Destinations already listened to for errors (one listener each, however many loggers share one), and whether each failed. */
+const heard = new WeakMap<object, { failed: boolean }>();
+
+/**
+ * Listens to `out` for its first error (EPIPE: its reader is gone; ENOSPC: it is /dev/full) and
+ * reports it once on stderr, where lines go on being dropped; the error never reaches the process.
+ * Both kinds of logger do this (the pretty one too: pino-pretty's pipe swallowed the error, so a
+ * local worker whose stdout failed said nothing, issue 51 item 13).
+ */
+function reportFailure(out: NodeJS.WritableStream): { readonly failed: boolean } {
+  let state = heard.get(out);
+  if (state === undefined) {
+    const fresh = { failed: false };
+    state = fresh;
+    heard.set(out, fresh);
+    out.on("error", (err: Error) => {
+      if (fresh.failed) return;
+      fresh.failed = true;
+      try {
+        if (out !== process.stderr) {
+          process.stderr.write(
+            `runlet: writing the log failed (${err.message}); log lines are dropped from now on\n`,
+          );
+        }
+      } catch {
+        // stderr is gone too: nothing is left to tell.
+      }
+    });
+  }
+  return state;
+}
 
 /**
  * `out` as pino writes to it, bounded: past {@link MAX_BUFFERED_LOG_BYTES} waiting, lines are
@@ -120,23 +149,7 @@ function boundedDestination(
   maxBufferedBytes: number,
 ): { write(line: string): boolean; readonly writableLength: number } {
   let dropped = 0;
-  let failed = false;
-  if (!heard.has(out)) {
-    heard.add(out);
-    out.on("error", (err: Error) => {
-      if (failed) return;
-      failed = true;
-      try {
-        if (out !== process.stderr) {
-          process.stderr.write(
-            `runlet: writing the log failed (${err.message}); log lines are dropped from now on\n`,
-          );
-        }
-      } catch {
-        // stderr is gone too: nothing is left to tell.
-      }
-    });
-  }
+  const failure = reportFailure(out);
   const waiting = (): number => (out as { writableLength?: number }).writableLength ?? 0;
   return {
     /** The bytes waiting in `out`, as a Writable says: what others that log here bound themselves by (a sidecar's lines). */
@@ -144,7 +157,11 @@ function boundedDestination(
       return waiting();
     },
     write(line: string): boolean {
-      if (failed || (out as { destroyed?: boolean }).destroyed === true || waiting() > maxBufferedBytes) {
+      if (
+        failure.failed ||
+        (out as { destroyed?: boolean }).destroyed === true ||
+        waiting() > maxBufferedBytes
+      ) {
         dropped += 1;
         return true;
       }
@@ -193,6 +210,7 @@ export function createLogger(options: LoggerOptions): Logger {
       options.secrets,
     );
   }
+  reportFailure(out);
   const prettyStream = pretty({
     sync: true,
     colorize: false,
