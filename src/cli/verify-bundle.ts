@@ -8,6 +8,7 @@ import { FITNESS_ENV } from "../protocol/index.js";
 import { BUNDLE_FILE } from "./bundle.js";
 import { WORKER_NODE_FLAGS } from "./dockerfile.js";
 import { EXTERNALS_KEY, packageOfSpecifier } from "./externals.js";
+import { HUB_TESTS_FILE, type HubTest, readHubTests } from "./hub-tests.js";
 import { readJobs } from "./test-jobs.js";
 import { inheritedEnv } from "./worker-pool.js";
 
@@ -29,6 +30,12 @@ export interface VerifyReport {
   readonly jobs: readonly { readonly status: string; readonly ms: number | undefined }[];
   /** Whether test_input.json was there (without it only load, setup and teardown are checked). */
   readonly hadInput: boolean;
+  /** `.runpod/tests.json`'s cases, run after test_input.json's job(s): each name, status and time (ms). */
+  readonly hubTests: readonly {
+    readonly name: string;
+    readonly status: string;
+    readonly ms: number | undefined;
+  }[];
 }
 
 /**
@@ -185,6 +192,8 @@ export async function verifyBundle(options: VerifyOptions): Promise<VerifyReport
   const hadInput = options.mode !== "setup" && existsSync(join(projectDir, "test_input.json"));
   const read = hadInput ? await readJobs(undefined, projectDir) : [];
   const jobs = Array.isArray(read) ? read : [read];
+  // The template hub's cases run too, so a stale one fails the build instead of the hub's run.
+  const hubTests: HubTest[] = options.mode === "setup" ? [] : ((await readHubTests(projectDir)) ?? []);
   const { startHarness } = await import("../harness/index.js");
   const lonely = await mkdtemp(join(tmpdir(), "runlet-verify-"));
   try {
@@ -193,6 +202,7 @@ export async function verifyBundle(options: VerifyOptions): Promise<VerifyReport
     await cp(distDir, lonely, { recursive: true, verbatimSymlinks: true });
     await using harness = await startHarness({ takeTimeoutMs: 1_000, endpoints: [{ id: ENDPOINT_ID }] });
     const ids = jobs.map((job) => harness.enqueue(ENDPOINT_ID, job as Parameters<typeof harness.enqueue>[1]));
+    const hubIds = hubTests.map((test) => harness.enqueue(ENDPOINT_ID, { input: test.input }));
     const env: NodeJS.ProcessEnv = {
       ...inheritedEnv(),
       ...harness.workerEnv(ENDPOINT_ID),
@@ -319,7 +329,7 @@ export async function verifyBundle(options: VerifyOptions): Promise<VerifyReport
         }
         if (failure !== undefined) throw fail(failure);
         if (exitCode !== undefined) throw fail(`the worker exited with code ${exitCode} before it was done`);
-        const snaps = ids.map((id) => harness.job(id));
+        const snaps = [...ids, ...hubIds].map((id) => harness.job(id));
         const done = snaps.every(
           (s) => s !== undefined && s.status !== "IN_QUEUE" && s.status !== "IN_PROGRESS",
         );
@@ -336,6 +346,17 @@ export async function verifyBundle(options: VerifyOptions): Promise<VerifyReport
       if (bad !== undefined) {
         const error = typeof bad.error === "string" ? bad.error : JSON.stringify(bad.error ?? null);
         throw fail(`test_input.json's job ended ${bad.status}: ${error.slice(0, 2_000)}`);
+      }
+      const hubReport = hubIds.map((id) => harness.job(id)!);
+      const staleAt = hubReport.findIndex((snap) => snap.status !== "COMPLETED");
+      if (staleAt >= 0) {
+        const snap = hubReport[staleAt]!;
+        const error = typeof snap.error === "string" ? snap.error : JSON.stringify(snap.error ?? null);
+        throw fail(
+          `${HUB_TESTS_FILE}'s test "${hubTests[staleAt]!.name}" ended ${snap.status}: ${error.slice(0, 2_000)}; ` +
+            "the template hub runs this file's cases against the endpoint: update the case to the handler's input " +
+            `(test_input.json's job ${report.length === 0 ? "is not there" : "passed"})`,
+        );
       }
       child.kill("SIGTERM");
       // The stop has its own bound, whatever is left of the step's: the one the message names.
@@ -357,6 +378,11 @@ export async function verifyBundle(options: VerifyOptions): Promise<VerifyReport
         readyMs: readyMs ?? 0,
         jobs: report.map((s) => ({ status: s.status, ms: s.executionTime })),
         hadInput,
+        hubTests: hubReport.map((snap, i) => ({
+          name: hubTests[i]!.name,
+          status: snap.status,
+          ms: snap.executionTime,
+        })),
       };
     } finally {
       // Bounded, whatever the worker left: the worker and its group are killed, the pipes let go.
