@@ -19,6 +19,7 @@ import { BaseSequencer, type TestSpecification } from "vitest/node";
  */
 const UNIT = [
   "test/bench/table.test.ts",
+  "test/cli/starter-allow-scripts.test.ts",
   "test/cli/templates.test.ts",
   "test/dashboard/page-modules.test.ts",
   "test/docs/*.test.ts",
@@ -86,7 +87,7 @@ const PROCESS = [
   // a shared fork would count too, so it runs in a process of its own.
   "test/soak/thirty-days.test.ts",
   "test/bench/smoke.test.ts",
-  "test/cli/!(templates).test.ts",
+  "test/cli/!(templates|starter-allow-scripts).test.ts",
   "test/dashboard/dashboard-browser.test.ts",
   "test/dashboard/dashboard-dev.test.ts",
   "test/dashboard/timeline-browser.test.ts",
