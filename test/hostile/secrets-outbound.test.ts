@@ -72,7 +72,9 @@ describe("secrets never reach the platform (issue 51, item 4)", () => {
     for (const id of ids) {
       const { input: _input, ...job } = h.job(id)!;
       records.push(JSON.stringify(job));
+      records.push(JSON.stringify(h.timeline(id)));
     }
+    records.push(JSON.stringify(h.workers("local")));
     for (const r of h.requests()) {
       // The worker's own key in its Authorization header is how it signs in: everything else counts.
       const { authorization: _auth, ...headers } = r.headers;
