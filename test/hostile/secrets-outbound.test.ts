@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { defineHandler, JobError, WorkerUnfitError } from "../../src/index.js";
+import { startReceiver } from "../telemetry/otlp-receiver.js";
 import { logSink, testHarness, waitFor, workerFor } from "../worker/helpers.js";
 
 /**
@@ -95,6 +96,39 @@ describe("secrets never reach the platform (issue 51, item 4)", () => {
     // And the log, as before.
     for (const secret of [apiKey, URL_PASSWORD, TOKEN, ACCESS_ID, ACCESS_SECRET]) {
       expect(sink.text()).not.toContain(secret);
+    }
+  });
+
+  it("finds none in the spans a collector receives (telemetry attributes and status messages)", async () => {
+    await using h = await testHarness();
+    const receiver = await startReceiver();
+    try {
+      const worker = await workerFor(
+        h,
+        defineHandler({
+          handler: () => {
+            throw new Error(`key ${h.apiKey} https://alice:${URL_PASSWORD}@models.example/?token=${TOKEN}`);
+          },
+        }),
+        {
+          env: {
+            ...h.workerEnv("local"),
+            RUNPOD_ENDPOINT_ID: "local",
+            OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+            OTEL_SERVICE_NAME: "secrets-test",
+          },
+        },
+      );
+      // The result post is answered 503 once: the retry's event carries an error message too.
+      h.injectFault("job-done", { status: 503 }, 1);
+      const id = h.enqueue("local", { input: {} });
+      await waitFor("the job to fail", () => h.job(id)?.status === "FAILED");
+      await worker.close();
+      const spans = JSON.stringify(receiver.spans);
+      expect(spans).toContain("[redacted]");
+      for (const secret of [h.apiKey, URL_PASSWORD, TOKEN]) expect(spans, secret).not.toContain(secret);
+    } finally {
+      await receiver.close();
     }
   });
 });
