@@ -81,7 +81,7 @@ describe("secrets never reach a log line (issue 22, item 5)", () => {
       message: "sent Authorization: Bearer [redacted]",
     });
     const child = log.child({ requestId: "j1" });
-    expect(redactText('key the-worker-api-key, "q\\" https://u:p@h/ x', child, ['q\\'])).toBe(
+    expect(redactText('key the-worker-api-key, "q\\" https://u:p@h/ x', child, ["q\\"])).toBe(
       'key [redacted], "[redacted]" https://[redacted]@h/ x',
     );
   });
