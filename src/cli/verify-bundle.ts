@@ -273,12 +273,18 @@ export async function verifyBundle(options: VerifyOptions): Promise<VerifyReport
      * them, or still runs in its process group, that is named, the group is ended and the pipes
      * let go, so the step never waits on them. Returns what was left running.
      */
-    const sweep = async (): Promise<LeftProcess[]> => {
+    let swept: Promise<LeftProcess[]> | undefined;
+    const sweep = (): Promise<LeftProcess[]> => {
+      // Once: after that the group's id may in time name another process's group.
+      swept ??= sweepOnce();
+      return swept;
+    };
+    const sweepOnce = async (): Promise<LeftProcess[]> => {
       const pid = child.pid;
       if (pid === undefined) return [];
       const pipesClosed = await within(closed, PIPES_CLOSE_MS);
       const left = group ? processGroupMembers(pid) : [];
-      if (group) signalGroup(pid, "SIGKILL");
+      if (group && (left.length > 0 || !pipesClosed)) signalGroup(pid, "SIGKILL");
       if (!pipesClosed) {
         child.stdout.destroy();
         child.stderr.destroy();
