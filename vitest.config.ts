@@ -20,6 +20,7 @@ import { BaseSequencer, type TestSpecification } from "vitest/node";
 const UNIT = [
   "test/bench/table.test.ts",
   "test/cli/externals-copy.test.ts",
+  "test/cli/starter-allow-scripts.test.ts",
   "test/cli/templates.test.ts",
   "test/dashboard/page-modules.test.ts",
   "test/docs/*.test.ts",
@@ -87,7 +88,7 @@ const PROCESS = [
   // a shared fork would count too, so it runs in a process of its own.
   "test/soak/thirty-days.test.ts",
   "test/bench/smoke.test.ts",
-  "test/cli/!(templates|externals-copy).test.ts",
+  "test/cli/!(templates|externals-copy|starter-allow-scripts).test.ts",
   "test/dashboard/dashboard-browser.test.ts",
   "test/dashboard/dashboard-dev.test.ts",
   "test/dashboard/timeline-browser.test.ts",

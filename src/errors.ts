@@ -25,6 +25,8 @@ export const ERROR_CODES = {
     "The worker found itself unfit (a failed health check); it pings unhealthy and exits 1.",
   RUNLET_WORKER_CRASHED:
     "An error escaped every owner (an uncaught exception or rejection); the worker logged its stack, pinged unhealthy with check=crash and exited 1.",
+  RUNLET_WORKER_EXITED:
+    "Code other than the worker's (a handler) called process.exit() while the worker ran: one fatal line names the jobs in flight, and the process exits non-zero.",
   RUNLET_WORKER_STATE:
     "A worker part (a job, a batch member, the worker, an isolation thread) was asked for a move its state table does not allow: a runlet bug.",
   RUNLET_TASK_FAILED:

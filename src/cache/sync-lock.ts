@@ -51,6 +51,8 @@ export async function acquireSyncLock(root: string, signal: AbortSignal): Promis
   for (;;) {
     if (await tryCreate(path, owner)) return held(path, owner);
     const st = await lstat(path).catch(() => undefined);
+    if (st !== undefined && !st.isFile())
+      await refuseNonFile(path, st.isDirectory() ? "a directory" : "not a file");
     if (st !== undefined) {
       const now = performance.now();
       if (seen === undefined || seen.ino !== st.ino || seen.mtimeMs !== st.mtimeMs)
@@ -81,6 +83,27 @@ export async function acquireSyncLock(root: string, signal: AbortSignal): Promis
 }
 
 /**
+ * Something at the lock's path that no worker makes (a directory, a link, a device): no holder
+ * touches it, so waiting would take `staleMs` and its removal then failed with a raw EISDIR,
+ * leaving it behind under another name (issue 51, item 12). It is moved aside (one waiter wins)
+ * and removed whole; this sync fails saying so, and the next one takes the lock.
+ */
+async function refuseNonFile(path: string, what: string): Promise<never> {
+  const aside = tempName(path);
+  if (
+    await rename(path, aside).then(
+      () => true,
+      () => false,
+    )
+  ) {
+    await rm(aside, { recursive: true, force: true }).catch(() => undefined);
+  }
+  throw new Error(
+    `${path} is ${what}, not a lock file a worker makes; it was removed, and the next sync takes the lock`,
+  );
+}
+
+/**
  * Removes the lock moved aside to `aside` when it is the one judged stale (same file, same time as
  * `stale`); otherwise it is a fresh lock, made after the look, and goes back to `path`. Put back
  * with a hard link, which never replaces a lock a third waiter made meanwhile; then its holder
@@ -91,7 +114,7 @@ async function dropIfStale(aside: string, path: string, stale: Seen): Promise<vo
   const moved = await lstat(aside).catch(() => undefined);
   if (moved === undefined) return;
   if (moved.ino === stale.ino && moved.mtimeMs === stale.mtimeMs) {
-    await rm(aside, { force: true });
+    await rm(aside, { recursive: true, force: true });
     return;
   }
   try {

@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { cp, mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -8,6 +8,7 @@ import { FITNESS_ENV } from "../protocol/index.js";
 import { BUNDLE_FILE } from "./bundle.js";
 import { WORKER_NODE_FLAGS } from "./dockerfile.js";
 import { EXTERNALS_KEY, packageOfSpecifier } from "./externals.js";
+import { HUB_TESTS_FILE, type HubTest, readHubTests } from "./hub-tests.js";
 import { readJobs } from "./test-jobs.js";
 import { inheritedEnv } from "./worker-pool.js";
 
@@ -29,6 +30,12 @@ export interface VerifyReport {
   readonly jobs: readonly { readonly status: string; readonly ms: number | undefined }[];
   /** Whether test_input.json was there (without it only load, setup and teardown are checked). */
   readonly hadInput: boolean;
+  /** `.runpod/tests.json`'s cases, run after test_input.json's job(s): each name, status and time (ms). */
+  readonly hubTests: readonly {
+    readonly name: string;
+    readonly status: string;
+    readonly ms: number | undefined;
+  }[];
 }
 
 /**
@@ -84,6 +91,68 @@ const KEPT_LINE_CHARS = 2_000;
 /** Longest unterminated line held while it is being written. */
 const MAX_PENDING_CHARS = 1_048_576;
 
+/** How long the worker's output pipes may stay open after it exited before the step looks for who holds them, ms. */
+const PIPES_CLOSE_MS = 1_000;
+/** How long the step waits for a SIGKILLed worker to be gone, ms. */
+const KILL_WAIT_MS = 5_000;
+
+/** A process left running in the worker's process group. */
+interface LeftProcess {
+  readonly pid: number;
+  readonly command: string;
+}
+
+/**
+ * The processes in process group `pgid` (Linux: from /proc; elsewhere an empty list). Each with
+ * its command line, shortened.
+ */
+export function processGroupMembers(pgid: number): LeftProcess[] {
+  const out: LeftProcess[] = [];
+  let entries: string[];
+  try {
+    entries = readdirSync("/proc");
+  } catch {
+    return out;
+  }
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      // "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses.
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      if (Number(fields[2]) !== pgid) continue;
+      const cmdline = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0").filter(Boolean).join(" ");
+      const command = cmdline === "" ? stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")) : cmdline;
+      out.push({ pid: Number(entry), command: command.length > 200 ? `${command.slice(0, 200)}…` : command });
+    } catch {
+      // Gone meanwhile, or not ours to read.
+    }
+  }
+  return out;
+}
+
+/** Sends `signal` to the process group `pgid`; false when there is none left. */
+function signalGroup(pgid: number, signal: NodeJS.Signals): boolean {
+  try {
+    process.kill(-pgid, signal);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Resolves with true when `promise` settles within `ms`, false otherwise. */
+function within(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(false), ms);
+    timer.unref();
+    void promise.then(() => {
+      clearTimeout(timer);
+      resolve(true);
+    });
+  });
+}
+
 /**
  * The package a worker's log says it could not find (`Cannot find module 'x/package.json'`,
  * `Cannot find package 'x' imported from ...`), if any.
@@ -123,6 +192,8 @@ export async function verifyBundle(options: VerifyOptions): Promise<VerifyReport
   const hadInput = options.mode !== "setup" && existsSync(join(projectDir, "test_input.json"));
   const read = hadInput ? await readJobs(undefined, projectDir) : [];
   const jobs = Array.isArray(read) ? read : [read];
+  // The template hub's cases run too, so a stale one fails the build instead of the hub's run.
+  const hubTests: HubTest[] = options.mode === "setup" ? [] : ((await readHubTests(projectDir)) ?? []);
   const { startHarness } = await import("../harness/index.js");
   const lonely = await mkdtemp(join(tmpdir(), "runlet-verify-"));
   try {
@@ -131,6 +202,7 @@ export async function verifyBundle(options: VerifyOptions): Promise<VerifyReport
     await cp(distDir, lonely, { recursive: true, verbatimSymlinks: true });
     await using harness = await startHarness({ takeTimeoutMs: 1_000, endpoints: [{ id: ENDPOINT_ID }] });
     const ids = jobs.map((job) => harness.enqueue(ENDPOINT_ID, job as Parameters<typeof harness.enqueue>[1]));
+    const hubIds = hubTests.map((test) => harness.enqueue(ENDPOINT_ID, { input: test.input }));
     const env: NodeJS.ProcessEnv = {
       ...inheritedEnv(),
       ...harness.workerEnv(ENDPOINT_ID),
@@ -142,10 +214,15 @@ export async function verifyBundle(options: VerifyOptions): Promise<VerifyReport
       NODE_ENV: "production",
     };
     const started = performance.now();
+    // Its own process group (POSIX), so the step can end whatever the worker started: a process
+    // from setup that inherited its output pipes kept them open after the worker exited, and the
+    // step waited on them for ever (issue 51, item 6).
+    const group = process.platform !== "win32";
     const child = spawn(process.execPath, [...WORKER_NODE_FLAGS, join(lonely, BUNDLE_FILE)], {
       cwd: lonely,
       env,
       stdio: ["ignore", "pipe", "pipe"],
+      detached: group,
     });
     const lines: string[] = [];
     let readyMs: number | undefined;
@@ -177,15 +254,53 @@ export async function verifyBundle(options: VerifyOptions): Promise<VerifyReport
     // A worker that could not be started at all (no such Node, a folder it may not run in): the
     // child says so with 'error' and no process; without a listener that would end the CLI.
     let spawnError: Error | undefined;
+    // The worker's own end ('exit'), and its pipes' ('close'): a process it started may hold them.
     const exited = new Promise<number | null>((resolve) => {
-      child.once("close", (code) => resolve(code));
+      child.once("exit", (code) => resolve(code));
       child.on("error", (err) => {
         spawnError ??= err;
         if (child.pid === undefined) resolve(null);
       });
     });
+    const closed = new Promise<void>((resolve) => {
+      child.once("close", () => resolve());
+      child.once("error", () => {
+        if (child.pid === undefined) resolve();
+      });
+    });
+    /**
+     * Once the worker has exited: waits a moment for its pipes to close; if something still holds
+     * them, or still runs in its process group, that is named, the group is ended and the pipes
+     * let go, so the step never waits on them. Returns what was left running.
+     */
+    let swept: Promise<LeftProcess[]> | undefined;
+    const sweep = (): Promise<LeftProcess[]> => {
+      // Once: after that the group's id may in time name another process's group.
+      swept ??= sweepOnce();
+      return swept;
+    };
+    const sweepOnce = async (): Promise<LeftProcess[]> => {
+      const pid = child.pid;
+      if (pid === undefined) return [];
+      const pipesClosed = await within(closed, PIPES_CLOSE_MS);
+      const left = group ? processGroupMembers(pid) : [];
+      if (group && (left.length > 0 || !pipesClosed)) signalGroup(pid, "SIGKILL");
+      if (!pipesClosed) {
+        child.stdout.destroy();
+        child.stderr.destroy();
+      }
+      return pipesClosed && left.length === 0
+        ? []
+        : left.length === 0
+          ? [{ pid: -1, command: "a process outside the worker's process group" }]
+          : left;
+    };
+    const describeLeft = (left: readonly LeftProcess[]): string =>
+      left.map((p) => (p.pid < 0 ? p.command : `pid ${p.pid} (${p.command})`)).join(", ");
     let exitCode: number | null | undefined;
-    void exited.then((code) => {
+    // Read as exited once its output is read too (its last lines name what failed), or a moment later.
+    void exited.then(async (code) => {
+      await within(closed, PIPES_CLOSE_MS);
       exitCode = code;
     });
     const deadline = Date.now() + timeoutMs;
@@ -220,7 +335,7 @@ export async function verifyBundle(options: VerifyOptions): Promise<VerifyReport
         }
         if (failure !== undefined) throw fail(failure);
         if (exitCode !== undefined) throw fail(`the worker exited with code ${exitCode} before it was done`);
-        const snaps = ids.map((id) => harness.job(id));
+        const snaps = [...ids, ...hubIds].map((id) => harness.job(id));
         const done = snaps.every(
           (s) => s !== undefined && s.status !== "IN_QUEUE" && s.status !== "IN_PROGRESS",
         );
@@ -238,6 +353,17 @@ export async function verifyBundle(options: VerifyOptions): Promise<VerifyReport
         const error = typeof bad.error === "string" ? bad.error : JSON.stringify(bad.error ?? null);
         throw fail(`test_input.json's job ended ${bad.status}: ${error.slice(0, 2_000)}`);
       }
+      const hubReport = hubIds.map((id) => harness.job(id)!);
+      const staleAt = hubReport.findIndex((snap) => snap.status !== "COMPLETED");
+      if (staleAt >= 0) {
+        const snap = hubReport[staleAt]!;
+        const error = typeof snap.error === "string" ? snap.error : JSON.stringify(snap.error ?? null);
+        throw fail(
+          `${HUB_TESTS_FILE}'s test "${hubTests[staleAt]!.name}" ended ${snap.status}: ${error.slice(0, 2_000)}; ` +
+            "the template hub runs this file's cases against the endpoint: update the case to the handler's input " +
+            `(test_input.json's job ${report.length === 0 ? "is not there" : "passed"})`,
+        );
+      }
       child.kill("SIGTERM");
       // The stop has its own bound, whatever is left of the step's: the one the message names.
       const graceMs = options.stopGraceMs ?? STOP_GRACE_MS;
@@ -246,16 +372,31 @@ export async function verifyBundle(options: VerifyOptions): Promise<VerifyReport
         new Promise<"late">((r) => setTimeout(() => r("late"), graceMs).unref()),
       ]);
       if (code === "late") throw fail(`the worker did not stop within ${graceMs / 1000} s of SIGTERM`);
+      const left = await sweep();
+      if (left.length > 0) {
+        throw fail(
+          `the worker exited, but what it started was left running, holding its output: ${describeLeft(left)}; the verify step ended its process group (a process that setup starts must end with teardown)`,
+        );
+      }
       if (failure !== undefined) throw fail(failure);
       if (code !== 0) throw fail(`the worker stopped with exit code ${code} (0 expected after SIGTERM)`);
       return {
         readyMs: readyMs ?? 0,
         jobs: report.map((s) => ({ status: s.status, ms: s.executionTime })),
         hadInput,
+        hubTests: hubReport.map((snap, i) => ({
+          name: hubTests[i]!.name,
+          status: snap.status,
+          ms: snap.executionTime,
+        })),
       };
     } finally {
-      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-      await exited;
+      // Bounded, whatever the worker left: the worker and its group are killed, the pipes let go.
+      if (child.exitCode === null && child.signalCode === null) {
+        if (!(group && child.pid !== undefined && signalGroup(child.pid, "SIGKILL"))) child.kill("SIGKILL");
+      }
+      await within(exited, KILL_WAIT_MS);
+      await sweep();
     }
   } finally {
     await rm(lonely, { recursive: true, force: true });

@@ -4,10 +4,20 @@ import { join } from "node:path";
 /** Path segments whose changes never reload workers (dependencies, build output, VCS, editors). */
 const IGNORED_SEGMENTS = new Set(["node_modules", "dist", "coverage"]);
 
+/**
+ * File names editors write beside the file they save, never a source: vim's write test `4913` and
+ * its swap files (`.swp`, `.swo`, ...; `.name.swp` is a dot file anyway), emacs's `#name#`
+ * autosave, JetBrains' safe-write `___jb_tmp___` / `___jb_old___`, kate's `.kate-swp`, Chrome's
+ * `.crswap`, a `.tmp` and a `~` backup. A reload line named them (issue 54, item 7).
+ */
+const EDITOR_TEMPORARY = /^4913$|^#.*#$|\.sw[a-p]x?$|___jb_(?:tmp|old)___$|\.kate-swp$|\.crswap$|\.tmp$|~$/;
+
 function ignored(relPath: string): boolean {
   const parts = relPath.split(/[\\/]/);
+  const name = parts[parts.length - 1] ?? "";
   return (
-    parts.some((p) => IGNORED_SEGMENTS.has(p) || (p.startsWith(".") && p.length > 1)) || relPath.endsWith("~")
+    parts.some((p) => IGNORED_SEGMENTS.has(p) || (p.startsWith(".") && p.length > 1)) ||
+    EDITOR_TEMPORARY.test(name)
   );
 }
 

@@ -72,6 +72,8 @@ interface Member {
   readonly child: ChildProcess;
   readonly exited: Promise<void>;
   stopping: boolean;
+  /** Its stop (one SIGTERM, a SIGKILL past the grace), shared by every caller that asks for it. */
+  stopped: Promise<void> | undefined;
   /** It logged `worker started`: its handler loaded. */
   started: boolean;
   /** It logged `worker ready`: its start-up (health check, setup) is done. */
@@ -156,6 +158,7 @@ export class WorkerPool {
       podId,
       child,
       stopping: false,
+      stopped: undefined,
       started: false,
       ready: false,
       unfit: undefined,
@@ -214,7 +217,17 @@ export class WorkerPool {
     this.#options.onStartup?.(member.label, member.podId, update);
   }
 
-  async #stop(member: Member): Promise<void> {
+  /**
+   * Stops `member` once, however often it is asked (a second save, then close()): a worker is sent
+   * SIGTERM once, since a second SIGTERM means "exit now" and would drop the job it is finishing,
+   * which then ran again on the new code (issue 51, item 5).
+   */
+  #stop(member: Member): Promise<void> {
+    member.stopped ??= this.#stopOnce(member);
+    return member.stopped;
+  }
+
+  async #stopOnce(member: Member): Promise<void> {
     // Retired before it is signalled: from here on, no job is handed to it (not even in the moment
     // its last take stays open while it stops: take-loop.ts, TAKE_SETTLE_MS).
     if (!member.stopping) this.#options.onRetire?.(member.label, member.podId);

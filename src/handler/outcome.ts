@@ -125,11 +125,28 @@ const PLAIN_MESSAGE_CODES: ReadonlySet<RunletErrorCode> = new Set<RunletErrorCod
 ]);
 
 /**
+ * Codes of what the caller sent that could not be fetched (a refused, failed, too large or too
+ * slow URL download): the caller's fault, not the handler's, so they fail the job with a plain
+ * message that starts with the code, no traceback report (issue 54, item 4).
+ */
+const CALLER_CODES: ReadonlySet<RunletErrorCode> = new Set<RunletErrorCode>([
+  "RUNLET_S3_DOWNLOAD_REFUSED",
+  "RUNLET_S3_ENDPOINT_REFUSED",
+  "RUNLET_S3_DOWNLOAD_TOO_LARGE",
+  "RUNLET_S3_DOWNLOAD_TIMEOUT",
+  "RUNLET_URL_DOWNLOAD_HTTP",
+  "RUNLET_URL_DOWNLOAD_FAILED",
+]);
+
+/**
  * The result of a handler that threw `thrown`: a JobError fails with its own message (and
- * `refreshWorker` → stopPod); runlet's job-level errors keep their message; anything else becomes
- * the JSON error report text.
+ * `refreshWorker` → stopPod); runlet's job-level errors keep their message; a download the caller
+ * asked for that failed is `<code>: <message>`; anything else becomes the JSON error report text.
  */
 export function failedResult(thrown: unknown, identity: ReportIdentity, stopPod: boolean): JobResult {
+  if (isRunletError(thrown) && CALLER_CODES.has(thrown.code)) {
+    return { kind: "error", message: `${thrown.code}: ${thrown.message}`, code: thrown.code, stopPod };
+  }
   if (isRunletError(thrown) && PLAIN_MESSAGE_CODES.has(thrown.code)) {
     const refresh = (thrown as { refreshWorker?: unknown }).refreshWorker === true;
     return { kind: "error", message: thrown.message, code: thrown.code, stopPod: stopPod || refresh };

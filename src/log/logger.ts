@@ -1,6 +1,7 @@
 import { createRequire } from "node:module";
 import pino, { type Logger } from "pino";
 import type { PrettyOptions, PrettyStream } from "pino-pretty";
+import { LOG_SECRETS, REDACTED, textScrubber } from "./redact-text.js";
 
 type PrettyFactory = (options: PrettyOptions) => PrettyStream;
 
@@ -41,7 +42,6 @@ const SECRET_KEYS = new Set([
   "bucket_secret_access_key",
   "x-api-key",
 ]);
-const REDACTED = "[redacted]";
 
 /**
  * True when a log object needs no redaction: no key is secret-named and no value is an object to
@@ -88,44 +88,6 @@ export interface LoggerOptions {
 }
 
 /**
- * `user:password@` (or a lone token) in a URL: `https://user:pw@host` becomes `https://[redacted]@host`.
- * The scheme is bounded (32 characters): unbounded, a long dotted run in a line that holds an `@`
- * made the match quadratic (seconds for 100 KB), on every logger's every line.
- */
-const URL_CREDENTIALS = /\b([a-z][a-z0-9+.-]{0,31}:\/\/)[^/\s"'@]+@/gi;
-/** Shorter secrets are only replaced where they stand alone, so a 2-character key does not blank every word holding it. */
-const ALONE_BELOW_CHARS = 8;
-
-/** Escapes `text` for use inside a regular expression. */
-function literal(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
-}
-
-/**
- * pino's last step before a line is written (`hooks.streamWrite`): replaces each literal secret,
- * of any length and any characters, as JSON writes it (a key holding `"` or `\` is escaped in the
- * line), and the credentials of any URL.
- */
-function scrubbing(secrets: readonly string[]): (line: string) => string {
-  // Lines are JSON when this runs (pino-pretty reads them afterwards): a secret is there as JSON
-  // writes it, so the written form is the one to look for.
-  const forms = new Set<string>();
-  for (const secret of secrets) if (secret !== "") forms.add(JSON.stringify(secret).slice(1, -1));
-  const long = [...forms].filter((f) => f.length >= ALONE_BELOW_CHARS).sort((a, b) => b.length - a.length);
-  const short = [...forms].filter((f) => f.length < ALONE_BELOW_CHARS);
-  const alone =
-    short.length === 0
-      ? undefined
-      : new RegExp(`(?<![A-Za-z0-9_])(?:${short.map(literal).join("|")})(?![A-Za-z0-9_])`, "g");
-  return (line) => {
-    let text = line;
-    for (const n of long) if (text.includes(n)) text = text.replaceAll(n, REDACTED);
-    if (alone !== undefined) text = text.replace(alone, REDACTED);
-    return text.includes("@") ? text.replace(URL_CREDENTIALS, `$1${REDACTED}@`) : text;
-  };
-}
-
-/**
  * The platform expects `requestId` on every line: null outside a job. Read from the logger's
  * serialised bindings (a job's logger and its children carry `"requestId":`), not from
  * `bindings()`, which parses them anew for every line.
@@ -144,8 +106,37 @@ function requestIdMixin(_obj: object, _level: number, logger: Logger): object {
  */
 export const MAX_BUFFERED_LOG_BYTES = 8 * 1_048_576; // 8 MiB
 
-/** Destinations already listened to for errors (one listener each, however many loggers share one). */
-const heard = new WeakSet<object>();
+/** Destinations already listened to for errors (one listener each, however many loggers share one), and whether each failed. */
+const heard = new WeakMap<object, { failed: boolean }>();
+
+/**
+ * Listens to `out` for its first error (EPIPE: its reader is gone; ENOSPC: it is /dev/full) and
+ * reports it once on stderr, where lines go on being dropped; the error never reaches the process.
+ * Both kinds of logger do this (the pretty one too: pino-pretty's pipe swallowed the error, so a
+ * local worker whose stdout failed said nothing, issue 51 item 13).
+ */
+function reportFailure(out: NodeJS.WritableStream): { readonly failed: boolean } {
+  let state = heard.get(out);
+  if (state === undefined) {
+    const fresh = { failed: false };
+    state = fresh;
+    heard.set(out, fresh);
+    out.on("error", (err: Error) => {
+      if (fresh.failed) return;
+      fresh.failed = true;
+      try {
+        if (out !== process.stderr) {
+          process.stderr.write(
+            `runlet: writing the log failed (${err.message}); log lines are dropped from now on\n`,
+          );
+        }
+      } catch {
+        // stderr is gone too: nothing is left to tell.
+      }
+    });
+  }
+  return state;
+}
 
 /**
  * `out` as pino writes to it, bounded: past {@link MAX_BUFFERED_LOG_BYTES} waiting, lines are
@@ -158,23 +149,7 @@ function boundedDestination(
   maxBufferedBytes: number,
 ): { write(line: string): boolean; readonly writableLength: number } {
   let dropped = 0;
-  let failed = false;
-  if (!heard.has(out)) {
-    heard.add(out);
-    out.on("error", (err: Error) => {
-      if (failed) return;
-      failed = true;
-      try {
-        if (out !== process.stderr) {
-          process.stderr.write(
-            `runlet: writing the log failed (${err.message}); log lines are dropped from now on\n`,
-          );
-        }
-      } catch {
-        // stderr is gone too: nothing is left to tell.
-      }
-    });
-  }
+  const failure = reportFailure(out);
   const waiting = (): number => (out as { writableLength?: number }).writableLength ?? 0;
   return {
     /** The bytes waiting in `out`, as a Writable says: what others that log here bound themselves by (a sidecar's lines). */
@@ -182,7 +157,11 @@ function boundedDestination(
       return waiting();
     },
     write(line: string): boolean {
-      if (failed || (out as { destroyed?: boolean }).destroyed === true || waiting() > maxBufferedBytes) {
+      if (
+        failure.failed ||
+        (out as { destroyed?: boolean }).destroyed === true ||
+        waiting() > maxBufferedBytes
+      ) {
         dropped += 1;
         return true;
       }
@@ -205,7 +184,9 @@ function boundedDestination(
 export function createLogger(options: LoggerOptions): Logger {
   const level = options.level ?? "info";
   const out = options.destination ?? process.stdout;
-  const hooks = { hooks: { streamWrite: scrubbing(options.secrets ?? []) } };
+  // pino's last step before a line is written (`hooks.streamWrite`): lines are JSON when this runs
+  // (pino-pretty reads them afterwards), so a secret is looked for as JSON writes it.
+  const hooks = { hooks: { streamWrite: textScrubber(options.secrets ?? [], true) } };
   const formatters = {
     log: (obj: Record<string, unknown>) =>
       plainAndSafe(obj) ? obj : (redactSecrets(obj) as Record<string, unknown>),
@@ -213,19 +194,23 @@ export function createLogger(options: LoggerOptions): Logger {
   const pretty = options.platform ? null : loadPretty();
   if (pretty === null) {
     const destination = boundedDestination(out, options.maxBufferedBytes ?? MAX_BUFFERED_LOG_BYTES);
-    return pino(
-      {
-        level,
-        base: null,
-        timestamp: false,
-        messageKey: "message",
-        formatters: { ...formatters, level: (label: string) => ({ level: label.toUpperCase() }) },
-        mixin: requestIdMixin,
-        ...hooks,
-      },
-      destination,
+    return withSecrets(
+      pino(
+        {
+          level,
+          base: null,
+          timestamp: false,
+          messageKey: "message",
+          formatters: { ...formatters, level: (label: string) => ({ level: label.toUpperCase() }) },
+          mixin: requestIdMixin,
+          ...hooks,
+        },
+        destination,
+      ),
+      options.secrets,
     );
   }
+  reportFailure(out);
   const prettyStream = pretty({
     sync: true,
     colorize: false,
@@ -233,7 +218,16 @@ export function createLogger(options: LoggerOptions): Logger {
     ignore: "pid,hostname",
     destination: out,
   });
-  return pino({ level, base: null, formatters, ...hooks }, prettyStream);
+  return withSecrets(pino({ level, base: null, formatters, ...hooks }, prettyStream), options.secrets);
+}
+
+/**
+ * Keeps the logger's literal secrets on it (its children inherit them), so what else leaves the
+ * worker is scrubbed as its lines are (redact-text.ts, `redactText`).
+ */
+function withSecrets(log: Logger, secrets: readonly string[] | undefined): Logger {
+  Object.defineProperty(log, LOG_SECRETS, { value: Object.freeze([...(secrets ?? [])]), enumerable: false });
+  return log;
 }
 
 export type { Logger };

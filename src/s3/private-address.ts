@@ -1,6 +1,7 @@
 import { type LookupAddress, type LookupOptions, lookup } from "node:dns";
 import { BlockList, isIP } from "node:net";
 import { RunletError } from "../errors.js";
+import { ALLOW_PRIVATE_ADDRESSES_ENV } from "./private-address-switch.js";
 
 /**
  * Addresses a download from a job's input must not reach unless allowed: a URL from a client
@@ -101,8 +102,9 @@ export function refusedError(url: URL, address: string): RunletError {
   return new RunletError(
     "RUNLET_S3_DOWNLOAD_REFUSED",
     `download of ${shown} refused: ${url.hostname} resolves to ${address}, a private, loopback or ` +
-      "link-local address; use a public URL, or start the worker with allowPrivateAddresses: true " +
-      "when this is intended (local tests)",
+      "link-local address; use a public URL, or, where this is intended (tests against a server on this " +
+      `machine or network), start the worker with ${ALLOW_PRIVATE_ADDRESSES_ENV}=1 in its environment (runlet dev, ` +
+      "an image) or allowPrivateAddresses: true in code",
     { details: { url: shown, address } },
   );
 }
@@ -117,8 +119,8 @@ export function endpointRefusedError(url: URL, address: string): RunletError {
     "RUNLET_S3_ENDPOINT_REFUSED",
     `the job's s3Config.endpointUrl ${url.origin} was refused: ${url.hostname} resolves to ${address}, a private, ` +
       "loopback or link-local address; send a public store, set the endpoint's BUCKET_ENDPOINT_URL (the " +
-      "operator's store is trusted), or start the worker with allowPrivateAddresses: true when this is intended " +
-      "(local tests, a store on the worker's own network)",
+      "operator's store is trusted), or, where this is intended (local tests, a store on the worker's own " +
+      `network), start the worker with ${ALLOW_PRIVATE_ADDRESSES_ENV}=1 in its environment or allowPrivateAddresses: true in code`,
     { details: { endpoint: url.origin, address } },
   );
 }

@@ -18,6 +18,7 @@ import { resourceFromAttributes } from "@opentelemetry/resources";
 import { MeterProvider, PeriodicExportingMetricReader } from "@opentelemetry/sdk-metrics";
 import { BatchSpanProcessor, TracerProvider } from "@opentelemetry/sdk-trace";
 import type { Logger } from "pino";
+import { redactText } from "../log/redact-text.js";
 import { VERSION } from "../version.js";
 import type { WorkerEventHub, WorkerEvents } from "../worker/events.js";
 import type { BatchRun, BatchRunRequest } from "../worker/runner/batch-runner.js";
@@ -417,7 +418,7 @@ export class OtelWorkerTelemetry implements WorkerTelemetry {
     }
     if (handler !== undefined) {
       if (batch !== undefined) handler.setAttribute("runlet.batch.wait_ms", batch.waitMs);
-      if (failure !== undefined) errorStatus(handler, failure.message.slice(0, 500));
+      if (failure !== undefined) errorStatus(handler, redactText(failure.message, this.#log).slice(0, 500));
       handler.end(job.handlerEndedAt ?? now);
       job.handler = undefined;
     }
@@ -436,7 +437,7 @@ export class OtelWorkerTelemetry implements WorkerTelemetry {
       "runlet.post.attempt": e.attempt,
       "runlet.post.wait_ms": e.waitMs,
       ...(e.status === undefined ? {} : { "http.response.status_code": e.status }),
-      ...(e.error === undefined ? {} : { "error.message": e.error.slice(0, 200) }),
+      ...(e.error === undefined ? {} : { "error.message": redactText(e.error, this.#log).slice(0, 200) }),
     });
   }
 

@@ -79,6 +79,7 @@ export class Worker {
       exitOnHardStop: config.exitOnHardStop,
       handleSignals: config.handleSignals,
       ping: { unhealthy: (check, reason) => heartbeat?.unhealthy(check, reason) ?? Promise.resolve() },
+      jobsInFlight: () => this.#board?.ids() ?? [],
     });
     this.#lifecycle = lifecycle;
     const beat = heartbeatOptions(definition, config, log);

@@ -261,4 +261,48 @@ describe("runlet build: the verify step and resolved packages", { timeout: 120_0
       "ARG RUNLET_BASE_IMAGE=nvidia/cuda:12.8.1-runtime-ubuntu24.04\n",
     );
   });
+
+  it("runs .runpod/tests.json's cases too and names a stale one (issue 54, item 5)", async () => {
+    const dir = await project("hub-tests", 'require.resolve("fake-model/model.bin")');
+    await put(
+      join(dir, "handler.ts"),
+      [
+        'import { defineHandler, JobError } from "runlet";',
+        "export default defineHandler({",
+        "  handler: ({ input }) => {",
+        "    const { word } = input as { word?: unknown };",
+        '    if (typeof word !== "string") throw new JobError("input.word must be a string");',
+        "    return { word };",
+        "  },",
+        "});",
+        "",
+      ].join("\n"),
+    );
+    const hub = (cases: unknown[]) =>
+      put(join(dir, ".runpod", "tests.json"), JSON.stringify({ tests: cases, config: { env: [] } }));
+    await hub([
+      { name: "says_hi", input: { word: "hi" }, timeout: 30_000 },
+      { name: "old_schema", input: { text: "hello" }, timeout: 30_000 },
+    ]);
+    const stale = await runCli(["build"], { cwd: dir });
+    expect(stale.code, stale.stdout).toBe(1);
+    expect(stale.stderr).toContain(
+      '.runpod/tests.json\'s test "old_schema" ended FAILED: input.word must be a string',
+    );
+    expect(stale.stderr).toContain(
+      "the template hub runs this file's cases against the endpoint: update the case to the handler's input",
+    );
+    await hub([{ name: "says_hi", input: { word: "hi" }, timeout: 30_000 }]);
+    const fresh = await runCli(["build"], { cwd: dir });
+    expect(fresh.code, fresh.stderr).toBe(0);
+    expect(fresh.stdout).toMatch(
+      /test_input\.json's job COMPLETED in \d+ ms, \.runpod\/tests\.json's test says_hi COMPLETED in \d+ ms, stopped cleanly\n/,
+    );
+    await hub([{ input: { word: "hi" } }]);
+    const malformed = await runCli(["build"], { cwd: dir });
+    expect(malformed.code).toBe(1);
+    expect(malformed.stderr).toContain(
+      '.runpod/tests.json: tests[0] must be an object with a "name" string and an "input" object',
+    );
+  });
 });

@@ -1,4 +1,5 @@
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { readFileSync } from "node:fs";
+import { appendFile, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -89,5 +90,50 @@ describe("runlet dev's reload", () => {
     expect(done, seen()).toMatchObject({ status: "COMPLETED", output: { version: 2 }, workerId: pods[1] });
     await reloading;
     expect(pool.labels()).toEqual(["w2"]);
+  }, 120_000);
+
+  it("signals a stopping worker once: two quick reloads let the old worker finish its job, which runs once (issue 51, item 5)", async () => {
+    await using harness = await startHarness({ takeTimeoutMs: 500 });
+    const file = join(tmp, "slow-handler.ts");
+    const runs = join(tmp, "runs.log");
+    await writeFile(runs, "");
+    const slow = (version: number): string =>
+      [
+        `import { appendFileSync } from "node:fs";`,
+        `import { defineHandler } from ${RUNLET};`,
+        "export default defineHandler({",
+        "  handler: async () => {",
+        `    appendFileSync(${JSON.stringify(runs)}, "run ${version}\\n");`,
+        "    await new Promise((r) => setTimeout(r, 1_500));",
+        `    return { version: ${version} };`,
+        "  },",
+        "});",
+        "",
+      ].join("\n");
+    await writeFile(file, slow(1));
+    const lines: string[] = [];
+    await using pool = new WorkerPool({
+      handlerPath: file,
+      size: 1,
+      envFor: () => ({ ...harness.workerEnv("local"), RUNPOD_NETWORK_CHECK_TARGET: "off" }),
+      onLine: (label, line) => lines.push(`[${label}] ${line}`),
+      onExit: (label, code, signal) => lines.push(`${label} exited (${signal ?? code})`),
+      onStartFailed: (failure) => lines.push(`start failed: ${JSON.stringify(failure)}`),
+      onRetire: (_label, podId) => harness.retireWorker("local", podId),
+    });
+    pool.start();
+    const id = harness.enqueue("local", { input: {} });
+    await waitFor("the job to run on the first worker", () => readFileSync(runs, "utf8") !== "", 60_000);
+    // Two saves in quick succession while the job runs.
+    await writeFile(file, slow(2));
+    const first = pool.reload();
+    await appendFile(file, "\n");
+    const second = pool.reload();
+    const done = await harness.waitForJob(id, { timeoutMs: 60_000 });
+    await Promise.all([first, second]);
+    expect(done, lines.join("\n")).toMatchObject({ status: "COMPLETED", output: { version: 1 } });
+    // Past the next takes: the job is not run again on the new code.
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(await readFile(runs, "utf8"), lines.join("\n")).toBe("run 1\n");
   }, 120_000);
 });

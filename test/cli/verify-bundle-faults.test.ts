@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -74,4 +75,46 @@ describe("verifyBundle and the worker process", () => {
     expect(report.jobs).toEqual([]);
     expect(report.hadInput).toBe(false);
   }, 20_000);
+});
+
+describe("verifyBundle and what the worker leaves running (issue 51, item 6)", () => {
+  it("ends a grandchild that holds the worker's pipes, naming it, instead of waiting for ever", async () => {
+    // The bundle starts a long sleep with inherited stdio (as a setup that starts a server might),
+    // then exits 0 on SIGTERM. On main the step waited for the pipes to close: for ever.
+    const dir = await projectWith(
+      [
+        'import { spawn } from "node:child_process";',
+        'const child = spawn("sleep", ["300"], { stdio: "inherit" });',
+        'console.log(JSON.stringify({ msg: "sleeper", pid: child.pid }));',
+        'process.on("SIGTERM", () => process.exit(0));',
+        READY,
+      ].join("\n"),
+    );
+    const failed = await verifyBundle({
+      projectDir: dir,
+      distDir: join(dir, "dist"),
+      declared: [],
+      timeoutMs: 60_000,
+      mode: "setup",
+    }).then(
+      () => undefined,
+      (err: Error) => err,
+    );
+    expect(failed?.message).toMatch(
+      /the worker exited, but what it started was left running, holding its output: pid (\d+) \(sleep 300\); the verify step ended its process group/,
+    );
+    const pid = Number(/pid (\d+) \(sleep 300\)/.exec(failed!.message)![1]);
+    // Gone: killed with the group. Its parent exited first, so it may linger as a zombie until
+    // whatever adopted it reaps it: a zombie runs nothing.
+    await expect
+      .poll(() => {
+        try {
+          const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+          return stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z") ? "gone" : "running";
+        } catch {
+          return "gone";
+        }
+      })
+      .toBe("gone");
+  }, 30_000);
 });

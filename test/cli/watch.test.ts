@@ -47,4 +47,28 @@ describe("watchFolder (runlet dev's reload trigger)", () => {
       close();
     }
   });
+
+  it("never names an editor's temporary files: vim's 4913 and .swp, emacs's #autosave#, JetBrains' ___jb_tmp___, kate's swap, ~ backups (issue 54, item 7)", async () => {
+    const { seen, close } = collectUntil(["handler.ts"]);
+    try {
+      const temporary = [
+        "4913",
+        "handler.ts.swp",
+        "handler.ts.swo",
+        "#handler.ts#",
+        "handler.ts___jb_tmp___",
+        "handler.ts___jb_old___",
+        "handler.ts.kate-swp",
+        "handler.ts.crswap",
+        "handler.ts.tmp",
+        "handler.ts~",
+        "lib/deep/util.ts.swp",
+      ];
+      for (const name of temporary) await writeFile(join(dir, name), "x");
+      await writeFile(join(dir, "handler.ts"), "x");
+      expect(await seen).toEqual(["handler.ts"]);
+    } finally {
+      close();
+    }
+  });
 });

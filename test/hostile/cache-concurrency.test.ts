@@ -73,6 +73,28 @@ describe("two workers syncing at once (item 5)", () => {
   });
 });
 
+describe("a directory planted at sync.lock (issue 51, item 12)", () => {
+  it("fails that sync with a clear error, leaves nothing behind, and the next sync works", async () => {
+    const { container, root } = await fx.setup();
+    const a = container("a");
+    await put(a.dir, "mine.txt", "a's");
+    const lock = join(root, "sync.lock");
+    await mkdir(join(lock, "inside"), { recursive: true });
+    await writeFile(join(lock, "inside", "f.txt"), "x");
+    Object.assign(lockTiming, { waitMs: 60_000, staleMs: 200 });
+    const run = await a.cache.sync();
+    expect(run.status).toBe("failed");
+    expect(run.reason).toBe(
+      `${lock} is a directory, not a lock file a worker makes; it was removed, and the next sync takes the lock`,
+    );
+    expect(await readdir(root)).toEqual([]);
+    expect(await a.cache.sync()).toMatchObject({ status: "synced", files: 1 });
+    expect(
+      (await readdir(root)).filter((n) => n.startsWith("sync.lock") || n.includes(".runlet-tmp")),
+    ).toEqual([]);
+  });
+});
+
 describe("a sync beside a hydrate (item 7)", () => {
   it("keeps the archive it replaced for ten minutes from the replacement, not from the archive's creation", async () => {
     const { container, root } = await fx.setup();

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { redactText } from "../../src/log/index.js";
 import { capture } from "../unit/log-capture.js";
 
 describe("secrets never reach a log line (issue 22, item 5)", () => {
@@ -64,5 +65,24 @@ describe("secrets never reach a log line (issue 22, item 5)", () => {
     log.info({ input: `${"a.".repeat(100_000)} mail@x https://u:p@h.example/` }, "odd input");
     const line = JSON.parse(text()) as { input: string };
     expect(line.input.endsWith("mail@x https://[redacted]@h.example/")).toBe(true);
+  });
+
+  it("masks a secret-named query value and a bearer token in a line, and redactText does the same with a logger's keys (issue 51, item 4)", () => {
+    const { log, text } = capture(["the-worker-api-key"]);
+    log.info(
+      { url: "https://hub.example/m.gguf?revision=main&token=tok-123&X-Amz-Signature=abcd" },
+      "sent Authorization: Bearer sk-live-9876",
+    );
+    expect(text()).not.toContain("tok-123");
+    expect(text()).not.toContain("abcd");
+    expect(text()).not.toContain("sk-live-9876");
+    expect(JSON.parse(text())).toMatchObject({
+      url: "https://hub.example/m.gguf?revision=main&token=[redacted]&X-Amz-Signature=[redacted]",
+      message: "sent Authorization: Bearer [redacted]",
+    });
+    const child = log.child({ requestId: "j1" });
+    expect(redactText('key the-worker-api-key, "q\\" https://u:p@h/ x', child, ["q\\"])).toBe(
+      'key [redacted], "[redacted]" https://[redacted]@h/ x',
+    );
   });
 });

@@ -42,3 +42,30 @@ describe("an error that escapes every owner", () => {
     40_000,
   );
 });
+
+describe("process.exit() in a handler (issue 51, item 8)", () => {
+  it.each([0, 3])(
+    "process.exit(%i) while a job runs logs one fatal line naming the job, and the worker exits non-zero",
+    async (code) => {
+      await using h = await startHarness({ takeTimeoutMs: 1_000 });
+      const worker = await startWorkerProcess(h, "test/reliability/fixtures/process-exit.ts", {
+        podId: `pod-exit-${code}`,
+      });
+      try {
+        const id = h.enqueue("local", { input: { code } });
+        const exit = await worker.exited;
+        const output = worker.output();
+        // Its own code when not 0; 1 for a handler's exit(0), which would read as a clean stop.
+        expect(exit, output).toBe(code === 0 ? 1 : code);
+        const fatal = output.split("\n").filter((l) => l.includes('"code":"RUNLET_WORKER_EXITED"'));
+        expect(fatal, output).toHaveLength(1);
+        const line = JSON.parse(fatal[0]!) as Record<string, unknown>;
+        expect(line).toMatchObject({ level: "FATAL", jobs: [id], exitCode: code });
+        expect(String(line["message"])).toContain(`process.exit(${code}) was called while 1 job ran (${id})`);
+      } finally {
+        await worker.kill();
+      }
+    },
+    40_000,
+  );
+});

@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
+import { closeSync, openSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { type Harness, startHarness } from "../../src/harness/index.js";
 import { ROOT, waitFor } from "./helpers.js";
@@ -89,4 +90,40 @@ describe("the worker's log output fails or stalls", () => {
       child.kill("SIGKILL");
     }
   }, 120_000);
+
+  it.each(["platform", "local"] as const)(
+    "(%s lines) says on stderr, once, that its stdout is /dev/full (ENOSPC on every log write), and serves on (issue 51, item 13)",
+    async (mode) => {
+      await using h = await startHarness({ takeTimeoutMs: 1_000 });
+      const full = openSync("/dev/full", "w");
+      const child = spawn(process.execPath, ["bin/runlet.mjs", "start", "test/fixtures/chatty.ts"], {
+        cwd: ROOT,
+        env: {
+          ...process.env,
+          ...h.workerEnv("local", { podId: `pod-full-${mode}`, pingIntervalMs: 200 }),
+          // Without an endpoint id the worker logs pretty lines (pino-pretty), as `runlet start` locally.
+          ...(mode === "platform" ? { RUNPOD_ENDPOINT_ID: "local" } : {}),
+        },
+        stdio: ["ignore", full, "pipe"],
+      });
+      closeSync(full);
+      const exited = new Promise<number | string>((resolve) =>
+        child.once("exit", (code, signal) => resolve(code ?? signal ?? "unknown")),
+      );
+      let stderr = "";
+      child.stderr?.on("data", (d: Buffer) => {
+        stderr += d.toString();
+      });
+      try {
+        const ids = Array.from({ length: 3 }, () => h.enqueue("local", { input: { lines: 20 } }));
+        await allCompleted(h, ids);
+        child.kill("SIGTERM");
+        expect(await exited, stderr).toBe(0);
+        expect(stderr.match(/writing the log failed \(.*ENOSPC/g) ?? [], stderr).toHaveLength(1);
+      } finally {
+        child.kill("SIGKILL");
+      }
+    },
+    90_000,
+  );
 });

@@ -1,6 +1,7 @@
+import { spawn } from "node:child_process";
 import { describe, expect, it } from "vitest";
 import { startHarness } from "../../src/harness/index.js";
-import { startWorkerProcess, waitFor } from "./helpers.js";
+import { ROOT, startWorkerProcess, waitFor } from "./helpers.js";
 
 const GRACE_MS = 2_000;
 
@@ -65,6 +66,47 @@ describe("reliability: SIGTERM with jobs in flight", () => {
       expect(done.every((r) => r.status === 200)).toBe(true);
     } finally {
       await worker.kill();
+    }
+  }, 60_000);
+});
+
+describe("SIGTERM during a hanging fitness check (issue 51, item 13)", () => {
+  it("logs the fitness phase as cut, not done", async () => {
+    await using h = await startHarness({ takeTimeoutMs: 500 });
+    const child = spawn(
+      process.execPath,
+      ["bin/runlet.mjs", "start", "test/reliability/fixtures/hanging-health.ts"],
+      {
+        cwd: ROOT,
+        env: {
+          ...process.env,
+          ...h.workerEnv("local", { podId: "pod-fitness-cut" }),
+          RUNPOD_ENDPOINT_ID: "local",
+        },
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
+    let output = "";
+    child.stdout?.on("data", (d: Buffer) => {
+      output += d.toString();
+    });
+    child.stderr?.on("data", (d: Buffer) => {
+      output += d.toString();
+    });
+    const exited = new Promise<number | string>((resolve) =>
+      child.once("exit", (code, signal) => resolve(code ?? signal ?? "unknown")),
+    );
+    try {
+      await waitFor("the health check to start", () => output.includes("health check started"), 30_000);
+      child.kill("SIGTERM");
+      expect(await exited, output).toBe(0);
+      expect(output).not.toMatch(/start-up: fitness done/);
+      const cut = output.split("\n").filter((l) => l.includes('"phase":"fitness"') && l.includes("cut"));
+      expect(cut, output).toHaveLength(1);
+      expect(JSON.parse(cut[0]!)).toMatchObject({ phaseState: "failed", cut: true });
+      expect(cut[0]).toMatch(/start-up: fitness cut after [\d.]+ ms: the worker is stopping/);
+    } finally {
+      child.kill("SIGKILL");
     }
   }, 60_000);
 });

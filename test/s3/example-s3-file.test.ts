@@ -89,10 +89,10 @@ describe("examples/s3-file", () => {
     const id = h.enqueue("local", { input: { source }, s3Config });
     const job = await h.waitForJob(id);
     expect(job.status).toBe("FAILED");
-    const report = JSON.parse(job.error ?? "{}") as { error_message?: string };
-    expect(report.error_message).toBe(
-      `download of ${source} refused: 127.0.0.1 resolves to 127.0.0.1, a private, loopback or link-local ` +
-        "address; use a public URL, or start the worker with allowPrivateAddresses: true when this is intended (local tests)",
+    // The caller's fault: a plain error with its code, no traceback report (issue 54, item 4).
+    expect(job.error).toBe(
+      `RUNLET_S3_DOWNLOAD_REFUSED: download of ${source} refused: 127.0.0.1 resolves to 127.0.0.1, a private, loopback or link-local ` +
+        "address; use a public URL, or, where this is intended (tests against a server on this machine or network), start the worker with RUNLET_ALLOW_PRIVATE_ADDRESSES=1 in its environment (runlet dev, an image) or allowPrivateAddresses: true in code",
     );
   });
 });

@@ -123,7 +123,7 @@ describe.each(sides)("an http(s) URL without a store, through %s", (_name, make)
     expect(isRunletError(err) && err.code).toBe("RUNLET_S3_DOWNLOAD_REFUSED");
     expect((err as Error).message).toBe(
       `download of ${base}/picture.png refused: 127.0.0.1 resolves to 127.0.0.1, a private, loopback or ` +
-        "link-local address; use a public URL, or start the worker with allowPrivateAddresses: true when this is intended (local tests)",
+        "link-local address; use a public URL, or, where this is intended (tests against a server on this machine or network), start the worker with RUNLET_ALLOW_PRIVATE_ADDRESSES=1 in its environment (runlet dev, an image) or allowPrivateAddresses: true in code",
     );
   });
 

@@ -69,6 +69,8 @@ function expiresOf(url: string): string | null {
 }
 
 function errorMessage(error: string | undefined): string {
+  // A refused or failed download is a plain `<code>: <message>` (issue 54, item 4); others are a report.
+  if (error?.startsWith("RUNLET_")) return error.slice(error.indexOf(": ") + 2);
   return (JSON.parse(error ?? "{}") as { error_message?: string }).error_message ?? "";
 }
 
@@ -78,10 +80,10 @@ describe("ctx.s3 settings from the worker and the handler", () => {
     await using _w = await workerFor(h, downloader());
     const job = await runOne(h);
     expect(job.status).toBe("FAILED");
-    const report = JSON.parse(job.error ?? "{}") as { error_type?: string; error_message?: string };
-    expect(report.error_message).toBe(
-      `download of ${fileUrl} refused: 127.0.0.1 resolves to 127.0.0.1, a private, loopback or link-local ` +
-        "address; use a public URL, or start the worker with allowPrivateAddresses: true when this is intended (local tests)",
+    // The caller's fault: a plain error with its code, no traceback report (issue 54, item 4).
+    expect(job.error).toBe(
+      `RUNLET_S3_DOWNLOAD_REFUSED: download of ${fileUrl} refused: 127.0.0.1 resolves to 127.0.0.1, a private, loopback or link-local ` +
+        "address; use a public URL, or, where this is intended (tests against a server on this machine or network), start the worker with RUNLET_ALLOW_PRIVATE_ADDRESSES=1 in its environment (runlet dev, an image) or allowPrivateAddresses: true in code",
     );
   });
 

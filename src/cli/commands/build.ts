@@ -201,9 +201,13 @@ export const command: Command = {
           : mode === "setup"
             ? `no job (package.json: ${VERIFY_KEY} is "setup")`
             : "no job (the project has no test_input.json)";
+        const hub =
+          report.hubTests.length === 0
+            ? ""
+            : `, .runpod/tests.json's test${report.hubTests.length === 1 ? "" : "s"} ${report.hubTests.map((t) => `${t.name} ${t.status} in ${t.ms ?? "?"} ms`).join(", ")}`;
         process.stdout.write(
           `Verified dist/ alone in an empty folder: handler loaded, setup done (ready in ${Math.round(report.readyMs)} ms), ` +
-            `${jobs}, stopped cleanly\n`,
+            `${jobs}${hub}, stopped cleanly\n`,
         );
       }
       const dockerfile = join(cwd, "Dockerfile");

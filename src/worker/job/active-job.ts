@@ -3,6 +3,7 @@ import type { ClockTimer } from "../../clock.js";
 import { RunletError } from "../../errors.js";
 import type { BatchInfo, ExecuteOutcome } from "../../handler/execute.js";
 import { finalBodyText, type JobResult } from "../../handler/outcome.js";
+import { jobSecrets, redactText } from "../../log/redact-text.js";
 import { withBatchQuery } from "../../protocol/batch-query.js";
 import type { DeliveredJob } from "../../protocol/index.js";
 import { StateMachine, type Transitions } from "../../state-machine.js";
@@ -284,7 +285,11 @@ export class ActiveJob {
 
   async #settle(outcome: ExecuteOutcome | "killed"): Promise<void> {
     if (outcome !== "killed" && outcome.unfit !== undefined) {
-      this.#parts.facts.unfit(outcome.unfit.check, outcome.unfit.reason);
+      // The reason goes out in the unhealthy ping: the job's s3Config keys leave it here (the rest, in the lifecycle).
+      this.#parts.facts.unfit(
+        outcome.unfit.check,
+        redactText(outcome.unfit.reason, this.#log, jobSecrets(this.#job)),
+      );
     }
     // Stopped, or already reported (shutdown, a runaway's timeout): nothing of the outcome is posted.
     if (this.#state !== "settling") return;
@@ -308,8 +313,13 @@ export class ActiveJob {
     this.#finalize(fitted, outcome.metrics, outcome.batch);
   }
 
-  #finalize(result: JobResult, metrics: Record<string, number | string> = {}, batch?: BatchInfo): void {
+  #finalize(reported: JobResult, metrics: Record<string, number | string> = {}, batch?: BatchInfo): void {
     if (!this.transition("reporting")) return;
+    // An error leaves the worker scrubbed as the log is (the API key, URL credentials, the job's s3Config keys).
+    const result =
+      reported.kind === "error"
+        ? { ...reported, message: redactText(reported.message, this.#log, jobSecrets(this.#job)) }
+        : reported;
     const isStream = this.#streaming || (result.kind === "output" && result.stream);
     const url = withBatchQuery(this.#parts.config.urls.done(this.id, isStream), batch);
     this.#outbox.final(url, finalBodyText(result), result.stopPod);

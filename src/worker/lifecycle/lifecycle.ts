@@ -1,8 +1,9 @@
 import type { Logger } from "pino";
 import type { Clock, ClockTimer } from "../../clock.js";
 import type { Unfitness } from "../../handler/unfit.js";
+import { redactText } from "../../log/redact-text.js";
 import { StateMachine, type Transitions } from "../../state-machine.js";
-import { installCrashHandlers, installSignalHandlers } from "./signals.js";
+import { installCrashHandlers, installExitWatch, installSignalHandlers } from "./signals.js";
 
 /**
  * The worker's own lifecycle: running → draining → flushing → closed. It owns the worker's
@@ -74,6 +75,8 @@ export interface LifecycleOptions {
   readonly ping: { unhealthy(check: string, reason: string): Promise<void> } | undefined;
   /** Ends the process. @default {@link endProcess} */
   readonly exit?: (code: number) => void;
+  /** The ids of the jobs the worker holds (running or being reported), for the line a foreign exit logs. @default none */
+  readonly jobsInFlight?: () => readonly string[];
 }
 
 /**
@@ -117,6 +120,8 @@ export class WorkerLifecycle implements WorkerFacts {
   #removeSignalHandlers: (() => void) | undefined;
   #signalled = false;
   #crashed = false;
+  /** The lifecycle itself is ending the process (its exit is no foreign one). */
+  #exiting = false;
   #startDraining!: () => void;
   /** Resolves when the worker must shut down: the first close, signal, runaway, unfitness or refresh. */
   readonly draining: Promise<void>;
@@ -132,9 +137,14 @@ export class WorkerLifecycle implements WorkerFacts {
         second: () => this.#exit(1),
       });
       const removeCrash = installCrashHandlers((err, origin) => this.crash(err, origin));
+      const removeExitWatch = installExitWatch(
+        () => this.#exiting,
+        (code) => this.#foreignExit(code),
+      );
       this.#removeSignalHandlers = () => {
         removeSignals();
         removeCrash();
+        removeExitWatch();
       };
     }
   }
@@ -221,7 +231,8 @@ export class WorkerLifecycle implements WorkerFacts {
     if (this.#info.reason !== "runaway") this.#info = { reason: "unhealthy", exitCode: 1 };
     // Stop taking before the ping goes out, so no job arrives at a worker that declared itself unfit.
     this.#drain();
-    this.#unhealthyPing = this.#options.ping?.unhealthy(check, reason);
+    // The reason leaves the worker: scrubbed as the log's lines are.
+    this.#unhealthyPing = this.#options.ping?.unhealthy(check, redactText(reason, this.#options.log));
   }
 
   /**
@@ -246,7 +257,9 @@ export class WorkerLifecycle implements WorkerFacts {
     }
     let ping: Promise<void>;
     try {
-      ping = this.#options.ping?.unhealthy(CRASH_CHECK, reason) ?? Promise.resolve();
+      ping =
+        this.#options.ping?.unhealthy(CRASH_CHECK, redactText(reason, this.#options.log)) ??
+        Promise.resolve();
     } catch {
       ping = Promise.resolve();
     }
@@ -301,6 +314,36 @@ export class WorkerLifecycle implements WorkerFacts {
   }
 
   #exit(code: number): void {
+    this.#exiting = true;
     (this.#options.exit ?? endProcess)(code);
+  }
+
+  /**
+   * Someone else ended the process (a handler's `process.exit()`) while the worker ran: one fatal
+   * line naming the jobs in flight (their results go unreported; the platform's rule for a lost
+   * worker takes them), and a non-zero exit: the code chosen, or 1 for a 0, which would read as a
+   * clean stop. Runs inside the process's `exit` event: synchronous, no ping can go out.
+   */
+  #foreignExit(code: number): void {
+    let jobs: readonly string[] = [];
+    try {
+      jobs = this.#options.jobsInFlight?.() ?? [];
+    } catch {
+      // The board's state is what broke: the line still goes out.
+    }
+    const exitCode = code === 0 ? 1 : code;
+    const held =
+      jobs.length === 0
+        ? "while no job ran"
+        : `while ${jobs.length} job${jobs.length === 1 ? "" : "s"} ran (${jobs.slice(0, 20).join(", ")}${jobs.length > 20 ? ", …" : ""})`;
+    try {
+      this.#options.log.fatal(
+        { code: "RUNLET_WORKER_EXITED", exitCode: code, jobs: jobs.slice(0, 100) },
+        `process.exit(${code}) was called ${held}, not by the worker; the process ends with exit code ${exitCode}, its jobs unreported (the platform treats them as a lost worker's): a handler should throw or return instead`,
+      );
+    } catch {
+      // The log is gone too: the exit code still says it.
+    }
+    process.exitCode = exitCode;
   }
 }

@@ -68,7 +68,7 @@ export class PartList {
       if (signal.aborted || this.#stopping !== undefined) return false;
       this.#begun.push(part);
       const step = () => this.#startOne(part, signal);
-      const ok = part.phase === undefined ? await step() : await this.#phases.run(part.phase, step);
+      const ok = part.phase === undefined ? await step() : await this.#phases.run(part.phase, step, signal);
       if (!ok) return false;
     }
     if (signal.aborted || this.#stopping !== undefined) return false;

@@ -54,3 +54,19 @@ export function installCrashHandlers(crash: CrashAction): () => void {
     process.off("unhandledRejection", onRejection);
   };
 }
+
+/**
+ * Watches the process's `exit` event for an exit runlet did not decide (a handler's
+ * `process.exit()`): `onForeignExit` runs synchronously there, with the code chosen, and may set
+ * `process.exitCode` to change it. `ownExit` says whether the exit is the worker's own. Returns the
+ * function that removes the watch.
+ */
+export function installExitWatch(ownExit: () => boolean, onForeignExit: (code: number) => void): () => void {
+  const onExit = (code: number): void => {
+    if (!ownExit()) onForeignExit(code);
+  };
+  process.on("exit", onExit);
+  return () => {
+    process.off("exit", onExit);
+  };
+}

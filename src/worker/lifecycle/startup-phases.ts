@@ -63,22 +63,32 @@ export class StartupPhases {
   /**
    * Runs one phase: `step` resolves true when it passed, false when it failed (it has already
    * reported why, e.g. through the worker's unfit path). A throw counts as failed and is rethrown.
+   * When `signal` (the worker's start) aborted while the phase ran, the phase was cut, whatever
+   * `step` said (a check cut short passes nothing): its line says so, with `phaseState: "failed"`
+   * and `cut: true`, and the phase counts as failed.
    */
-  async run(phase: StartupPhaseName, step: () => Promise<boolean>): Promise<boolean> {
+  async run(phase: StartupPhaseName, step: () => Promise<boolean>, signal?: AbortSignal): Promise<boolean> {
     const started = this.#now();
     this.#events.emit("phase", { phase, state: "started" });
     this.#log.info({ phase, phaseState: "started" }, `start-up: ${phase}…`);
     let ok = false;
+    let cut = false;
     try {
       ok = await step();
-      return ok;
+      cut = signal?.aborted === true;
+      return ok && !cut;
     } finally {
       const ms = round(this.#now() - started);
       this.#phases[phase] = ms;
-      const state = ok ? "done" : "failed";
+      const state = ok && !cut ? "done" : "failed";
       this.#events.emit("phase", { phase, state, ms });
       const line = { phase, phaseState: state, ms };
-      if (ok) this.#log.info(line, `start-up: ${phase} done in ${ms} ms`);
+      if (cut)
+        this.#log.info(
+          { ...line, cut: true },
+          `start-up: ${phase} cut after ${ms} ms: the worker is stopping`,
+        );
+      else if (ok) this.#log.info(line, `start-up: ${phase} done in ${ms} ms`);
       else this.#log.warn(line, `start-up: ${phase} failed after ${ms} ms`);
     }
   }

@@ -1,5 +1,6 @@
 import { parentPort, workerData } from "node:worker_threads";
 import { HttpTransport } from "../../http/transport.js";
+import { textScrubber } from "../../log/redact-text.js";
 import { JobSlotReader, SLOT_FLAGS, type SlotJob, type SlotMessage } from "./job-slots.js";
 import { requestIdHeader } from "./request-id.js";
 
@@ -191,9 +192,15 @@ function runHeartbeatThread(data: HeartbeatWorkerData): void {
     await beat;
     if (data.pingUrl === undefined) return "no ping URL";
     let problem: string | undefined;
+    // The reason leaves the worker: the key this thread sends and the patterns the log scrubs go
+    // (the main thread scrubbed its own secrets already; this is the last look).
+    const keys = Object.entries(data.headers)
+      .filter(([name]) => /^(authorization|x-api-key)$/i.test(name))
+      .flatMap(([, value]) => [value, value.replace(/^bearer\s+/i, "")]);
+    const scrubbed = textScrubber(keys)(reason);
     for (let attempt = 0; attempt < 3; attempt++) {
       try {
-        const url = pingTo({ status: "unhealthy", check, reason });
+        const url = pingTo({ status: "unhealthy", check, reason: scrubbed });
         const status = await send(url, { headers: data.headers, timeoutMs: data.intervalMs * 2 });
         if (status !== 429 && status < 500) return undefined;
         problem = `HTTP ${status}`;
