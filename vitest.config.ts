@@ -48,6 +48,8 @@ const UNIT = [
   "test/hostile/request-head.test.ts",
   "test/hostile/secrets.test.ts",
   "test/management/routes.test.ts",
+  "test/management/contract.test.ts",
+  "test/management/openapi-generated.test.ts",
   "test/openai/error-body.test.ts",
   "test/openai/python-literal.test.ts",
   "test/s3/store-config.test.ts",

@@ -21,7 +21,11 @@ import { JobStore } from "./jobs/job-store.js";
 import { JobTimelines, type TimelineSpan } from "./jobs/job-timeline.js";
 import { untilTerminal } from "./jobs/job-waits.js";
 import { type WebhookAttempt, WebhookSender, webhookUrlProblem } from "./jobs/webhooks.js";
-import { type HarnessManagement, harnessManagement } from "./management-api/index.js";
+import {
+  type EndpointWorkerView,
+  type HarnessManagement,
+  harnessManagement,
+} from "./management-api/index.js";
 import { JobFeed, OPENAI_ROUTE_TABLE, openAIFamily } from "./openai/index.js";
 import {
   checkEndpoint,
@@ -510,6 +514,32 @@ export class Harness {
       if (startup.state === "starting" || this.#store.workers.get(endpointId, id) === undefined) n++;
     }
     return n;
+  }
+
+  /**
+   * The connected workers of an endpoint as the management copy's `GET /v2/serverless/{id}/workers`
+   * reports them: starting (INITIALIZING), unhealthy, holding a job (RUNNING) or IDLE.
+   */
+  workersOf(endpointId: string): EndpointWorkerView[] {
+    const now = this.#options.clock.now();
+    return this.#store.workers.list(endpointId).flatMap((w) => {
+      const startup = this.#startups.get(endpointId, w.id)?.state;
+      if (startup === "exited") return [];
+      const status =
+        startup === "starting"
+          ? "INITIALIZING"
+          : w.unhealthy !== undefined
+            ? "UNHEALTHY"
+            : w.jobs.size > 0
+              ? "RUNNING"
+              : "IDLE";
+      return [{ id: w.id, status, startedAt: Date.now() - (now - w.firstSeenAt) }];
+    });
+  }
+
+  /** Stops a worker the harness started so that the scaler starts a fresh one (a release rolling out). */
+  replaceWorker(endpointId: string, workerId: string): void {
+    this.#scaler.replace(endpointId, workerId);
   }
 
   /** Waits until the workers the scaler is starting for `endpointId` have started. */

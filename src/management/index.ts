@@ -1,14 +1,35 @@
 export {
   type CpuSpec,
+  type CpuType,
   cloudSchema,
   cpuSchema,
+  cpuTypeSchema,
+  cudaVersionSchema,
+  type DataCenter,
+  dataCenterSchema,
   type Endpoint,
+  type EndpointCpu,
+  type EndpointGpuCreate,
+  type EndpointReleases,
+  type EndpointType,
+  type EndpointWorkers,
+  endpointCpuListSchema,
+  endpointCpuSchema,
+  endpointGpuCreateSchema,
+  endpointGpuUpdateSchema,
+  endpointReleasesSchema,
   endpointSchema,
+  endpointTypeSchema,
+  endpointWorkersSchema,
   envSchema,
   type FieldIssue,
+  type Flashboot,
   fieldIssues,
+  flashbootSchema,
   type GpuSpec,
+  type GpuType,
   gpuSchema,
+  gpuTypeSchema,
   issueMessages,
   type NetworkVolume,
   type NetworkVolumeCreateInput,
@@ -27,8 +48,12 @@ export {
   podUpdateSchema,
   portSchema,
   portsSchema,
+  type Registry,
+  type RegistryCreateInput,
   type Resource,
-  registryRefSchema,
+  registryCreateSchema,
+  registrySchema,
+  type Scaling,
   type ServerlessCreateInput,
   type ServerlessUpdateInput,
   scalingSchema,
@@ -38,7 +63,9 @@ export {
   type TemplateUpdateInput,
   type TemplateV1,
   type TemplateV2,
+  templateCategorySchema,
   templateCreateSchema,
+  templateMountsSchema,
   templateUpdateSchema,
   templateV1Schema,
   templateV1ToV2,
@@ -54,7 +81,7 @@ export type {
 } from "./api/catalog.js";
 export type { PodsApi } from "./api/pods.js";
 export type { ServerlessApi } from "./api/serverless.js";
-export { type NetworkVolumesApi, type RegistriesApi, type Registry, registrySchema } from "./api/storage.js";
+export type { NetworkVolumesApi, RegistriesApi } from "./api/storage.js";
 export type { GetTemplateV1Options, TemplatesApi } from "./api/templates.js";
 export {
   createManagementClient,
@@ -66,6 +93,7 @@ export {
   type RawRequest,
 } from "./client.js";
 export {
+  DEPLOY_DEFAULT_QUEUE_SCALING,
   DEPLOY_DEFAULT_WORKERS,
   type DeployResult,
   type DeploySpec,
@@ -84,6 +112,7 @@ export {
   parseErrorBody,
   parseRetryAfterMs,
 } from "./problem.js";
+export { type WaitForRolloutOptions, waitForRollout } from "./rollout.js";
 export {
   DEFAULT_RETRY_METHODS,
   type HttpMethod,

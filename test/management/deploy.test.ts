@@ -123,7 +123,7 @@ describe("runlet deploy", () => {
       endpointId,
       endpointAction: "update",
     });
-    expect(store.template(result["templateId"]!)?.template.imageName).toBe("me/echo:2");
+    expect(store.template(result["templateId"]!)?.template.image).toBe("me/echo:2");
     expect(store.endpoint(endpointId)?.workers).toEqual({ min: 0, max: 5 });
     expect(store.endpoints()).toHaveLength(1);
   });

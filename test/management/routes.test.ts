@@ -58,7 +58,8 @@ describe("harness management routes", () => {
       body: {
         title: "Not Implemented",
         status: 501,
-        detail: "the harness does not emulate /v2/pods; it serves /v2/templates and /v2/serverless",
+        detail:
+          "the harness does not emulate /v2/pods; it serves /v2/templates, /v2/serverless and /v2/catalog",
       },
     });
   });
@@ -131,7 +132,15 @@ describe("harness management routes", () => {
       onHookError: (err) => errors.push((err as Error).message),
     });
     const created = answer(
-      routes.handle(req("POST", "/v2/serverless", { name: "e", image: "i:1", cpu: { id: "c" } })),
+      routes.handle(
+        req("POST", "/v2/serverless", {
+          name: "e",
+          image: "i:1",
+          type: "QUEUE",
+          scaling: { type: "QUEUE_DELAY", queueDelay: 4 },
+          cpu: [{ id: "cpu5c", vcpuCount: 2 }],
+        }),
+      ),
     );
     expect(created.status).toBe(201);
     expect(answer(routes.handle(req("DELETE", `/v2/serverless/${created.body.id}`))).status).toBe(204);
@@ -139,12 +148,28 @@ describe("harness management routes", () => {
     expect(errors).toEqual(["sync boom", "async boom"]);
   });
 
-  it("answers the serverless sub-resources it does not keep with 501 and unknown ones with 404", () => {
+  it("answers workers and releases, the worker logs it does not keep with 501, and unknown sub-resources with 404", () => {
     const routes = createManagementRoutes({ apiKey: API_KEY });
     const { body } = answer(
-      routes.handle(req("POST", "/v2/serverless", { name: "e", image: "i:1", gpu: { id: "A" } })),
+      routes.handle(
+        req("POST", "/v2/serverless", {
+          name: "e",
+          image: "i:1",
+          type: "QUEUE",
+          scaling: { type: "QUEUE_DELAY", queueDelay: 4 },
+          gpu: { pools: ["ADA_24"] },
+        }),
+      ),
     );
-    expect(answer(routes.handle(req("GET", `/v2/serverless/${body.id}/workers`)))?.status).toBe(501);
+    expect(answer(routes.handle(req("GET", `/v2/serverless/${body.id}/workers`)))).toMatchObject({
+      status: 200,
+      body: { workers: [], summary: { total: 0 } },
+    });
+    expect(answer(routes.handle(req("GET", `/v2/serverless/${body.id}/releases`)))).toMatchObject({
+      status: 200,
+      body: { rollout: { inProgress: false, workersTotal: 0 }, releases: [{ version: 1 }] },
+    });
+    expect(answer(routes.handle(req("GET", `/v2/serverless/${body.id}/workers/w1/logs`)))?.status).toBe(501);
     expect(answer(routes.handle(req("GET", `/v2/serverless/${body.id}/nothing`)))?.status).toBe(404);
     expect(answer(routes.handle(req("GET", "/v2/serverless/unknown1")))).toMatchObject({
       status: 404,
