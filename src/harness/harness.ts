@@ -83,6 +83,8 @@ export class Harness {
   readonly #management: HarnessManagement;
   readonly #events: JobEventHub;
   readonly #startups = new WorkerStartups();
+  /** Workers stopped for a release's rollout and not lapsed yet (`endpoint/worker`): no longer reported. */
+  readonly #replaced = new Set<string>();
   #dashboard: Dashboard | undefined;
   #url = "";
   #closing: Promise<void> | undefined;
@@ -131,7 +133,10 @@ export class Harness {
         },
         onWorkerChange: (worker, change) => {
           // A lapsed worker is forgotten; should it come back, it is counted by its requests.
-          if (change === "lapsed") this.#startups.forget(worker.endpointId, worker.id);
+          if (change === "lapsed") {
+            this.#startups.forget(worker.endpointId, worker.id);
+            this.#replaced.delete(`${worker.endpointId}/${worker.id}`);
+          }
           this.#dashboard?.workerChanged(worker, change);
         },
       },
@@ -377,6 +382,7 @@ export class Harness {
   async removeEndpoint(endpointId: string): Promise<boolean> {
     if (!this.#store.table.hasEndpoint(endpointId)) return false;
     const stopping = this.#scaler.remove(endpointId);
+    for (const key of this.#replaced) if (key.startsWith(`${endpointId}/`)) this.#replaced.delete(key);
     this.#store.removeEndpoint(endpointId);
     this.#startups.removeEndpoint(endpointId);
     await stopping;
@@ -524,7 +530,7 @@ export class Harness {
     const now = this.#options.clock.now();
     return this.#store.workers.list(endpointId).flatMap((w) => {
       const startup = this.#startups.get(endpointId, w.id)?.state;
-      if (startup === "exited") return [];
+      if (startup === "exited" || this.#replaced.has(`${endpointId}/${w.id}`)) return [];
       const status =
         startup === "starting"
           ? "INITIALIZING"
@@ -539,6 +545,8 @@ export class Harness {
 
   /** Stops a worker the harness started so that the scaler starts a fresh one (a release rolling out). */
   replaceWorker(endpointId: string, workerId: string): void {
+    if (!this.#scaler.started(endpointId, workerId)) return;
+    this.#replaced.add(`${endpointId}/${workerId}`);
     this.#scaler.replace(endpointId, workerId);
   }
 
