@@ -50,6 +50,7 @@ const UNIT = [
   "test/management/routes.test.ts",
   "test/management/contract.test.ts",
   "test/management/openapi-generated.test.ts",
+  "test/management/openapi-types.test.ts",
   "test/openai/error-body.test.ts",
   "test/openai/python-literal.test.ts",
   "test/s3/store-config.test.ts",

@@ -54,7 +54,11 @@ export async function generate(): Promise<Record<string, string>> {
     info: { title: string; version: string };
     components: { schemas: Record<string, unknown> };
   };
-  const types = astToString(await openapiTS(structuredClone(document) as never));
+  // A field with a `default` stays optional: the generated request types must not demand what
+  // the API fills in (openapi-typescript's default makes such fields required).
+  const types = astToString(
+    await openapiTS(structuredClone(document) as never, { defaultNonNullable: false }),
+  );
   const schemas = stripDescriptive(document.components.schemas);
   const schemasText =
     `${HEADER}\n` +

@@ -1206,7 +1206,7 @@ export interface components {
              * @default 1
              * @example 1
              */
-            count: number;
+            count?: number;
         };
         /**
          * @description GPU request for a pod create. Carries the CUDA host constraints, which
@@ -1395,7 +1395,7 @@ export interface components {
              * @default 1
              * @example 1
              */
-            count: number;
+            count?: number;
         };
         EndpointGpuConfig: components["schemas"]["BaseEndpointGpuConfig"] & {
             /**
@@ -1793,7 +1793,7 @@ export interface components {
             /** @description Preferred data centers for placement. Omit or pass an empty array to let the scheduler choose. */
             dataCenterIds?: string[];
             /** @default OFF */
-            flashboot: components["schemas"]["FlashBoot"];
+            flashboot?: components["schemas"]["FlashBoot"];
             networkVolumes?: string[];
             /**
              * @description ID of a serverless template to base this endpoint on. The
@@ -1817,14 +1817,14 @@ export interface components {
              */
             templateId?: string;
             /** @default 300000 */
-            timeout: number;
+            timeout?: number;
             workers?: {
                 /** @default 0 */
-                min: number;
+                min?: number;
                 /** @default 3 */
-                max: number;
+                max?: number;
                 /** @default 10 */
-                idleTimeout: number;
+                idleTimeout?: number;
             } & components["schemas"]["EndpointWorkers"];
         };
         UpdateEndpointRequest: components["schemas"]["ContainerConfig"] & {
@@ -2065,7 +2065,7 @@ export interface components {
              * @description Cloud tier. Defaults to `SECURE` when omitted.
              * @default SECURE
              */
-            cloud: components["schemas"]["Cloud"];
+            cloud?: components["schemas"]["Cloud"];
             cpu?: components["schemas"]["CreateCpuConfig"];
             /**
              * @description Preferred data centers for placement. Omit or pass an empty
@@ -2080,7 +2080,7 @@ export interface components {
              * @default false
              * @example false
              */
-            globalNetworking: boolean;
+            globalNetworking?: boolean;
             gpu?: components["schemas"]["CreateGpuConfig"];
             mounts?: components["schemas"]["Mounts"];
             /**
@@ -2095,7 +2095,7 @@ export interface components {
              * @default false
              * @example true
              */
-            startJupyter: boolean;
+            startJupyter?: boolean;
             /**
              * @description Create-time flag telling the provisioner to set up SSH
              *     access: injects a `PUBLIC_KEY` environment variable carrying
@@ -2112,7 +2112,7 @@ export interface components {
              * @default false
              * @example true
              */
-            startSsh: boolean;
+            startSsh?: boolean;
             /**
              * @description ID of a pod template to base this pod on. The template is
              *     resolved at create time into the same container settings you
@@ -2309,12 +2309,12 @@ export interface components {
              * @description Start Jupyter on every member pod, as on pod create.
              * @default false
              */
-            startJupyter: boolean;
+            startJupyter?: boolean;
             /**
              * @description Provision SSH access on every member pod: injects a PUBLIC_KEY environment variable carrying your account's registered SSH public key. Same semantics as the pod create flag.
              * @default false
              */
-            startSsh: boolean;
+            startSsh?: boolean;
         };
         /**
          * @description Request body for updating a cluster. Only the cluster name can be
@@ -2380,12 +2380,12 @@ export interface components {
              * @description Optional. Defaults to `NVIDIA` when omitted.
              * @default NVIDIA
              */
-            category: components["schemas"]["TemplateCategory"];
+            category?: components["schemas"]["TemplateCategory"];
             mounts?: components["schemas"]["TemplateMounts"];
             /** @default false */
-            public: boolean;
+            public?: boolean;
             /** @default false */
-            serverless: boolean;
+            serverless?: boolean;
             /**
              * @description Start JupyterLab in containers created from this template:
              *     injects a generated `JUPYTER_PASSWORD` environment variable,
@@ -2396,7 +2396,7 @@ export interface components {
              * @default true
              * @example false
              */
-            startJupyter: boolean;
+            startJupyter?: boolean;
             /**
              * @description Provision SSH access in containers created from this template:
              *     injects a `PUBLIC_KEY` environment variable carrying the
@@ -2410,7 +2410,7 @@ export interface components {
              * @default true
              * @example true
              */
-            startSsh: boolean;
+            startSsh?: boolean;
         };
         UpdateTemplateRequest: components["schemas"]["ContainerConfig"] & {
             /** @description Acceptable CUDA versions for pods created from this template. An explicit `[]` clears the constraint; omitting the field leaves it unchanged. */
