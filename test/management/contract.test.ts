@@ -1,3 +1,4 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { createManagementRoutes } from "../../src/harness/management-api/index.js";
 import {
@@ -150,6 +151,108 @@ describe("what runlet deploy plans, against the document's request schemas", () 
 });
 
 describe("the client's hand-kept zod schemas, against the document", () => {
+  const cuda = fc.constantFrom("12.8", "12.6", "12.1", "11.8", "12", "");
+  const gpu = fc.record(
+    {
+      pools: fc.array(fc.constantFrom("ADA_24", "AMPERE_80"), { maxLength: 2 }),
+      count: fc.integer({ min: 0, max: 8 }),
+      excludedTypes: fc.array(fc.constantFrom("NVIDIA L4", "NVIDIA L40", "-x"), { maxLength: 2 }),
+      allowedCudaVersions: fc.array(cuda, { maxLength: 2 }),
+      minCudaVersion: cuda,
+    },
+    { requiredKeys: [] },
+  );
+  const container = {
+    image: fc.string(),
+    args: fc.string(),
+    disk: fc.integer({ min: 0, max: 500 }),
+    env: fc.dictionary(fc.string(), fc.string(), { maxKeys: 3 }),
+    ports: fc.array(fc.constantFrom("8080/http", "22/tcp", "8888/http"), { maxLength: 2 }),
+    registry: fc.option(fc.string(), { nil: null }),
+  };
+  const endpointFields = {
+    ...container,
+    name: fc.string({ minLength: 1 }),
+    templateId: fc.string({ minLength: 1 }),
+    gpu,
+    cpu: fc.uniqueArray(
+      fc.record({ id: fc.constantFrom("cpu5c", "cpu3g"), vcpuCount: fc.constantFrom(1, 2, 4, 8) }),
+      { minLength: 1, maxLength: 3, selector: (c) => `${c.id}:${c.vcpuCount}` },
+    ),
+    scaling: fc.oneof(
+      fc.record({
+        type: fc.constant("QUEUE_DELAY"),
+        queueDelay: fc.double({ min: 0, max: 60, noNaN: true }),
+      }),
+      fc.record({ type: fc.constant("REQUEST_COUNT"), requestCount: fc.integer({ min: 0, max: 100 }) }),
+    ),
+    workers: fc.record(
+      {
+        min: fc.integer({ min: -1, max: 5 }),
+        max: fc.integer({ min: 0, max: 10 }),
+        idleTimeout: fc.integer({ min: 0, max: 4000 }),
+      },
+      { requiredKeys: [] },
+    ),
+    timeout: fc.integer({ min: 1, max: 3_600_000 }),
+    flashboot: fc.constantFrom("OFF", "FLASHBOOT", "PRIORITY_FLASHBOOT"),
+    networkVolumes: fc.array(fc.string(), { maxLength: 2 }),
+    dataCenterIds: fc.array(fc.string(), { maxLength: 2 }),
+  };
+  const PROPERTY_CASES = [
+    [
+      "CreateEndpointRequest",
+      serverlessCreateSchema,
+      fc.record(
+        { ...endpointFields, type: fc.constantFrom("QUEUE", "LOAD_BALANCER") },
+        { requiredKeys: ["name", "type", "scaling"] },
+      ),
+    ],
+    ["UpdateEndpointRequest", serverlessUpdateSchema, fc.record(endpointFields, { requiredKeys: [] })],
+    [
+      "CreateTemplateRequest",
+      templateCreateSchema,
+      fc.record(
+        {
+          ...container,
+          name: fc.string({ minLength: 1 }),
+          image: fc.string({ minLength: 1 }),
+          serverless: fc.boolean(),
+          startSsh: fc.boolean(),
+          startJupyter: fc.boolean(),
+          public: fc.boolean(),
+          category: fc.constantFrom("CPU", "NVIDIA", "AMD"),
+          allowedCudaVersions: fc.array(cuda, { maxLength: 2 }),
+          mounts: fc.record(
+            { persistent: fc.record({ size: fc.integer({ min: 5, max: 100 }), path: fc.string() }) },
+            { requiredKeys: [] },
+          ),
+        },
+        { requiredKeys: ["name", "image"] },
+      ),
+    ],
+  ] as const;
+
+  for (const [name, zod, bodies] of PROPERTY_CASES) {
+    it(`${name}: every body the zod schema lets the client send, the document accepts (property)`, () => {
+      let sent = 0;
+      fc.assert(
+        fc.property(bodies as fc.Arbitrary<Json>, (body) => {
+          const parsed = (zod as { safeParse(v: unknown): { success: boolean; data?: unknown } }).safeParse(
+            body,
+          );
+          if (!parsed.success) return;
+          sent++;
+          expect(problemsOf(name, parsed.data)).toEqual([]);
+        }),
+        { numRuns: 2000 },
+      );
+      // Bodies on both sides of each limit are generated: enough pass the client's checks that the
+      // property is not vacuous.
+      expect(sent).toBeGreaterThan(20);
+    });
+  }
+
   const SCHEMAS = [
     ["CreateEndpointRequest", serverlessCreateSchema, "/v2/serverless", "post"],
     ["UpdateEndpointRequest", serverlessUpdateSchema, "/v2/serverless/{id}", "patch"],
