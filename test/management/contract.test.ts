@@ -345,6 +345,34 @@ describe("the harness's copy, against the document", () => {
     expect(problemsOf("ListTemplatesResponse", call("GET", "/v2/templates").body)).toEqual([]);
   });
 
+  it("accepts the network-volume and registry examples and answers them per the document, credentials left out", () => {
+    const { call } = harness();
+    for (const [example, value] of requestExamples("/v2/network-volumes", "post")) {
+      const res = call("POST", "/v2/network-volumes", value);
+      expect(res.status, example).toBe(201);
+      expect(problemsOf("NetworkVolume", res.body)).toEqual([]);
+      for (const [resize, patch] of requestExamples("/v2/network-volumes/{id}", "patch")) {
+        const updated = call("PATCH", `/v2/network-volumes/${res.body.id}`, patch);
+        expect(updated.status, resize).toBe(200);
+        expect(problemsOf("NetworkVolume", updated.body)).toEqual([]);
+      }
+      const shrink = call("PATCH", `/v2/network-volumes/${res.body.id}`, { size: 10 });
+      expect(shrink.status).toBe(400);
+    }
+    expect(problemsOf("ListNetworkVolumesResponse", call("GET", "/v2/network-volumes").body)).toEqual([]);
+    for (const [example, value] of requestExamples("/v2/registries", "post")) {
+      const res = call("POST", "/v2/registries", value);
+      expect(res.status, example).toBe(201);
+      expect(problemsOf("Registry", res.body)).toEqual([]);
+      expect(JSON.stringify(res.body)).not.toContain((value as Json)["password"] as string);
+      expect(call("GET", `/v2/registries/${res.body.id}`).body).toEqual(res.body);
+    }
+    expect(problemsOf("ListRegistriesResponse", call("GET", "/v2/registries").body)).toEqual([]);
+    const unknown = call("POST", "/v2/network-volumes", { name: "v", dataCenter: "EU-RO-1", size: 5 });
+    expect(unknown.status).toBe(422);
+    expect(problemsOf("ErrorResponse", unknown.body)).toEqual([]);
+  });
+
   it("answers the catalog from its table, per the document's schemas", () => {
     const { call } = harness();
     expect(problemsOf("ListGpuTypesResponse", call("GET", "/v2/catalog/gpus").body)).toEqual([]);

@@ -61,7 +61,7 @@ describe("harness management routes", () => {
         title: "Not Implemented",
         status: 501,
         detail:
-          "the harness does not emulate /v2/pods; it serves /v2/templates, /v2/serverless and /v2/catalog",
+          "the harness does not emulate /v2/pods; it serves /v2/templates, /v2/serverless, /v2/network-volumes, /v2/registries and /v2/catalog",
       },
     });
   });

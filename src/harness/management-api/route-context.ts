@@ -33,7 +33,7 @@ export interface RouteContext {
  * come parsed (a JSON object) by the router.
  */
 export interface CrudResource {
-  readonly name: "templates" | "serverless";
+  readonly name: "templates" | "serverless" | "network-volumes" | "registries";
   list(): ManagementAnswer;
   /** `origin`: the harness's origin as the caller reached it (`http://127.0.0.1:8000`), for URLs in answers. */
   create(body: Readonly<Record<string, unknown>>, origin: string): ManagementAnswer;

@@ -19,6 +19,7 @@ import { catalogAnswer } from "./catalog-routes.js";
 import { EMULATED_V2_SEGMENTS, isManagementPath, MANAGEMENT_V2_SEGMENTS } from "./paths.js";
 import type { CrudResource, EndpointEvent, EndpointWorkerView, RouteContext } from "./route-context.js";
 import { serverlessResource } from "./serverless-routes.js";
+import { networkVolumesResource, registriesResource } from "./storage-routes.js";
 import { ManagementStore, type TemplateSeed } from "./store.js";
 import { templateResource, v1TemplateLookup } from "./template-routes.js";
 
@@ -219,7 +220,10 @@ const CATALOG_ROUTES: readonly ManagementRoute[] = [
 /** `/v2/<resource>...` the copy does not keep: 501 for every method and path below. */
 function notEmulated(resource: string): ManagementRoute[] {
   const answer = () =>
-    problem(501, `the harness does not emulate /v2/${resource}; it serves /v2/templates, /v2/serverless and /v2/catalog`);
+    problem(
+      501,
+      `the harness does not emulate /v2/${resource}; it serves /v2/templates, /v2/serverless, /v2/network-volumes, /v2/registries and /v2/catalog`,
+    );
   return [
     managementRoute({ method: ANY_METHOD, path: resource, access: "key", body: "text", answer }),
     managementRoute({ method: ANY_METHOD, path: `${resource}/*rest`, access: "key", body: "text", answer }),
@@ -230,6 +234,8 @@ function notEmulated(resource: string): ManagementRoute[] {
 export const MANAGEMENT_V2_ROUTES: readonly ManagementRoute[] = [
   ...crudRoutes("templates"),
   ...crudRoutes("serverless"),
+  ...crudRoutes("network-volumes"),
+  ...crudRoutes("registries"),
   ...CATALOG_ROUTES,
   ...[...MANAGEMENT_V2_SEGMENTS].filter((s) => !EMULATED_V2_SEGMENTS.has(s)).flatMap(notEmulated),
 ];
@@ -365,6 +371,8 @@ export function createManagementRoutes(options: ManagementRoutesOptions): Manage
         updated: (e) => context.hook(options.onEndpointUpdated && (() => options.onEndpointUpdated?.(e))),
         deleted: (id) => context.hook(options.onEndpointDeleted && (() => options.onEndpointDeleted?.(id))),
       }),
+      "network-volumes": networkVolumesResource(),
+      registries: registriesResource(context),
     },
   };
   const v1 = options.v1 === true;
