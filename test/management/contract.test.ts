@@ -411,6 +411,7 @@ describe("the harness's copy, against the document", () => {
       [{ ...body, type: "LOAD_BALANCER" }, 422, /requestCount|REQUEST_COUNT/],
       [{ ...body, executionTimeoutMs: 600000 }, 422, /executionTimeoutMs/],
       [{ ...body, cpu: [{ id: "cpu5c", vcpuCount: 4 }] }, 400, /gpu or cpu/],
+      [{ ...body, scaling: { type: "REQUEST_COUNT", requestCount: 2 } }, 400, /idleTimeout/],
       [
         { ...body, gpu: { pools: ["ADA_24"], allowedCudaVersions: ["12.8"], minCudaVersion: "12.1" } },
         400,

@@ -248,15 +248,13 @@ describe("harness management routes", () => {
         ),
       ).body;
     const given = create({ timeout: 45_000 });
-    expect(endpointOptionsOf({ endpoint: given, template: undefined, rollout: false }, undefined)).toEqual({
+    expect(endpointOptionsOf({ endpoint: given, rollout: false }, undefined)).toEqual({
       id: given.id,
       executionTimeoutMs: 45_000,
     });
     // Left out, it is the document's default, 300 000 ms.
     const defaulted = create({});
-    expect(
-      endpointOptionsOf({ endpoint: defaulted, template: undefined, rollout: false }, undefined),
-    ).toEqual({
+    expect(endpointOptionsOf({ endpoint: defaulted, rollout: false }, undefined)).toEqual({
       id: defaulted.id,
       executionTimeoutMs: 300_000,
     });

@@ -4,8 +4,6 @@ import type { ManagementStore, StoredEndpoint } from "./store.js";
 /** What the harness learns when an endpoint is created or changed. */
 export interface EndpointEvent {
   readonly endpoint: StoredEndpoint;
-  /** Unused since templates are resolved into the endpoint at create (the document's rule); kept for callers. */
-  readonly template: undefined;
   /** True when the change made a new release: workers started before it should be replaced. */
   readonly rollout: boolean;
 }

@@ -68,6 +68,16 @@ function ruleProblems(body: Body): string[] {
   return out;
 }
 
+/** An idle timeout asked for a queue endpoint that scales on REQUEST_COUNT: the document refuses it. */
+function idleTimeoutProblem(type: unknown, scaling: unknown, workers: unknown): string[] {
+  const asked = (workers as { idleTimeout?: unknown } | undefined)?.idleTimeout;
+  return type === "QUEUE" &&
+    (scaling as { type?: unknown } | undefined)?.type === "REQUEST_COUNT" &&
+    asked !== undefined
+    ? ["$.workers.idleTimeout: does not apply to a queue endpoint scaling on REQUEST_COUNT"]
+    : [];
+}
+
 /** An endpoint's answer without `idleTimeout` where the document leaves it out (queue + REQUEST_COUNT). */
 function withIdleRule(endpoint: StoredEndpoint): StoredEndpoint {
   const scaling = endpoint["scaling"] as { type?: string } | undefined;
@@ -113,7 +123,6 @@ export function serverlessResource(context: RouteContext, hooks: EndpointHooks):
   const notFound = (id: string) => problem(404, `endpoint ${id} not found`);
   const eventOf = (endpoint: StoredEndpoint, rollout = false): EndpointEvent => ({
     endpoint,
-    template: undefined,
     rollout,
   });
   /** A template the caller may use: 404 when it is not theirs or public, 422 when it is not a serverless one. */
@@ -134,7 +143,10 @@ export function serverlessResource(context: RouteContext, hooks: EndpointHooks):
   const pinWorkers = (endpointId: string) => {
     const current = store.releases(endpointId).at(-1)?.version;
     if (current === undefined) return;
-    for (const w of context.workers(endpointId)) store.pinWorker(endpointId, w.id, current);
+    const running = context.workers(endpointId);
+    // Pins of workers gone since are dropped first, so the pins never outnumber the workers.
+    store.prunePins(endpointId, new Set(running.map((w) => w.id)));
+    for (const w of running) store.pinWorker(endpointId, w.id, current);
   };
 
   return {
@@ -145,7 +157,10 @@ export function serverlessResource(context: RouteContext, hooks: EndpointHooks):
       if (problems !== undefined) return invalidBody(problems);
       if ((body["gpu"] === undefined) === (body["cpu"] === undefined))
         return problem(400, "set exactly one of gpu or cpu", ["$: exactly one of gpu or cpu is required"]);
-      const rules = ruleProblems(body);
+      const rules = [
+        ...ruleProblems(body),
+        ...idleTimeoutProblem(body["type"], body["scaling"], body["workers"]),
+      ];
       if (rules.length > 0) return problem(400, "the endpoint is invalid", rules);
       const template = templateFor(body["templateId"]);
       if (template !== undefined && "answer" in template) return template.answer;
@@ -259,7 +274,10 @@ export function serverlessResource(context: RouteContext, hooks: EndpointHooks):
       if (body["cpu"] !== undefined)
         next["cpu"] = cpuAnswer(body["cpu"] as { id: string; vcpuCount: number }[]);
       next["workers"] = { ...current.workers, ...(body["workers"] as Body | undefined) };
-      const rules = ruleProblems({ gpu: next["gpu"], workers: next["workers"] });
+      const rules = [
+        ...ruleProblems({ gpu: next["gpu"], workers: next["workers"] }),
+        ...idleTimeoutProblem(current.type, next["scaling"], body["workers"]),
+      ];
       if (rules.length > 0) return problem(400, "the endpoint update is invalid", rules);
       const updated = withIdleRule(next as StoredEndpoint);
       // Container changes make a new release, which rolls out as workers are replaced.
