@@ -344,6 +344,22 @@ describe("runlet deploy", () => {
         "runlet deploy: --type lb scales on request-count (there is no queue to delay) (RUNLET_CLI_USAGE)\n",
       ],
       [
+        [
+          "--image",
+          "a:1",
+          "--type",
+          "lb",
+          "--cpu",
+          "cpu5c:2",
+          "--port",
+          "8000",
+          "--env",
+          "PORT=9000",
+          "--dry-run",
+        ],
+        "runlet deploy: --port 8000 and --env PORT=9000 disagree: give one (RUNLET_CLI_USAGE)\n",
+      ],
+      [
         ["--image", "a:1", "--gpu", "NVIDIA L4", "--dry-run"],
         "runlet deploy: --gpu NVIDIA L4 is a GPU type, resolved through the catalog: set RUNPOD_API_KEY (or --api-key), or give a pool id such as ADA_24 (RUNLET_CLI_USAGE)\n",
       ],

@@ -171,8 +171,13 @@ export async function specOf(
   }
   let ports: string[] | undefined;
   if (type === "LOAD_BALANCER") {
-    const port = int("port", values["port"], 1, 65_535) ?? DEFAULT_LB_PORT;
-    env["PORT"] ??= String(port);
+    const flagPort = int("port", values["port"], 1, 65_535);
+    const envPort =
+      env["PORT"] === undefined ? undefined : integerFlag("env PORT", env["PORT"], 0, 1, 65_535);
+    if (flagPort !== undefined && envPort !== undefined && flagPort !== envPort)
+      throw usageError(`--port ${flagPort} and --env PORT=${envPort} disagree: give one`);
+    const port = flagPort ?? envPort ?? DEFAULT_LB_PORT;
+    env["PORT"] = String(port);
     ports = [`${port}/http`];
   } else if (values["port"] !== undefined) {
     throw usageError("--port is for --type lb (the port the worker's HTTP server listens on)");
