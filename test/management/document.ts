@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
-import { withAjvWorkarounds } from "../../src/harness/management-api/document-schemas.js";
+import { withAjvWorkarounds } from "../../src/harness/management-api/ajv-workarounds.js";
 
 /**
  * The platform's published v2 document (openapi/runpod-v2.json) as a JSON Schema 2020-12 validator
