@@ -81,7 +81,7 @@ function validatorsCode(schemas: Record<string, unknown>): string {
     "ajv/dist/runtime/ucs2length": "ucs2length",
     "ajv/dist/runtime/equal": "equal",
   };
-  code = code.replace(/require\("([^"]+)"\)\.default/g, (whole, name: string) => {
+  code = code.replace(/require\("([^"]+)"\)\.default/g, (_whole, name: string) => {
     const helper = helpers[name];
     if (helper === undefined)
       throw new Error(`the generated validators require ${name}: add a helper for it`);
