@@ -63,6 +63,7 @@ export const ERROR_CODES = {
   RUNLET_MANAGEMENT_INVALID: "A management request body failed client-side validation.",
   RUNLET_MANAGEMENT_BAD_RESPONSE: "The management API answered 2xx with a body of the wrong shape.",
   RUNLET_MANAGEMENT_NETWORK: "The management API could not be reached or did not answer in time.",
+  RUNLET_MANAGEMENT_ROLLOUT_TIMEOUT: "An endpoint's release did not reach every worker within the wait.",
   // harness and CLI
   RUNLET_HARNESS_CONFIG: "The harness was given bad options.",
   RUNLET_HARNESS_NO_JOB: "Harness.stopJob or waitForJob named a job the harness does not know.",

@@ -22,7 +22,11 @@ import { JobStore } from "./jobs/job-store.js";
 import { JobTimelines, type TimelineSpan } from "./jobs/job-timeline.js";
 import { untilTerminal } from "./jobs/job-waits.js";
 import { type WebhookAttempt, WebhookSender, webhookUrlProblem } from "./jobs/webhooks.js";
-import { type HarnessManagement, harnessManagement } from "./management-api/index.js";
+import {
+  type EndpointWorkerView,
+  type HarnessManagement,
+  harnessManagement,
+} from "./management-api/index.js";
 import { JobFeed, OPENAI_ROUTE_TABLE, openAIFamily } from "./openai/index.js";
 import {
   checkEndpoint,
@@ -80,6 +84,8 @@ export class Harness {
   readonly #management: HarnessManagement;
   readonly #events: JobEventHub;
   readonly #startups = new WorkerStartups();
+  /** Workers stopped for a release's rollout and not lapsed yet (`endpoint/worker`): no longer reported. */
+  readonly #replaced = new Set<string>();
   #dashboard: Dashboard | undefined;
   #url = "";
   #closing: Promise<void> | undefined;
@@ -128,7 +134,10 @@ export class Harness {
         },
         onWorkerChange: (worker, change) => {
           // A lapsed worker is forgotten; should it come back, it is counted by its requests.
-          if (change === "lapsed") this.#startups.forget(worker.endpointId, worker.id);
+          if (change === "lapsed") {
+            this.#startups.forget(worker.endpointId, worker.id);
+            this.#replaced.delete(`${worker.endpointId}/${worker.id}`);
+          }
           this.#dashboard?.workerChanged(worker, change);
         },
       },
@@ -377,6 +386,7 @@ export class Harness {
   async removeEndpoint(endpointId: string): Promise<boolean> {
     if (!this.#store.table.hasEndpoint(endpointId)) return false;
     const stopping = this.#scaler.remove(endpointId);
+    for (const key of this.#replaced) if (key.startsWith(`${endpointId}/`)) this.#replaced.delete(key);
     this.#store.removeEndpoint(endpointId);
     this.#startups.removeEndpoint(endpointId);
     await stopping;
@@ -514,6 +524,34 @@ export class Harness {
       if (startup.state === "starting" || this.#store.workers.get(endpointId, id) === undefined) n++;
     }
     return n;
+  }
+
+  /**
+   * The connected workers of an endpoint as the management copy's `GET /v2/serverless/{id}/workers`
+   * reports them: starting (INITIALIZING), unhealthy, holding a job (RUNNING) or IDLE.
+   */
+  workersOf(endpointId: string): EndpointWorkerView[] {
+    const now = this.#options.clock.now();
+    return this.#store.workers.list(endpointId).flatMap((w) => {
+      const startup = this.#startups.get(endpointId, w.id)?.state;
+      if (startup === "exited" || this.#replaced.has(`${endpointId}/${w.id}`)) return [];
+      const status =
+        startup === "starting"
+          ? "INITIALIZING"
+          : w.unhealthy !== undefined
+            ? "UNHEALTHY"
+            : w.jobs.size > 0
+              ? "RUNNING"
+              : "IDLE";
+      return [{ id: w.id, status, startedAt: Date.now() - (now - w.firstSeenAt) }];
+    });
+  }
+
+  /** Stops a worker the harness started so that the scaler starts a fresh one (a release rolling out). */
+  replaceWorker(endpointId: string, workerId: string): void {
+    if (!this.#scaler.started(endpointId, workerId)) return;
+    this.#replaced.add(`${endpointId}/${workerId}`);
+    this.#scaler.replace(endpointId, workerId);
   }
 
   /** Waits until the workers the scaler is starting for `endpointId` have started. */

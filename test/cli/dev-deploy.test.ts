@@ -30,10 +30,13 @@ describe("runlet dev with an endpoint deployed to it", () => {
       const [, apiKey] = await dev.waitFor(/api key {3}(\S+) /);
       const origin = new URL(endpointUrl!).origin;
       const mgmt = createManagementClient({ apiKey: apiKey!, baseUrl: origin, maxRetries: 0 });
-      const template = await mgmt.templates.create({ name: "shout", image: "me/shout:1" });
+      const template = await mgmt.templates.create({ name: "shout", image: "me/shout:1", serverless: true });
       const endpoint = await mgmt.serverless.create({
+        name: "shout",
+        type: "QUEUE",
+        scaling: { type: "QUEUE_DELAY", queueDelay: 4 },
         templateId: template.id,
-        cpu: { id: "cpu3c" },
+        cpu: [{ id: "cpu3c", vcpuCount: 2 }],
         workers: { min: 0, max: 1 },
       });
 

@@ -27,7 +27,7 @@ describe("management client against the harness copy", () => {
       disk: 5,
       env: { MODE: "fast" },
       ports: ["8000/http"],
-      registry: { id: "reg1" },
+      registry: "reg1",
     });
     expect(created).toMatchObject({
       name: "echo",
@@ -36,7 +36,7 @@ describe("management client against the harness copy", () => {
       public: false,
       env: { MODE: "fast" },
       ports: ["8000/http"],
-      registry: { id: "reg1" },
+      registry: "reg1",
     });
     expect(created).not.toHaveProperty("imageName");
     expect(created.id).toMatch(/^[a-z0-9]{10}$/);
@@ -73,43 +73,54 @@ describe("management client against the harness copy", () => {
       apiKey: API_KEY,
       v1: true,
       clock: () => FIXED_MS,
-      onEndpointCreated: ({ endpoint, template }) => events.push(`created ${endpoint.id} ${template?.name}`),
+      onEndpointCreated: ({ endpoint }) => events.push(`created ${endpoint.id} ${endpoint["image"]}`),
       onEndpointUpdated: ({ endpoint }) => events.push(`updated ${endpoint.id} ${endpoint.workers?.max}`),
       onEndpointDeleted: (id) => events.push(`deleted ${id}`),
     });
     const mgmt = createManagementClient({ apiKey: API_KEY, baseUrl: `${server.url}/v2` });
-    const template = await mgmt.templates.create({ name: "tpl", image: "me/w:1" });
+    const template = await mgmt.templates.create({ name: "tpl", image: "me/w:1", serverless: true });
 
     const endpoint = await mgmt.serverless.create({
       templateId: template.id,
-      gpu: { id: "NVIDIA RTX A4000", count: 1 },
+      name: "ep",
+      type: "QUEUE",
+      gpu: { pools: ["AMPERE_16"], count: 1 },
       workers: { min: 0, max: 2 },
-      scaling: { type: "QUEUE_DELAY", value: 4 },
-      executionTimeoutMs: 60_000,
+      scaling: { type: "QUEUE_DELAY", queueDelay: 4 },
+      timeout: 60_000,
     });
-    expect(endpoint).toEqual({
+    expect(endpoint).toMatchObject({
       id: endpoint.id,
-      name: "tpl",
-      templateId: template.id,
-      gpu: { id: "NVIDIA RTX A4000", count: 1 },
-      workers: { min: 0, max: 2 },
-      scaling: { type: "QUEUE_DELAY", value: 4 },
-      executionTimeoutMs: 60_000,
+      name: "ep",
+      type: "QUEUE",
+      image: "me/w:1",
+      gpu: { pools: ["AMPERE_16"], count: 1, allowedCudaVersions: [], minCudaVersion: null },
+      workers: { min: 0, max: 2, idleTimeout: 10 },
+      scaling: { type: "QUEUE_DELAY", queueDelay: 4 },
+      timeout: 60_000,
+      flashboot: "OFF",
       createdAt: "2026-01-02T03:04:05.000Z",
     });
     expect(endpoint.id).toMatch(/^[a-z0-9]{14}$/);
     expect(await mgmt.serverless.list()).toEqual([endpoint]);
     expect(await mgmt.serverless.get(endpoint.id)).toEqual(endpoint);
 
-    const patched = await mgmt.serverless.update(endpoint.id, { workers: { max: 5 }, cpu: { id: "cpu3c" } });
-    expect(patched.workers).toEqual({ min: 0, max: 5 });
-    expect(patched).toMatchObject({ cpu: { id: "cpu3c" } });
-    expect(patched).not.toHaveProperty("gpu");
+    const patched = await mgmt.serverless.update(endpoint.id, {
+      workers: { max: 5 },
+      gpu: { pools: ["ADA_24"], excludedTypes: ["NVIDIA L4"] },
+    });
+    expect(patched.workers).toEqual({ min: 0, max: 5, idleTimeout: 10 });
+    expect(patched).toMatchObject({ gpu: { pools: ["ADA_24"], excludedTypes: ["NVIDIA L4"], count: 1 } });
+    // The compute family is fixed at create: a GPU endpoint refuses a cpu.
+    const family = await failure(
+      mgmt.serverless.update(endpoint.id, { cpu: [{ id: "cpu3c", vcpuCount: 2 }] }),
+    );
+    expect(family.details).toMatchObject({ status: 400 });
 
     await mgmt.serverless.delete(endpoint.id);
     expect(await mgmt.serverless.list()).toEqual([]);
     expect(events).toEqual([
-      `created ${endpoint.id} tpl`,
+      `created ${endpoint.id} me/w:1`,
       `updated ${endpoint.id} 5`,
       `deleted ${endpoint.id}`,
     ]);
@@ -122,11 +133,17 @@ describe("management client against the harness copy", () => {
       templates: [
         { id: "official1", name: "official", imageName: "op/base:1", owner: "runpod" },
         { id: "community1", name: "shared", imageName: "someone/x:1", owner: "community" },
-        { id: "mine1", name: "mine", imageName: "me/y:1" },
+        { id: "mine1", name: "mine", imageName: "me/y:1", isServerless: true },
       ],
     });
     const mgmt = createManagementClient({ apiKey: API_KEY, baseUrl: server.url });
-    await mgmt.serverless.create({ templateId: "mine1", gpu: { id: "A" } });
+    await mgmt.serverless.create({
+      name: "ep",
+      type: "QUEUE",
+      scaling: { type: "QUEUE_DELAY", queueDelay: 4 },
+      templateId: "mine1",
+      gpu: { pools: ["ADA_24"] },
+    });
 
     for (const [id, flag] of [
       ["official1", "includeRunpodTemplates"],
@@ -144,7 +161,7 @@ describe("management client against the harness copy", () => {
       name: "official",
       imageName: "op/base:1",
       category: "NVIDIA",
-      containerDiskInGb: 10,
+      containerDiskInGb: 20,
       volumeInGb: 0,
       volumeMountPath: "/workspace",
       dockerEntrypoint: [],
@@ -179,7 +196,7 @@ describe("management client against the harness copy", () => {
     expect(unauthorized.message).not.toContain("wrong-key-456");
   });
 
-  it("turns v2 problems (400 with errors, 401, 403) into RUNLET_MANAGEMENT_HTTP with every message", async () => {
+  it("turns v2 problems (422 with errors, 400, 401, 403, 404) into RUNLET_MANAGEMENT_HTTP with every message", async () => {
     await using server = await startManagementServer({
       apiKey: API_KEY,
       v1: true,
@@ -192,10 +209,15 @@ describe("management client against the harness copy", () => {
     );
     expect(bad.code).toBe("RUNLET_MANAGEMENT_HTTP");
     expect(bad.details).toEqual({
-      status: 400,
-      title: "Bad Request",
-      detail: "the endpoint is invalid",
-      errors: ["image: required when no templateId is given"],
+      status: 422,
+      title: "Unprocessable Entity",
+      detail: "Request validation failed.",
+      errors: [
+        "$: must have required property 'image'",
+        "$: must have required property 'type'",
+        "$: must have required property 'scaling'",
+        "$.cpu: must be array",
+      ],
       method: "POST",
       path: "/v2/serverless",
     });
@@ -205,15 +227,29 @@ describe("management client against the harness copy", () => {
       title: "Forbidden",
       detail: "template community1 is not yours to change",
     });
-    const unknownTemplate = await failure(mgmt.serverless.create({ templateId: "nope1", gpu: { id: "A" } }));
-    expect(unknownTemplate.details).toMatchObject({ status: 400, errors: ["templateId: no template nope1"] });
-    const dup = await mgmt.templates.create({ name: "one", image: "a/b:1" });
+    const unknownTemplate = await failure(
+      mgmt.serverless.create({
+        name: "ep",
+        type: "QUEUE",
+        scaling: { type: "QUEUE_DELAY", queueDelay: 4 },
+        templateId: "nope1",
+        gpu: { pools: ["ADA_24"] },
+      }),
+    );
+    expect(unknownTemplate.details).toMatchObject({ status: 404, detail: "template nope1 not found" });
+    const dup = await mgmt.templates.create({ name: "one", image: "a/b:1", serverless: true });
     const clash = await failure(mgmt.templates.create({ name: "one", image: "a/b:2" }));
     expect(clash.details).toMatchObject({
       status: 400,
       errors: ['name: a template named "one" already exists'],
     });
-    await mgmt.serverless.create({ templateId: dup.id, gpu: { id: "A" } });
+    await mgmt.serverless.create({
+      name: "ep",
+      type: "QUEUE",
+      scaling: { type: "QUEUE_DELAY", queueDelay: 4 },
+      templateId: dup.id,
+      gpu: { pools: ["ADA_24"] },
+    });
     const inUse = await failure(mgmt.templates.delete(dup.id));
     expect(inUse.details).toMatchObject({ status: 400 });
     const wrongKey = createManagementClient({ apiKey: "wrong-key-456", baseUrl: server.url });

@@ -51,10 +51,13 @@ describe("deleting a serverless endpoint through the harness's management copy",
       },
     });
     const mgmt = createManagementClient({ apiKey: API_KEY, baseUrl: harness.url });
-    const template = await mgmt.templates.create({ name: "slow", image: "me/slow:1" });
+    const template = await mgmt.templates.create({ name: "slow", image: "me/slow:1", serverless: true });
     const endpoint = await mgmt.serverless.create({
+      name: "ep",
+      type: "QUEUE",
+      scaling: { type: "QUEUE_DELAY", queueDelay: 4 },
       templateId: template.id,
-      cpu: { id: "cpu3c" },
+      cpu: [{ id: "cpu3c", vcpuCount: 2 }],
       workers: { min: 1, max: 1 },
     });
     await harness.workersStarted(endpoint.id);

@@ -89,12 +89,20 @@ describe("management 429 back-off", () => {
     await using server = await startRecorder((r, i) =>
       r.method === "POST" || i % 2 === 0
         ? { status: 429, headers: { "retry-after": "0" } }
-        : { status: 200, body: { id: "e1" } },
+        : { status: 200, body: { id: "e1", name: "e" } },
     );
     const mgmt = createManagementClient({ apiKey: API_KEY, baseUrl: server.url });
     await mgmt.serverless.delete("e1");
     await mgmt.serverless.update("e1", { workers: { max: 1 } });
-    const err = await failure(mgmt.serverless.create({ name: "n", image: "i:1", gpu: { id: "A" } }));
+    const err = await failure(
+      mgmt.serverless.create({
+        name: "n",
+        type: "QUEUE",
+        scaling: { type: "QUEUE_DELAY", queueDelay: 4 },
+        image: "i:1",
+        gpu: { pools: ["ADA_24"] },
+      }),
+    );
     expect(err.details).toMatchObject({ status: 429, title: "Too Many Requests", retryAfterMs: 0 });
     expect(server.requests.map((r) => r.method)).toEqual(["DELETE", "DELETE", "PATCH", "PATCH", "POST"]);
   });

@@ -22,10 +22,13 @@ describe("the harness serves the management copy itself", () => {
       managementV1: true,
     });
     const mgmt = createManagementClient({ apiKey: API_KEY, baseUrl: harness.url });
-    const template = await mgmt.templates.create({ name: "echo", image: "me/echo:1" });
+    const template = await mgmt.templates.create({ name: "echo", image: "me/echo:1", serverless: true });
     const endpoint = await mgmt.serverless.create({
+      name: "ep",
+      type: "QUEUE",
+      scaling: { type: "QUEUE_DELAY", queueDelay: 4 },
       templateId: template.id,
-      cpu: { id: "cpu3c" },
+      cpu: [{ id: "cpu3c", vcpuCount: 2 }],
       workers: { min: 0, max: 1 },
     });
     expect(harness.endpointIds()).toEqual(["local", endpoint.id]);

@@ -97,6 +97,11 @@ const CASES: readonly Case[] = [
     call: (m) => m.serverless.workers("e1"),
     method: "GET",
     path: "/v2/serverless/e1/workers",
+    reply: {
+      status: 200,
+      body: { workers: [{ id: "w1", status: "IDLE" }], summary: { total: 1 }, endpointVersion: 1 },
+    },
+    returns: { workers: [{ id: "w1", status: "IDLE" }], summary: { total: 1 }, endpointVersion: 1 },
   },
   {
     name: "serverless.workerLogs",
@@ -110,6 +115,19 @@ const CASES: readonly Case[] = [
     call: (m) => m.serverless.releases("e1"),
     method: "GET",
     path: "/v2/serverless/e1/releases",
+    reply: {
+      status: 200,
+      body: {
+        endpointVersion: 2,
+        rollout: { inProgress: true, workersOnLatest: 1, workersTotal: 2, percentOnLatest: 50 },
+        releases: [{ id: "r2", version: 2, workerCount: 1 }],
+      },
+    },
+    returns: {
+      endpointVersion: 2,
+      rollout: { inProgress: true, workersOnLatest: 1, workersTotal: 2, percentOnLatest: 50 },
+      releases: [{ id: "r2", version: 2, workerCount: 1 }],
+    },
   },
   {
     name: "networkVolumes.list",
@@ -227,20 +245,41 @@ const CASES: readonly Case[] = [
     reply: { status: 204 },
     returns: undefined,
   },
-  { name: "catalog.gpus", call: (m) => m.catalog.gpus(), method: "GET", path: "/v2/catalog/gpus" },
+  {
+    name: "catalog.gpus",
+    call: (m) => m.catalog.gpus(),
+    method: "GET",
+    path: "/v2/catalog/gpus",
+    reply: {
+      status: 200,
+      body: { gpus: [{ id: "NVIDIA A100 80GB PCIe", name: "A100", pool: "AMPERE_80" }] },
+    },
+    returns: [{ id: "NVIDIA A100 80GB PCIe", name: "A100", pool: "AMPERE_80" }],
+  },
   {
     name: "catalog.gpu",
     call: (m) => m.catalog.gpu("NVIDIA A100 80GB"),
     method: "GET",
     path: "/v2/catalog/gpus/NVIDIA%20A100%2080GB",
+    reply: { status: 200, body: { id: "NVIDIA A100 80GB PCIe", name: "A100", pool: "AMPERE_80" } },
+    returns: { id: "NVIDIA A100 80GB PCIe", name: "A100", pool: "AMPERE_80" },
   },
-  { name: "catalog.cpus", call: (m) => m.catalog.cpus(), method: "GET", path: "/v2/catalog/cpus" },
+  {
+    name: "catalog.cpus",
+    call: (m) => m.catalog.cpus(),
+    method: "GET",
+    path: "/v2/catalog/cpus",
+    reply: { status: 200, body: { cpus: [{ id: "cpu3c" }] } },
+    returns: [{ id: "cpu3c" }],
+  },
   { name: "catalog.cpu", call: (m) => m.catalog.cpu("cpu3c"), method: "GET", path: "/v2/catalog/cpus/cpu3c" },
   {
     name: "catalog.datacenters",
     call: (m) => m.catalog.datacenters(),
     method: "GET",
     path: "/v2/catalog/datacenters",
+    reply: { status: 200, body: { dataCenters: [{ id: "EU-RO-1" }] } },
+    returns: [{ id: "EU-RO-1" }],
   },
   {
     name: "catalog.datacenter",
@@ -325,7 +364,7 @@ describe("management client request shapes", () => {
   it("refuses a list item without an id, naming the field", async () => {
     await using server = await startRecorder(() => ({
       status: 200,
-      body: { endpoints: [{ id: "e1" }, { name: "x" }] },
+      body: { endpoints: [{ id: "e1", name: "a" }, { name: "x" }] },
     }));
     const mgmt = createManagementClient({ apiKey: API_KEY, baseUrl: server.url });
     await expect(mgmt.serverless.list()).rejects.toMatchObject({

@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
 import {
   createManagementRoutes,
+  type EndpointWorkerView,
+  endpointOptionsOf,
   isManagementPath,
   type ManagementRequest,
 } from "../../src/harness/management-api/index.js";
@@ -58,7 +60,8 @@ describe("harness management routes", () => {
       body: {
         title: "Not Implemented",
         status: 501,
-        detail: "the harness does not emulate /v2/pods; it serves /v2/templates and /v2/serverless",
+        detail:
+          "the harness does not emulate /v2/pods; it serves /v2/templates, /v2/serverless, /v2/network-volumes, /v2/registries and /v2/catalog",
       },
     });
   });
@@ -131,7 +134,15 @@ describe("harness management routes", () => {
       onHookError: (err) => errors.push((err as Error).message),
     });
     const created = answer(
-      routes.handle(req("POST", "/v2/serverless", { name: "e", image: "i:1", cpu: { id: "c" } })),
+      routes.handle(
+        req("POST", "/v2/serverless", {
+          name: "e",
+          image: "i:1",
+          type: "QUEUE",
+          scaling: { type: "QUEUE_DELAY", queueDelay: 4 },
+          cpu: [{ id: "cpu5c", vcpuCount: 2 }],
+        }),
+      ),
     );
     expect(created.status).toBe(201);
     expect(answer(routes.handle(req("DELETE", `/v2/serverless/${created.body.id}`))).status).toBe(204);
@@ -139,16 +150,113 @@ describe("harness management routes", () => {
     expect(errors).toEqual(["sync boom", "async boom"]);
   });
 
-  it("answers the serverless sub-resources it does not keep with 501 and unknown ones with 404", () => {
+  it("answers workers and releases, the worker logs it does not keep with 501, and unknown sub-resources with 404", () => {
     const routes = createManagementRoutes({ apiKey: API_KEY });
     const { body } = answer(
-      routes.handle(req("POST", "/v2/serverless", { name: "e", image: "i:1", gpu: { id: "A" } })),
+      routes.handle(
+        req("POST", "/v2/serverless", {
+          name: "e",
+          image: "i:1",
+          type: "QUEUE",
+          scaling: { type: "QUEUE_DELAY", queueDelay: 4 },
+          gpu: { pools: ["ADA_24"] },
+        }),
+      ),
     );
-    expect(answer(routes.handle(req("GET", `/v2/serverless/${body.id}/workers`)))?.status).toBe(501);
+    expect(answer(routes.handle(req("GET", `/v2/serverless/${body.id}/workers`)))).toMatchObject({
+      status: 200,
+      body: { workers: [], summary: { total: 0 } },
+    });
+    expect(answer(routes.handle(req("GET", `/v2/serverless/${body.id}/releases`)))).toMatchObject({
+      status: 200,
+      body: { rollout: { inProgress: false, workersTotal: 0 }, releases: [{ version: 1 }] },
+    });
+    expect(answer(routes.handle(req("GET", `/v2/serverless/${body.id}/workers/w1/logs`)))?.status).toBe(501);
     expect(answer(routes.handle(req("GET", `/v2/serverless/${body.id}/nothing`)))?.status).toBe(404);
     expect(answer(routes.handle(req("GET", "/v2/serverless/unknown1")))).toMatchObject({
       status: 404,
       body: { detail: "endpoint unknown1 not found" },
+    });
+  });
+
+  it("makes a release of each container change; workers running then stay on the old one until replaced", () => {
+    let running: EndpointWorkerView[] = [];
+    const updated: boolean[] = [];
+    const routes = createManagementRoutes({
+      apiKey: API_KEY,
+      workers: () => running,
+      onEndpointUpdated: (event) => updated.push(event.rollout),
+    });
+    const { body } = answer(
+      routes.handle(
+        req("POST", "/v2/serverless", {
+          name: "e",
+          image: "me/e:1",
+          type: "QUEUE",
+          scaling: { type: "QUEUE_DELAY", queueDelay: 4 },
+          gpu: { pools: ["ADA_24"], count: 2 },
+        }),
+      ),
+    );
+    running = [{ id: "w1", status: "IDLE", startedAt: Date.now() }];
+    const releases = () => answer(routes.handle(req("GET", `/v2/serverless/${body.id}/releases`))).body;
+    expect(releases().rollout).toEqual({
+      inProgress: false,
+      workersOnLatest: 1,
+      workersTotal: 1,
+      percentOnLatest: 100,
+    });
+
+    // A scaling change is no release; an image change is.
+    answer(routes.handle(req("PATCH", `/v2/serverless/${body.id}`, { workers: { max: 4 } })));
+    answer(routes.handle(req("PATCH", `/v2/serverless/${body.id}`, { image: "me/e:2" })));
+    expect(updated).toEqual([false, true]);
+    expect(releases()).toMatchObject({
+      endpointVersion: 2,
+      rollout: { inProgress: true, workersOnLatest: 0, workersTotal: 1, percentOnLatest: 0 },
+      releases: [
+        { version: 2, workerCount: 0, diff: [{ field: "image", old: "me/e:1", new: "me/e:2" }] },
+        { version: 1, workerCount: 1, diff: [] },
+      ],
+    });
+    const workers = answer(routes.handle(req("GET", `/v2/serverless/${body.id}/workers`))).body;
+    expect(workers.workers[0]).toMatchObject({ id: "w1", isStale: true, version: 1, gpuCount: 2 });
+
+    // w1 replaced by w2, which starts on the new release.
+    running = [{ id: "w2", status: "RUNNING", startedAt: Date.now() }];
+    expect(releases().rollout).toEqual({
+      inProgress: false,
+      workersOnLatest: 1,
+      workersTotal: 1,
+      percentOnLatest: 100,
+    });
+  });
+
+  it("gives a created endpoint its timeout as the harness endpoint's execution timeout", () => {
+    const routes = createManagementRoutes({ apiKey: API_KEY });
+    const create = (extra: Record<string, unknown>) =>
+      answer(
+        routes.handle(
+          req("POST", "/v2/serverless", {
+            name: "e",
+            image: "i:1",
+            type: "QUEUE",
+            scaling: { type: "QUEUE_DELAY", queueDelay: 4 },
+            cpu: [{ id: "cpu5c", vcpuCount: 2 }],
+            ...extra,
+          }),
+        ),
+      ).body;
+    const given = create({ timeout: 45_000 });
+    expect(endpointOptionsOf({ endpoint: given, rollout: false }, undefined)).toEqual({
+      id: given.id,
+      executionTimeoutMs: 45_000,
+    });
+    // Left out, it is the document's default, 300 000 ms.
+    const defaulted = create({});
+    expect(endpointOptionsOf({ endpoint: defaulted, rollout: false }, undefined)).toEqual({
+      id: defaulted.id,
+      executionTimeoutMs: 300_000,
     });
   });
 });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import {
   createManagementClient,
+  type ServerlessCreateInput,
   type TemplateV1,
   templateV1ToV2,
   templateV2ToV1,
@@ -42,9 +43,30 @@ describe("client-side validation", () => {
         "template is invalid: env.PORT: env values must be strings, got number",
       ],
       [
-        mgmt.serverless.create({ name: "e", gpu: { id: "A" } }),
+        mgmt.serverless.create({
+          name: "e",
+          type: "QUEUE",
+          scaling: { type: "QUEUE_DELAY", queueDelay: 4 },
+          gpu: { pools: ["ADA_24"] },
+        }),
         "image",
-        "serverless endpoint is invalid: image: required when no templateId is given",
+        "serverless endpoint is invalid: image: image is required when no templateId is given",
+      ],
+      [
+        mgmt.templates.create({ name: "t", image: "i:1", isServerless: true } as never),
+        "(body)",
+        'template is invalid: (body): Unrecognized key: "isServerless"',
+      ],
+      [
+        mgmt.serverless.create({
+          name: "e",
+          type: "LOAD_BALANCER",
+          image: "i:1",
+          scaling: { type: "QUEUE_DELAY", queueDelay: 4 },
+          cpu: [{ id: "cpu5c", vcpuCount: 2 }],
+        }),
+        "scaling.type",
+        "serverless endpoint is invalid: scaling.type: a LOAD_BALANCER endpoint must scale on REQUEST_COUNT",
       ],
       [
         mgmt.serverless.update("e1", { workers: { min: 3, max: 1 } }),
@@ -52,7 +74,7 @@ describe("client-side validation", () => {
         "serverless endpoint update is invalid: workers.max: workers.min must be ≤ workers.max",
       ],
       [
-        mgmt.networkVolumes.create({ name: "v", dataCenter: "EU", type: "FAST" as "STANDARD" }),
+        mgmt.networkVolumes.create({ name: "v", dataCenter: "EU", size: 10, type: "FAST" as "STANDARD" }),
         "type",
         'network volume is invalid: type: type must be STANDARD or HIGH_PERFORMANCE, got "FAST"',
       ],
@@ -75,10 +97,18 @@ describe("client-side validation", () => {
   });
 
   it("accepts a serverless endpoint from a template alone, without image", async () => {
-    await using server = await startRecorder(() => ({ status: 201, body: { id: "e1" } }));
+    await using server = await startRecorder(() => ({ status: 201, body: { id: "e1", name: "e" } }));
     const mgmt = createManagementClient({ apiKey: API_KEY, baseUrl: server.url });
-    await mgmt.serverless.create({ templateId: "t1", workers: { min: 1, max: 1 } });
-    expect(JSON.parse(server.requests[0]!.body)).toEqual({ templateId: "t1", workers: { min: 1, max: 1 } });
+    const body: ServerlessCreateInput = {
+      name: "e",
+      type: "QUEUE",
+      scaling: { type: "QUEUE_DELAY", queueDelay: 4 },
+      templateId: "t1",
+      gpu: { pools: ["ADA_24"] },
+      workers: { min: 1, max: 1 },
+    };
+    await mgmt.serverless.create(body);
+    expect(JSON.parse(server.requests[0]!.body)).toEqual(body);
   });
 });
 
@@ -96,18 +126,19 @@ describe("template mapping between v1 and v2", () => {
     readme: "# hi",
   };
 
-  it("renames the four fields and keeps the rest", () => {
+  it("renames the fields the v2 document names differently and keeps the rest", () => {
     expect(templateV1ToV2(v1)).toEqual({
       id: "t1",
       name: "echo",
       image: "me/echo:1",
       disk: 20,
       public: true,
-      registry: { id: "auth9" },
+      registry: "auth9",
       env: { A: "1" },
       ports: ["8000/http"],
-      isServerless: true,
+      serverless: true,
       readme: "# hi",
+      mounts: {},
     });
   });
 
@@ -115,11 +146,22 @@ describe("template mapping between v1 and v2", () => {
     expect(templateV2ToV1(templateV1ToV2(v1))).toEqual(v1);
   });
 
-  it("leaves registry out when the v1 template has no registry auth", () => {
-    expect(templateV1ToV2({ id: "t", name: "n", imageName: "i", containerRegistryAuthId: null })).toEqual({
+  it("answers registry null when the v1 template has no registry auth, and a volume as a persistent mount", () => {
+    expect(
+      templateV1ToV2({
+        id: "t",
+        name: "n",
+        imageName: "i",
+        containerRegistryAuthId: null,
+        volumeInGb: 20,
+        volumeMountPath: "/data",
+      }),
+    ).toEqual({
       id: "t",
       name: "n",
       image: "i",
+      registry: null,
+      mounts: { persistent: { size: 20, path: "/data" } },
     });
   });
 });

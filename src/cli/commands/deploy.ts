@@ -1,95 +1,75 @@
 import { readFile } from "node:fs/promises";
-import { resolve } from "node:path";
-import { pathToFileURL } from "node:url";
 import { RunletError } from "../../errors.js";
-import { isHandlerDefinition } from "../../handler/index.js";
 import {
   createManagementClient,
   DEFAULT_MANAGEMENT_BASE_URL,
   type DeploySpec,
   deploy,
+  type ManagementClient,
   planDeploy,
   stepRequest,
+  waitForRollout,
 } from "../../management/index.js";
 import { type Command, EXIT, integerFlag, parseCommandArgs, reportCliError, usageError } from "../command.js";
-import { allowTypeScript } from "../typescript.js";
+import { DEFAULT_LB_PORT, type GpuRequest, imageWarning, resolveGpuTypes, specOf } from "./deploy-spec.js";
 
-/** The platform's job API origin, for the printed curl (paths start with `/v2/<endpoint_id>`). */
-const DEFAULT_QUEUE_URL = "https://api.runpod.ai";
+export { nameFromImage } from "./deploy-spec.js";
 
-const HELP = `Usage: runlet deploy [handler] --image IMAGE [options]
+const HELP = `Usage: runlet deploy [handler] --image IMAGE (--gpu POOL|TYPE | --cpu FLAVOUR:VCPUS) [options]
 
-Creates or updates the template (v2 /templates) for IMAGE, then creates or PATCHes the
-serverless endpoint that uses it, and prints the endpoint id and a curl for /runsync. An
-existing template or endpoint is found by --template-id / --endpoint-id, else by --name.
-Given a handler module, its executionTimeoutMs is sent with the endpoint and a fixed
-concurrency above 1 becomes REQUEST_COUNT scaling at that many requests per worker.
+Creates or updates a serverless template (v2 /templates) for IMAGE, then creates or PATCHes the
+serverless endpoint that uses it, as the platform's published v2 API document describes, and
+prints the endpoint id and its request URLs. An existing template or endpoint is found by
+--template-id / --endpoint-id, else by --name. Given a handler module, its executionTimeoutMs is
+sent as the endpoint's timeout (the API's own default is 300000 ms), and a fixed concurrency above
+1 becomes request-count scaling at that many requests per worker.
 
 Options:
-  --image IMAGE            container image to run (required)
+  --image IMAGE            container image to run (required); an untagged or :latest one is warned about
   --name NAME              template and endpoint name (default: the image's name, e.g. "echo")
-  --gpu ID                 GPU type id; the endpoint gets gpu: {id, count}
-  --gpu-count N            GPUs per worker (default 1)
-  --cpu ID                 CPU flavour id instead of a GPU
+  --type queue|lb          queue: jobs through /run and /runsync; lb: requests straight to the worker's
+                           HTTP server (scales on request-count) (default queue)
+  --port N                 with --type lb: the port the worker serves on, set as env PORT and in
+                           ports as N/http (default ${DEFAULT_LB_PORT})
+  --gpu ID[,ID]            serverless GPU pool ids (ADA_24, AMPERE_80), or GPU type ids ("NVIDIA L4"),
+                           which are resolved through GET /v2/catalog/gpus into their pool plus
+                           gpu.excludedTypes for the pool's other types (the output says which)
+  --gpu-count N            GPUs per worker (the API's default is 1)
+  --cuda V[,V]             exact CUDA versions a worker's host may have, e.g. 12.8,12.6
+  --min-cuda V             lowest CUDA version instead, e.g. 12.1
+  --cpu ID:VCPUS[,...]     CPU configurations instead of a GPU, e.g. cpu5c:4,cpu5g:8
   --workers-min N          workers always running (new endpoints default to 0)
   --workers-max N          most workers at once (new endpoints default to 3)
-  --scaler TYPE            QUEUE_DELAY or REQUEST_COUNT
-  --scaler-value N         seconds of queue delay, or requests per worker
-  --execution-timeout-ms N the endpoint's execution timeout (default: the handler's)
+  --idle-timeout S         seconds an idle worker stays before it scales down (1-3600)
+  --scaler TYPE            queue-delay or request-count (lb endpoints: request-count only)
+  --scaler-value N         seconds of queue delay (≥ 0.5, default 4), or requests per worker
+                           (default: the handler's concurrency, else 1)
+  --execution-timeout-ms N the endpoint's timeout per request (default: the handler's)
+  --flashboot              turn FlashBoot on (the API's default is off)
+  --network-volume ID      attach a network volume (repeatable); the warm cache and cached models
+                           need one
+  --data-center ID         place workers in this data center (repeatable; default: any)
   --disk GB                container disk size
   --env KEY=VALUE          environment variable of the workers; repeatable
-  --registry ID            container registry auth id, for a private image
+  --registry ID            container registry credential id (GET /v2/registries), for a private image
   --template-id ID         update this template instead of finding one by name
   --endpoint-id ID         PATCH this endpoint instead of finding one by name
+  --wait                   after deploying, poll GET /v2/serverless/{id}/releases until every worker
+                           runs the new release
+  --wait-timeout-ms N      longest --wait (default 600000)
   --api-key KEY            the API key (default: $RUNPOD_API_KEY)
   --base-url URL           management API origin (default ${DEFAULT_MANAGEMENT_BASE_URL}); point it at
                            a local harness to try a deploy
-  --queue-url URL          job API origin for the printed curl (default: --base-url when given,
-                           else ${DEFAULT_QUEUE_URL})
   --dry-run                print the requests (API key redacted) without sending any; with no
-                           --template-id / --endpoint-id both are planned as creates
+                           --template-id / --endpoint-id both are planned as creates. A GPU type
+                           id still reads the catalog (GET only).
   --json                   print the result as one JSON object
   -h, --help               show this help
 
+Templates go out with serverless: true and startSsh / startJupyter false (the API turns both on
+when they are left out).
+
 Exit codes: 0 deployed (or planned), 1 the API refused or failed, 2 bad usage.`;
-
-function int(name: string, raw: unknown, min: number): number | undefined {
-  return raw === undefined ? undefined : integerFlag(name, raw, min, min);
-}
-
-function str(raw: unknown): string | undefined {
-  return typeof raw === "string" ? raw : undefined;
-}
-
-/** "me/echo:1.2" → "echo"; "registry:5000/team/app@sha256:…" → "app". */
-export function nameFromImage(image: string): string {
-  const last = image.split("/").pop() ?? image;
-  return last.split("@")[0]!.split(":")[0]!;
-}
-
-/** Reads `executionTimeoutMs` and a fixed `concurrency` from a handler module's defineHandler default export. */
-async function handlerDefaults(
-  path: string,
-): Promise<{ executionTimeoutMs: number; concurrency: number | undefined }> {
-  let module: { default?: unknown };
-  try {
-    await allowTypeScript(path);
-    module = (await import(pathToFileURL(resolve(path)).href)) as { default?: unknown };
-  } catch (err) {
-    throw new RunletError(
-      "RUNLET_HANDLER_LOAD",
-      `could not load ${path}: ${err instanceof Error ? err.message : String(err)}`,
-      {
-        cause: err,
-      },
-    );
-  }
-  if (!isHandlerDefinition(module.default)) {
-    throw new RunletError("RUNLET_HANDLER_LOAD", `${path} has no \`export default defineHandler({...})\``);
-  }
-  const { executionTimeoutMs, concurrency } = module.default;
-  return { executionTimeoutMs, concurrency: typeof concurrency === "number" ? concurrency : undefined };
-}
 
 /** The body of the printed curl: ./test_input.json when there is one, else an empty input. */
 async function sampleInput(): Promise<string> {
@@ -101,61 +81,30 @@ async function sampleInput(): Promise<string> {
   }
 }
 
-/** Turns parsed flags into a deploy spec, refusing contradictions with a usage error. */
-async function specOf(values: Record<string, unknown>, handlerPath: string | undefined): Promise<DeploySpec> {
-  const image = str(values["image"]);
-  if (image === undefined || image === "")
-    throw usageError("--image is required (the container image to deploy)");
-  const gpuId = str(values["gpu"]);
-  const cpuId = str(values["cpu"]);
-  if (gpuId !== undefined && cpuId !== undefined) throw usageError("give --gpu or --cpu, not both");
-  const gpuCount = int("gpu-count", values["gpu-count"], 1);
-  if (gpuCount !== undefined && gpuId === undefined) throw usageError("--gpu-count needs --gpu");
-  const env: Record<string, string> = {};
-  for (const pair of (values["env"] as string[] | undefined) ?? []) {
-    const eq = pair.indexOf("=");
-    if (eq <= 0) throw usageError(`--env expects KEY=VALUE, got ${JSON.stringify(pair)}`);
-    env[pair.slice(0, eq)] = pair.slice(eq + 1);
-  }
-  const scaler = str(values["scaler"]);
-  if (scaler !== undefined && scaler !== "QUEUE_DELAY" && scaler !== "REQUEST_COUNT") {
-    throw usageError(`--scaler must be QUEUE_DELAY or REQUEST_COUNT, got ${JSON.stringify(scaler)}`);
-  }
-  const defaults = handlerPath === undefined ? undefined : await handlerDefaults(handlerPath);
-  const scalerValue = int("scaler-value", values["scaler-value"], 1);
-  let scaling: DeploySpec["scaling"];
-  if (scaler !== undefined || scalerValue !== undefined) {
-    scaling = {
-      ...(scaler === undefined ? {} : { type: scaler }),
-      ...(scalerValue === undefined ? {} : { value: scalerValue }),
-    };
-  } else if (defaults?.concurrency !== undefined && defaults.concurrency > 1) {
-    // A worker takes `concurrency` jobs at once: scale by requests per worker to match.
-    scaling = { type: "REQUEST_COUNT", value: defaults.concurrency };
-  }
-  const min = int("workers-min", values["workers-min"], 0);
-  const max = int("workers-max", values["workers-max"], 0);
-  const executionTimeoutMs =
-    int("execution-timeout-ms", values["execution-timeout-ms"], 1) ?? defaults?.executionTimeoutMs;
-  const diskGb = int("disk", values["disk"], 1);
-  const spec: Record<string, unknown> = {
-    name: str(values["name"]) ?? nameFromImage(image),
-    image,
-    templateId: str(values["template-id"]),
-    endpointId: str(values["endpoint-id"]),
-    diskGb,
-    env: Object.keys(env).length > 0 ? env : undefined,
-    registryId: str(values["registry"]),
-    gpu: gpuId === undefined ? undefined : { id: gpuId, count: gpuCount ?? 1 },
-    cpu: cpuId === undefined ? undefined : { id: cpuId },
-    workers:
-      min === undefined && max === undefined
-        ? undefined
-        : Object.fromEntries(Object.entries({ min, max }).filter(([, v]) => v !== undefined)),
-    scaling,
-    executionTimeoutMs,
+/** Fills the spec's GPU pools from the catalog when `--gpu` named GPU types; says what it resolved on stderr. */
+async function withGpuResolved(
+  client: ManagementClient,
+  spec: DeploySpec,
+  gpu: GpuRequest | undefined,
+  canCall: boolean,
+): Promise<{ spec: DeploySpec; note: string | undefined }> {
+  if (gpu === undefined || spec.gpu === undefined || gpu.types.length === 0) return { spec, note: undefined };
+  if (!canCall)
+    throw usageError(
+      `--gpu ${gpu.types.join(",")} is a GPU type, resolved through the catalog: set RUNPOD_API_KEY (or --api-key), or give a pool id such as ADA_24`,
+    );
+  const resolved = resolveGpuTypes(gpu, await client.catalog.gpus({ query: { product: "SERVERLESS" } }));
+  return {
+    spec: {
+      ...spec,
+      gpu: {
+        ...spec.gpu,
+        pools: resolved.pools,
+        ...(resolved.excludedTypes.length > 0 ? { excludedTypes: resolved.excludedTypes } : {}),
+      },
+    },
+    note: resolved.note,
   };
-  return Object.fromEntries(Object.entries(spec).filter(([, v]) => v !== undefined)) as unknown as DeploySpec;
 }
 
 /** `runlet deploy`: creates or updates a template and a serverless endpoint through the v2 management API. */
@@ -167,71 +116,113 @@ export const command: Command = {
     const parsed = parseCommandArgs(command, argv, {
       image: { type: "string" },
       name: { type: "string" },
-      gpu: { type: "string" },
+      type: { type: "string" },
+      port: { type: "string" },
+      gpu: { type: "string", multiple: true },
       "gpu-count": { type: "string" },
-      cpu: { type: "string" },
+      cuda: { type: "string", multiple: true },
+      "min-cuda": { type: "string" },
+      cpu: { type: "string", multiple: true },
       "workers-min": { type: "string" },
       "workers-max": { type: "string" },
+      "idle-timeout": { type: "string" },
       scaler: { type: "string" },
       "scaler-value": { type: "string" },
       "execution-timeout-ms": { type: "string" },
+      flashboot: { type: "boolean" },
+      "network-volume": { type: "string", multiple: true },
+      "data-center": { type: "string", multiple: true },
       disk: { type: "string" },
       env: { type: "string", multiple: true },
       registry: { type: "string" },
       "template-id": { type: "string" },
       "endpoint-id": { type: "string" },
+      wait: { type: "boolean" },
+      "wait-timeout-ms": { type: "string" },
       "api-key": { type: "string" },
       "base-url": { type: "string" },
-      "queue-url": { type: "string" },
       "dry-run": { type: "boolean" },
       json: { type: "boolean" },
     });
     if ("exitCode" in parsed) return parsed.exitCode;
     const { values, positionals } = parsed;
+    const json = values["json"] === true;
     try {
       if (positionals.length > 1) throw usageError("expected at most one handler");
-      const spec = await specOf(values, positionals[0]);
+      const planned = await specOf(values, positionals[0]);
       const dryRun = values["dry-run"] === true;
-      const apiKey = str(values["api-key"]) ?? process.env["RUNPOD_API_KEY"];
-      if (!dryRun && (apiKey === undefined || apiKey === "")) {
+      const waitTimeoutMs = integerFlag("wait-timeout-ms", values["wait-timeout-ms"], 600_000, 1);
+      const rawKey =
+        typeof values["api-key"] === "string" ? values["api-key"] : process.env["RUNPOD_API_KEY"];
+      const apiKey = rawKey === undefined || rawKey === "" ? undefined : rawKey;
+      if (!dryRun && apiKey === undefined)
         throw usageError("no API key: set RUNPOD_API_KEY or pass --api-key");
-      }
-      const baseUrl = str(values["base-url"]);
+      const baseUrl = typeof values["base-url"] === "string" ? values["base-url"] : undefined;
       const client = createManagementClient({
-        // A dry run sends nothing, and describe() redacts the key anyway.
-        apiKey: apiKey === undefined || apiKey === "" ? "dry-run" : apiKey,
+        // A dry run sends nothing but catalog reads, and describe() redacts the key anyway.
+        apiKey: apiKey ?? "dry-run",
         ...(baseUrl === undefined ? {} : { baseUrl }),
       });
-      if (dryRun) return printDryRun(client, spec, values["json"] === true);
+      const { spec, note } = await withGpuResolved(client, planned.spec, planned.gpu, apiKey !== undefined);
+      const warning = imageWarning(spec.image);
+      if (warning !== undefined) process.stderr.write(`runlet deploy: warning: ${warning}\n`);
+      if (note !== undefined) process.stderr.write(`runlet deploy: ${note}\n`);
+      if (dryRun) return printDryRun(client, spec, json);
       const result = await deploy(client, spec);
-      const queueUrl = (
-        str(values["queue-url"]) ?? (baseUrl === undefined ? DEFAULT_QUEUE_URL : new URL(baseUrl).origin)
-      ).replace(/\/+$/, "");
-      const runsyncUrl = `${queueUrl}/v2/${encodeURIComponent(result.endpoint.id)}/runsync`;
-      const curl = `curl -X POST '${runsyncUrl}' -H "Authorization: Bearer $RUNPOD_API_KEY" -H 'Content-Type: application/json' -d '${await sampleInput()}'`;
-      if (values["json"] === true) {
+      const urls = (result.endpoint.record.requestUrls ?? {}) as Record<string, string>;
+      const runSync = urls["runSync"];
+      const curl =
+        runSync !== undefined
+          ? `curl -X POST '${runSync}' -H "Authorization: Bearer $RUNPOD_API_KEY" -H 'Content-Type: application/json' -d '${await sampleInput()}'`
+          : urls["base"] !== undefined
+            ? `curl '${urls["health"] ?? urls["base"]}' -H "Authorization: Bearer $RUNPOD_API_KEY"`
+            : undefined;
+      let rollout: { workersOnLatest: number; workersTotal: number } | undefined;
+      if (values["wait"] === true) {
+        const done = await waitForRollout(client, result.endpoint.id, {
+          timeoutMs: waitTimeoutMs,
+          intervalMs: 2_000,
+          onProgress: (r) => {
+            if (!json)
+              process.stderr.write(
+                `runlet deploy: release ${r.endpointVersion ?? "?"}: ${r.rollout.workersOnLatest} of ${r.rollout.workersTotal} workers run it\n`,
+              );
+          },
+        });
+        rollout = { workersOnLatest: done.rollout.workersOnLatest, workersTotal: done.rollout.workersTotal };
+      }
+      if (json) {
         process.stdout.write(
           `${JSON.stringify({
             templateId: result.template.id,
             templateAction: result.template.action,
             endpointId: result.endpoint.id,
             endpointAction: result.endpoint.action,
-            runsyncUrl,
-            curl,
+            type: result.endpoint.record.type,
+            requestUrls: urls,
+            ...(curl === undefined ? {} : { curl }),
+            ...(rollout === undefined ? {} : { rollout }),
+            ...(warning === undefined ? {} : { warnings: [warning] }),
           })}\n`,
         );
       } else {
+        const urlLines = Object.entries(urls).map(([k, v]) => `  ${k.padEnd(10)} ${v}`);
         process.stdout.write(
           `template ${result.template.id} ${result.template.action}d (${spec.image})\n` +
             `endpoint ${result.endpoint.id} ${result.endpoint.action}d (${spec.name})\n\n` +
-            `endpoint id: ${result.endpoint.id}\n\nTry it:\n  ${curl}\n`,
+            `endpoint id: ${result.endpoint.id}\n` +
+            (urlLines.length > 0 ? `\nRequest URLs:\n${urlLines.join("\n")}\n` : "") +
+            (rollout === undefined
+              ? ""
+              : `\nrollout done: ${rollout.workersOnLatest} of ${rollout.workersTotal} workers run the new release\n`) +
+            (curl === undefined ? "" : `\nTry it:\n  ${curl}\n`),
         );
       }
       return EXIT.ok;
     } catch (err) {
       // Client-side validation failures come from the flags: report them as bad usage (exit 2).
       if (err instanceof RunletError && err.code === "RUNLET_MANAGEMENT_INVALID") {
-        const hint = err.details?.["field"] === "gpu" ? " (pass --gpu ID or --cpu ID)" : "";
+        const hint = err.details?.["field"] === "gpu" ? " (pass --gpu POOL or --cpu FLAVOUR:VCPUS)" : "";
         return reportCliError(
           command.name,
           new RunletError("RUNLET_CLI_USAGE", `${err.message}${hint}`, { cause: err }),
@@ -242,11 +233,7 @@ export const command: Command = {
   },
 };
 
-function printDryRun(
-  client: ReturnType<typeof createManagementClient>,
-  spec: DeploySpec,
-  json: boolean,
-): number {
+function printDryRun(client: ManagementClient, spec: DeploySpec, json: boolean): number {
   const steps = planDeploy(spec, { templateId: spec.templateId, endpointId: spec.endpointId });
   const requests = steps.map((step) => client.describe(stepRequest(step)));
   if (json) {

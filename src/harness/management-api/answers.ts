@@ -18,6 +18,7 @@ const TITLES: Readonly<Record<number, string>> = {
   405: "Method Not Allowed",
   409: "Conflict",
   413: "Content Too Large",
+  422: "Unprocessable Entity",
   501: "Not Implemented",
 };
 
@@ -41,4 +42,12 @@ export function problem(status: number, detail: string, errors?: readonly string
   const body: Record<string, unknown> = { title: TITLES[status] ?? `HTTP ${status}`, status, detail };
   if (errors !== undefined && errors.length > 0) body["errors"] = errors;
   return { status, headers: { "content-type": "application/problem+json" }, body: JSON.stringify(body) };
+}
+
+/**
+ * A body the document's request schema refuses: 422 "Request validation failed." with every
+ * failure as `$.field: message`, as the document's `UnprocessableEntityError` answers.
+ */
+export function invalidBody(errors: readonly string[]): ManagementAnswer {
+  return problem(422, "Request validation failed.", errors);
 }

@@ -1,6 +1,6 @@
 import type { ExtraRoutes, WorkerSpawner } from "../options.js";
 import { mountManagementRoutes } from "./mount.js";
-import type { EndpointEvent } from "./route-context.js";
+import type { EndpointEvent, EndpointWorkerView } from "./route-context.js";
 import { createManagementRoutes, type ManagementRoutes } from "./routes.js";
 import type { TemplateSeed } from "./store.js";
 
@@ -27,6 +27,10 @@ export interface HarnessManagementOptions {
 export interface EndpointTarget {
   addEndpoint(options: ReturnType<typeof endpointOptionsOf>): unknown;
   removeEndpoint(endpointId: string): unknown;
+  /** The endpoint's workers now, for `workers` and `releases`. */
+  workersOf?(endpointId: string): readonly EndpointWorkerView[];
+  /** Stops a worker the harness started so a fresh one replaces it (a new release rolling out). */
+  replaceWorker?(endpointId: string, workerId: string): unknown;
 }
 
 /** The management emulation bound to a harness. */
@@ -41,10 +45,10 @@ export interface HarnessManagement {
   attach(harness: EndpointTarget): void;
 }
 
-/** The harness endpoint settings for a created endpoint: its execution timeout and worker counts. */
+/** The harness endpoint settings for a created endpoint: its `timeout` as the execution timeout, and its worker counts. */
 export function endpointOptionsOf(event: EndpointEvent, spawn: WorkerSpawner | undefined) {
   const { endpoint } = event;
-  const timeout = endpoint["executionTimeoutMs"];
+  const timeout = endpoint.timeout;
   const base = {
     id: endpoint.id,
     ...(typeof timeout === "number" && Number.isInteger(timeout) && timeout > 0
@@ -52,8 +56,8 @@ export function endpointOptionsOf(event: EndpointEvent, spawn: WorkerSpawner | u
       : {}),
   };
   if (spawn === undefined) return base;
-  const min = endpoint.workers?.min ?? 0;
-  return { ...base, spawn, minWorkers: min, maxWorkers: Math.max(1, min, endpoint.workers?.max ?? 1) };
+  const min = endpoint.workers.min;
+  return { ...base, spawn, minWorkers: min, maxWorkers: Math.max(1, min, endpoint.workers.max) };
 }
 
 /**
@@ -84,13 +88,24 @@ export function harnessManagement(options: HarnessManagementOptions): HarnessMan
   const register = (event: EndpointEvent) =>
     apply((target) => target.addEndpoint(endpointOptionsOf(event, options.spawn)));
   const unregister = (endpointId: string) => apply((target) => target.removeEndpoint(endpointId));
+  // A new release rolls out as the workers started before it are replaced.
+  const rollOut = (event: EndpointEvent) => {
+    if (!event.rollout) return;
+    apply((target) => {
+      const id = event.endpoint.id;
+      for (const worker of target.workersOf?.(id) ?? [])
+        if (routes.store.pinnedVersion(id, worker.id) !== undefined) target.replaceWorker?.(id, worker.id);
+    });
+  };
   const routes = createManagementRoutes({
     apiKey: options.apiKey,
     ...(options.templates === undefined ? {} : { templates: options.templates }),
     ...(options.clock === undefined ? {} : { clock: options.clock }),
     ...(options.v1 === undefined ? {} : { v1: options.v1 }),
     onEndpointCreated: register,
+    onEndpointUpdated: rollOut,
     onEndpointDeleted: unregister,
+    workers: (endpointId) => harness?.workersOf?.(endpointId) ?? [],
     ...(options.onError === undefined ? {} : { onHookError: options.onError }),
   });
   return {

@@ -20,7 +20,13 @@ export const MANAGEMENT_V2_SEGMENTS: ReadonlySet<string> = new Set([
 ]);
 
 /** Segments the harness serves in memory; the other reserved ones answer 501. */
-export const EMULATED_V2_SEGMENTS: ReadonlySet<string> = new Set(["templates", "serverless"]);
+export const EMULATED_V2_SEGMENTS: ReadonlySet<string> = new Set([
+  "templates",
+  "serverless",
+  "network-volumes",
+  "registries",
+  "catalog",
+]);
 
 /** True for every path the management emulation answers (`/v1/...` and reserved `/v2/<resource>...`). */
 export function isManagementPath(path: string): boolean {

@@ -1,12 +1,19 @@
-import type { TemplateV1 } from "../../protocol/management/index.js";
 import type { ManagementAnswer } from "./answers.js";
 import type { ManagementStore, StoredEndpoint } from "./store.js";
 
 /** What the harness learns when an endpoint is created or changed. */
 export interface EndpointEvent {
   readonly endpoint: StoredEndpoint;
-  /** Its template, when it was created from one. */
-  readonly template: TemplateV1 | undefined;
+  /** True when the change made a new release: workers started before it should be replaced. */
+  readonly rollout: boolean;
+}
+
+/** A worker of an endpoint as the harness sees it, for `GET /v2/serverless/{id}/workers` and `releases`. */
+export interface EndpointWorkerView {
+  readonly id: string;
+  readonly status: "RUNNING" | "IDLE" | "INITIALIZING" | "UNHEALTHY";
+  /** When it was first seen, ms since the epoch. */
+  readonly startedAt: number;
 }
 
 /** Context handed to the per-resource route tables. */
@@ -14,6 +21,8 @@ export interface RouteContext {
   readonly store: ManagementStore;
   readonly clock: () => number;
   readonly hook: (fn: (() => unknown) | undefined) => void;
+  /** The workers running an endpoint now (none without a harness attached). */
+  readonly workers: (endpointId: string) => readonly EndpointWorkerView[];
 }
 
 /**
@@ -22,9 +31,10 @@ export interface RouteContext {
  * come parsed (a JSON object) by the router.
  */
 export interface CrudResource {
-  readonly name: "templates" | "serverless";
+  readonly name: "templates" | "serverless" | "network-volumes" | "registries";
   list(): ManagementAnswer;
-  create(body: Readonly<Record<string, unknown>>): ManagementAnswer;
+  /** `origin`: the harness's origin as the caller reached it (`http://127.0.0.1:8000`), for URLs in answers. */
+  create(body: Readonly<Record<string, unknown>>, origin: string): ManagementAnswer;
   get(id: string): ManagementAnswer;
   update(id: string, body: Readonly<Record<string, unknown>>): ManagementAnswer;
   remove(id: string): ManagementAnswer;

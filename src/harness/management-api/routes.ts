@@ -15,9 +15,11 @@ import {
 } from "../http/route-table.js";
 import { type RouteHandler, requestOf, serveFamily } from "../http/router.js";
 import { type ManagementAnswer, problem, v1Error } from "./answers.js";
+import { catalogAnswer } from "./catalog-routes.js";
 import { EMULATED_V2_SEGMENTS, isManagementPath, MANAGEMENT_V2_SEGMENTS } from "./paths.js";
-import type { CrudResource, EndpointEvent, RouteContext } from "./route-context.js";
+import type { CrudResource, EndpointEvent, EndpointWorkerView, RouteContext } from "./route-context.js";
 import { serverlessResource } from "./serverless-routes.js";
+import { networkVolumesResource, registriesResource } from "./storage-routes.js";
 import { ManagementStore, type TemplateSeed } from "./store.js";
 import { templateResource, v1TemplateLookup } from "./template-routes.js";
 
@@ -55,6 +57,8 @@ export interface ManagementRoutesOptions {
   readonly onEndpointDeleted?: (endpointId: string) => unknown;
   /** Receives a hook's throw or rejection (the answer has already been decided). @default ignore */
   readonly onHookError?: (err: unknown) => void;
+  /** The workers running an endpoint, for `GET /v2/serverless/{id}/workers` and `releases`. @default none */
+  readonly workers?: (endpointId: string) => readonly EndpointWorkerView[];
 }
 
 /** The management emulation: a pure request handler over an in-memory store. */
@@ -163,7 +167,7 @@ function crudRoutes(name: CrudResource["name"]): ManagementRoute[] {
       path: `${name}`,
       access: "key",
       body: "object",
-      answer: (ctx, _request, body) => of(ctx).create(objectOf(body)),
+      answer: (ctx, request, body) => of(ctx).create(objectOf(body), originOf(request)),
     }),
     managementRoute({
       method: "GET",
@@ -196,10 +200,30 @@ function crudRoutes(name: CrudResource["name"]): ManagementRoute[] {
   ] as ManagementRoute[];
 }
 
+/** The origin the caller reached the harness at, from its Host header. */
+function originOf(request: RouteRequest): string {
+  const host = headerOf(request.headers, "host");
+  return host === undefined || host === "" ? "http://127.0.0.1" : `http://${host}`;
+}
+
+/** `GET /v2/catalog/...` from the fixed table. */
+const CATALOG_ROUTES: readonly ManagementRoute[] = [
+  managementRoute({
+    method: "GET",
+    path: "catalog/*rest",
+    access: "key",
+    body: "text",
+    answer: (_ctx, { params }) => catalogAnswer(params.rest),
+  }),
+] as ManagementRoute[];
+
 /** `/v2/<resource>...` the copy does not keep: 501 for every method and path below. */
 function notEmulated(resource: string): ManagementRoute[] {
   const answer = () =>
-    problem(501, `the harness does not emulate /v2/${resource}; it serves /v2/templates and /v2/serverless`);
+    problem(
+      501,
+      `the harness does not emulate /v2/${resource}; it serves /v2/templates, /v2/serverless, /v2/network-volumes, /v2/registries and /v2/catalog`,
+    );
   return [
     managementRoute({ method: ANY_METHOD, path: resource, access: "key", body: "text", answer }),
     managementRoute({ method: ANY_METHOD, path: `${resource}/*rest`, access: "key", body: "text", answer }),
@@ -210,6 +234,9 @@ function notEmulated(resource: string): ManagementRoute[] {
 export const MANAGEMENT_V2_ROUTES: readonly ManagementRoute[] = [
   ...crudRoutes("templates"),
   ...crudRoutes("serverless"),
+  ...crudRoutes("network-volumes"),
+  ...crudRoutes("registries"),
+  ...CATALOG_ROUTES,
   ...[...MANAGEMENT_V2_SEGMENTS].filter((s) => !EMULATED_V2_SEGMENTS.has(s)).flatMap(notEmulated),
 ];
 
@@ -323,6 +350,7 @@ export function createManagementRoutes(options: ManagementRoutesOptions): Manage
   const context: RouteContext = {
     store,
     clock: options.clock ?? Date.now,
+    workers: options.workers ?? (() => []),
     hook(fn) {
       if (fn === undefined) return;
       try {
@@ -343,6 +371,8 @@ export function createManagementRoutes(options: ManagementRoutesOptions): Manage
         updated: (e) => context.hook(options.onEndpointUpdated && (() => options.onEndpointUpdated?.(e))),
         deleted: (id) => context.hook(options.onEndpointDeleted && (() => options.onEndpointDeleted?.(id))),
       }),
+      "network-volumes": networkVolumesResource(),
+      registries: registriesResource(context),
     },
   };
   const v1 = options.v1 === true;

@@ -1,14 +1,8 @@
-import {
-  issueMessages,
-  type TemplateV1,
-  templateCreateSchema,
-  templateUpdateSchema,
-  templateV1ToV2,
-  templateV2ToV1,
-} from "../../protocol/management/index.js";
-import { json, type ManagementAnswer, noContent, problem, v1Error } from "./answers.js";
+import { type TemplateV2, templateV2ToV1 } from "../../protocol/management/index.js";
+import { invalidBody, json, type ManagementAnswer, noContent, problem, v1Error } from "./answers.js";
+import { documentProblems } from "./document-schemas.js";
 import type { CrudResource, RouteContext } from "./route-context.js";
-import { randomId, withTemplateDefaults } from "./store.js";
+import { randomId, type StoredTemplateRecord, withTemplateDefaults } from "./store.js";
 
 /** What a template id must look like; anything else is the v1 lookup's 400 "invalid id". */
 const TEMPLATE_ID = /^[A-Za-z0-9_-]{1,64}$/;
@@ -50,10 +44,33 @@ export function v1TemplateLookup(
   ) {
     return notFound;
   }
-  return json(200, stored.template);
+  return json(200, v1View(stored.template));
 }
 
-/** `/v2/templates` and `/v2/templates/{id}`: list, create, get, update, delete in v2 field names. */
+/** Fields of the v2 `Template` that the v1 Template does not have. */
+const V2_ONLY = ["args", "startSsh", "startJupyter", "allowedCudaVersions"];
+
+/** A stored template as the v1 lookup answered it: v1 names, v1's own fields with their defaults. */
+function v1View(template: StoredTemplateRecord): Record<string, unknown> {
+  const v1: Record<string, unknown> = {
+    dockerEntrypoint: [],
+    dockerStartCmd: [],
+    earned: 0,
+    readme: "",
+    runtimeInMin: 0,
+    volumeInGb: 0,
+    volumeMountPath: "/workspace",
+    ...templateV2ToV1(template as TemplateV2),
+  };
+  for (const field of V2_ONLY) delete v1[field];
+  return v1;
+}
+
+/**
+ * `/v2/templates` and `/v2/templates/{id}`: list, create, get, update, delete. Bodies are checked
+ * against the document's `CreateTemplateRequest` / `UpdateTemplateRequest` (422 with every
+ * failure); answers are the document's `Template`, every required field filled.
+ */
 export function templateResource(context: RouteContext): CrudResource {
   const { store } = context;
   const duplicateName = (name: string | undefined, exceptId?: string): ManagementAnswer | undefined =>
@@ -63,7 +80,7 @@ export function templateResource(context: RouteContext): CrudResource {
         ])
       : undefined;
   /** The caller's own template, or the answer why it may not be changed. */
-  const own = (id: string): { answer: ManagementAnswer } | { template: TemplateV1 } => {
+  const own = (id: string): { answer: ManagementAnswer } | { template: StoredTemplateRecord } => {
     const stored = store.template(id);
     if (stored === undefined) return { answer: problem(404, `template ${id} not found`) };
     if (stored.owner !== "self") return { answer: problem(403, `template ${id} is not yours to change`) };
@@ -72,36 +89,38 @@ export function templateResource(context: RouteContext): CrudResource {
 
   return {
     name: "templates",
-    list: () => json(200, { templates: store.ownTemplates().map(templateV1ToV2) }),
+    list: () => json(200, { templates: store.ownTemplates() }),
     create(body) {
-      const parsed = templateCreateSchema.safeParse(body);
-      if (!parsed.success) return problem(400, "the template is invalid", issueMessages(parsed.error));
-      const clash = duplicateName(parsed.data.name);
+      const problems = documentProblems("CreateTemplateRequest", body);
+      if (problems !== undefined) return invalidBody(problems);
+      const fields = body as Readonly<Record<string, unknown>> & { name: string; image: string };
+      const clash = duplicateName(fields.name);
       if (clash !== undefined) return clash;
-      const v1 = templateV2ToV1({ ...parsed.data, id: "" });
-      const template = withTemplateDefaults(randomId(10), v1 as TemplateV1);
+      const template = withTemplateDefaults(randomId(10), fields);
       store.putTemplate(template);
-      return json(201, templateV1ToV2(template));
+      return json(201, template);
     },
     get(id) {
       const stored = store.template(id);
-      if (stored !== undefined && (stored.owner === "self" || stored.template.isPublic === true))
-        return json(200, templateV1ToV2(stored.template));
+      if (stored !== undefined && (stored.owner === "self" || stored.template.public))
+        return json(200, stored.template);
       return problem(404, `template ${id} not found`);
     },
     update(id, body) {
       const found = own(id);
       if ("answer" in found) return found.answer;
-      const parsed = templateUpdateSchema.safeParse(body);
-      if (!parsed.success) return problem(400, "the template update is invalid", issueMessages(parsed.error));
-      const clash = duplicateName(parsed.data.name, id);
+      const problems = documentProblems("UpdateTemplateRequest", body);
+      if (problems !== undefined) return invalidBody(problems);
+      const name = typeof body["name"] === "string" ? body["name"] : undefined;
+      const clash = duplicateName(name, id);
       if (clash !== undefined) return clash;
-      const current = templateV1ToV2(found.template);
-      // Keys the update leaves out (undefined after parsing) keep the stored values.
-      const changes = Object.fromEntries(Object.entries(parsed.data).filter(([, v]) => v !== undefined));
-      const merged = templateV2ToV1({ ...current, ...changes, id });
+      // PATCH: the fields sent replace the stored ones; `mounts: {}` leaves the mount as it is.
+      const changes = { ...body };
+      if (typeof changes["mounts"] === "object" && Object.keys(changes["mounts"] ?? {}).length === 0)
+        delete changes["mounts"];
+      const merged = { ...found.template, ...changes, id } as StoredTemplateRecord;
       store.putTemplate(merged);
-      return json(200, templateV1ToV2(merged));
+      return json(200, merged);
     },
     remove(id) {
       const found = own(id);

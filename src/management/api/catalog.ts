@@ -1,11 +1,20 @@
 import { z } from "zod";
-import { type Call, type CallOptions, type ListOptions, pathId, withSignal } from "./call.js";
+import {
+  type CpuType,
+  cpuTypeSchema,
+  type DataCenter,
+  dataCenterSchema,
+  type GpuType,
+  gpuTypeSchema,
+} from "../../protocol/management/catalog.js";
+import { validateResponse } from "../validate.js";
+import { type Call, type CallOptions, type ListOptions, pathId, unwrapList, withSignal } from "./call.js";
 import { crudApi } from "./resource.js";
 
 /**
  * The v2-only read groups: Instant Clusters (`/v2/clusters`), the catalog (`/v2/catalog/...`)
- * and billing histories (`/v2/billing/...`). Their answer shapes are not shown in the spec, so
- * they come back as parsed JSON, untyped.
+ * and billing histories (`/v2/billing/...`). Catalog answers are checked and unwrapped; clusters
+ * and billing come back as parsed JSON, untyped.
  */
 
 /** `/v2/clusters`. */
@@ -17,14 +26,17 @@ export interface ClustersApi {
   delete(id: string, options?: CallOptions): Promise<void>;
 }
 
-/** `GET /v2/catalog/...`: GPU types, CPU flavours, data centers. */
+/** `GET /v2/catalog/...`: GPU types (with their serverless `pool`), CPU flavours, data centers. */
 export interface CatalogApi {
-  gpus(options?: ListOptions): Promise<unknown>;
-  gpu(id: string, options?: CallOptions): Promise<unknown>;
-  cpus(options?: ListOptions): Promise<unknown>;
-  cpu(id: string, options?: CallOptions): Promise<unknown>;
-  datacenters(options?: ListOptions): Promise<unknown>;
-  datacenter(id: string, options?: CallOptions): Promise<unknown>;
+  /** `GET /v2/catalog/gpus`, unwrapped from `{gpus: [...]}`; `query` filters (`product=SERVERLESS`, ...). */
+  gpus(options?: ListOptions): Promise<GpuType[]>;
+  gpu(id: string, options?: CallOptions): Promise<GpuType>;
+  /** `GET /v2/catalog/cpus`, unwrapped from `{cpus: [...]}`. */
+  cpus(options?: ListOptions): Promise<CpuType[]>;
+  cpu(id: string, options?: CallOptions): Promise<CpuType>;
+  /** `GET /v2/catalog/datacenters`, unwrapped from `{dataCenters: [...]}`. */
+  datacenters(options?: ListOptions): Promise<DataCenter[]>;
+  datacenter(id: string, options?: CallOptions): Promise<DataCenter>;
 }
 
 /** `GET /v2/billing...`: billing histories. `endpoints` is public-endpoint billing, not Serverless. */
@@ -56,17 +68,35 @@ export function clustersApi(call: Call): ClustersApi {
 }
 
 export function catalogApi(call: Call): CatalogApi {
-  const list = (kind: string) => (options?: ListOptions) =>
-    call({ method: "GET", path: `/catalog/${kind}`, query: options?.query, ...withSignal(options) });
-  const one = (kind: string) => (id: string, options?: CallOptions) =>
-    call({ method: "GET", path: `/catalog/${kind}/${pathId(id)}`, ...withSignal(options) });
+  const list =
+    <S extends z.ZodType>(kind: string, key: string, item: S) =>
+    async (options?: ListOptions): Promise<z.output<S>[]> =>
+      unwrapList(
+        await call({
+          method: "GET",
+          path: `/catalog/${kind}`,
+          query: options?.query,
+          ...withSignal(options),
+        }),
+        key,
+        item,
+        `GET /v2/catalog/${kind}`,
+      );
+  const one =
+    <S extends z.ZodType>(kind: string, item: S) =>
+    async (id: string, options?: CallOptions): Promise<z.output<S>> =>
+      validateResponse(
+        item,
+        await call({ method: "GET", path: `/catalog/${kind}/${pathId(id)}`, ...withSignal(options) }),
+        `GET /v2/catalog/${kind}/{id}`,
+      );
   return {
-    gpus: list("gpus"),
-    gpu: one("gpus"),
-    cpus: list("cpus"),
-    cpu: one("cpus"),
-    datacenters: list("datacenters"),
-    datacenter: one("datacenters"),
+    gpus: list("gpus", "gpus", gpuTypeSchema),
+    gpu: one("gpus", gpuTypeSchema),
+    cpus: list("cpus", "cpus", cpuTypeSchema),
+    cpu: one("cpus", cpuTypeSchema),
+    datacenters: list("datacenters", "dataCenters", dataCenterSchema),
+    datacenter: one("datacenters", dataCenterSchema),
   };
 }
 

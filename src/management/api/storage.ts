@@ -7,11 +7,17 @@ import {
   networkVolumeSchema,
   networkVolumeUpdateSchema,
 } from "../../protocol/management/network-volume.js";
+import {
+  type Registry,
+  type RegistryCreateInput,
+  registryCreateSchema,
+  registrySchema,
+} from "../../protocol/management/registry.js";
 import { validateBody } from "../validate.js";
 import { type Call, type CallOptions, type ListOptions, pathId, withSignal } from "./call.js";
 import { type CrudApi, crudApi } from "./resource.js";
 
-/** `/v2/network-volumes`: `create` takes `name`, `dataCenter`, and optionally `size` (GB) and `type`. */
+/** `/v2/network-volumes`: `create` takes `name`, `dataCenter`, `size` (GB, 10-4096) and optionally `type`. */
 export interface NetworkVolumesApi
   extends CrudApi<NetworkVolume, NetworkVolumeCreateInput, NetworkVolumeUpdateInput> {}
 
@@ -25,17 +31,13 @@ export const NETWORK_VOLUMES = {
   update: networkVolumeUpdateSchema,
 } as const;
 
-/** A container registry auth as v2 answers it (its fields are not shown in the spec). */
-export const registrySchema = z.looseObject({ id: z.string() });
-export type Registry = z.infer<typeof registrySchema>;
-
 /** `/v2/registries` (v1's `/containerregistryauth`) and its delegations. */
 export interface RegistriesApi {
   /** `GET /v2/registries`, unwrapped from `{registries: [...]}`. */
   list(options?: ListOptions): Promise<Registry[]>;
   get(id: string, options?: CallOptions): Promise<Registry>;
-  /** `POST /v2/registries` (body fields not shown in the spec: passed through). */
-  create(body: Record<string, unknown>, options?: CallOptions): Promise<Registry>;
+  /** `POST /v2/registries`: `{name, username, password}`; the answer's `id` is what a template's `registry` takes. */
+  create(body: RegistryCreateInput, options?: CallOptions): Promise<Registry>;
   delete(id: string, options?: CallOptions): Promise<void>;
   /** `GET /v2/registries/delegations`. */
   listDelegations(options?: ListOptions): Promise<unknown>;
@@ -57,7 +59,7 @@ export const REGISTRIES = {
   listKey: "registries",
   item: registrySchema,
   name: "registry",
-  create: objectBody,
+  create: registryCreateSchema,
   update: objectBody,
 } as const;
 

@@ -1,8 +1,11 @@
 import { z } from "zod";
 
 /**
- * Field schemas shared by the v2 bodies (docs/protocol.md, "Management API" and "Templates"). Objects are `looseObject`:
- * the spec names only some fields, and the rest must reach the platform untouched.
+ * Field schemas shared by the v2 bodies, kept by hand from the platform's published v2 OpenAPI
+ * document (openapi/runpod-v2.json; docs/management.md, "The published document"). Request objects
+ * are strict: the document's request schemas set `unevaluatedProperties: false`, so an unknown
+ * field is refused here before it is sent. test/management/contract.test.ts checks every schema
+ * here against the document.
  */
 
 const PORT_PATTERN = /^(\d{1,5})\/(http|tcp)$/;
@@ -33,27 +36,48 @@ export const envSchema = z.record(
   { error: "must be an object of string values" },
 );
 
-/** `gpu: {id, count}` — a GPU type id and how many per pod or worker. */
+/** A CUDA version as `major.minor` (`12.8`). */
+export const cudaVersionSchema = z.string().regex(/^\d+\.\d+$/, {
+  error: (iss) => `must be a CUDA version like "12.8", got ${JSON.stringify(iss.input)}`,
+});
+
+/**
+ * The container settings every v2 container resource takes (the document's `ContainerConfig`):
+ * `registry` is the id of a registry credential (`GET /v2/registries`), or null for none.
+ */
+export const containerFields = {
+  args: z.string().optional(),
+  disk: z.number().int().min(1, "disk must be an integer ≥ 1 (GB)").optional(),
+  env: envSchema.optional(),
+  image: z.string().optional(),
+  ports: portsSchema.optional(),
+  registry: z
+    .string({ error: "registry must be a registry credential id string, or null" })
+    .nullable()
+    .optional(),
+};
+
+/** `gpu: {id, count}` of a pod — a GPU type id and how many. */
 export const gpuSchema = z.looseObject({
   id: z.string({ error: "gpu.id must be a GPU type id string" }).min(1, "gpu.id must not be empty"),
   count: z.number().int().min(1, "gpu.count must be an integer ≥ 1").optional(),
 });
 export type GpuSpec = z.infer<typeof gpuSchema>;
 
-/** `cpu`: a CPU flavour. The spec names no fields inside it; `id` and `count` are typed when present. */
+/** `cpu` of a pod: a CPU flavour. Its fields beyond `id` and `count` are passed through. */
 export const cpuSchema = z.looseObject({
   id: z.string().min(1).optional(),
   count: z.number().int().min(1).optional(),
 });
 export type CpuSpec = z.infer<typeof cpuSchema>;
 
-/** One `mounts` entry (fields not shown in the spec: passed through). */
+/** One `mounts` entry of a pod (passed through). */
 export const mountSchema = z.looseObject({});
 
 /** `cloud` of a pod. @default "SECURE" */
 export const cloudSchema = z.enum(["SECURE", "COMMUNITY"]);
 
-/** Docker entrypoint or start command override. */
+/** Docker entrypoint or start command override (v1 templates). */
 export const commandSchema = z.array(z.string());
 
 /**
