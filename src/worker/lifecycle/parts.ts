@@ -10,8 +10,10 @@ import { runHealthLoop } from "../fitness/health.js";
 import { checkFitness } from "../fitness/run-fitness.js";
 import type { JobBoard } from "../job/job-board.js";
 import type { HeartbeatLink } from "../job/job-parts.js";
+import type { Scheduler } from "../job/scheduler.js";
 import { pollJobStops } from "../job/stop-poll.js";
 import { type LoopParts, runTakeLoop } from "../job/take-loop.js";
+import { lbParts } from "../lb/lb-parts.js";
 import { Heartbeat, type HeartbeatOptions } from "../platform/heartbeat.js";
 import type { PlatformHttp } from "../platform/platform-http.js";
 import type { Runner } from "../runner/runner.js";
@@ -42,6 +44,8 @@ export interface PartsSource {
   readonly http: PlatformHttp;
   readonly runner: Runner;
   readonly board: JobBoard;
+  /** When runs start (the board's, and the load-balancing server's). */
+  readonly scheduler: Scheduler;
   /** The heartbeat part, when the worker has a heartbeat thread (its options were given). */
   readonly heartbeat: HeartbeatPart | undefined;
   readonly telemetry: WorkerTelemetry | undefined;
@@ -56,6 +60,21 @@ export interface PartsSource {
 export function composeParts(source: PartsSource, cache: CachePart | undefined): WorkerPart[] {
   const { definition, config, telemetry, heartbeat } = source;
   const checks = config.fitnessChecks || definition.healthCheck !== undefined;
+  if (config.lb !== undefined) {
+    // Load-balancing mode (docs/load-balancing.md): requests arrive over HTTP, not from the queue.
+    // The port is bound first (health answers 204 through every phase), the request server last.
+    const lb = lbParts({ ...source, settings: config.lb, now: () => config.clock.now() });
+    const parts: (WorkerPart | undefined)[] = [
+      telemetry === undefined ? undefined : telemetryPart(telemetry, source),
+      lb.port,
+      checks ? fitnessPart(source) : undefined,
+      cache,
+      definition.sidecars.length > 0 ? sidecarsPart(source) : undefined,
+      runnerPart(source),
+      lb.server,
+    ];
+    return parts.filter((part): part is WorkerPart => part !== undefined);
+  }
   const parts: (WorkerPart | undefined)[] = [
     telemetry === undefined ? undefined : telemetryPart(telemetry, source),
     platformPart(source.http),
