@@ -87,6 +87,7 @@ const PROCESS = [
   "test/soak/thirty-days.test.ts",
   "test/bench/smoke.test.ts",
   "test/cli/!(templates).test.ts",
+  "test/lb/lb-process.test.ts",
   "test/dashboard/dashboard-browser.test.ts",
   "test/dashboard/dashboard-dev.test.ts",
   "test/dashboard/timeline-browser.test.ts",

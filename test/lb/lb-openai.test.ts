@@ -1,0 +1,51 @@
+import OpenAI from "openai";
+import { describe, expect, it } from "vitest";
+import { defineOpenAIHandler } from "../../src/openai/index.js";
+import { waitForAsync } from "../support/wait-for.js";
+import { call, startLbWorker } from "./lb-support.js";
+
+/**
+ * A `defineOpenAIHandler` handler served by a load-balancing worker on the OpenAI routes
+ * themselves (docs/load-balancing.md, "OpenAI routes"), driven by the official `openai` client.
+ */
+
+const definition = defineOpenAIHandler({
+  models: ["echo-1"],
+  async *chat(request) {
+    const last = request.messages.at(-1);
+    const text = typeof last?.content === "string" ? last.content : "";
+    for (const word of text.split(" ")) yield `${word} `;
+  },
+});
+
+describe("OpenAI routes on a load-balancing worker", () => {
+  it("streams a chat completion to the official client, answers whole, lists models and names errors", async () => {
+    await using lb = await startLbWorker(definition);
+    await waitForAsync("ready", async () => (await call(`${lb.url}/ping`)).status === 200);
+    const client = new OpenAI({ apiKey: "unused-locally", baseURL: `${lb.url}/v1`, maxRetries: 0 });
+    const stream = await client.chat.completions.create({
+      model: "echo-1",
+      messages: [{ role: "user", content: "one two three" }],
+      stream: true,
+    });
+    let text = "";
+    let chunks = 0;
+    for await (const chunk of stream) {
+      chunks += 1;
+      text += chunk.choices[0]?.delta?.content ?? "";
+    }
+    expect(chunks).toBeGreaterThanOrEqual(3);
+    expect(text).toBe("one two three ");
+    const whole = await client.chat.completions.create({
+      model: "echo-1",
+      messages: [{ role: "user", content: "four five" }],
+    });
+    expect(whole.choices[0]?.message.content).toBe("four five ");
+    const models = await client.models.list();
+    expect(models.data.map((m) => m.id)).toEqual(["echo-1"]);
+    const missing = await client.chat.completions
+      .create({ model: "nope", messages: [{ role: "user", content: "x" }] })
+      .catch((err: unknown) => err);
+    expect(missing).toBeInstanceOf(OpenAI.NotFoundError);
+  });
+});
