@@ -45,8 +45,14 @@ function isHealth(req) {
   return (req.method === "GET" || req.method === "HEAD") && pathOf(req.url || "/") === healthPath;
 }
 
-function tooLarge(res, received) {
-  send(res, 413, { error: "the request body is larger than the limit of " + maxBodyBytes + " bytes (30 MB)" + (received === undefined ? "" : ": " + received + " bytes read") }, { connection: "close" });
+// The answer goes out at once; the rest of the body is read and dropped (never kept), so a client
+// still sending reads the 413 rather than a broken pipe. One that sends on past 10 s is cut off.
+function tooLarge(req, res, received) {
+  send(res, 413, { error: "the request body is larger than the limit of " + maxBodyBytes + " bytes (30 MB)" + (received === undefined ? "" : ": " + received + " bytes read") });
+  req.resume();
+  const timer = setTimeout(() => req.socket.destroy(), 10000);
+  timer.unref();
+  req.once("end", () => clearTimeout(timer));
 }
 
 function forward(req, res) {
@@ -72,9 +78,14 @@ function forward(req, res) {
     received += chunk.length;
     if (received > maxBodyBytes) {
       refused = true;
+      if (res.headersSent) {
+        // The request server answered already (its own limit): let that answer finish, drop the rest.
+        up.end();
+        req.resume();
+        return;
+      }
       up.destroy();
-      req.pause();
-      tooLarge(res, received);
+      tooLarge(req, res, received);
       return;
     }
     if (!up.write(chunk)) { req.pause(); up.once("drain", () => req.resume()); }
@@ -90,7 +101,7 @@ function serve(req, res) {
   if (state === "starting" || innerPort === undefined) return send(res, 503, { error: "the worker is starting" }, { "retry-after": "1" });
   if (state !== "ready") return send(res, 503, { error: "the worker is " + (state === "unhealthy" ? "unhealthy" : "stopping") }, { connection: "close" });
   const length = Number(req.headers["content-length"]);
-  if (Number.isFinite(length) && length > maxBodyBytes) return tooLarge(res, undefined);
+  if (Number.isFinite(length) && length > maxBodyBytes) return tooLarge(req, res, undefined);
   forward(req, res);
 }
 

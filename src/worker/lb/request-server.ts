@@ -201,7 +201,9 @@ export class RequestServer {
     if (req.method === "POST") {
       const read = await readJsonBody(req);
       if (!read.ok) {
-        sendJson(res, read.status, { error: read.error }, read.status === 413 ? { connection: "close" } : {});
+        sendJson(res, read.status, { error: read.error });
+        // The rest of a body over the limit is read and dropped, never kept.
+        if (read.status === 413) req.resume();
         return;
       }
       body = read.value;
@@ -477,7 +479,7 @@ function readJsonBody(req: IncomingMessage): Promise<BodyRead> {
     const onData = (chunk: Buffer): void => {
       bytes += chunk.length;
       if (bytes > LB_MAX_BODY_BYTES) {
-        req.pause();
+        chunks.length = 0;
         settle({
           ok: false,
           status: 413,
