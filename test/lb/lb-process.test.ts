@@ -79,6 +79,36 @@ describe("runlet start in load-balancing mode", () => {
   });
 });
 
+describe("runlet dev --mode lb", () => {
+  it("serves the handler through a load-balancing endpoint of the harness", async () => {
+    const key = "rl_lbdevtest_0123456789abcdef";
+    const dev = start(
+      ["bin/runlet.mjs", "dev", "examples/echo/handler.ts", "--mode", "lb", "--port", "0", "--api-key", key],
+      {},
+    );
+    try {
+      const endpoint = await waitFor("the endpoint line", () => {
+        if (dev.process.exitCode !== null) throw new Error(`runlet dev exited: ${dev.out()}`);
+        return /endpoint {2}(\S+\/lb\/local)/.exec(dev.out())?.[1];
+      });
+      await waitFor("a worker ready", () => dev.out().includes("runlet dev: worker w1 ready"), 30_000);
+      const answer = await waitForAsync("an answer through the balancer", async () => {
+        const a = await post(
+          `${endpoint}/runsync`,
+          { input: { text: "dev" } },
+          { authorization: `Bearer ${key}` },
+        );
+        return a.status === 200 ? a : undefined;
+      });
+      expect(answer.headers["x-runpod-worker-id"]).toBe("w1");
+      expect(JSON.parse(answer.text).output).toEqual({ echo: "dev" });
+    } finally {
+      dev.process.kill("SIGINT");
+      await dev.exited;
+    }
+  }, 60_000);
+});
+
 describe("one bundle, every mode", () => {
   let tmp: string;
   let dir: string;

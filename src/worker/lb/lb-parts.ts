@@ -86,7 +86,8 @@ export function lbParts(source: LbPartsSource): { readonly port: WorkerPart; rea
         if (asked === HANDLER_DEFAULTS.executionTimeoutMs) log.info(line);
         else log.warn(line);
       }
-      log.info({ routes: server.routes }, "load-balancing mode: serving routes");
+      const concurrency = typeof definition.concurrency === "number" ? definition.concurrency : 1;
+      log.info({ routes: server.routes, concurrency }, "load-balancing mode: serving routes");
       return true;
     },
     stop: (deadline) => server.drain(Math.max(0, deadline - source.now())),
