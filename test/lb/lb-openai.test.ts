@@ -1,7 +1,8 @@
 import OpenAI from "openai";
 import { describe, expect, it } from "vitest";
+import { startHarness } from "../../src/harness/index.js";
 import { defineOpenAIHandler } from "../../src/openai/index.js";
-import { waitForAsync } from "../support/wait-for.js";
+import { waitFor, waitForAsync } from "../support/wait-for.js";
 import { call, startLbWorker } from "./lb-support.js";
 
 /**
@@ -47,5 +48,25 @@ describe("OpenAI routes on a load-balancing worker", () => {
       .create({ model: "nope", messages: [{ role: "user", content: "x" }] })
       .catch((err: unknown) => err);
     expect(missing).toBeInstanceOf(OpenAI.NotFoundError);
+  });
+
+  it("streams through the harness's load-balancing endpoint to the official client", async () => {
+    await using lb = await startLbWorker(definition);
+    await using harness = await startHarness({ loadBalancers: [{ id: "llm", healthIntervalMs: 30 }] });
+    const balancer = harness.loadBalancer("llm");
+    balancer.addWorker({ id: "w1", url: lb.url });
+    await waitFor("the worker ready", () => balancer.workers()[0]?.health === "ready");
+    const client = new OpenAI({ apiKey: harness.apiKey, baseURL: `${harness.url}/lb/llm/v1`, maxRetries: 0 });
+    const { data: stream, response } = await client.chat.completions
+      .create({
+        model: "echo-1",
+        messages: [{ role: "user", content: "through the balancer" }],
+        stream: true,
+      })
+      .withResponse();
+    expect(response.headers.get("x-runpod-worker-id")).toBe("w1");
+    let text = "";
+    for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? "";
+    expect(text).toBe("through the balancer ");
   });
 });
