@@ -66,7 +66,7 @@ export async function serveHandler(definition: HandlerDefinition, options: Serve
     return 2;
   }
   if (mode === "pod") {
-    const { servePod } = await import("./pod/serve-pod.js");
+    const { servePod } = await import("../pod/serve-pod.js");
     return servePod(definition, options);
   }
   const worker = await startWorker(definition, {

@@ -13,7 +13,7 @@ import type { HeartbeatLink } from "../job/job-parts.js";
 import type { Scheduler } from "../job/scheduler.js";
 import { pollJobStops } from "../job/stop-poll.js";
 import { type LoopParts, runTakeLoop } from "../job/take-loop.js";
-import { lbParts } from "../lb/lb-parts.js";
+import { lazyLbParts } from "../lb/lazy-parts.js";
 import { Heartbeat, type HeartbeatOptions } from "../platform/heartbeat.js";
 import type { PlatformHttp } from "../platform/platform-http.js";
 import type { Runner } from "../runner/runner.js";
@@ -63,7 +63,7 @@ export function composeParts(source: PartsSource, cache: CachePart | undefined):
   if (config.lb !== undefined) {
     // Load-balancing mode (docs/load-balancing.md): requests arrive over HTTP, not from the queue.
     // The port is bound first (health answers 204 through every phase), the request server last.
-    const lb = lbParts({ ...source, settings: config.lb, now: () => config.clock.now() });
+    const lb = lazyLbParts({ ...source, settings: config.lb, now: () => config.clock.now() });
     const parts: (WorkerPart | undefined)[] = [
       telemetry === undefined ? undefined : telemetryPart(telemetry, source),
       lb.port,

@@ -2,15 +2,15 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { once } from "node:events";
 import { pipeline, Writable } from "node:stream";
-import type { HandlerDefinition } from "../../handler/define-handler.js";
+import type { HandlerDefinition } from "../handler/define-handler.js";
 import {
   describeHandler,
   type SpawnedWorker,
   startHarness,
   type WorkerSpawner,
-} from "../../harness/index.js";
-import { POD_DEFAULT_PORT, readLbSettings } from "../lb/lb-config.js";
-import type { ServeOptions } from "../serve.js";
+} from "../harness/index.js";
+import { POD_DEFAULT_PORT, readLbSettings } from "../worker/lb/lb-config.js";
+import type { ServeOptions } from "../worker/serve.js";
 
 /**
  * The image on a Pod (docs/load-balancing.md, "The image on a Pod"): `MODE_TO_RUN=pod` (or
