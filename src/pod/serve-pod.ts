@@ -3,12 +3,7 @@ import { randomBytes } from "node:crypto";
 import { once } from "node:events";
 import { pipeline, Writable } from "node:stream";
 import type { HandlerDefinition } from "../handler/define-handler.js";
-import {
-  describeHandler,
-  type SpawnedWorker,
-  startHarness,
-  type WorkerSpawner,
-} from "../harness/index.js";
+import { describeHandler, type SpawnedWorker, startHarness, type WorkerSpawner } from "../harness/index.js";
 import { POD_DEFAULT_PORT, readLbSettings } from "../worker/lb/lb-config.js";
 import type { ServeOptions } from "../worker/serve.js";
 
