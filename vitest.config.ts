@@ -71,6 +71,7 @@ const UNIT = [
   "test/unit/task-sink.test.ts",
   "test/unit/version.test.ts",
   "test/unit/wait.test.ts",
+  "test/lb/lb-config.test.ts",
   "test/worker/define-handler.test.ts",
   "test/worker/import-graph.test.ts",
   "test/worker/lifecycle.test.ts",
