@@ -607,6 +607,7 @@ export class Harness {
       onJobEvent: (listener) => this.#events.subscribe(listener),
       sampleRequest: page.sampleRequest,
       logger: o.logger,
+      loadBalancers: () => this.#balancers.views(),
     };
   }
 }

@@ -30,6 +30,7 @@ async function setUp() {
   const w2 = await startLbWorker(named("w2", holds.w2));
   const harness = await startHarness({
     loadBalancers: [{ id: "lbe", waitMs: 400, strictWaitMs: 400, healthIntervalMs: 30, maxBodyBytes: 1_000 }],
+    dashboard: true,
   });
   const balancer = harness.loadBalancer("lbe");
   balancer.addWorker({ id: "w1", url: w1.url });
@@ -48,6 +49,8 @@ async function setUp() {
   return {
     url,
     auth,
+    dashboardUrl: harness.dashboardUrl ?? "",
+    apiKey: harness.apiKey,
     busy,
     balancer,
     [Symbol.asyncDispose]: async () => {
@@ -71,6 +74,15 @@ describe("a load-balancing endpoint of the harness", () => {
     expect(big.status).toBe(413);
     await waitFor("the requests listed", () => lb.balancer.requests().length >= 2);
     expect(lb.balancer.requests()[0]).toMatchObject({ path: "/runsync", status: 200, affinity: "none" });
+    // The dashboard's data route lists the workers and requests.
+    const page = await call(`${lb.dashboardUrl}api/load-balancers`, {
+      headers: { authorization: `Bearer ${lb.apiKey}` },
+    });
+    expect(page.status).toBe(200);
+    const [listed] = JSON.parse(page.text).loadBalancers;
+    expect(listed.id).toBe("lbe");
+    expect(listed.workers.map((w: { id: string }) => w.id).sort()).toEqual(["w1", "w2"]);
+    expect(listed.requests.some((r: { status: number }) => r.status === 413)).toBe(true);
   });
 
   it("answers no workers available after its wait when every slot is busy", async () => {

@@ -1,7 +1,12 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { KeyRing } from "../http/auth.js";
 import { sendError } from "../http/http-util.js";
-import { LoadBalancer, type LoadBalancerOptions } from "./load-balancer.js";
+import {
+  type LbRequestView,
+  type LbWorkerView,
+  LoadBalancer,
+  type LoadBalancerOptions,
+} from "./load-balancer.js";
 
 /**
  * The harness's load-balancing endpoints on its API listener: `/lb/<endpoint id>/<any path>`
@@ -51,6 +56,15 @@ export class LoadBalancers {
     await balancer.serve(req, res, path);
     return true;
   };
+
+  /** Each endpoint's workers and latest requests (the newest 50), for the dashboard. */
+  views(): { id: string; workers: LbWorkerView[]; requests: LbRequestView[] }[] {
+    return [...this.#balancers.values()].map((b) => ({
+      id: b.id,
+      workers: b.workers(),
+      requests: b.requests().slice(-50).reverse(),
+    }));
+  }
 
   close(): void {
     for (const balancer of this.#balancers.values()) balancer.close();
