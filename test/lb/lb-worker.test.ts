@@ -1,4 +1,5 @@
-import { request } from "node:http";
+import { createServer, request } from "node:http";
+import type { AddressInfo } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
@@ -283,5 +284,24 @@ describe("the job path's limits", () => {
     await post(`${lb.url}/run`, { input: {} }, { authorization: "Bearer sk-secret-value-123" });
     await waitFor("the request's line", () => lb.lines.find((l) => l["message"] === "request answered"));
     expect(JSON.stringify(lb.lines)).not.toContain("sk-secret-value-123");
+  });
+
+  it("answers health on PORT_HEALTH at HEALTH_CHECK_PATH, and nothing else there", async () => {
+    const probe = createServer();
+    await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
+    const healthPort = (probe.address() as AddressInfo).port;
+    await new Promise<void>((resolve) => probe.close(() => resolve()));
+    const definition = defineHandler({ handler: () => "ok" });
+    await using lb = await startLbWorker(definition, {
+      env: { PORT_HEALTH: String(healthPort), HEALTH_CHECK_PATH: "/healthz" },
+    });
+    const health = `http://127.0.0.1:${healthPort}`;
+    await waitForAsync(
+      "ready on the health port",
+      async () => (await call(`${health}/healthz`)).status === 200,
+    );
+    expect((await post(`${health}/run`, { input: {} })).status).toBe(404);
+    expect((await call(`${lb.url}/ping`)).status).toBe(404);
+    expect((await post(`${lb.url}/run`, { input: {} })).status).toBe(200);
   });
 });

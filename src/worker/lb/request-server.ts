@@ -102,7 +102,16 @@ export class RequestServer {
         entry.run?.abort(new RunletError("RUNLET_JOB_SHUTDOWN", "the worker is shutting down"));
       }
       await this.#waitEmpty(this.#parts.definition.hardStopGraceMs);
-      for (const entry of this.#inFlight) void entry.run?.hardStop();
+      for (const entry of this.#inFlight) {
+        entry.run?.hardStop().then(
+          (stopped) => {
+            if (!stopped)
+              this.#parts.log.warn({ requestId: entry.id }, "a request's handler ignored its aborted signal");
+          },
+          (err: unknown) =>
+            this.#parts.log.warn({ err, requestId: entry.id }, "hard-stopping a request failed"),
+        );
+      }
     }
     this.#server.closeAllConnections();
     await closed;
@@ -311,7 +320,14 @@ export class RequestServer {
           writeEvent(res, "error", { id, status: "TIMED_OUT", error: message });
           answer(504, undefined);
         } else answer(504, { id, status: "TIMED_OUT", error: message });
-        hardStop = setTimeout(() => void run.hardStop(), definition.hardStopGraceMs);
+        hardStop = setTimeout(() => {
+          run.hardStop().then(
+            (stopped) => {
+              if (!stopped) log.warn("the handler ignored its aborted signal past hardStopGraceMs");
+            },
+            (err: unknown) => log.warn({ err }, "hard-stopping the request failed"),
+          );
+        }, definition.hardStopGraceMs);
       },
       Math.max(0, startedAt + timeoutMs - Date.now()),
     );
