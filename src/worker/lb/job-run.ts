@@ -3,6 +3,8 @@ import type { ExecuteOutcome } from "../../handler/execute.js";
 import type { StreamChunk } from "../../protocol/index.js";
 import { createReassembler } from "../../stream/index.js";
 import type { WorkerEventHub } from "../events.js";
+import { nextConcurrency } from "../job/concurrency.js";
+import { timeoutMessage } from "../job/job-deadline.js";
 import type { Scheduler } from "../job/scheduler.js";
 
 /**
@@ -121,3 +123,9 @@ export function startJobRun(
     hardStop: () => handle.hardStop(),
   };
 }
+
+/** The handler's concurrency from now on (a function's answer checked, as the queue's take loop does). */
+export const consultConcurrency: typeof nextConcurrency = nextConcurrency;
+
+/** What a request that ran out of time fails with, as a queued job's timeout says it. */
+export const deadlineMessage: (timeoutMs: number) => string = timeoutMessage;

@@ -2,10 +2,10 @@ import type { Logger } from "pino";
 import type { HandlerDefinition } from "../../handler/define-handler.js";
 import { HANDLER_DEFAULTS } from "../../handler/define-handler.js";
 import type { WorkerEventHub } from "../events.js";
-import type { Scheduler } from "../job/scheduler.js";
 import type { WorkerLifecycle } from "../lifecycle/lifecycle.js";
 import type { WorkerPart } from "../lifecycle/part-list.js";
 import { FrontThread } from "./front-thread.js";
+import type { JobRunParts } from "./job-run.js";
 import { LB_MAX_REQUEST_MS, type LbSettings } from "./lb-config.js";
 import { RequestServer } from "./request-server.js";
 
@@ -24,7 +24,7 @@ export interface LbPartsSource {
   readonly log: Logger;
   readonly lifecycle: WorkerLifecycle;
   readonly events: WorkerEventHub;
-  readonly scheduler: Scheduler;
+  readonly scheduler: JobRunParts["scheduler"];
   /** The worker's clock's now (the parts' stop deadline is on it). */
   readonly now: () => number;
 }

@@ -4,9 +4,14 @@ import type { Logger } from "pino";
 import { RunletError } from "../../errors.js";
 import type { HandlerDefinition } from "../../handler/define-handler.js";
 import type { WorkerEventHub } from "../events.js";
-import { nextConcurrency } from "../job/concurrency.js";
-import { timeoutMessage } from "../job/job-deadline.js";
-import { type JobRun, type JobRunParts, type RunEnding, startJobRun } from "./job-run.js";
+import {
+  consultConcurrency,
+  deadlineMessage,
+  type JobRun,
+  type JobRunParts,
+  type RunEnding,
+  startJobRun,
+} from "./job-run.js";
 import { LB_MAX_BODY_BYTES, LB_MAX_REQUEST_MS } from "./lb-config.js";
 import { pathOf, type Route, routesOf } from "./routes.js";
 
@@ -164,7 +169,7 @@ export class RequestServer {
       sendJson(res, 503, { error: "the worker is stopping" }, { connection: "close" });
       return;
     }
-    this.#concurrency = nextConcurrency(this.#parts.definition.concurrency, this.#concurrency, log);
+    this.#concurrency = consultConcurrency(this.#parts.definition.concurrency, this.#concurrency, log);
     if (this.#inFlight.size >= this.#concurrency) {
       sendJson(
         res,
@@ -314,7 +319,7 @@ export class RequestServer {
     const deadline = setTimeout(
       () => {
         timedOut = true;
-        const message = timeoutMessage(timeoutMs);
+        const message = deadlineMessage(timeoutMs);
         run.abort(new RunletError("RUNLET_JOB_TIMEOUT", message));
         if (mode.kind === "sse") {
           writeEvent(res, "error", { id, status: "TIMED_OUT", error: message });
