@@ -2,6 +2,15 @@
 export interface BenchOptions {
   /** Runs per figure; each figure is the median of these, with min and max. @default 5 */
   readonly repetitions: number;
+  /** The load-balancing path (bench/figures/load-balancing.ts). */
+  readonly loadBalancing: {
+    /** Requests in flight measured (the worker's concurrency is the same). */
+    readonly levels: readonly number[];
+    /** Requests per run. */
+    readonly requests: number;
+    /** Starts of the bundled echo worker for its health cold start (0: none, nor its build). */
+    readonly coldStarts: number;
+  };
   readonly throughput: {
     /** Handler concurrency levels measured (batch take is used whenever more than one slot is free). */
     readonly concurrency: readonly number[];
@@ -120,6 +129,7 @@ const MiB = 1_048_576;
 /** The full bench: a few minutes on 2 cores. */
 export const FULL_OPTIONS: BenchOptions = Object.freeze({
   repetitions: 5,
+  loadBalancing: { levels: [1, 8, 64], requests: 2_000, coldStarts: 5 },
   throughput: { concurrency: [1, 8, 64], jobs: 2_000, warmupJobs: 5_000 },
   overhead: { jobs: 200 },
   stream: { repetitions: 3, smallItems: 100_000, largeBytes: 100_000_000, coalesceMs: 5 },
@@ -156,6 +166,7 @@ export const FULL_OPTIONS: BenchOptions = Object.freeze({
 /** Tiny sizes (`--quick`, the smoke test): checks the bench runs, measures nothing meaningful. */
 export const QUICK_OPTIONS: BenchOptions = Object.freeze({
   repetitions: 2,
+  loadBalancing: { levels: [1, 8], requests: 20, coldStarts: 0 },
   throughput: { concurrency: [1, 8], jobs: 20, warmupJobs: 5 },
   overhead: { jobs: 10 },
   stream: { repetitions: 2, smallItems: 200, largeBytes: 2 * MiB, coalesceMs: 5 },

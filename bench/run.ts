@@ -5,6 +5,7 @@ import { parseArgs } from "node:util";
 import { checkBeforeTree, measureCompare } from "./compare.js";
 import { measureBatching } from "./figures/batching.js";
 import { numericLeaves, runColdStart } from "./figures/cold-start-glue.js";
+import { measureLoadBalancing } from "./figures/load-balancing.js";
 import { measureMemory } from "./figures/memory.js";
 import { measureOpenAI } from "./figures/openai.js";
 import { measureS3 } from "./figures/s3.js";
@@ -70,6 +71,7 @@ export async function runBench(
   figures.push(...(await step("per-job overhead", () => measureOverhead(options))));
   figures.push(...(await step("streaming", () => measureStreaming(options))));
   figures.push(...(await step("OpenAI streaming", () => measureOpenAI(options))));
+  figures.push(...(await step("load-balancing path", () => measureLoadBalancing(options))));
   figures.push(...(await step("S3", () => measureS3(options))));
   figures.push(...(await step("batching", () => measureBatching(options))));
   const memory = await step("memory", () => measureMemory(options));
@@ -115,6 +117,8 @@ cache's cold and warm start-up, and cold start, prints a table and writes the re
   --only llm         only the LLM's figures (examples/llm: start, RSS, time to first token, tokens/s)
   --only concurrency only jobs/s at 1, 2 and 4 at once on one OCR model and one llama.cpp context
   --only telemetry   only the telemetry figures (start → first take and idle RSS, off and on)
+  --only lb          only the load-balancing path (requests/s at 1, 8 and 64 against a bare
+                     node:http server; the bundled echo worker's health cold start)
   --only compare     only the comparison of --before (which it needs)
   --before <dir>     after the figures, another checkout's worker (its dist/ built, node_modules
                      there) against this one's, alternating A B, B A on one harness per section:
@@ -195,11 +199,12 @@ async function runOnly(
     llm: measureLlm,
     concurrency: measureConcurrency,
     telemetry: measureTelemetry,
+    lb: measureLoadBalancing,
   };
   const measure = sections[section];
   if (measure === undefined) {
     process.stderr.write(
-      `--only takes "batching", "worker", "ocr", "llm", "concurrency", "telemetry" or "compare", got ${JSON.stringify(section)}\n${HELP}`,
+      `--only takes "batching", "worker", "ocr", "llm", "concurrency", "telemetry", "lb" or "compare", got ${JSON.stringify(section)}\n${HELP}`,
     );
     return 2;
   }

@@ -17,6 +17,16 @@ export type {
   HandlerOutput,
   HandlerStreamItem,
 } from "./infer.js";
+export {
+  createLoadBalancerClient,
+  type LbAffinity,
+  type LbCallOptions,
+  type LbRunResult,
+  type LoadBalancerCalls,
+  type LoadBalancerClient,
+  type LoadBalancerClientOptions,
+  type LoadBalancerSession,
+} from "./lb-client.js";
 export type { ClientOptions } from "./options.js";
 export type {
   CallOptions,

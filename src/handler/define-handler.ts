@@ -193,6 +193,11 @@ export interface HandlerOptions<Schema extends z.ZodType, Result = unknown, Stat
    * @default none
    */
   sidecar?: SidecarOptions | readonly SidecarOptions[];
+  /**
+   * More paths served in load-balancing mode (docs/load-balancing.md, "Custom paths"): each takes
+   * `POST` with the JSON body as the input. Ignored in queue mode. @default none
+   */
+  paths?: readonly string[];
 }
 
 /** A checked, frozen handler definition: what `export default defineHandler(...)` gives. */
@@ -230,6 +235,8 @@ export interface HandlerDefinition<Schema extends z.ZodType = z.ZodType, Result 
   readonly batch: BatchSettings | undefined;
   /** The checked `sidecar` option, as a list (empty: none). */
   readonly sidecars: readonly SidecarSettings[];
+  /** The checked `paths` option (empty: none). */
+  readonly paths: readonly string[];
 }
 
 /** Defaults of the options, in one place. */
@@ -367,7 +374,39 @@ export function checkedDefinition<Schema extends z.ZodType, Result, State>(
         : checkWarmCacheOptions(options.warmCache, `${prefix}warmCache.`),
     batch,
     sidecars: checkSidecars(options.sidecar, name),
+    paths: checkPaths(options.paths, name),
   };
+}
+
+/** Paths the load-balancing server answers itself: a handler's `paths` may not take them. */
+export const RESERVED_PATHS: ReadonlySet<string> = new Set([
+  "/run",
+  "/runsync",
+  "/stream",
+  "/v1/models",
+  "/v1/chat/completions",
+  "/v1/completions",
+]);
+
+/** The `paths` option checked: a list of distinct paths starting with `/`, none of them reserved. */
+function checkPaths(paths: unknown, name: string): readonly string[] {
+  if (paths === undefined) return Object.freeze([]);
+  if (!Array.isArray(paths) || paths.length > 64) {
+    throw invalid(`paths must be a list of at most 64 paths, got ${describeValue(paths)}`, name);
+  }
+  const seen = new Set<string>();
+  for (const [i, path] of paths.entries()) {
+    if (typeof path !== "string" || !/^\/[^\s?#]{0,255}$/.test(path)) {
+      throw invalid(
+        `paths[${i}] must be a path starting with / (at most 256 characters, no spaces, ? or #), got ${describeValue(path)}`,
+        name,
+      );
+    }
+    if (RESERVED_PATHS.has(path)) throw invalid(`paths[${i}]: ${path} is served by runlet itself`, name);
+    if (seen.has(path)) throw invalid(`paths[${i}]: ${path} is listed twice`, name);
+    seen.add(path);
+  }
+  return Object.freeze([...seen]);
 }
 
 /** True when `value` is a `defineHandler()` result (checked by brand, so it works across package copies). */

@@ -22,6 +22,7 @@ import { JobStore } from "./jobs/job-store.js";
 import { JobTimelines, type TimelineSpan } from "./jobs/job-timeline.js";
 import { untilTerminal } from "./jobs/job-waits.js";
 import { type WebhookAttempt, WebhookSender, webhookUrlProblem } from "./jobs/webhooks.js";
+import { type LoadBalancer, LoadBalancers } from "./lb/index.js";
 import {
   type EndpointWorkerView,
   type HarnessManagement,
@@ -82,6 +83,8 @@ export class Harness {
   readonly #limiter: RateLimiter;
   readonly #scaler: Scaler;
   readonly #management: HarnessManagement;
+  /** The load-balancing endpoints (`/lb/<id>/...`). */
+  readonly #balancers: LoadBalancers;
   readonly #events: JobEventHub;
   readonly #startups = new WorkerStartups();
   /** Workers stopped for a release's rollout and not lapsed yet (`endpoint/worker`): no longer reported. */
@@ -161,6 +164,7 @@ export class Harness {
         options.logger?.error({ err }, "management: could not apply an endpoint change to the harness"),
     });
     this.#management.attach(this);
+    this.#balancers = new LoadBalancers(options.loadBalancers, this.#keys);
     // Every route of the API listener, declared one way (route-table.ts), tried in this order:
     // the worker, client and OpenAI families under /v2/<endpoint>/, the extraRoutes seam, then
     // the management copy (/v2/<reserved resource>, /v1/).
@@ -202,6 +206,7 @@ export class Harness {
             feed: new JobFeed((listener) => this.#events.subscribe(listener)),
           }),
         ),
+        this.#balancers.serve,
         ...(options.extraRoutes === undefined ? [] : [options.extraRoutes]),
         this.#management.routes.serve,
       ],
@@ -264,6 +269,18 @@ export class Harness {
       throw new RunletError("RUNLET_HARNESS_CONFIG", "connectDashboard: this harness has no dashboard");
     }
     return this.#dashboard.connect();
+  }
+
+  /**
+   * The load-balancing endpoint `id` (the `loadBalancers` option): add its workers, read its
+   * workers and requests. @throws RunletError `RUNLET_HARNESS_CONFIG` when there is none.
+   */
+  loadBalancer(id: string): LoadBalancer {
+    const balancer = this.#balancers.get(id);
+    if (balancer === undefined) {
+      throw new RunletError("RUNLET_HARNESS_CONFIG", `no load-balancing endpoint ${JSON.stringify(id)}`);
+    }
+    return balancer;
   }
 
   /** The base URL, `http://127.0.0.1:<port>`. */
@@ -572,6 +589,7 @@ export class Harness {
   async #close(): Promise<void> {
     const steps: Array<() => unknown> = [
       () => this.#scaler.close(),
+      () => this.#balancers.close(),
       () => this.#store.close(),
       () => this.#timers.clearAll(),
       () => this.#webhooks.close(),
@@ -631,6 +649,7 @@ export class Harness {
       onJobEvent: (listener) => this.#events.subscribe(listener),
       sampleRequest: page.sampleRequest,
       logger: o.logger,
+      loadBalancers: () => this.#balancers.views(),
     };
   }
 }

@@ -18,6 +18,14 @@ export type { JobKind, JobSnapshot, NewJob } from "./jobs/job-entry.js";
 export type { JobEvent, JobEventListener } from "./jobs/job-events.js";
 export type { TimelineSpan } from "./jobs/job-timeline.js";
 export type { WebhookAttempt, WebhookOptions } from "./jobs/webhooks.js";
+export {
+  type LbRequestView,
+  type LbWorkerHealth,
+  type LbWorkerInfo,
+  type LbWorkerView,
+  LoadBalancer,
+  type LoadBalancerOptions,
+} from "./lb/index.js";
 export type {
   DashboardOptions,
   EndpointOptions,

@@ -21,6 +21,7 @@ import { MAX_JSON_DEPTH } from "./http/json-depth.js";
 import type { RateLimitOptions } from "./http/rate-limits.js";
 import { STREAM_GATHER_MS } from "./jobs/stream-reader.js";
 import type { WebhookOptions } from "./jobs/webhooks.js";
+import type { LoadBalancerOptions } from "./lb/load-balancer.js";
 
 /** A running worker the harness started; `close()` stops it (idempotent). */
 export interface SpawnedWorker {
@@ -173,6 +174,12 @@ export interface HarnessOptions {
    * Its data needs the main `apiKey`. @default false (`runlet dev` and `runlet harness` turn it on)
    */
   readonly dashboard?: boolean | DashboardOptions;
+  /**
+   * Load-balancing endpoints (docs/load-balancing.md, "The harness and `runlet dev`"): requests to
+   * `/lb/<id>/<any path>` go straight to one of the endpoint's workers, added with
+   * `harness.loadBalancer(id).addWorker(...)`. @default none
+   */
+  readonly loadBalancers?: readonly LoadBalancerOptions[];
 }
 
 /** Options after defaults, validated and frozen. */
@@ -201,6 +208,7 @@ export interface ResolvedOptions {
   readonly gpuTypeId: string;
   readonly logger: Logger | undefined;
   readonly dashboard: { readonly port: number; readonly sampleRequest: unknown } | undefined;
+  readonly loadBalancers: readonly LoadBalancerOptions[];
 }
 
 function bad(message: string): RunletError {
@@ -318,6 +326,7 @@ export function resolveOptions(options: HarnessOptions): ResolvedOptions {
     maxRecordedRequestBytes: numbers.maxRecordedRequestBytes,
     maxFinishedJobBytes: numbers.maxFinishedJobBytes,
     extraRoutes: options.extraRoutes,
+    loadBalancers: options.loadBalancers ?? [],
     managementSpawn: options.managementSpawn ?? endpoints[0]?.spawn,
     managementV1: options.managementV1 ?? false,
     gpuTypeId,

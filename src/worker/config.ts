@@ -18,6 +18,7 @@ import type { RetryPolicy } from "../retry-policy.js";
 import { operatorAllowsPrivateAddresses, PRIVATE_ADDRESSES_WARNING } from "../s3/private-address-switch.js";
 import type { TelemetryOptions } from "../telemetry/settings.js";
 import { type FitnessConfig, readFitnessConfig } from "./fitness/fitness-config.js";
+import { type LbSettings, readLbSettings } from "./lb/lb-config.js";
 import { pollRetryPolicy, postRetryPolicy } from "./platform/backoff.js";
 import { type PlatformUrls, platformUrls } from "./platform/platform-urls.js";
 import { readStartupBudget, type StartupBudget } from "./startup-budget.js";
@@ -108,6 +109,13 @@ export interface WorkerOptions {
    * @default the time startWorker() was called
    */
   startedAt?: number;
+  /**
+   * How requests arrive (docs/load-balancing.md): `"queue"` takes jobs from the platform's queue
+   * (RUNPOD_WEBHOOK_GET_JOB needed); `"lb"` serves them over HTTP on `PORT`, as a load-balancing
+   * endpoint's worker (PORT, PORT_HEALTH, HEALTH_CHECK_PATH and RUNLET_LB_HOST read from `env`).
+   * @default "queue"
+   */
+  mode?: "queue" | "lb";
 }
 
 /** The worker's settings: the platform env plus options, merged and frozen. */
@@ -142,6 +150,10 @@ export interface WorkerConfig extends PlatformEnv {
   readonly sidecarBaseEnv: Readonly<Record<string, string | undefined>>;
   /** The start-up budget: RUNPOD_INIT_TIMEOUT (else the platform's 7 minutes) from `startedAt`. */
   readonly startupBudget: StartupBudget;
+  /** How requests arrive: the platform's queue, or a load balancer's HTTP. */
+  readonly mode: "queue" | "lb";
+  /** The load-balancing server's ports and health path; undefined in queue mode. */
+  readonly lb: LbSettings | undefined;
 }
 
 const optionsSchema = z.object({
@@ -186,6 +198,7 @@ export function resolveWorkerConfig(options: WorkerOptions): WorkerConfig {
       telemetry: undefined,
       sidecarBaseEnv: undefined,
       startedAt: undefined,
+      mode: undefined,
     },
     "RUNLET_CONFIG_INVALID",
     "startWorker: ",
@@ -197,6 +210,41 @@ export function resolveWorkerConfig(options: WorkerOptions): WorkerConfig {
       `startWorker: sidecarBaseEnv must be an object of environment variables (usually process.env), got ${describeValue(sidecarBaseEnv)}`,
     );
   }
+  const mode = options.mode ?? "queue";
+  if (mode !== "queue" && mode !== "lb") {
+    throw new RunletError(
+      "RUNLET_CONFIG_INVALID",
+      `startWorker: mode must be "queue" or "lb", got ${describeValue(mode)}`,
+    );
+  }
+  const common = {
+    fitness,
+    sidecarBaseEnv,
+    postRetry: postRetryPolicy(checked),
+    pollRetry: pollRetryPolicy(checked),
+    clock: options.clock ?? realClock({ unref: false }),
+    startupBudget,
+  };
+  if (mode === "lb") {
+    return Object.freeze({
+      ...env,
+      ...checked,
+      ...common,
+      mode,
+      lb: readLbSettings(options.env),
+      // No platform queue in this mode: the parts that would call it are not in the part list.
+      jobTakeUrl: "",
+      jobDoneUrl: "",
+      urls: NO_PLATFORM_URLS,
+      handlerModule: checked.handlerModule,
+      threadEntry: checked.threadEntry,
+      heartbeatEntry: checked.heartbeatEntry,
+      allowPrivateAddresses: operatorAllows ?? checked.allowPrivateAddresses,
+      warnings: operatorAllows ? Object.freeze([...env.warnings, PRIVATE_ADDRESSES_WARNING]) : env.warnings,
+      presignExpiresSec: checked.presignExpiresSec,
+      tmpRoot: checked.tmpRoot,
+    });
+  }
   if (env.jobTakeUrl === undefined || env.jobDoneUrl === undefined) {
     throw new RunletError(
       "RUNLET_CONFIG_INVALID",
@@ -207,6 +255,8 @@ export function resolveWorkerConfig(options: WorkerOptions): WorkerConfig {
   return Object.freeze({
     ...env,
     ...checked,
+    mode,
+    lb: undefined,
     jobTakeUrl: env.jobTakeUrl,
     jobDoneUrl: env.jobDoneUrl,
     handlerModule: checked.handlerModule,
@@ -227,4 +277,20 @@ export function resolveWorkerConfig(options: WorkerOptions): WorkerConfig {
     // Ref'd timers: a back-off sleep may be the one thing that keeps the worker process running.
     clock: options.clock ?? realClock({ unref: false }),
   });
+}
+
+/**
+ * The platform URLs of a load-balancing worker: there is no queue to call, and the parts that
+ * would (take loop, job-stop poll, reports, heartbeat) are not in its part list; a call is a bug.
+ */
+const NO_PLATFORM_URLS: PlatformUrls = Object.freeze({
+  take: noPlatform,
+  stop: undefined,
+  ping: undefined,
+  done: noPlatform,
+  stream: () => undefined,
+});
+
+function noPlatform(): never {
+  throw new RunletError("RUNLET_WORKER_STATE", "a load-balancing worker has no platform queue to call");
 }

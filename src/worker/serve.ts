@@ -1,4 +1,6 @@
+import { isRunletError } from "../errors.js";
 import type { HandlerDefinition } from "../handler/define-handler.js";
+import { chooseServeMode } from "./lb/lb-config.js";
 import { endProcessSoon } from "./lifecycle/lifecycle.js";
 import { isRunnerThread, runRunnerThread } from "./runner/thread-entry.js";
 import { startWorker, type WorkerStopInfo } from "./worker.js";
@@ -15,6 +17,11 @@ export interface ServeOptions {
   readonly heartbeatEntry?: string;
   /** @default 20_000 */
   readonly shutdownGraceMs?: number;
+  /**
+   * `runlet start --mode`: `"queue"`, `"lb"` or `"pod"`; wins over the env (docs/load-balancing.md,
+   * "Choosing the mode"). @default chosen from the env
+   */
+  readonly mode?: string;
 }
 
 /** After a non-zero stop, how long the process may take to end on its own before it is ended. */
@@ -22,15 +29,18 @@ const FORCED_EXIT_DELAY_MS = 1_000;
 
 /** The message `runlet start` and a bundle print when the platform's environment is missing. */
 export const LOCAL_MODE_MESSAGE =
-  "runlet start: RUNPOD_WEBHOOK_GET_JOB is not set, so there is no platform to take jobs from; " +
-  "this serves the platform inside its container. Locally, run `runlet dev <handler>` " +
+  "runlet start: RUNPOD_WEBHOOK_GET_JOB is not set, so there is no platform to take jobs from, and neither " +
+  "PORT nor RUNLET_MODE asks for a load-balancing server; this serves the platform inside its container. " +
+  "Locally, run `runlet dev <handler>` " +
   "(a local platform plus workers) or `runlet test <handler> --input '{...}'` (one job) " +
   "(RUNLET_CLI_NO_PLATFORM)\n";
 
 /**
  * What a process entry point does with a handler: inside an isolation thread, serve jobs for the
  * main thread; otherwise run the worker loop with signal handling and exit when it stops.
- * Returns an exit code without starting anything in local mode (no RUNPOD_WEBHOOK_GET_JOB): 2.
+ * The mode is `options.mode`, else the env's (docs/load-balancing.md, "Choosing the mode"): the
+ * queue's worker loop, a load-balancing server on PORT, or a harness on a Pod. Returns an exit
+ * code without starting anything in local mode (none of them asked for) or for a bad mode: 2.
  *
  * @example
  * // the entry of a single-file bundle (see docs/worker.md, "Thread entry")
@@ -43,11 +53,24 @@ export async function serveHandler(definition: HandlerDefinition, options: Serve
     runRunnerThread(definition);
     return 0;
   }
-  if ((options.env["RUNPOD_WEBHOOK_GET_JOB"] ?? "").trim() === "") {
+  let mode: ReturnType<typeof chooseServeMode>;
+  try {
+    mode = chooseServeMode(options.env, options.mode);
+  } catch (err) {
+    if (!isRunletError(err)) throw err;
+    process.stderr.write(`runlet start: ${err.message} (${err.code})\n`);
+    return 2;
+  }
+  if (mode === undefined) {
     process.stderr.write(LOCAL_MODE_MESSAGE);
     return 2;
   }
+  if (mode === "pod") {
+    const { servePod } = await import("../pod/serve-pod.js");
+    return servePod(definition, options);
+  }
   const worker = await startWorker(definition, {
+    mode,
     env: options.env,
     handleSignals: true,
     exitOnHardStop: true,

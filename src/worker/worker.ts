@@ -82,7 +82,8 @@ export class Worker {
       jobsInFlight: () => this.#board?.ids() ?? [],
     });
     this.#lifecycle = lifecycle;
-    const beat = heartbeatOptions(definition, config, log);
+    // A load-balancing worker has no platform to ping or report to (docs/load-balancing.md).
+    const beat = config.mode === "lb" ? undefined : heartbeatOptions(definition, config, log);
     heartbeat = beat === undefined ? undefined : new HeartbeatPart(beat, lifecycle);
     this.#tasks = new BackgroundTasks({ log, unfit: (check, reason) => lifecycle.unfit(check, reason) });
     const runner = createRunner(definition, config, settings, log, lifecycle);
@@ -126,6 +127,7 @@ export class Worker {
       http,
       runner,
       board: this.#board,
+      scheduler,
       heartbeat,
       telemetry,
       view: this,
@@ -134,7 +136,7 @@ export class Worker {
     this.#parts = new PartList(composeParts(source, this.#cache), phases, log);
     log.info({ workerId: config.podId, isolation: definition.isolation }, "worker started");
     for (const warning of config.warnings) log.warn(warning);
-    if (config.urls.stop === undefined) {
+    if (config.mode === "queue" && config.urls.stop === undefined) {
       log.warn(
         "the job-take URL has no /job-take/ segment: job-stop is off (the platform cannot stop a running job), and batch takes add batch_size to the job-take URL",
       );

@@ -59,6 +59,9 @@ const FIGURE_IDS = [
   "stream.openai.batched",
   "stream.openai.ttftPerToken",
   "stream.openai.ttftBatched",
+  ...QUICK_OPTIONS.loadBalancing.levels.flatMap((c) =>
+    ["", ".ceiling", ".ratio"].map((suffix) => `lb.c${c}${suffix}`),
+  ),
   "s3.upload",
   "s3.download",
   ...[1, 8, 32].flatMap((size) =>

@@ -126,7 +126,7 @@ describe("runlet build", () => {
     expect(r.code).toBe(2);
     expect(r.stdout).toBe("");
     expect(r.stderr).toBe(
-      "runlet start: RUNPOD_WEBHOOK_GET_JOB is not set, so there is no platform to take jobs from; this serves the platform inside its container. Locally, run `runlet dev <handler>` (a local platform plus workers) or `runlet test <handler> --input '{...}'` (one job) (RUNLET_CLI_NO_PLATFORM)\n",
+      "runlet start: RUNPOD_WEBHOOK_GET_JOB is not set, so there is no platform to take jobs from, and neither PORT nor RUNLET_MODE asks for a load-balancing server; this serves the platform inside its container. Locally, run `runlet dev <handler>` (a local platform plus workers) or `runlet test <handler> --input '{...}'` (one job) (RUNLET_CLI_NO_PLATFORM)\n",
     );
   });
 

@@ -30,7 +30,7 @@ import { type StartFailure, WorkerPool } from "../worker-pool.js";
 const ENDPOINT_ID = "local";
 const DEFAULT_PORT = 8787;
 
-const HELP = `Usage: runlet dev [handler] [--port N] [--dashboard-port N] [--api-key KEY] [--workers N] [--allowed-hosts NAMES] [--cors ORIGINS]
+const HELP = `Usage: runlet dev [handler] [--mode queue|lb] [--port N] [--dashboard-port N] [--api-key KEY] [--workers N] [--allowed-hosts NAMES] [--cors ORIGINS]
 
 Starts runlet's local copy of the platform with one endpoint ("${ENDPOINT_ID}") and worker
 processes for the handler, and prints the URL, the API key, the live dashboard's link (it
@@ -47,6 +47,9 @@ Arguments:
                         default: the first of ${DEFAULT_HANDLER_PATHS.join(", ")}
 
 Options:
+  --mode MODE           queue: a queue-based endpoint (/v2/${ENDPOINT_ID}/...);
+                        lb: a load-balancing endpoint (/lb/${ENDPOINT_ID}/<any path>),
+                        its workers \`runlet start --mode lb\` (docs/load-balancing.md)  default: queue
   -p, --port N          the port to serve on (0 picks a free one)          default: ${DEFAULT_PORT}
   --dashboard-port N    the dashboard's port (0 picks a free one)          default: --port + 1
                                                                            (a free one with --port 0)
@@ -154,6 +157,7 @@ export const command: Command = {
       workers: { type: "string" },
       "allowed-hosts": { type: "string" },
       cors: { type: "string" },
+      mode: { type: "string" },
     });
     if ("exitCode" in parsed) return parsed.exitCode;
     try {
@@ -171,6 +175,10 @@ export const command: Command = {
       const keyArg = typeof rawKey === "string" ? rawKey : undefined;
       if (keyArg !== undefined && !isApiKey(keyArg)) throw usageError(`--api-key must be ${API_KEY_RULE}`);
       const workers = integerFlag("workers", workersArg, 1, 1, 64);
+      const modeArg = parsed.values["mode"] ?? "queue";
+      if (modeArg !== "queue" && modeArg !== "lb")
+        throw usageError(`--mode must be queue or lb, got ${String(modeArg)}`);
+      const lbMode = modeArg === "lb";
       const allowedHosts = allowedHostsFlag(parsed.values["allowed-hosts"]);
       const corsOrigins = corsFlag(parsed.values["cors"]);
       const cwd = process.cwd();
@@ -185,6 +193,7 @@ export const command: Command = {
         port,
         apiKey,
         endpoints: [{ id: ENDPOINT_ID }],
+        ...(lbMode ? { loadBalancers: [{ id: ENDPOINT_ID }] } : {}),
         ...(allowedHosts === undefined ? {} : { allowedHosts }),
         ...(corsOrigins === undefined ? {} : { corsOrigins }),
         // Endpoints deployed to this harness (POST /v2/serverless) run the same handler.
@@ -194,7 +203,10 @@ export const command: Command = {
       }).catch((err: unknown) => {
         throw portError(err, port, dashboardPort);
       });
-      const endpoint = `${harness.url}/v2/${ENDPOINT_ID}`;
+      const endpoint = lbMode ? `${harness.url}/lb/${ENDPOINT_ID}` : `${harness.url}/v2/${ENDPOINT_ID}`;
+      const balancer = lbMode ? harness.loadBalancer(ENDPOINT_ID) : undefined;
+      /** A load-balancing worker's port, by label, until its routes line says it serves (then it is added). */
+      const lbUrls = new Map<string, string>();
       out(`runlet dev: serving ${relative(cwd, handlerPath) || handlerPath}`);
       out(`  endpoint  ${endpoint}`);
       out(`  api key   ${harness.apiKey}${keyArg === undefined ? `  (kept in ${STATE_DIR}/)` : ""}`);
@@ -214,6 +226,21 @@ export const command: Command = {
       };
       const onWorkerLine = (endpointId: string, label: string, line: string) => {
         const record = parseLogLine(line);
+        if (balancer !== undefined && record !== undefined) {
+          // A load-balancing worker: its port once bound, then it joins the endpoint once it serves.
+          const port = (record as { port?: unknown }).port;
+          const routes = (record as { routes?: unknown }).routes;
+          if (typeof port === "number") lbUrls.set(label, `http://127.0.0.1:${port}`);
+          const url = lbUrls.get(label);
+          if (Array.isArray(routes) && url !== undefined) {
+            const concurrency = (record as { concurrency?: unknown }).concurrency;
+            balancer.addWorker({
+              id: label,
+              url,
+              concurrency: typeof concurrency === "number" ? concurrency : 1,
+            });
+          }
+        }
         const info = handlerReportOf(record);
         if (info !== undefined) return described(endpointId, info);
         // Start-up: one line when the worker is ready, setup's progress as it comes; the phases'
@@ -247,7 +274,9 @@ export const command: Command = {
         size: workers,
         // Platform mode (JSON lines) so each worker line can be rendered as one readable line.
         envFor: () => ({
-          ...harness.workerEnv(ENDPOINT_ID),
+          ...(lbMode
+            ? { RUNLET_MODE: "lb", PORT: "0", RUNLET_LB_HOST: "127.0.0.1" }
+            : harness.workerEnv(ENDPOINT_ID)),
           ...devNetworkCheck(),
           RUNPOD_ENDPOINT_ID: ENDPOINT_ID,
           [DESCRIBE_ENV]: "1",
@@ -256,10 +285,17 @@ export const command: Command = {
         ipc: (child) => sidecars.attach(child),
         onLine: (label, line) => onWorkerLine(ENDPOINT_ID, label, line),
         // The harness shows each worker starting until it is ready, and never counts an exited one.
-        onStartup: (_label, podId, update) => harness.reportWorkerStartup(ENDPOINT_ID, podId, update),
+        onStartup: (_label, podId, update) => {
+          if (!lbMode) harness.reportWorkerStartup(ENDPOINT_ID, podId, update);
+        },
         // A worker being stopped gets no new job: one sent after a reload's line runs on the new code.
-        onRetire: (_label, podId) => harness.retireWorker(ENDPOINT_ID, podId),
+        onRetire: (label, podId) => {
+          balancer?.removeWorker(label);
+          harness.retireWorker(ENDPOINT_ID, podId);
+        },
         onExit: (label, code, signal, delayMs) => {
+          balancer?.removeWorker(label);
+          lbUrls.delete(label);
           harness.workerRestarted(ENDPOINT_ID);
           const when = delayMs > 1_000 ? ` in ${Math.round(delayMs / 1_000)} s` : "";
           out(`runlet dev: worker ${label} exited (${signal ?? `code ${code}`}); starting another${when}`);

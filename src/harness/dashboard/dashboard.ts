@@ -83,6 +83,8 @@ export interface DashboardSource {
   /** The body the "run a request" form starts with. */
   readonly sampleRequest: unknown;
   readonly logger: Logger | undefined;
+  /** The load-balancing endpoints' workers and latest requests (docs/load-balancing.md). @default none */
+  readonly loadBalancers?: () => unknown;
 }
 
 /** What the dashboard's routes do, bound to one dashboard. */
@@ -90,6 +92,7 @@ interface DashboardRoutesContext {
   readonly authorized: (request: RouteRequest) => boolean;
   readonly openFeed: (res: ServerResponse) => void;
   readonly state: (res: ServerResponse) => void;
+  readonly loadBalancers: (res: ServerResponse) => void;
   readonly onJob: (res: ServerResponse, id: string, action: "cancel" | "retry" | undefined) => Promise<void>;
   readonly submit: (res: ServerResponse, body: ParsedBody) => Promise<void>;
   readonly bodyLimits: DashboardSource["bodyLimits"];
@@ -119,6 +122,14 @@ export const DASHBOARD_API_ROUTES = tableOf<DashboardRoutesContext, DashboardAcc
     rate: "unlimited",
     body: small,
     handle: (ctx, { res }) => ctx.state(res),
+  }),
+  "load-balancers": route({
+    method: "GET",
+    path: "load-balancers",
+    access: "main",
+    rate: "unlimited",
+    body: small,
+    handle: (ctx, { res }) => ctx.loadBalancers(res),
   }),
   jobs: [
     route({
@@ -301,6 +312,8 @@ export class Dashboard {
         authorized: (request) => this.#authorized(request),
         openFeed: (res) => this.#feed.open(res, { type: "snapshot", data: this.#snapshot() }),
         state: (res) => sendJson(res, 200, this.#snapshot(), SECURITY_HEADERS),
+        loadBalancers: (res) =>
+          sendJson(res, 200, { loadBalancers: source.loadBalancers?.() ?? [] }, SECURITY_HEADERS),
         onJob: (res, id, action) => this.#onJob(res, id, action),
         submit: (res, body) => this.#submit(res, body),
         bodyLimits: source.bodyLimits,

@@ -10,8 +10,10 @@ import { runHealthLoop } from "../fitness/health.js";
 import { checkFitness } from "../fitness/run-fitness.js";
 import type { JobBoard } from "../job/job-board.js";
 import type { HeartbeatLink } from "../job/job-parts.js";
+import type { Scheduler } from "../job/scheduler.js";
 import { pollJobStops } from "../job/stop-poll.js";
 import { type LoopParts, runTakeLoop } from "../job/take-loop.js";
+import { lazyLbParts } from "../lb/lazy-parts.js";
 import { Heartbeat, type HeartbeatOptions } from "../platform/heartbeat.js";
 import type { PlatformHttp } from "../platform/platform-http.js";
 import type { Runner } from "../runner/runner.js";
@@ -43,6 +45,8 @@ export interface PartsSource {
   readonly http: PlatformHttp;
   readonly runner: Runner;
   readonly board: JobBoard;
+  /** When runs start (the board's, and the load-balancing server's). */
+  readonly scheduler: Scheduler;
   /** The heartbeat part, when the worker has a heartbeat thread (its options were given). */
   readonly heartbeat: HeartbeatPart | undefined;
   readonly telemetry: WorkerTelemetry | undefined;
@@ -57,17 +61,28 @@ export interface PartsSource {
 export function composeParts(source: PartsSource, cache: CachePart | undefined): WorkerPart[] {
   const { definition, config, telemetry, heartbeat } = source;
   const checks = config.fitnessChecks || definition.healthCheck !== undefined;
+  if (config.lb !== undefined) {
+    // Load-balancing mode (docs/load-balancing.md): requests arrive over HTTP, not from the queue.
+    // The port is bound first (health answers 204 through every phase), the request server last.
+    const lb = lazyLbParts({ ...source, settings: config.lb, now: () => config.clock.now() });
+    const parts: (WorkerPart | undefined)[] = [
+      telemetry === undefined ? undefined : telemetryPart(telemetry, source),
+      lb.port,
+      // The platform's start-up limit holds for a load-balancing worker too (its health stays 204).
+      budgetPart(source),
+      checks ? fitnessPart(source) : undefined,
+      cache,
+      definition.sidecars.length > 0 ? sidecarsPart(source) : undefined,
+      runnerPart(source),
+      lb.server,
+    ];
+    return parts.filter((part): part is WorkerPart => part !== undefined);
+  }
   const parts: (WorkerPart | undefined)[] = [
     telemetry === undefined ? undefined : telemetryPart(telemetry, source),
     platformPart(source.http),
     heartbeat,
-    startupBudgetPart({
-      budget: config.startupBudget,
-      definition,
-      log: source.log,
-      events: source.events,
-      unfit: (check, reason) => source.lifecycle.unfit(check, reason),
-    }),
+    budgetPart(source),
     checks ? fitnessPart(source) : undefined,
     cache,
     definition.sidecars.length > 0 ? sidecarsPart(source) : undefined,
@@ -77,6 +92,17 @@ export function composeParts(source: PartsSource, cache: CachePart | undefined):
     takeLoopPart(source),
   ];
   return parts.filter((part): part is WorkerPart => part !== undefined);
+}
+
+/** The start-up budget (docs/fitness.md, "The start-up budget"): ends a phase that runs past it. */
+function budgetPart({ config, definition, log, events, lifecycle }: PartsSource): WorkerPart {
+  return startupBudgetPart({
+    budget: config.startupBudget,
+    definition,
+    log,
+    events,
+    unfit: (check, reason) => lifecycle.unfit(check, reason),
+  });
 }
 
 /** Telemetry: listens to the worker's events from the start; exports its last spans and metrics at the end. */

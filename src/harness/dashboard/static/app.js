@@ -764,6 +764,50 @@ function start() {
   });
   if (token()) follow();
   else lock();
+  setInterval(pollLoadBalancers, 2_000);
+}
+
+// ---- load-balancing endpoints (polled: they have no job events) ----
+
+async function pollLoadBalancers() {
+  if (!token() || $("app").hidden) return;
+  const data = await api("GET", "load-balancers").catch(() => undefined);
+  const balancers = data?.loadBalancers ?? [];
+  $("lb").hidden = balancers.length === 0;
+  $("lb-workers").tBodies[0].replaceChildren(
+    ...balancers.flatMap((b) =>
+      b.workers.map((w) =>
+        h(
+          "tr",
+          {},
+          h("td", {}, w.id),
+          h("td", {}, b.id),
+          h("td", {}, w.health),
+          h("td", {}, `${w.inFlight} / ${w.concurrency}`),
+          h("td", {}, w.served),
+        ),
+      ),
+    ),
+  );
+  $("lb-requests").tBodies[0].replaceChildren(
+    ...balancers
+      .flatMap((b) => b.requests.map((r) => ({ ...r, endpoint: b.id })))
+      .sort((a, b) => b.at - a.at)
+      .slice(0, 50)
+      .map((r) =>
+        h(
+          "tr",
+          {},
+          h("td", {}, new Date(r.at).toLocaleTimeString()),
+          h("td", {}, r.endpoint),
+          h("td", {}, `${r.method} ${r.path}`),
+          h("td", {}, r.status),
+          h("td", {}, r.workerId ?? "–"),
+          h("td", {}, r.affinity),
+          h("td", {}, ms(r.ms)),
+        ),
+      ),
+  );
 }
 
 start();

@@ -1,0 +1,550 @@
+import { randomUUID } from "node:crypto";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { Logger } from "pino";
+import { RunletError } from "../../errors.js";
+import type { HandlerDefinition } from "../../handler/define-handler.js";
+import { type OpenAIErrorBody, statusOf } from "../../protocol/openai.js";
+import type { WorkerEventHub } from "../events.js";
+import {
+  consultConcurrency,
+  deadlineMessage,
+  type JobRun,
+  type JobRunParts,
+  type RunEnding,
+  startJobRun,
+} from "./job-run.js";
+import { LB_MAX_BODY_BYTES, LB_MAX_REQUEST_MS } from "./lb-config.js";
+import { pathOf, type Route, routeFor, routesOf } from "./routes.js";
+
+/**
+ * The worker's request server in load-balancing mode (docs/load-balancing.md, "Requests"): on the
+ * main thread, on a loopback port the front thread forwards to. Each request is one job on the
+ * worker's job path (job-run.ts) under the same limits as a queued one: the concurrency (one past
+ * it is refused at once), the deadline (capped at the platform's 5.5 min), validation, the body
+ * limit, a client's hang-up, and the shutdown grace.
+ */
+
+/** What the server reports to the worker. */
+export interface ServerReports {
+  /** A handler threw a WorkerUnfitError. */
+  unfit(check: string, reason: string): void;
+  /** A result asked for the worker to be replaced (`refreshWorker`). */
+  refresh(requestId: string): void;
+}
+
+/** What the request server is built from. */
+export interface RequestServerParts extends JobRunParts {
+  readonly definition: HandlerDefinition;
+  readonly log: Logger;
+  readonly events: WorkerEventHub;
+  readonly reports: ServerReports;
+}
+
+/** A request id a client may choose: 1–128 of letters, digits and `-_.:`. */
+const CLIENT_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
+
+/** A request in flight: its run (once started) and its end. */
+interface InFlight {
+  readonly id: string;
+  run: JobRun | undefined;
+  readonly done: Promise<void>;
+}
+
+/** How the answer of one request is written: JSON at the end, or server-sent events as items come. */
+type AnswerMode = { kind: "json"; items: unknown[] | undefined; bytes: number } | { kind: "sse" };
+
+/** The request server. */
+export class RequestServer {
+  readonly #parts: RequestServerParts;
+  readonly #routes: ReadonlyMap<string, Route>;
+  readonly #server: Server;
+  readonly #inFlight = new Set<InFlight>();
+  #concurrency: number;
+  #stopping = false;
+  /** Wakes the drain when a request ends. */
+  #changed: (() => void) | undefined;
+
+  constructor(parts: RequestServerParts) {
+    this.#parts = parts;
+    this.#routes = routesOf(parts.definition);
+    const concurrency = parts.definition.concurrency;
+    this.#concurrency = typeof concurrency === "number" ? concurrency : 1;
+    this.#server = createServer((req, res) => this.#serve(req, res));
+    this.#server.requestTimeout = 0;
+  }
+
+  /** The routes served, for the start line. */
+  get routes(): readonly string[] {
+    return [...this.#routes.values()].map((route) => `${route.method} ${route.path}`);
+  }
+
+  /** Listens on a loopback port; resolves with it. */
+  listen(): Promise<number> {
+    return new Promise((resolve, reject) => {
+      this.#server.once("error", reject);
+      this.#server.listen({ port: 0, host: "127.0.0.1" }, () => {
+        this.#server.off("error", reject);
+        const address = this.#server.address();
+        resolve(typeof address === "object" && address !== null ? address.port : 0);
+      });
+    });
+  }
+
+  /**
+   * Stops accepting; requests in flight get `withinMs` to finish, then are aborted (answered 503)
+   * and given `hardStopGraceMs` more to settle; then every connection is closed.
+   */
+  async drain(withinMs: number): Promise<void> {
+    this.#stopping = true;
+    const closed = new Promise<void>((resolve) => this.#server.close(() => resolve()));
+    this.#server.closeIdleConnections();
+    await this.#waitEmpty(withinMs);
+    if (this.#inFlight.size > 0) {
+      this.#parts.log.warn(
+        { requests: this.#inFlight.size },
+        "the shutdown grace ended with requests still running: aborting them",
+      );
+      for (const entry of this.#inFlight) {
+        entry.run?.abort(new RunletError("RUNLET_JOB_SHUTDOWN", "the worker is shutting down"));
+      }
+      await this.#waitEmpty(this.#parts.definition.hardStopGraceMs);
+      for (const entry of this.#inFlight) {
+        entry.run?.hardStop().then(
+          (stopped) => {
+            if (!stopped)
+              this.#parts.log.warn({ requestId: entry.id }, "a request's handler ignored its aborted signal");
+          },
+          (err: unknown) =>
+            this.#parts.log.warn({ err, requestId: entry.id }, "hard-stopping a request failed"),
+        );
+      }
+    }
+    this.#server.closeAllConnections();
+    await closed;
+  }
+
+  async #waitEmpty(withinMs: number): Promise<void> {
+    const end = Date.now() + withinMs;
+    while (this.#inFlight.size > 0 && Date.now() < end) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, Math.max(0, end - Date.now()));
+        this.#changed = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+    }
+    this.#changed = undefined;
+  }
+
+  #serve(req: IncomingMessage, res: ServerResponse): void {
+    const started = Date.now();
+    const header = req.headers["x-request-id"];
+    const id = typeof header === "string" && CLIENT_ID.test(header) ? header : `lb-${randomUUID()}`;
+    const path = pathOf(req.url ?? "/");
+    const log = this.#parts.log.child({ requestId: id });
+    res.setHeader("x-request-id", id);
+    res.on("finish", () => {
+      log.info(
+        { method: req.method, path, status: res.statusCode, ms: Date.now() - started },
+        "request answered",
+      );
+    });
+    const route = routeFor(this.#routes, path);
+    if (route === undefined) {
+      sendJson(res, 404, {
+        error: `no route ${path}; this worker serves ${this.routes.join(", ")}`,
+      });
+      return;
+    }
+    if (req.method !== route.method && !(route.method === "GET" && req.method === "HEAD")) {
+      sendJson(
+        res,
+        405,
+        { error: `${path} takes ${route.method}, not ${req.method}` },
+        { allow: route.method },
+      );
+      return;
+    }
+    if (this.#stopping) {
+      sendJson(res, 503, { error: "the worker is stopping" }, { connection: "close" });
+      return;
+    }
+    this.#concurrency = consultConcurrency(this.#parts.definition.concurrency, this.#concurrency, log);
+    if (this.#inFlight.size >= this.#concurrency) {
+      sendJson(
+        res,
+        429,
+        { error: `the worker is at its concurrency limit (${this.#concurrency} requests at once)` },
+        { "retry-after": "1" },
+      );
+      return;
+    }
+    let finish!: () => void;
+    const entry: InFlight = {
+      id,
+      run: undefined,
+      done: new Promise<void>((resolve) => {
+        finish = resolve;
+      }),
+    };
+    this.#inFlight.add(entry);
+    const release = (): void => {
+      this.#inFlight.delete(entry);
+      finish();
+      this.#changed?.();
+    };
+    this.#handle(req, res, route, entry, log).then(release, (err: unknown) => {
+      log.error({ err }, "serving the request failed inside the worker");
+      if (!res.headersSent)
+        sendJson(res, 500, { id, status: "FAILED", error: "the worker failed while serving this request" });
+      else res.destroy();
+      release();
+    });
+  }
+
+  async #handle(
+    req: IncomingMessage,
+    res: ServerResponse,
+    route: Route,
+    entry: InFlight,
+    log: Logger,
+  ): Promise<void> {
+    const { definition } = this.#parts;
+    const id = entry.id;
+    let body: unknown;
+    if (req.method === "POST") {
+      const read = await readJsonBody(req);
+      if (!read.ok) {
+        sendJson(res, read.status, { error: read.error });
+        // The rest of a body over the limit is read and dropped, never kept.
+        if (read.status === 413) req.resume();
+        return;
+      }
+      body = read.value;
+    }
+    let input: unknown;
+    let policyMs: number | undefined;
+    if (route.kind === "job" || route.kind === "stream") {
+      if (typeof body !== "object" || body === null || Array.isArray(body) || !("input" in body)) {
+        sendJson(res, 400, { error: `the body must be a JSON object with "input", got ${describe(body)}` });
+        return;
+      }
+      input = (body as { input: unknown }).input;
+      const policy = (body as { policy?: unknown }).policy;
+      const ms = (policy as { executionTimeout?: unknown } | undefined)?.executionTimeout;
+      if (typeof ms === "number" && Number.isSafeInteger(ms) && ms > 0) policyMs = ms;
+    } else if (route.kind === "openai") {
+      input = { openai_route: pathOf(req.url ?? "/"), ...(body === undefined ? {} : { openai_input: body }) };
+    } else {
+      input = body;
+    }
+    const timeoutMs = Math.min(policyMs ?? definition.executionTimeoutMs, LB_MAX_REQUEST_MS);
+    const accept = String(req.headers.accept ?? "");
+    const wantsStream =
+      route.kind === "stream" ||
+      (route.kind !== "openai" && accept.includes("text/event-stream")) ||
+      (route.kind === "openai" && (body as { stream?: unknown } | undefined)?.stream === true);
+    let mode: AnswerMode = { kind: "json", items: undefined, bytes: 0 };
+    let answered = false;
+    let timedOut = false;
+    const answer = (status: number, value: unknown): void => {
+      if (answered) return;
+      answered = true;
+      if (mode.kind === "sse") {
+        if (!res.writableEnded && !res.destroyed) res.end();
+        return;
+      }
+      sendJson(res, status, value);
+    };
+    const run = startJobRun(
+      this.#parts,
+      { id, input, timeoutMs, log },
+      {
+        streaming: () => {
+          if (!wantsStream) {
+            mode = { kind: "json", items: [], bytes: 0 };
+            return;
+          }
+          mode = { kind: "sse" };
+          res.writeHead(200, {
+            "content-type": "text/event-stream",
+            "cache-control": "no-cache",
+            "x-accel-buffering": "no",
+          });
+          res.flushHeaders();
+        },
+        item: async (value) => {
+          if (answered || res.destroyed) return;
+          if (mode.kind === "json") {
+            const json = itemJson(value);
+            mode.bytes += Buffer.byteLength(json) + 1;
+            if (mode.bytes > LB_MAX_BODY_BYTES) {
+              run.abort(
+                new RunletError(
+                  "RUNLET_OUTPUT_TOO_LARGE",
+                  `the items yielded add up to more than the answer limit of ${LB_MAX_BODY_BYTES} bytes (30 MB); ask with Accept: text/event-stream to stream them`,
+                ),
+              );
+              return;
+            }
+            mode.items?.push(json);
+            return;
+          }
+          const text =
+            route.kind === "openai" && typeof value === "string" ? value : `data: ${itemJson(value)}\n\n`;
+          if (!res.write(text)) {
+            await new Promise<void>((resolve) => {
+              const done = () => {
+                res.off("drain", done);
+                res.off("close", done);
+                resolve();
+              };
+              res.on("drain", done);
+              res.on("close", done);
+            });
+          }
+        },
+      },
+    );
+    entry.run = run;
+    // The client hung up before its answer was complete: the handler's signal aborts.
+    res.on("close", () => {
+      if (!res.writableFinished) {
+        answered = true;
+        run.abort(new RunletError("RUNLET_JOB_SHUTDOWN", "the client closed its connection"));
+      }
+    });
+    const startedAt = await run.started;
+    let hardStop: NodeJS.Timeout | undefined;
+    const deadline = setTimeout(
+      () => {
+        timedOut = true;
+        const message = deadlineMessage(timeoutMs);
+        run.abort(new RunletError("RUNLET_JOB_TIMEOUT", message));
+        if (mode.kind === "sse") {
+          writeEvent(res, "error", { id, status: "TIMED_OUT", error: message });
+          answer(504, undefined);
+        } else answer(504, { id, status: "TIMED_OUT", error: message });
+        hardStop = setTimeout(() => {
+          run.hardStop().then(
+            (stopped) => {
+              if (!stopped) log.warn("the handler ignored its aborted signal past hardStopGraceMs");
+            },
+            (err: unknown) => log.warn({ err }, "hard-stopping the request failed"),
+          );
+        }, definition.hardStopGraceMs);
+      },
+      Math.max(0, startedAt + timeoutMs - Date.now()),
+    );
+    const ending = await run.ended;
+    clearTimeout(deadline);
+    if (hardStop !== undefined) clearTimeout(hardStop);
+    const executionTime = Date.now() - startedAt;
+    this.#report(id, ending, executionTime);
+    if (answered) return;
+    this.#answer(res, route, mode, ending, { id, executionTime, timedOut }, answer);
+  }
+
+  /** The end's events (telemetry, the dashboard) and what it asks of the worker. */
+  #report(id: string, ending: RunEnding, executionTimeMs: number): void {
+    const { events, reports } = this.#parts;
+    if (ending.kind === "killed") {
+      events.emit("failed", {
+        jobId: id,
+        executionTimeMs,
+        metrics: {},
+        code: "RUNLET_JOB_TIMEOUT",
+        message: "hard-stopped",
+      });
+      return;
+    }
+    if (ending.kind === "output") {
+      events.emit("finished", { jobId: id, executionTimeMs, metrics: ending.metrics });
+    } else {
+      events.emit("failed", {
+        jobId: id,
+        executionTimeMs,
+        metrics: ending.metrics,
+        code: ending.code,
+        message: ending.message,
+      });
+      if (ending.unfit !== undefined) reports.unfit(ending.unfit.check, ending.unfit.reason);
+    }
+    if (ending.stopPod) reports.refresh(id);
+  }
+
+  #answer(
+    res: ServerResponse,
+    route: Route,
+    mode: AnswerMode,
+    ending: RunEnding,
+    meta: { readonly id: string; readonly executionTime: number; readonly timedOut: boolean },
+    answer: (status: number, value: unknown) => void,
+  ): void {
+    const { id, executionTime } = meta;
+    if (ending.kind === "killed") {
+      answer(meta.timedOut ? 504 : 503, { id, status: "FAILED", error: "the handler was stopped by force" });
+      return;
+    }
+    if (mode.kind === "sse") {
+      if (ending.kind === "output") {
+        if (route.kind !== "openai") writeEvent(res, "done", { id, status: "COMPLETED", executionTime });
+      } else if (route.kind === "openai") {
+        res.write(`data: ${JSON.stringify(openAIErrorOf(ending.message).body)}\n\n`);
+      } else {
+        writeEvent(res, "error", { id, status: "FAILED", error: ending.message });
+      }
+      answer(200, undefined);
+      return;
+    }
+    if (ending.kind === "output") {
+      const output = mode.items === undefined ? ending.json : `[${mode.items.join(",")}]`;
+      if (Buffer.byteLength(output) > LB_MAX_BODY_BYTES) {
+        answer(500, {
+          id,
+          status: "FAILED",
+          error: `the output is larger than the answer limit of ${LB_MAX_BODY_BYTES} bytes (30 MB)`,
+          code: "RUNLET_OUTPUT_TOO_LARGE",
+        });
+        return;
+      }
+      if (route.kind === "openai") {
+        sendText(res, 200, output);
+        return;
+      }
+      sendText(
+        res,
+        200,
+        `{"id":${JSON.stringify(id)},"status":"COMPLETED","output":${output},"executionTime":${executionTime}}`,
+      );
+      return;
+    }
+    if (route.kind === "openai") {
+      const { status, body } = openAIErrorOf(ending.message);
+      answer(status, body);
+      return;
+    }
+    const status =
+      ending.code === "RUNLET_INPUT_INVALID" ? 400 : ending.code === "RUNLET_JOB_SHUTDOWN" ? 503 : 500;
+    answer(status, { id, status: "FAILED", error: ending.message });
+  }
+}
+
+/** An item as JSON text: bytes as a base64 string. */
+function itemJson(value: unknown): string {
+  if (value instanceof Uint8Array) {
+    return JSON.stringify(Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString("base64"));
+  }
+  return JSON.stringify(value) ?? "null";
+}
+
+function writeEvent(res: ServerResponse, event: string, data: unknown): void {
+  if (!res.writableEnded && !res.destroyed) res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+}
+
+function sendText(res: ServerResponse, status: number, text: string): void {
+  if (res.headersSent || res.destroyed) return;
+  res.writeHead(status, {
+    "content-type": "application/json",
+    "content-length": Buffer.byteLength(text),
+  });
+  res.end(text);
+}
+
+function sendJson(
+  res: ServerResponse,
+  status: number,
+  value: unknown,
+  headers: Readonly<Record<string, string>> = {},
+): void {
+  if (res.headersSent || res.destroyed) return;
+  const text = JSON.stringify(value);
+  res.writeHead(status, {
+    ...headers,
+    "content-type": "application/json",
+    "content-length": Buffer.byteLength(text),
+  });
+  res.end(text);
+}
+
+function describe(value: unknown): string {
+  if (value === undefined) return "no body";
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array";
+  if (typeof value === "object") return "an object without input";
+  return `a ${typeof value}`;
+}
+
+type BodyRead = { ok: true; value: unknown } | { ok: false; status: number; error: string };
+
+/** Reads a JSON body, refusing it (413) as soon as it passes the limit; never the whole of a larger one. */
+function readJsonBody(req: IncomingMessage): Promise<BodyRead> {
+  const length = Number(req.headers["content-length"]);
+  if (Number.isFinite(length) && length > LB_MAX_BODY_BYTES) {
+    return Promise.resolve({
+      ok: false,
+      status: 413,
+      error: `the request body is larger than the limit of ${LB_MAX_BODY_BYTES} bytes (30 MB)`,
+    });
+  }
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let bytes = 0;
+    let settled = false;
+    const settle = (read: BodyRead): void => {
+      if (settled) return;
+      settled = true;
+      req.off("data", onData);
+      resolve(read);
+    };
+    const onData = (chunk: Buffer): void => {
+      bytes += chunk.length;
+      if (bytes > LB_MAX_BODY_BYTES) {
+        chunks.length = 0;
+        settle({
+          ok: false,
+          status: 413,
+          error: `the request body is larger than the limit of ${LB_MAX_BODY_BYTES} bytes (30 MB)`,
+        });
+        return;
+      }
+      chunks.push(chunk);
+    };
+    req.on("data", onData);
+    req.on("error", (err) =>
+      settle({ ok: false, status: 400, error: `the request body could not be read: ${err.message}` }),
+    );
+    req.on("aborted", () => settle({ ok: false, status: 400, error: "the client closed its connection" }));
+    req.on("end", () => {
+      const text = Buffer.concat(chunks).toString("utf8");
+      if (text.trim() === "") {
+        settle({ ok: true, value: undefined });
+        return;
+      }
+      try {
+        settle({ ok: true, value: JSON.parse(text) as unknown });
+      } catch (err) {
+        settle({
+          ok: false,
+          status: 400,
+          error: `the request body is not JSON: ${err instanceof Error ? err.message : String(err)}`,
+        });
+      }
+    });
+  });
+}
+
+/** The OpenAI error a failed request's message holds (defineOpenAIHandler fails with its JSON), else a server error. */
+function openAIErrorOf(message: string): { status: number; body: unknown } {
+  try {
+    const parsed = JSON.parse(message) as { error?: { message?: unknown; type?: unknown } };
+    if (typeof parsed.error?.message === "string" && typeof parsed.error.type === "string") {
+      // The harness's OpenAI route answers with the same status for the same error.
+      return { status: statusOf(parsed as OpenAIErrorBody), body: parsed };
+    }
+  } catch {
+    // Not JSON: a plain error text, sent as a server error below.
+  }
+  return { status: 500, body: { error: { message, type: "server_error", param: null, code: null } } };
+}
