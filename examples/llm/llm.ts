@@ -787,6 +787,11 @@ export interface FetchModelOptions {
   readonly maxBytes?: number;
   /** Called as bytes arrive, with the share done (0–100) when the size is known. */
   readonly onProgress?: (percent: number | undefined, bytes: number) => void;
+  /**
+   * Headers of the request (`authorization` for a gated model). Secrets here never reach a
+   * message, and fetch drops `authorization` when a redirect leaves the URL's origin.
+   */
+  readonly headers?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -795,7 +800,7 @@ export interface FetchModelOptions {
  * name and renamed whole, so a download cut short never passes for the model.
  */
 export async function fetchModel(url: string, options: FetchModelOptions): Promise<string> {
-  const { dir, signal, maxBytes = 137_438_953_472, onProgress } = options;
+  const { dir, signal, maxBytes = 137_438_953_472, onProgress, headers } = options;
   const parsed = new URL(url);
   const name = basename(parsed.pathname) || "model.gguf";
   // What messages name: a signed URL's query (X-Amz-Signature=…, token=…) and a user:password@
@@ -808,7 +813,11 @@ export async function fetchModel(url: string, options: FetchModelOptions): Promi
   await sweepPartials(dir, basename(path));
   let res: Response;
   try {
-    res = await fetch(url, { ...(signal === undefined ? {} : { signal }), redirect: "follow" });
+    res = await fetch(url, {
+      ...(signal === undefined ? {} : { signal }),
+      ...(headers === undefined ? {} : { headers: { ...headers } }),
+      redirect: "follow",
+    });
   } catch (err) {
     if (signal?.aborted === true) throw err;
     // fetch says only "fetch failed"; what happened is its cause's message.

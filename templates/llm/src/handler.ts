@@ -2,6 +2,15 @@ import { randomUUID } from "node:crypto";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import {
+  hfCacheDir,
+  hfDownloadUrl,
+  isHfSource,
+  isRunletError,
+  parseHfSource,
+  RunletError,
+  resolveCachedModel,
+} from "runlet";
+import {
   type ChatCompletionRequest,
   type ChatCompletionToolCallDelta,
   type ChunkObject,
@@ -34,7 +43,11 @@ import { writeTinyModel } from "./tiny-model.js";
 
 /** The endpoint's settings. */
 export interface LlmConfig {
-  /** A GGUF file's path (on the network volume too: /runpod-volume/...), an http(s) URL, or "tiny". */
+  /**
+   * A GGUF file's path (on the network volume too: /runpod-volume/...), an http(s) URL, a file of
+   * a Hugging Face repository as `hf:org/name[@revision]/file.gguf` (the platform's model cache
+   * first, else downloaded once), or "tiny".
+   */
   readonly model: string;
   /** The model id clients send and /v1/models lists. */
   readonly modelId: string;
@@ -56,9 +69,20 @@ export interface LlmConfig {
   readonly maxModelBytes: number;
   /** A GPU is expected: only the CUDA build of llama.cpp is tried, and a worker without it is unfit. */
   readonly expectGpu: boolean;
+  /** The model cache an `hf:` model is looked up in first (the platform's, or RUNLET_HF_CACHE's folder). */
+  readonly hfCache: string;
+  /** The hub an `hf:` model the cache lacks is downloaded from; undefined: https://huggingface.co. */
+  readonly hubUrl: string | undefined;
+  /** Sent as a bearer token with an `hf:` download (a gated or private model). A secret: never logged. */
+  readonly hfToken: string | undefined;
+  /** An `hf:` model the cache lacks is an error, not a download. */
+  readonly offline: boolean;
 }
 
 const isUrl = (source: string) => /^https?:\/\//i.test(source);
+
+/** Whether an environment variable says yes. */
+const isSet = (text: string | undefined) => ["1", "true", "yes", "on"].includes((text ?? "").toLowerCase());
 
 /** An integer environment variable, or its default; anything else is refused with the variable named. */
 function intFrom(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
@@ -81,10 +105,16 @@ function intFrom(env: NodeJS.ProcessEnv, name: string, fallback: number, min: nu
  *   model get 404 model_not_found, not noise;
  * - `LLM_MODEL_ID` (default: the file's name without `.gguf`), `LLM_PARALLEL` (4),
  *   `LLM_CONTEXT_SIZE` (4096), `LLM_THREADS` (0: llama.cpp's default), `LLM_MODEL_DIR` (the system's temporary folder's `llm-models`), `LLM_MODEL_MAX_BYTES` (128 GiB), `LLM_STREAM_COALESCE_MS` (20),
- *   `LLM_EXPECT_GPU=1` on a GPU endpoint.
+ *   `LLM_EXPECT_GPU=1` on a GPU endpoint;
+ * - for an `hf:` model: `RUNLET_HF_CACHE` (the model cache's folder, default the platform's
+ *   /runpod-volume/huggingface-cache/hub), `HF_ENDPOINT` (the hub, default https://huggingface.co),
+ *   `HF_TOKEN` (a gated or private model's token), `HF_HUB_OFFLINE=1` (no download: a model the
+ *   cache lacks fails setup).
  */
 export function configFromEnv(env: NodeJS.ProcessEnv = process.env): LlmConfig {
   const model = env["LLM_MODEL"] || "tiny";
+  // A malformed hf: source is refused here, with the shape it should have.
+  if (isHfSource(model)) parseHfSource(model);
   // A URL's file name from its path alone: its query (?download=1, a signature) is not a name.
   const file =
     (isUrl(model) && URL.canParse(model) ? new URL(model).pathname : model)
@@ -102,7 +132,11 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): LlmConfig {
     modelDir: env["LLM_MODEL_DIR"] || join(tmpdir(), "llm-models"),
     streamCoalesceMs: intFrom(env, "LLM_STREAM_COALESCE_MS", 20, 0, 1_000),
     maxModelBytes: intFrom(env, "LLM_MODEL_MAX_BYTES", 137_438_953_472, 1, Number.MAX_SAFE_INTEGER),
-    expectGpu: ["1", "true", "yes"].includes((env["LLM_EXPECT_GPU"] ?? "").toLowerCase()),
+    expectGpu: isSet(env["LLM_EXPECT_GPU"]),
+    hfCache: hfCacheDir(env),
+    hubUrl: env["HF_ENDPOINT"] || undefined,
+    hfToken: env["HF_TOKEN"] || undefined,
+    offline: isSet(env["HF_HUB_OFFLINE"]),
   };
 }
 
@@ -366,6 +400,57 @@ async function* answer(
   }
 }
 
+/**
+ * An `hf:` model's GGUF file: from the platform's model cache when the endpoint caches that model
+ * (it is placed there before the worker starts, unbilled), else downloaded from the hub once into
+ * `modelDir` (with HF_TOKEN as a bearer token). Offline, a model the cache lacks is an error
+ * naming what the cache holds.
+ */
+async function fromHub(
+  config: LlmConfig,
+  signal: AbortSignal,
+  onProgress: (percent: number | undefined, bytes: number) => void,
+): Promise<{ path: string; origin: string }> {
+  const source = parseHfSource(config.model);
+  try {
+    const cached = await resolveCachedModel(source.repo, {
+      revision: source.revision,
+      file: source.file,
+      cacheDir: config.hfCache,
+    });
+    return { path: cached.path, origin: `the model cache's snapshot ${cached.commit}` };
+  } catch (err) {
+    if (!isRunletError(err) || err.code !== "RUNLET_MODEL_NOT_CACHED") throw err;
+    if (config.offline) {
+      throw new RunletError(
+        "RUNLET_MODEL_NOT_CACHED",
+        `HF_HUB_OFFLINE is set, so LLM_MODEL ${config.model} is not downloaded, and ${err.message}`,
+        { cause: err, ...(err.details === undefined ? {} : { details: err.details }) },
+      );
+    }
+  }
+  const url = hfDownloadUrl(source, config.hubUrl);
+  try {
+    const path = await fetchModel(url, {
+      dir: config.modelDir,
+      maxBytes: config.maxModelBytes,
+      signal,
+      onProgress,
+      ...(config.hfToken === undefined ? {} : { headers: { authorization: `Bearer ${config.hfToken}` } }),
+    });
+    return { path, origin: `downloaded from ${url}` };
+  } catch (err) {
+    // The hub answers 401 to a gated or private model without a token, 403 to one not granted.
+    if (err instanceof Error && / HTTP 40[13]$/.test(err.message)) {
+      throw new Error(
+        `${err.message}: ${config.model} is not in the model cache, and the hub refused the download (a gated or private model needs HF_TOKEN, of an account granted access)`,
+        { cause: err },
+      );
+    }
+    throw err;
+  }
+}
+
 /** The handler for `config`: its model loads in setup, its generations share one context. */
 export function llmHandler(config: LlmConfig) {
   return defineOpenAIHandler<{ llm: Llm }>({
@@ -375,9 +460,15 @@ export function llmHandler(config: LlmConfig) {
     // A large model's download and load may take minutes; a worker that cannot finish in time is unfit.
     setupTimeoutMs: 1_800_000,
     // A URL's download lands in modelDir; mirrored on the network volume, the next worker finds it there.
-    ...(isUrl(config.model) ? { warmCache: { dirs: [{ path: config.modelDir, name: "llm-models" }] } } : {}),
+    ...(isUrl(config.model) || isHfSource(config.model)
+      ? { warmCache: { dirs: [{ path: config.modelDir, name: "llm-models" }] } }
+      : {}),
     async setup({ log, progress, signal }) {
       let modelPath: string;
+      /** Where an hf: model came from: the cache's snapshot, or the hub. */
+      let origin: string | undefined;
+      const onProgress = (percent: number | undefined, bytes: number) =>
+        progress(percent === undefined ? `model ${bytes} bytes` : `model ${percent} %`);
       if (config.model === "tiny") {
         modelPath = await writeTinyModel(join(config.modelDir, "tiny-llama.gguf"));
         log.warn(
@@ -390,9 +481,11 @@ export function llmHandler(config: LlmConfig) {
           dir: config.modelDir,
           maxBytes: config.maxModelBytes,
           signal,
-          onProgress: (percent, bytes) =>
-            progress(percent === undefined ? `model ${bytes} bytes` : `model ${percent} %`),
+          onProgress,
         });
+      } else if (isHfSource(config.model)) {
+        progress("fetching the model");
+        ({ path: modelPath, origin } = await fromHub(config, signal, onProgress));
       } else {
         modelPath = resolve(config.model);
       }
@@ -422,7 +515,15 @@ export function llmHandler(config: LlmConfig) {
       }
       const { device, deviceReason, contextSize, chatTemplate } = llm;
       log.info(
-        { device, reason: deviceReason, modelPath, parallel: config.parallel, contextSize, chatTemplate },
+        {
+          device,
+          reason: deviceReason,
+          modelPath,
+          ...(origin === undefined ? {} : { origin }),
+          parallel: config.parallel,
+          contextSize,
+          chatTemplate,
+        },
         `the model runs on the ${device === "cuda" ? "GPU (CUDA)" : "CPU"}`,
       );
       if (config.expectGpu && device !== "cuda") {

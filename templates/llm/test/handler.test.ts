@@ -1,7 +1,10 @@
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from "node:fs/promises";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import OpenAI from "openai";
+import { defineHandler, startWorker } from "runlet";
 import { createHarness } from "runlet/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { configFromEnv, type LlmConfig, llmHandler } from "../src/handler.js";
@@ -125,5 +128,87 @@ describe("handler", () => {
       },
     });
     expect(typeof JSON.parse(shaped.choices[0]?.message.content ?? "").happy).toBe("boolean");
+  }, 60_000);
+});
+
+describe("hf: models", () => {
+  // LLM_MODEL=hf:org/name/file.gguf: the platform's model cache first (RUNLET_HF_CACHE points at a
+  // folder laid out as /runpod-volume/huggingface-cache/hub is: refs/main holds the snapshot's
+  // commit, the snapshot's files link into blobs/), else one download from the hub (HF_ENDPOINT).
+  const commit = "0123456789abcdef0123456789abcdef01234567";
+  let cache: string;
+  let gguf: Buffer;
+  beforeAll(async () => {
+    gguf = await readFile(join(dir, "tiny.gguf"));
+    cache = join(dir, "hub");
+    const root = join(cache, "models--acme--tiny-llama");
+    await mkdir(join(root, "blobs"), { recursive: true });
+    await mkdir(join(root, "refs"), { recursive: true });
+    await mkdir(join(root, "snapshots", commit), { recursive: true });
+    await writeFile(join(root, "blobs", "b0"), gguf);
+    await symlink(join("..", "..", "blobs", "b0"), join(root, "snapshots", commit, "tiny.gguf"));
+    await writeFile(join(root, "refs", "main"), commit);
+  });
+  const envOf = (model: string, extra: Record<string, string> = {}) => ({
+    LLM_MODEL: model,
+    RUNLET_HF_CACHE: cache,
+    LLM_PARALLEL: "1",
+    LLM_CONTEXT_SIZE: "512",
+    LLM_THREADS: "1",
+    ...extra,
+  });
+  const ask = (h: { url: string; apiKey: string }) =>
+    openai(h).chat.completions.create({ model: "tiny", messages, max_tokens: 4, temperature: 0 });
+
+  it("loads the model from the model cache, downloading nothing", async () => {
+    const modelDir = join(dir, "not-downloaded");
+    // No hub answers there: a download would fail the setup.
+    const env = envOf("hf:acme/tiny-llama/tiny.gguf", {
+      LLM_MODEL_DIR: modelDir,
+      HF_ENDPOINT: "http://127.0.0.1:9",
+    });
+    await using h = await createHarness({ handler: llmHandler(configFromEnv(env)) });
+    expect((await ask(h)).choices[0]?.message.content).toHaveLength(4);
+    expect(await readdir(modelDir).catch(() => [])).toEqual([]);
+  }, 60_000);
+
+  it("downloads it from the hub once when the cache lacks it, with HF_TOKEN", async () => {
+    const asked: string[] = [];
+    const hub = createServer((req, res) => {
+      asked.push(`${req.url} ${req.headers.authorization}`);
+      if (req.url === "/acme/other/resolve/main/tiny.gguf") res.writeHead(302, { location: "/blob" }).end();
+      else if (req.url === "/blob") res.writeHead(200).end(gguf);
+      else res.writeHead(404).end();
+    });
+    await new Promise<void>((resolve) => hub.listen(0, "127.0.0.1", resolve));
+    try {
+      const env = envOf("hf:acme/other/tiny.gguf", {
+        LLM_MODEL_DIR: join(dir, "downloads"),
+        HF_ENDPOINT: `http://127.0.0.1:${(hub.address() as AddressInfo).port}`,
+        HF_TOKEN: "hf_test",
+      });
+      for (let start = 0; start < 2; start++) {
+        await using h = await createHarness({ handler: llmHandler(configFromEnv(env)) });
+        expect((await ask(h)).choices[0]?.message.content).toHaveLength(4);
+      }
+      // The second start found the first one's download.
+      expect(asked).toEqual(["/acme/other/resolve/main/tiny.gguf Bearer hf_test", "/blob Bearer hf_test"]);
+    } finally {
+      await new Promise((resolve) => hub.close(resolve));
+    }
+  }, 60_000);
+
+  it("fails setup when offline (HF_HUB_OFFLINE=1) and the cache lacks the model, saying so", async () => {
+    await using h = await createHarness({
+      endpoints: [{ id: "local", workers: 0, handler: defineHandler({ handler: () => 1 }) }],
+    });
+    const env = envOf("hf:acme/absent/model.gguf", { HF_HUB_OFFLINE: "1" });
+    const w = await startWorker(llmHandler(configFromEnv(env)), { env: h.harness.workerEnv("local") });
+    expect(await w.stopped).toEqual({ reason: "unhealthy", exitCode: 1 });
+    const reason = h.harness.requests({ route: "ping" }).find((r) => r.query["status"] === "unhealthy")
+      ?.query["reason"];
+    expect(reason).toMatch(
+      /^setup failed: RunletError: HF_HUB_OFFLINE is set, so LLM_MODEL hf:acme\/absent\/model.gguf is not downloaded, and acme\/absent \(revision main\) is not in the model cache at .*: no models--acme--absent folder; the cache holds acme\/tiny-llama\./,
+    );
   }, 60_000);
 });
