@@ -5,7 +5,7 @@ import { pipeline, Writable } from "node:stream";
 import type { HandlerDefinition } from "../handler/define-handler.js";
 import { describeHandler, type SpawnedWorker, startHarness, type WorkerSpawner } from "../harness/index.js";
 import { POD_DEFAULT_PORT, readLbSettings } from "../worker/lb/lb-config.js";
-import type { ServeOptions } from "../worker/serve.js";
+import type { ServeOptions } from "../worker/serve-options.js";
 
 /**
  * The image on a Pod (docs/load-balancing.md, "The image on a Pod"): `MODE_TO_RUN=pod` (or

@@ -3,26 +3,10 @@ import type { HandlerDefinition } from "../handler/define-handler.js";
 import { chooseServeMode } from "./lb/lb-config.js";
 import { endProcessSoon } from "./lifecycle/lifecycle.js";
 import { isRunnerThread, runRunnerThread } from "./runner/thread-entry.js";
+import type { ServeOptions } from "./serve-options.js";
 import { startWorker, type WorkerStopInfo } from "./worker.js";
 
-/** Options of {@link serveHandler}. */
-export interface ServeOptions {
-  /** The process environment (the entry point reads it; library code never does). */
-  readonly env: Readonly<Record<string, string | undefined>>;
-  /** The handler module (sources and the CLI), loaded by isolation threads. */
-  readonly handlerModule?: string;
-  /** A bundle's own file (`import.meta.url`): isolation threads start it again as runner threads. */
-  readonly threadEntry?: string;
-  /** A bundle's heartbeat-thread.mjs (file URL), which `runlet build` writes beside the bundle. */
-  readonly heartbeatEntry?: string;
-  /** @default 20_000 */
-  readonly shutdownGraceMs?: number;
-  /**
-   * `runlet start --mode`: `"queue"`, `"lb"` or `"pod"`; wins over the env (docs/load-balancing.md,
-   * "Choosing the mode"). @default chosen from the env
-   */
-  readonly mode?: string;
-}
+export type { ServeOptions };
 
 /** After a non-zero stop, how long the process may take to end on its own before it is ended. */
 const FORCED_EXIT_DELAY_MS = 1_000;
