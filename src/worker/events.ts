@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
 import type { BatchInfo } from "../handler/execute.js";
 import type { TraceLink } from "../telemetry/link.js";
-import type { BatchRun, BatchRunRequest } from "./runner/batch-runner.js";
+import type { Run, RunHandle } from "./runner/run.js";
 
 /** The start-up phases before the first take, in their order (docs/worker.md, "Start-up phases"). */
 export type StartupPhaseName = "fitness" | "cache" | "sidecar" | "setup";
@@ -96,10 +96,7 @@ export type HandlerWrapper = <T>(
 ) => Promise<T>;
 
 /** See {@link WorkerEventHub.wrapBatch}. */
-export type BatchWrapper = (
-  request: BatchRunRequest,
-  run: (request: BatchRunRequest) => BatchRun,
-) => BatchRun;
+export type BatchWrapper = (run: Run, start: (run: Run) => RunHandle) => RunHandle;
 
 /** A listener of event `K`. */
 export type WorkerListener<K extends keyof WorkerEvents> = (event: WorkerEvents[K]) => void;
@@ -117,10 +114,10 @@ export class WorkerEventHub {
    */
   wrapHandler: HandlerWrapper = (_jobId, log, run) => run(log);
   /**
-   * Launches a batch (batch-scheduler.ts); telemetry replaces it to launch it inside the batch's
-   * span, with its loggers carrying the trace ids and `request.trace` set. Default: as is.
+   * Launches a batch's run (batch-scheduler.ts); telemetry replaces it to launch it inside the
+   * batch's span, with its loggers carrying the trace ids and `run.trace` set. Default: as is.
    */
-  wrapBatch: BatchWrapper = (request, run) => run(request);
+  wrapBatch: BatchWrapper = (run, start) => start(run);
 
   constructor(log: Logger) {
     this.#log = log;

@@ -81,10 +81,10 @@ export class Worker {
       ping: { unhealthy: (check, reason) => heartbeat?.unhealthy(check, reason) ?? Promise.resolve() },
     });
     this.#lifecycle = lifecycle;
-    const beat = heartbeatOptions(definition, config, log);
+    const runner = createRunner(definition, config, settings, log, lifecycle);
+    const beat = heartbeatOptions(definition, config, log, runner.canHardStop);
     heartbeat = beat === undefined ? undefined : new HeartbeatPart(beat, lifecycle);
     this.#tasks = new BackgroundTasks({ log, unfit: (check, reason) => lifecycle.unfit(check, reason) });
-    const runner = createRunner(definition, config, settings, log, lifecycle);
     // The board's waits, shared with the scheduler: a batch starting grows the room for new jobs.
     const changes = new WaiterSet(config.clock);
     const scheduler = createScheduler(

@@ -9,10 +9,15 @@ import type { WorkerEventHub } from "../events.js";
 import { runHealthLoop } from "../fitness/health.js";
 import { checkFitness } from "../fitness/run-fitness.js";
 import type { JobBoard } from "../job/job-board.js";
-import type { HeartbeatLink } from "../job/job-parts.js";
 import { pollJobStops } from "../job/stop-poll.js";
 import { type LoopParts, runTakeLoop } from "../job/take-loop.js";
-import { Heartbeat, type HeartbeatOptions } from "../platform/heartbeat.js";
+import {
+  Heartbeat,
+  type HeartbeatOptions,
+  type HeartbeatSlot,
+  NULL_SLOT,
+  type SlotSource,
+} from "../platform/heartbeat.js";
 import type { PlatformHttp } from "../platform/platform-http.js";
 import type { Runner } from "../runner/runner.js";
 import { SETUP_CHECK } from "../runner/setup.js";
@@ -93,7 +98,7 @@ function platformPart(http: PlatformHttp): WorkerPart {
  * start-up phases run (held until ready when the handler has a setup) and watches the jobs' table.
  * It stops after the jobs and their reports, once the unhealthy ping (if any) went out.
  */
-export class HeartbeatPart implements WorkerPart, HeartbeatLink {
+export class HeartbeatPart implements WorkerPart, SlotSource {
   readonly name = "heartbeat";
   readonly #options: HeartbeatOptions;
   readonly #lifecycle: WorkerLifecycle;
@@ -129,24 +134,9 @@ export class HeartbeatPart implements WorkerPart, HeartbeatLink {
     return this.#heartbeat?.unhealthy(check, reason) ?? Promise.resolve();
   }
 
-  addJob(jobId: string): void {
-    this.#heartbeat?.addJob(jobId);
-  }
-
-  unlistJob(jobId: string): void {
-    this.#heartbeat?.unlistJob(jobId);
-  }
-
-  removeJob(jobId: string): void {
-    this.#heartbeat?.removeJob(jobId);
-  }
-
-  watch(jobId: string, atMs: number, timeoutMs: number, streaming: boolean): void {
-    this.#heartbeat?.watch(jobId, atMs, timeoutMs, streaming);
-  }
-
-  unwatch(jobId: string): void {
-    this.#heartbeat?.unwatch(jobId);
+  /** A job's slot in the heartbeat's table (the null slot before the thread started). */
+  slot(jobId: string): HeartbeatSlot {
+    return this.#heartbeat?.slot(jobId) ?? NULL_SLOT;
   }
 }
 
