@@ -1,6 +1,7 @@
 import type { Logger } from "pino";
 import type { DeliveredJob } from "../protocol/index.js";
 import type { JobS3Options } from "../s3/types.js";
+import type { BatchTraceLink } from "../telemetry/link.js";
 import type { HandlerDefinition } from "./define-handler.js";
 import { type ExecuteHooks, type ExecuteOutcome, executeJob } from "./execute.js";
 import { executeBatch } from "./execute-batch.js";
@@ -13,6 +14,61 @@ import type { ParsedInput } from "./parse-input.js";
  * executeJob (execute.ts), at once; a batch handler's go through one executeBatch call
  * (execute-batch.ts). Never rejects.
  */
+
+/**
+ * A run of N ≥ 1 jobs, as a runner (src/worker/runner) is handed it: a plain handler's run of one
+ * job, or a batch. One handle each ({@link RunHandle}).
+ */
+
+/** One job of a run. */
+export interface RunJob {
+  readonly job: DeliveredJob;
+  /** The job's time limit; its deadline is the run's start plus this. */
+  readonly timeoutMs: number;
+  readonly log: Logger;
+  /**
+   * Its input as validated when it was admitted (a batch handler's job, in-process); undefined:
+   * validated where it runs (a thread validates again from `job.input`: a parsed value may not clone).
+   */
+  readonly parsed?: ParsedInput | undefined;
+  /** Where this job's progress, chunks and streaming go (a batch handler's job only reports progress). */
+  readonly hooks: ExecuteHooks;
+  /**
+   * The job is launched: the runner calls this synchronously just before the job's handler can
+   * run, with the epoch ms it starts at. ActiveJob arms its watchdog here, so a job waiting for its
+   * seat is never taken for one holding the main thread.
+   */
+  readonly onLaunch: (at: number) => void;
+}
+
+/** A run to start. */
+export interface Run {
+  /** Set for a batch handler's run (its one call gets every job); undefined: a plain handler's jobs, one call each. */
+  readonly batchId: string | undefined;
+  readonly jobs: readonly RunJob[];
+  /** The run's logger (a batch's has `batchId` bound). */
+  readonly log: Logger;
+  /** Telemetry's spans for a batch (src/telemetry), when it is on: a thread runs the batch under them. */
+  readonly trace?: BatchTraceLink | undefined;
+}
+
+/** A started run, made by the runner that runs it. */
+export interface RunHandle {
+  /** Resolves with the epoch ms at which the run's handler started (each job's deadline counts from it). */
+  readonly started: Promise<number>;
+  /** One outcome per job, in order; `"killed"` after a hard stop. Never rejects. */
+  readonly outcomes: Promise<readonly ExecuteOutcome[] | "killed">;
+  /**
+   * Fires job `index`'s own signal, or without `index` the run's (a batch's signal; every job's
+   * of a plain run). Does nothing once the outcomes exist: a late abort never reaches the next run.
+   */
+  abort(reason: Error, index?: number): void;
+  /**
+   * Ends the run by force; false when the runner cannot (see the runner's `canHardStop`). Once the
+   * outcomes exist it does nothing (true: nothing is left to stop).
+   */
+  hardStop(): Promise<boolean>;
+}
 
 /** One job of a run, where it runs. */
 export interface RunMember {

@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
 import type { HandlerDefinition } from "../../handler/define-handler.js";
 import type { WorkerEventHub } from "../events.js";
-import type { WorkerFacts } from "../lifecycle/lifecycle.js";
+import type { WorkerFacts } from "../facts.js";
 import type { SlotSource } from "../platform/heartbeat.js";
 import type { PlatformHttp } from "../platform/platform-http.js";
 import type { OffloadParts } from "./offload.js";

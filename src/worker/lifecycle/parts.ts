@@ -24,13 +24,15 @@ import { SETUP_CHECK } from "../runner/setup.js";
 import type { WorkerLifecycle } from "./lifecycle.js";
 import type { WorkerPart } from "./part-list.js";
 import { drainJobs, flushReports } from "./shutdown.js";
+import { installCrashHandlers, installSignalHandlers } from "./signals.js";
 
 /**
  * Each of the worker's long-lived parts as one {@link WorkerPart} (part-list.ts), and
  * {@link composeParts}, their one order. Reversed, it is the stop's order: the take loop ends,
- * the jobs drain and their reports flush, the job-stop poll ends, the runner tears down and ends
- * its threads, the sidecars stop, the warm cache syncs one last time, the health loop ends, the
- * heartbeat sends its last ping and ends, the platform connection closes, telemetry exports.
+ * the jobs drain (the lifecycle moves to flushing) and their reports flush (it moves to closed),
+ * the job-stop poll ends, the runner tears down and ends its threads, the sidecars stop, the warm
+ * cache syncs one last time, the health loop ends, the heartbeat sends its last ping and ends,
+ * the platform connection closes, telemetry exports, and the signal handlers go.
  */
 
 /** What the parts are made from: the worker's config and the objects it built (nothing started). */
@@ -62,6 +64,7 @@ export function composeParts(source: PartsSource, cache: CachePart | undefined):
   const { definition, config, telemetry, heartbeat } = source;
   const checks = config.fitnessChecks || definition.healthCheck !== undefined;
   const parts: (WorkerPart | undefined)[] = [
+    config.handleSignals ? signalsPart(source) : undefined,
     telemetry === undefined ? undefined : telemetryPart(telemetry, source),
     platformPart(source.http),
     heartbeat,
@@ -70,6 +73,7 @@ export function composeParts(source: PartsSource, cache: CachePart | undefined):
     definition.sidecars.length > 0 ? sidecarsPart(source) : undefined,
     runnerPart(source),
     stopPollPart(source),
+    reportsPart(source),
     jobsPart(source),
     takeLoopPart(source),
   ];
@@ -304,27 +308,56 @@ function stopPollPart({ config, http, log, board, tasks }: PartsSource): WorkerP
 }
 
 /**
- * The jobs held (job-board.ts): nothing to start; at stop the lifecycle's middle states run here
- * (shutdown.ts): draining (running jobs get the grace), flushing (their reports post until the
- * flush deadline), then closed (nothing more is posted).
+ * The jobs held (job-board.ts): nothing to start; its stop drains them (shutdown.ts: running jobs
+ * get the grace, then are aborted and reported as failed), and ends in the lifecycle's `flushing`.
  */
-function jobsPart({ board, lifecycle, config }: PartsSource): WorkerPart {
+function jobsPart({ board, config }: PartsSource): WorkerPart {
   return {
     name: "jobs",
+    endsIn: "flushing",
     start: () => true,
-    stop: async (deadline) => {
-      try {
-        await drainJobs(
-          board,
-          Math.max(0, deadline - config.clock.now()),
-          config.shutdownGraceMs,
-          config.clock,
-        );
-        lifecycle.flushing();
-        await flushReports(board);
-      } finally {
-        lifecycle.closed();
-      }
+    stop: (deadline) =>
+      drainJobs(board, Math.max(0, deadline - config.clock.now()), config.shutdownGraceMs, config.clock),
+  };
+}
+
+/**
+ * The jobs' reports (each job's outbox): nothing to start; its stop waits for their posts, which
+ * go on until the lifecycle's flush deadline gives them up, and ends in the lifecycle's `closed`.
+ */
+function reportsPart({ board }: PartsSource): WorkerPart {
+  return {
+    name: "reports",
+    endsIn: "closed",
+    start: () => true,
+    stop: () => flushReports(board),
+  };
+}
+
+/**
+ * SIGTERM/SIGINT and the last-resort handler (signals.ts), where the worker owns its process
+ * (`handleSignals`): installed first, so a signal during any start-up phase is heard; removed
+ * last, once every other part has stopped.
+ */
+export function signalsPart({ lifecycle, log }: Pick<PartsSource, "lifecycle" | "log">): WorkerPart {
+  let remove: (() => void) | undefined;
+  return {
+    name: "signals",
+    start: () => {
+      const removeSignals = installSignalHandlers(log, {
+        first: () => lifecycle.signal(),
+        second: () => lifecycle.exitNow(),
+      });
+      const removeCrash = installCrashHandlers((err, origin) => lifecycle.crash(err, origin));
+      remove = () => {
+        removeSignals();
+        removeCrash();
+      };
+      return true;
+    },
+    stop: () => {
+      remove?.();
+      remove = undefined;
     },
   };
 }
