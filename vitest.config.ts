@@ -73,6 +73,7 @@ const UNIT = [
   "test/unit/wait.test.ts",
   "test/worker/define-handler.test.ts",
   "test/worker/import-graph.test.ts",
+  "test/worker/floating-promises.test.ts",
   "test/worker/layers.test.ts",
   "test/worker/lifecycle.test.ts",
   "test/worker/part-list.test.ts",

@@ -1,5 +1,6 @@
 import type { LookupFunction } from "node:net";
 import { RunletError } from "../errors.js";
+import { settle } from "../task-sink.js";
 import type { Answer, CollectLimits, Collector, HeaderSource, Hop } from "./answer-reader.js";
 import { NodeClient, type Opened } from "./node-client.js";
 import {
@@ -162,7 +163,8 @@ export class HttpTransport {
     this.#warming ??= load().then(
       (client) => {
         if (this.#closed) {
-          void client.close();
+          // Loaded after close(): it served nothing, so its close's failure has nothing to tell.
+          settle(client.close(), () => undefined);
           return false;
         }
         this.#fast = client;

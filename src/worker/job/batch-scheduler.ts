@@ -2,6 +2,7 @@ import type { Logger } from "pino";
 import type { Clock, ClockTimer } from "../../clock.js";
 import { RunletError } from "../../errors.js";
 import type { HandlerDefinition } from "../../handler/define-handler.js";
+import { settle } from "../../task-sink.js";
 import type { BatchWrapper } from "../events.js";
 import type { Run, RunHandle } from "../runner/run.js";
 import type { Runner } from "../runner/runner.js";
@@ -100,13 +101,15 @@ export class BatchScheduler implements Scheduler {
   /** The job validates its input alone, then waits in the filling batch. */
   admit(job: ScheduledJob): void {
     this.#validating += 1;
-    job.prepare().then(
-      (waits) => this.#prepared(job, waits),
-      (err: unknown) => {
-        // prepare() never rejects; should it, the seat is given back all the same.
-        this.#options.log.error({ err, jobId: job.id }, "admitting this job to a batch failed");
-        this.#prepared(job, false);
-      },
+    const log = this.#options.log;
+    // prepare() never rejects; should it, the seat is given back all the same.
+    const waits = job.prepare().catch((err: unknown) => {
+      log.error({ err, jobId: job.id }, "admitting this job to a batch failed");
+      return false;
+    });
+    settle(
+      waits.then((joins) => this.#prepared(job, joins)),
+      (err) => log.error({ err, jobId: job.id }, "a job's joining its batch failed"),
     );
   }
 
@@ -179,13 +182,16 @@ export class BatchScheduler implements Scheduler {
     };
     this.#running.add(seat);
     for (const [index, job] of jobs.entries()) job.launch({ run, index, seat });
-    // Never rejects (a runner's outcomes are total); each job takes its own outcome from it.
-    run.outcomes.then(() => {
-      this.#running.delete(seat);
-      if (seat.hardStopTimer !== undefined) this.#options.clock.clearTimeout(seat.hardStopTimer);
-      this.#maybeLaunch();
-      this.#roomChanged();
-    });
+    // A runner's outcomes never reject; each job takes its own outcome from them.
+    settle(
+      run.outcomes.finally(() => {
+        this.#running.delete(seat);
+        if (seat.hardStopTimer !== undefined) this.#options.clock.clearTimeout(seat.hardStopTimer);
+        this.#maybeLaunch();
+        this.#roomChanged();
+      }),
+      (err) => log.error({ err }, "ending a batch's seat failed"),
+    );
     // The filling batch is empty again: the take loop may ask for a whole batch.
     this.#roomChanged();
   }

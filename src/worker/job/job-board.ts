@@ -1,5 +1,6 @@
 import type { DeliveredJob } from "../../protocol/index.js";
 import { addRecent } from "../../recent-set.js";
+import { settle } from "../../task-sink.js";
 import { WaiterSet } from "../../wait.js";
 import { ActiveJob } from "./active-job.js";
 import { initialConcurrency, nextConcurrency } from "./concurrency.js";
@@ -189,14 +190,10 @@ export class JobBoard {
       this.#parts.http.jobsHeld(this.#jobs.size);
       this.#changes.wakeAll();
     };
-    // `finished` never rejects (ActiveJob catches into the job's failure); the handler keeps it so.
-    void active.finished.then(release, (err: unknown) => {
-      try {
-        this.#parts.log.error({ err, jobId: job.id }, "a job's promise rejected");
-      } finally {
-        release();
-      }
-    });
+    // `finished` never rejects (ActiveJob catches into the job's failure); the slot is released either way.
+    settle(active.finished.finally(release), (err) =>
+      this.#parts.log.error({ err, jobId: job.id }, "a job's promise rejected"),
+    );
   }
 
   /**

@@ -2,6 +2,7 @@ import type { Logger } from "pino";
 import type { Clock, ClockTimer } from "../../clock.js";
 import { MAX_TIMER_MS } from "../../duration.js";
 import type { DeliveredJob } from "../../protocol/index.js";
+import { settle } from "../../task-sink.js";
 import type { HeartbeatSlot } from "../platform/heartbeat.js";
 
 /**
@@ -65,13 +66,15 @@ export function armHardStop(target: HardStopTarget): ClockTimer {
     if (!target.stillRuns()) return;
     log.error({ ...target.fields, graceMs }, target.message);
     // Called inside then(): a stop that throws is logged like one that rejects.
-    Promise.resolve()
-      .then(() => target.stop())
-      .then((stopped) => {
-        // Stopped: the runner's outcome ("killed") settles the run.
-        if (!stopped) target.ranAway();
-      })
-      .catch((err: unknown) => log.error({ err }, "hard-stopping the handler failed"));
+    settle(
+      Promise.resolve()
+        .then(() => target.stop())
+        .then((stopped) => {
+          // Stopped: the runner's outcome ("killed") settles the run.
+          if (!stopped) target.ranAway();
+        }),
+      (err) => log.error({ err }, "hard-stopping the handler failed"),
+    );
   }, graceMs);
 }
 

@@ -2,6 +2,7 @@ import type { Logger } from "pino";
 import type { Clock, ClockTimer } from "../../clock.js";
 import type { Unfitness } from "../../handler/unfit.js";
 import { StateMachine, type Transitions } from "../../state-machine.js";
+import { settle } from "../../task-sink.js";
 import type { WorkerFacts } from "../facts.js";
 
 /**
@@ -233,11 +234,12 @@ export class WorkerLifecycle implements WorkerFacts {
     }
     // Real time, not the worker's clock: nothing of the worker is trusted now.
     const timer = setTimeout(() => this.#exit(1), CRASH_PING_MS);
-    void ping.then(
-      () => {
+    // A failed ping: the timer ends the process.
+    settle(
+      ping.then(() => {
         clearTimeout(timer);
         this.#exit(1);
-      },
+      }),
       () => undefined,
     );
   }

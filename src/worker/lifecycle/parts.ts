@@ -2,7 +2,7 @@ import type { Logger } from "pino";
 import type { WarmCache } from "../../cache/warm-cache.js";
 import type { HandlerDefinition } from "../../handler/define-handler.js";
 import { type RunningSidecars, startSidecars } from "../../sidecar/start-sidecars.js";
-import type { BackgroundTasks } from "../../task-sink.js";
+import { type BackgroundTasks, settle } from "../../task-sink.js";
 import type { WorkerTelemetry, WorkerView } from "../../telemetry/index.js";
 import type { WorkerConfig } from "../config.js";
 import type { WorkerEventHub } from "../events.js";
@@ -118,7 +118,10 @@ export class HeartbeatPart implements WorkerPart, SlotSource {
     this.#heartbeat = heartbeat;
     // A heartbeat thread that dies leaves the worker unable to be seen holding jobs: the platform
     // would lapse them and run them twice. Stop taking, finish what can be finished, report, exit 1.
-    void heartbeat.died.then((reason) => this.#lifecycle.unfit("heartbeat", reason));
+    settle(
+      heartbeat.died.then((reason) => this.#lifecycle.unfit("heartbeat", reason)),
+      (err) => this.#options.log.error({ err }, "watching the heartbeat thread failed"),
+    );
     return true;
   }
 
@@ -186,6 +189,8 @@ export class CachePart implements WorkerPart {
   readonly phase = "cache";
   readonly #source: Pick<PartsSource, "definition" | "config" | "log" | "lifecycle" | "tasks">;
   #cache: WarmCache | undefined;
+  /** The sync the worker's readiness starts (the worker's tasks own it: it never rejects). */
+  #readySync: Promise<void> | undefined;
 
   constructor(source: Pick<PartsSource, "definition" | "config" | "log" | "lifecycle" | "tasks">) {
     this.#source = source;
@@ -217,11 +222,13 @@ export class CachePart implements WorkerPart {
   ready(): void {
     const cache = this.#cache;
     // After setup: send what setup produced to the volume, without delaying the first take.
-    if (cache !== undefined) void this.#source.tasks.run("warm cache sync", () => cache.sync());
+    if (cache !== undefined) this.#readySync = this.#source.tasks.run("warm cache sync", () => cache.sync());
   }
 
   async stop(): Promise<void> {
-    // The last sync, bounded by warmCache.shutdownSyncMs; never throws.
+    // The ready-time sync (it never rejects: the worker's tasks own it), then the last sync,
+    // bounded by warmCache.shutdownSyncMs; never throws.
+    await this.#readySync;
     await this.#cache?.close();
   }
 }

@@ -2,6 +2,7 @@ import { parentPort, workerData } from "node:worker_threads";
 import { type Answer, HttpTransport } from "../../http/transport.js";
 import { nextRetry, type RetryPolicy } from "../../retry-policy.js";
 import { sendWithRetry } from "../../send-with-retry.js";
+import { settle } from "../../task-sink.js";
 import { unhealthyPingRetry, watchdogPostRetry } from "./backoff.js";
 import { JobSlotReader, SLOT_FLAGS, type SlotJob, type SlotMessage } from "./job-slots.js";
 import { requestIdHeader } from "./request-id.js";
@@ -166,6 +167,11 @@ function runHeartbeatThread(data: HeartbeatWorkerData): void {
     }
   }
 
+  /** The regular beat, its failure reported to the main thread (ping() itself never throws). */
+  function beginLoop(): void {
+    settle(loop(), (err) => report("error", `the heartbeat's beat failed: ${message(err)}`));
+  }
+
   // A watched job past its time means the main thread is held (it would have unwatched the job),
   // and no job's report can go out from there. The thread cannot tell which job holds the main
   // thread, so it blames none in particular: every watched job is reported, those past their time
@@ -176,7 +182,7 @@ function runHeartbeatThread(data: HeartbeatWorkerData): void {
     const watched = table.jobs().filter((j) => (j.flags & SLOT_FLAGS.watched) !== 0);
     if (!watched.some((j) => j.watchAt <= now)) return;
     firing = true;
-    void fire(data.watch, watched, now);
+    settle(fire(data.watch, watched, now), (err) => report("error", `the watchdog failed: ${message(err)}`));
   }
 
   async function fire(watch: WatchSettings, watched: readonly SlotJob[], now: number): Promise<void> {
@@ -218,13 +224,16 @@ function runHeartbeatThread(data: HeartbeatWorkerData): void {
   port.on("message", (msg: ToHeartbeat) => {
     if (msg.type === "slots" || msg.type === "long-id") table.receive(msg);
     else if (msg.type === "unhealthy") {
-      void unhealthy(msg.check, msg.reason).then((problem) =>
-        port.postMessage({ type: "unhealthy-sent", problem } satisfies FromHeartbeat),
+      settle(
+        unhealthy(msg.check, msg.reason).then((problem) =>
+          port.postMessage({ type: "unhealthy-sent", problem } satisfies FromHeartbeat),
+        ),
+        (err) => report("error", `the unhealthy ping failed: ${message(err)}`),
       );
     } else if (msg.type === "begin-pings") {
       if (!looping && !stopped && data.pingUrl !== undefined) {
         looping = true;
-        void loop();
+        beginLoop();
       }
     } else if (msg.type === "stop") {
       stopped = true;
@@ -235,7 +244,7 @@ function runHeartbeatThread(data: HeartbeatWorkerData): void {
   });
   if (data.pingUrl !== undefined && !data.pingsHeld) {
     looping = true;
-    void loop();
+    beginLoop();
   }
 }
 

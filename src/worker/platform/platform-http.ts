@@ -1,5 +1,6 @@
 import { type Answer, HttpTransport, type RequestOptions } from "../../http/transport.js";
 import { RESULT_POST_HEADERS } from "../../protocol/headers.js";
+import { settle } from "../../task-sink.js";
 import { USER_AGENT } from "../../version.js";
 import { requestIdHeader } from "./request-id.js";
 
@@ -140,7 +141,8 @@ export class PlatformHttp {
       this.#warmTimer = undefined;
       if (this.#warmStarted || !this.#idle || this.#postsInFlight > 0) return;
       this.#warmStarted = true;
-      void this.#transport.warmUp();
+      // warmUp() never rejects (a failed load keeps node:http).
+      settle(this.#transport.warmUp(), () => undefined);
     }, WARM_UP_IDLE_MS);
     this.#warmTimer.unref();
   }

@@ -7,6 +7,8 @@
  * adds the runners' guard.
  */
 
+import { settle } from "../../task-sink.js";
+
 export type { Run, RunHandle, RunJob } from "../../handler/execute-run.js";
 
 /**
@@ -20,9 +22,10 @@ export class RunEnd {
   /** Ended once `outcome` settles (a run on the main thread). */
   static after(outcome: Promise<unknown>): RunEnd {
     const end = new RunEnd();
-    outcome.then(
-      () => end.end(),
-      () => end.end(),
+    // The outcome's own consumer hears its rejection; here it only ends the run.
+    settle(
+      outcome.finally(() => end.end()),
+      () => undefined,
     );
     return end;
   }

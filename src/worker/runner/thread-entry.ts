@@ -7,6 +7,7 @@ import { executeRun } from "../../handler/execute-run.js";
 import type { ReportIdentity } from "../../handler/outcome.js";
 import { createLogger } from "../../log/index.js";
 import type { DeliveredJob } from "../../protocol/index.js";
+import { settle } from "../../task-sink.js";
 import { type ShippedSpan, type ThreadTrace, tracedLog } from "../../telemetry/link.js";
 import { threadTracer } from "../../telemetry/thread.js";
 import { type RunnerSettings, s3Options } from "./runner.js";
@@ -124,7 +125,7 @@ export function runRunnerThread(definition: HandlerDefinition): void {
     return;
   }
   port.postMessage({ type: "setting-up" } satisfies FromThread);
-  void runSetup(definition, {
+  const setUp = runSetup(definition, {
     log,
     clock: realClock({ unref: false }),
     progress: (text) => port.postMessage({ type: "setup-progress", text } satisfies FromThread),
@@ -132,6 +133,8 @@ export function runRunnerThread(definition: HandlerDefinition): void {
     if (outcome.ok) serveJobs(port, definition, data, log, outcome.state);
     else port.postMessage({ type: "setup-failed", reason: outcome.reason } satisfies FromThread);
   });
+  // runSetup never rejects; serving jobs failing to begin is this thread's end.
+  settle(setUp, (err) => log.error({ err }, "the isolation thread could not begin serving jobs"));
 }
 
 /** The thread's job loop, once setup is done: `state` is every job's `ctx.state`. */
@@ -201,8 +204,11 @@ function serveJobs(
         return traced(span === undefined ? undefined : { span }, execute)(undefined);
       },
     });
-    // executeRun never rejects.
-    outcomes.then((done) => port.postMessage({ type: "result", outcomes: done } satisfies FromThread));
+    // executeRun never rejects; a result that cannot be posted (it does not clone) is logged.
+    settle(
+      outcomes.then((done) => port.postMessage({ type: "result", outcomes: done } satisfies FromThread)),
+      (err) => log.error({ err }, "sending the run's result to the main thread failed"),
+    );
   };
   port.on("message", (msg: ToThread) => {
     if (msg.type === "run") run(msg);
@@ -216,8 +222,11 @@ function serveJobs(
       credits.get(msg.seq)?.();
       credits.delete(msg.seq);
     } else if (msg.type === "teardown") {
-      void runTeardown(definition, state, msg.withinMs, log, realClock({ unref: false })).then(() =>
-        port.postMessage({ type: "torn-down" } satisfies FromThread),
+      settle(
+        runTeardown(definition, state, msg.withinMs, log, realClock({ unref: false })).then(() =>
+          port.postMessage({ type: "torn-down" } satisfies FromThread),
+        ),
+        (err) => log.error({ err }, "the isolation thread's teardown failed"),
       );
     }
   });

@@ -5,6 +5,7 @@ import type { RunletErrorCode } from "../../errors.js";
 import type { ExecuteOutcome } from "../../handler/execute.js";
 import { onAbort } from "../../linked-signal.js";
 import { StateMachine, type Transitions } from "../../state-machine.js";
+import { settle } from "../../task-sink.js";
 import { type SpanRef, type ThreadTrace, type TraceLink, threadTrace } from "../../telemetry/link.js";
 import { type Run, RunEnd, type RunHandle, type RunJob } from "./run.js";
 import type { Runner, RunnerSettings, RunnerStart } from "./runner.js";
@@ -175,7 +176,7 @@ export class ThreadRunner implements Runner {
         const reason = `setup did not finish within ${setup.timeoutMs} ms (setupTimeoutMs)`;
         this.#failedToServe(SETUP_CHECK, reason);
         slot.settle({ ok: false, reason });
-        void thread.terminate();
+        this.#end(thread);
       }, setup.timeoutMs);
     }
     const setupEnded = (): void => {
@@ -196,7 +197,7 @@ export class ThreadRunner implements Runner {
         setupEnded();
         this.#failedToServe(SETUP_CHECK, `${msg.reason} (in an isolation thread)`);
         slot.settle({ ok: false, reason: msg.reason });
-        void thread.terminate();
+        this.#end(thread);
       }
     });
     // Always listened to: an unheard 'error' of a Worker is thrown in the main thread and ends
@@ -217,6 +218,11 @@ export class ThreadRunner implements Runner {
       this.#slots.delete(slot);
     });
     return slot;
+  }
+
+  /** Ends a thread that cannot serve; its exit is heard by its own listener. */
+  #end(thread: Thread): void {
+    settle(thread.terminate(), (err) => this.#logger.warn({ err }, "ending an isolation thread failed"));
   }
 
   /** Where the first thread's setup progress goes while the worker waits for it. */
@@ -390,9 +396,9 @@ export class ThreadRunner implements Runner {
     if (slot.life.is("idle")) slot.life.to("busy");
     /** Ended once the end exists: the run is inert from then on, the thread may run another job. */
     const runEnd = new RunEnd();
-    let settle!: (end: ThreadEnd) => void;
+    let settleEnd!: (end: ThreadEnd) => void;
     const end = new Promise<ThreadEnd>((resolve) => {
-      settle = resolve;
+      settleEnd = resolve;
     });
     let killed = false;
     let markStarted!: (at: number) => void;
@@ -407,20 +413,20 @@ export class ThreadRunner implements Runner {
       else if (msg.type === "spans") spans?.(msg.spans);
       else if (msg.type === "chunks") {
         const hooks = jobs[msg.index]?.hooks;
-        // One sink for this promise (every floating promise ends in one sink): the credit goes either way, so the thread never stalls.
-        (hooks === undefined ? Promise.resolve() : hooks.chunks(msg.bodies, msg.bytes)).then(
-          () => send({ type: "credit", seq: msg.seq }),
-          (err: unknown) => {
-            log.error({ err }, "queueing this job's stream chunks failed");
-            send({ type: "credit", seq: msg.seq });
-          },
+        const queued = hooks === undefined ? Promise.resolve() : hooks.chunks(msg.bodies, msg.bytes);
+        // The credit goes either way, so the thread never stalls.
+        settle(
+          queued
+            .catch((err: unknown) => log.error({ err }, "queueing this job's stream chunks failed"))
+            .then(() => send({ type: "credit", seq: msg.seq })),
+          (err) => log.error({ err }, "crediting this job's stream chunks failed"),
         );
       } else if (msg.type === "result") {
         runEnd.end();
         cleanup();
         // The thread goes back to the pool: busy → idle.
         slot.life.move("idle");
-        settle({ kind: "result", outcomes: msg.outcomes });
+        settleEnd({ kind: "result", outcomes: msg.outcomes });
       }
     };
     let failure: Error | undefined;
@@ -435,10 +441,10 @@ export class ThreadRunner implements Runner {
       markStarted(Date.now());
       // The pool keeps serving: warm a replacement now rather than on the next job's clock.
       if (!this.#closed && this.#loadFailure === undefined && this.#freeSlot() === undefined) this.#spawn();
-      if (killed) settle({ kind: "killed" });
+      if (killed) settleEnd({ kind: "killed" });
       else if (this.#loadFailure !== undefined && !slot.served) {
-        settle({ kind: "failed", outcome: this.#loadFailureOutcome(this.#loadFailure) });
-      } else settle({ kind: "failed", outcome: this.#diedOutcome(code, failure) });
+        settleEnd({ kind: "failed", outcome: this.#loadFailureOutcome(this.#loadFailure) });
+      } else settleEnd({ kind: "failed", outcome: this.#diedOutcome(code, failure) });
     };
     const cleanup = (): void => {
       slot.held = undefined;
@@ -511,16 +517,17 @@ function launchInJobSpans(
     if (wrap === undefined) continue;
     let called = false;
     // The span's own promise settles with the run (the handler's outcome is the run's, not this).
-    wrap
-      .call(job.hooks, job.log, (_log, link) => {
+    settle(
+      wrap.call(job.hooks, job.log, (_log, link) => {
         called = true;
         if (link !== undefined) {
           spans.push(link.span);
           receive ??= link.receive;
         }
         return end;
-      })
-      .catch(() => undefined);
+      }),
+      () => undefined,
+    );
     if (!called) throw new Error("wrapHandler must call its run at once");
   }
   const trace: ThreadTrace | undefined =
