@@ -122,7 +122,7 @@ export class PlatformHttp {
     if (count === 0) this.#considerWarmUp();
   }
 
-  /** A take is in flight and no job is held: the take's own `job_in_progress=0`, or the board's count. */
+  /** A take is in flight and no job is held: the take's own `jobsHeld` false, or the board's count. */
   get #idle(): boolean {
     return this.#idleTakes > 0 || (this.#takes > 0 && this.#jobsHeld === 0);
   }
@@ -149,10 +149,18 @@ export class PlatformHttp {
 
   /** GET `url`. Throws on network errors and aborts; any status is an answer. */
   get(url: string, options: PlatformRequestOptions = {}): Promise<PlatformResponse> {
-    const request = this.#transport.request("GET", url, this.#options(options, false));
-    // Every take says job_in_progress (a job-stop poll does not).
-    if (this.#warmStarted || !url.includes("job_in_progress=")) return request;
-    const idle = url.includes("job_in_progress=0") ? 1 : 0;
+    return this.#transport.request("GET", url, this.#options(options, false));
+  }
+
+  /**
+   * A job-take: GET `url`, which says `job_in_progress` as `jobsHeld` does (the take loop builds
+   * both from the same count). A take sent while no job is held tells the fast client's warm-up
+   * that the worker is idle. Throws on network errors and aborts; any status is an answer.
+   */
+  take(url: string, jobsHeld: boolean, options: PlatformRequestOptions = {}): Promise<PlatformResponse> {
+    const request = this.get(url, options);
+    if (this.#warmStarted) return request;
+    const idle = jobsHeld ? 0 : 1;
     this.#takes++;
     this.#idleTakes += idle;
     this.#considerWarmUp();
