@@ -88,6 +88,13 @@ export type Cancel = (reason: Error) => void;
 /** Options of one {@link AnswerReader}. */
 export interface AnswerReaderOptions {
   /**
+   * The driver's client holds the headers to `answerTimeoutMs` from the request's start by itself,
+   * so the reader sets no timer of its own for them: undici's `headersTimeout` is such a deadline
+   * (bytes read do not refresh it; test/http/transport-contract.test.ts trickles headers at both
+   * clients). node:http's socket timeout is an idle timer, so its driver leaves this off. @default false
+   */
+  readonly clientBoundsHeaders?: boolean;
+  /**
    * Arm the body's time bound a microtask after the headers: the bytes at hand are parsed by then,
    * so a short answer has ended and needs no timer set and cleared (undici parses the whole read
    * before it hands the headers on). @default false
@@ -138,7 +145,7 @@ export class AnswerReader {
     // One listener per signal however many requests share it (every in-flight post shares the
     // worker's give-up signal): a listener each tripped MaxListenersExceededWarning under a burst.
     if (signal !== undefined) this.#unsubscribe = onAbort(signal, () => this.#onAbort(signal));
-    if (answerTimeoutMs !== undefined) {
+    if (answerTimeoutMs !== undefined && !options.clientBoundsHeaders) {
       this.#timer = setTimeout(() => this.#headersLate(answerTimeoutMs), answerTimeoutMs);
     }
   }

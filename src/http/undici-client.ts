@@ -69,11 +69,11 @@ class UndiciClient implements Collector {
 
   /**
    * One request, the answer collected by the one reader (answer-reader.ts); this driver feeds it
-   * from undici's handler calls. The reader holds the headers to their total deadline itself:
-   * undici's `headersTimeout` starts again at each 1xx answer.
+   * from undici's handler calls. undici's `headersTimeout` is a total deadline (bytes read do not
+   * refresh it), so the reader sets no timer of its own for the headers: one timer less a post.
    */
   collect(hop: Hop, limits: CollectLimits): Promise<Answer> {
-    const reader = new AnswerReader(hop, limits, { deferBodyTimer: true });
+    const reader = new AnswerReader(hop, limits, { clientBoundsHeaders: true, deferBodyTimer: true });
     if (reader.settled) return reader.promise;
     const handler: Dispatcher.DispatchHandler = {
       onRequestStart(controller) {

@@ -22,10 +22,10 @@ export class RunEnd {
   /** Ended once `outcome` settles (a run on the main thread). */
   static after(outcome: Promise<unknown>): RunEnd {
     const end = new RunEnd();
-    // The outcome's own consumer hears its rejection; here it only ends the run.
+    // The outcome's own consumer hears its rejection; here either way only ends the run.
     settle(
-      outcome.finally(() => end.end()),
-      () => undefined,
+      outcome.then(() => end.end()),
+      () => end.end(),
     );
     return end;
   }
