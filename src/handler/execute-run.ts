@@ -89,7 +89,7 @@ export interface ExecuteRunOptions {
   /** A batch's id: one batch handler call for every member. Undefined: a plain handler's jobs. */
   readonly batchId: string | undefined;
   readonly members: readonly RunMember[];
-  /** The batch's signal: fires when no job of it is still wanted (a plain run's jobs have their own). */
+  /** The batch's signal: fires when no job of it is still wanted (a plain run's jobs have their own; any signal will do there). */
   readonly signal: AbortSignal;
   /** The run's logger (a batch's has `batchId` bound). */
   readonly log: Logger;
@@ -130,6 +130,22 @@ export async function executeRun(options: ExecuteRunOptions): Promise<readonly E
           })),
         }),
       );
+    }
+    const only = members.length === 1 ? members[0] : undefined;
+    if (only !== undefined && options.around === undefined) {
+      // A plain run of one (every plain job in production): no Promise.all, no wrapper.
+      const outcome = await executeJob({
+        definition,
+        job: only.job,
+        signal: only.signal,
+        deadline: only.deadline,
+        log: only.log,
+        identity,
+        s3: options.s3,
+        hooks: only.hooks,
+        state: options.state,
+      });
+      return [outcome];
     }
     return await Promise.all(
       members.map((member, index) =>

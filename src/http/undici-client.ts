@@ -1,5 +1,12 @@
 import type { Dispatcher, Pool } from "undici";
-import { type Answer, AnswerReader, type CollectLimits, type Collector, type Hop } from "./answer-reader.js";
+import {
+  type Answer,
+  AnswerReader,
+  type AnswerReaderOptions,
+  type CollectLimits,
+  type Collector,
+  type Hop,
+} from "./answer-reader.js";
 import { IDLE_SOCKET_MS, MAX_CONNECTIONS } from "./rules.js";
 import { Targets } from "./targets.js";
 
@@ -56,6 +63,12 @@ export function dispatcherClient(dispatcher: Dispatcher): Collector {
   );
 }
 
+/** How this driver's answers are read: the headers' deadline is undici's own, the body timer deferred. */
+const READER_OPTIONS: AnswerReaderOptions = Object.freeze({
+  clientBoundsHeaders: true,
+  deferBodyTimer: true,
+});
+
 class UndiciClient implements Collector {
   readonly #dispatcherFor: (origin: string) => Dispatcher;
   readonly #closeAll: () => Promise<void>;
@@ -73,7 +86,7 @@ class UndiciClient implements Collector {
    * refresh it), so the reader sets no timer of its own for the headers: one timer less a post.
    */
   collect(hop: Hop, limits: CollectLimits): Promise<Answer> {
-    const reader = new AnswerReader(hop, limits, { clientBoundsHeaders: true, deferBodyTimer: true });
+    const reader = new AnswerReader(hop, limits, READER_OPTIONS);
     if (reader.settled) return reader.promise;
     const handler: Dispatcher.DispatchHandler = {
       onRequestStart(controller) {

@@ -113,21 +113,7 @@ export class ActiveJob implements ScheduledJob {
     this.#outbox = outbox;
     this.reported = reported;
     this.#hooksOfRun = this.#hooks();
-    this.finished = this.#start()
-      .catch(async (err: unknown) => {
-        // The one sink of this job's promise (every floating promise ends in one): a throw in the worker's own steps still
-        // ends as the job's failure, never as an unhandled rejection that takes the process down.
-        this.#clock.stop();
-        this.#log.error({ err }, "running this job failed inside the worker; reporting it as failed");
-        this.#finalize({
-          kind: "error",
-          message: `the worker failed while running this job: ${(err as Error)?.message ?? String(err)}`,
-          code: "RUNLET_JOB_FAILED",
-          stopPod: parts.definition.refreshWorker,
-        });
-        await this.#outbox.done;
-      })
-      .finally(() => this.#slot.release());
+    this.finished = this.#life();
   }
 
   /** Where the job is in its life. */
@@ -239,13 +225,44 @@ export class ActiveJob implements ScheduledJob {
     this.#launched(launch);
   }
 
+  /**
+   * The job's whole life; never rejects. The one sink of this job's promise (every floating
+   * promise ends in one): a throw in the worker's own steps still ends as the job's failure, never
+   * as an unhandled rejection that takes the process down. Its heartbeat slot is released last.
+   */
+  async #life(): Promise<void> {
+    try {
+      await this.#start();
+    } catch (err) {
+      this.#clock.stop();
+      this.#log.error({ err }, "running this job failed inside the worker; reporting it as failed");
+      this.#finalize({
+        kind: "error",
+        message: `the worker failed while running this job: ${(err as Error)?.message ?? String(err)}`,
+        code: "RUNLET_JOB_FAILED",
+        stopPod: this.#parts.definition.refreshWorker,
+      });
+      await this.#outbox.done;
+    } finally {
+      this.#slot.release();
+    }
+  }
+
   async #start(): Promise<void> {
     this.#log.info("Started.");
     this.#parts.events?.emit("started", { jobId: this.id });
-    const launch = await new Promise<Launch | undefined>((resolve) => {
-      this.#launched = resolve;
-      this.#parts.scheduler.admit(this);
-    });
+    // A plain handler's job is launched within admit(); a batch handler's waits for its seat.
+    let waiting: Promise<Launch | undefined> | undefined;
+    this.#launched = (launch) => {
+      this.#launch = launch;
+    };
+    this.#parts.scheduler.admit(this);
+    if (this.#launch === undefined && NOT_LAUNCHED.has(this.#state)) {
+      waiting = new Promise<Launch | undefined>((resolve) => {
+        this.#launched = resolve;
+      });
+    }
+    const launch = waiting === undefined ? this.#launch : await waiting;
     if (launch === undefined) {
       // It ended before its run started (invalid, stopped, shut down).
       await this.#outbox.done;

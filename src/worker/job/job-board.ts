@@ -191,9 +191,10 @@ export class JobBoard {
       this.#changes.wakeAll();
     };
     // `finished` never rejects (ActiveJob catches into the job's failure); the slot is released either way.
-    settle(active.finished.finally(release), (err) =>
-      this.#parts.log.error({ err, jobId: job.id }, "a job's promise rejected"),
-    );
+    settle(active.finished.then(release), (err) => {
+      this.#parts.log.error({ err, jobId: job.id }, "a job's promise rejected");
+      release();
+    });
   }
 
   /**

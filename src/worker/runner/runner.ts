@@ -113,7 +113,8 @@ export class InProcessRunner implements Runner {
   run(run: Run): RunHandle {
     const startedAt = Date.now();
     const controllers = run.jobs.map(() => new AbortController());
-    const batchController = new AbortController();
+    // A batch's own signal; a plain run's is its jobs' (no controller made for it: one a job is enough).
+    const batchController = run.batchId === undefined ? undefined : new AbortController();
     for (const job of run.jobs) job.onLaunch(startedAt);
     const outcomes = executeRun({
       definition: this.#definition,
@@ -126,7 +127,7 @@ export class InProcessRunner implements Runner {
         log: job.log,
         hooks: job.hooks,
       })),
-      signal: batchController.signal,
+      signal: (batchController ?? controllers[0]!).signal,
       log: run.log,
       identity: this.#settings.identity,
       s3: s3Options(this.#settings),
@@ -138,7 +139,7 @@ export class InProcessRunner implements Runner {
       outcomes,
       abort: end.guard((reason: Error, index?: number) => {
         if (index !== undefined) controllers[index]?.abort(reason);
-        else if (run.batchId !== undefined) batchController.abort(reason);
+        else if (batchController !== undefined) batchController.abort(reason);
         else for (const controller of controllers) controller.abort(reason);
       }),
       // The main thread cannot end a call by force: false while it runs, true once nothing is left to stop.
