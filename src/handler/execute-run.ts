@@ -106,7 +106,30 @@ export interface ExecuteRunOptions {
 }
 
 /** Runs the run; one outcome per member, in order. Never rejects. */
-export async function executeRun(options: ExecuteRunOptions): Promise<readonly ExecuteOutcome[]> {
+export function executeRun(options: ExecuteRunOptions): Promise<readonly ExecuteOutcome[]> {
+  const { members } = options;
+  const only = members.length === 1 ? members[0] : undefined;
+  if (only === undefined || options.batchId !== undefined || options.around !== undefined) {
+    return executeMany(options);
+  }
+  // A plain run of one (every plain job in production): executeJob itself, which never rejects.
+  return executeJob({
+    definition: options.definition,
+    job: only.job,
+    signal: only.signal,
+    deadline: only.deadline,
+    log: only.log,
+    identity: options.identity,
+    s3: options.s3,
+    hooks: only.hooks,
+    state: options.state,
+  }).then(inArray);
+}
+
+const inArray = (outcome: ExecuteOutcome): readonly ExecuteOutcome[] => [outcome];
+
+/** A batch's one call, or a plain run of several jobs (each its own call, at once). */
+async function executeMany(options: ExecuteRunOptions): Promise<readonly ExecuteOutcome[]> {
   const { definition, members, identity } = options;
   const around = options.around ?? (<T>(_index: number | undefined, execute: () => Promise<T>) => execute());
   try {
@@ -130,22 +153,6 @@ export async function executeRun(options: ExecuteRunOptions): Promise<readonly E
           })),
         }),
       );
-    }
-    const only = members.length === 1 ? members[0] : undefined;
-    if (only !== undefined && options.around === undefined) {
-      // A plain run of one (every plain job in production): no Promise.all, no wrapper.
-      const outcome = await executeJob({
-        definition,
-        job: only.job,
-        signal: only.signal,
-        deadline: only.deadline,
-        log: only.log,
-        identity,
-        s3: options.s3,
-        hooks: only.hooks,
-        state: options.state,
-      });
-      return [outcome];
     }
     return await Promise.all(
       members.map((member, index) =>
