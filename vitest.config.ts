@@ -79,6 +79,8 @@ const UNIT = [
   "test/lb/lb-config.test.ts",
   "test/worker/define-handler.test.ts",
   "test/worker/import-graph.test.ts",
+  "test/worker/floating-promises.test.ts",
+  "test/worker/layers.test.ts",
   "test/worker/lifecycle.test.ts",
   "test/worker/part-list.test.ts",
   "test/worker/run-parts.test.ts",

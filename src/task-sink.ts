@@ -1,21 +1,25 @@
-import { pipeline } from "node:stream/promises";
 import type { Logger } from "pino";
 
 /**
- * The one owner of the work nobody awaits (bullmq's one sink for floating promises): a cache's
- * sync, a telemetry export, a sidecar's output reader, a log write, a stream pipe. Whoever starts
- * such a task hands it to a {@link TaskSink}, and its error goes there — never to the process.
+ * The owners of the work nobody awaits (bullmq's one sink for floating promises). What uses it
+ * today, and nothing else:
  *
- * - The worker's {@link BackgroundTasks} logs one line for a task's failure (`code:
- *   RUNLET_TASK_FAILED`, `task: <name>`, the error's message) and goes on; a task started with
- *   `unfit: <check>` makes the worker unfit instead (docs/protocol.md, "Unfit workers"). A task
- *   that keeps failing (a log destination gone) is logged once, then counted, so its lines stay
- *   bounded.
- * - A job's tasks (its transfers, its stream pipes) fail that job with a code: ActiveJob's own
- *   sink (active-job.ts) turns a failure there into the job's error result.
+ * - The worker's long-running background tasks go through its {@link BackgroundTasks}' `run`:
+ *   the take loop, the job-stop poll and the health loop (parts.ts; each part keeps the promise
+ *   and awaits it in its stop), and the warm cache's sync when the worker becomes ready. A task's
+ *   failure is logged once (`code: RUNLET_TASK_FAILED`, `task: <name>`, the error's message) and
+ *   the worker goes on; a task started with `unfit: <check>` makes the worker unfit instead
+ *   (docs/protocol.md, "Unfit workers"). A task that keeps failing is logged once, then counted,
+ *   so its lines stay bounded.
+ * - Every other promise that is not awaited or kept goes to {@link settle}, with the handler of
+ *   its rejection: a job's promise (the job board), a run's outcomes (the schedulers, the
+ *   threads), a thread's end. test/worker/floating-promises.test.ts finds a `void` of a promise
+ *   or a promise left to float in src/worker, src/http and the executors.
+ * - A job's own I/O (its posts, its stream, its offload) is owned by the job: ActiveJob's promise
+ *   is total, and a failure there becomes the job's error result (active-job.ts).
  *
- * What a part needs is only the {@link TaskSink} shape (`run`, `fail`, `pipe`), so src/cache,
- * src/sidecar and src/telemetry take a sink without importing the worker.
+ * The warm cache, the sidecars and telemetry do not take a sink: each owns its own work (its
+ * errors are logged where they happen) and the worker's parts await their stops.
  */
 
 /** How a failed task is treated. */
@@ -28,31 +32,34 @@ export interface TaskOptions {
   readonly unfit?: string;
 }
 
-/** Where a task's error goes: the one shape every part that starts background work takes. */
+/** Where a task's error goes: the shape the worker's parts start background work through. */
 export interface TaskSink {
   /**
    * Runs `work` now, under `task`'s name; a throw or rejection goes to this sink. The promise
-   * never rejects: await it only to know the task is over.
+   * never rejects: keep it and await it to know the task is over.
    */
   run(task: string, work: () => unknown, options?: TaskOptions): Promise<void>;
-  /**
-   * A task's error that arrived as an event (a stream's or a child's `'error'`), not as a
-   * rejection: treated as {@link TaskSink.run}'s would be.
-   */
-  fail(task: string, err: unknown, options?: TaskOptions): void;
-  /**
-   * `stream.pipeline` of `streams` under `task`'s name: every stream's error ends the pipe and
-   * reaches this sink once; the streams are destroyed. Resolves true when the pipe finished,
-   * false when it failed. Never rejects.
-   */
-  pipe(task: string, streams: readonly PipeStream[], options?: TaskOptions): Promise<boolean>;
 }
 
-/** A stream `pipeline` takes: a source, transforms, a destination. */
-export type PipeStream = NodeJS.ReadableStream | NodeJS.WritableStream | NodeJS.ReadWriteStream;
+/**
+ * Hands `promise` to its owner: `onError` hears its rejection (a throw there is dropped: the
+ * owner's own failure has nowhere else to go). Returns nothing, so nothing is left to float.
+ *
+ * @example
+ * settle(thread.terminate(), (err) => log.warn({ err }, "ending the thread failed"));
+ */
+export function settle(promise: PromiseLike<unknown>, onError: (err: unknown) => void): void {
+  Promise.resolve(promise).then(undefined, (err: unknown) => {
+    try {
+      onError(err);
+    } catch {
+      // The owner's handler failed too: nothing else can be told, and the process must not end for it.
+    }
+  });
+}
 
 /** One line of an error: its name and message (a task's failure is logged without a stack). */
-export function errorLine(err: unknown): string {
+function errorLine(err: unknown): string {
   if (err instanceof Error) return `${err.name || "Error"}: ${err.message}`;
   return String(err);
 }
@@ -98,14 +105,14 @@ export class BackgroundTasks implements TaskSink {
       .then(work)
       .then(
         () => undefined,
-        (err: unknown) => this.fail(task, err, options),
+        (err: unknown) => this.#fail(task, err, options),
       )
       .finally(() => this.#running.delete(done));
     this.#running.add(done);
     return done;
   }
 
-  fail(task: string, err: unknown, options?: TaskOptions): void {
+  #fail(task: string, err: unknown, options?: TaskOptions): void {
     const count = (this.#failures.get(task) ?? 0) + 1;
     this.#failures.set(task, count);
     const reason = `${task} failed: ${errorLine(err)}`;
@@ -124,22 +131,5 @@ export class BackgroundTasks implements TaskSink {
     } catch {
       // The log itself is what failed (its destination is gone): nothing else can be told.
     }
-  }
-
-  pipe(task: string, streams: readonly PipeStream[], options?: TaskOptions): Promise<boolean> {
-    let ok = false;
-    return this.run(
-      task,
-      async () => {
-        await (pipeline as (...s: PipeStream[]) => Promise<void>)(...streams);
-        ok = true;
-      },
-      options,
-    ).then(() => ok);
-  }
-
-  /** Resolves once every task started so far is over (each is bounded by its own owner). */
-  async settled(): Promise<void> {
-    while (this.#running.size > 0) await Promise.all([...this.#running]);
   }
 }

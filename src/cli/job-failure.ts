@@ -24,7 +24,7 @@ export function describeFailure(status: string, error: string | undefined): JobF
   } catch {
     // A plain string error (JobError, invalid input, a timeout): shown as it is.
   }
-  // The wire carries no code; the worker's own messages start in a fixed way (handler/execute.ts, worker/job/job-deadline.ts).
+  // The wire carries no code; the worker's own messages start in a fixed way (handler/execute.ts, worker/job/job-clock.ts).
   const code =
     status === "TIMED_OUT" || error.startsWith("job timed out after ")
       ? "RUNLET_JOB_TIMEOUT"

@@ -6,6 +6,7 @@ import { unconfiguredJobS3 } from "../s3/no-store.js";
 import type { JobS3, JobS3Options } from "../s3/types.js";
 import { sidecarContextOf } from "../sidecar/options.js";
 import { chunkBody, StreamCoalescer, splitItemIter } from "../stream/index.js";
+import { settle } from "../task-sink.js";
 import type { TraceLink } from "../telemetry/link.js";
 import type { HandlerContext, HandlerDefinition } from "./define-handler.js";
 import { createJobMetrics, type JobMetrics } from "./metrics.js";
@@ -272,7 +273,10 @@ async function drain(
     timer = setTimeout(
       () => {
         timer = undefined;
-        void emit(coalescer.poll());
+        // emit() records its failure itself (emitFailure); a rejection here is one more of those.
+        settle(emit(coalescer.poll()), (err) => {
+          emitFailure ??= err;
+        });
         arm();
       },
       Math.max(0, due - Date.now()),

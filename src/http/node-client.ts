@@ -1,6 +1,14 @@
 import type { ClientRequest, Agent as HttpAgent, IncomingMessage } from "node:http";
 import type { LookupFunction, Socket } from "node:net";
 import { onAbort } from "../linked-signal.js";
+import {
+  type Answer,
+  AnswerReader,
+  type CollectLimits,
+  type Collector,
+  type Hop,
+  networkError,
+} from "./answer-reader.js";
 import { IDLE_SOCKET_MS, MAX_CONNECTIONS } from "./rules.js";
 import { type Target, Targets } from "./targets.js";
 
@@ -11,45 +19,6 @@ import { type Target, Targets } from "./targets.js";
  * `process.getBuiltinModule`: a static ESM import makes Node build the module's namespace, whose
  * `WebSocket` getters load Node's own copy of undici (docs/benchmarks.md, "Cold start").
  */
-
-/** One request as sent: its headers are final (the transport chose the credential). */
-export interface Hop {
-  readonly method: string;
-  readonly url: string;
-  readonly headers: Readonly<Record<string, string>>;
-  readonly body: Uint8Array | undefined;
-}
-
-/** The bounds on an answer read whole ({@link Collector.collect}). */
-export interface CollectLimits {
-  readonly signal: AbortSignal | undefined;
-  /** Longest wait for the headers, and then between body bytes, ms; undefined: none (long polls). */
-  readonly answerTimeoutMs: number | undefined;
-  /** `Infinity`: no bound. */
-  readonly maxAnswerBytes: number;
-  /** `Infinity`: no bound. */
-  readonly answerBodyMs: number;
-  /** When `signal` aborts before the headers came, how long to wait for them first, ms. */
-  readonly settleMs: number;
-  /** `signal` cuts the body too once the headers came (the job API client), not only the wait for them. */
-  readonly abortBody?: boolean;
-}
-
-/** An answer read whole (or as far as its bounds allow). */
-export interface Answer {
-  readonly status: number;
-  /** Lower-case names; made on first read. */
-  readonly headers: Readonly<Record<string, string | string[] | undefined>>;
-  readonly text: string;
-  /** Set when the body was not read to its end: past `maxAnswerBytes` or `answerBodyMs`. */
-  readonly truncated?: "bytes" | "time";
-}
-
-/** What reads answers whole: this node:http client, or the undici one once loaded. */
-export interface Collector {
-  collect(hop: Hop, limits: CollectLimits): Promise<Answer>;
-  close(): Promise<void>;
-}
 
 /** An answer whose body is read by the caller ({@link NodeClient.open}). */
 export interface Opened {
@@ -72,30 +41,6 @@ export interface NodeClientOptions {
 interface SchemeClient {
   readonly agent: HttpAgent;
   readonly request: typeof import("node:http").request;
-}
-
-/** An error with a network code, as node:http's own errors have (the retry policy reads `code`). */
-export function networkError(message: string, code: string): Error {
-  return Object.assign(new Error(message), { code });
-}
-
-/** An answer whose header object is made only when read (node:http builds it on first read). */
-class NodeAnswer implements Answer {
-  readonly status: number;
-  readonly text: string;
-  readonly truncated?: "bytes" | "time";
-  readonly #message: IncomingMessage | undefined;
-
-  constructor(message: IncomingMessage | undefined, text: string, truncated: "bytes" | "time" | undefined) {
-    this.#message = message;
-    this.status = message?.statusCode ?? 0;
-    this.text = text;
-    if (truncated !== undefined) this.truncated = truncated;
-  }
-
-  get headers(): Answer["headers"] {
-    return this.#message?.headers ?? {};
-  }
 }
 
 /** node:http with one keep-alive agent per scheme. */
@@ -159,96 +104,39 @@ export class NodeClient implements Collector {
   }
 
   /**
-   * One request, the answer collected. Per-request work is kept small (a streaming job makes one
-   * request per chunk): the URL parse is cached, the body collected as Buffers, and one socket
-   * timeout stands for the answer's header and body timers.
+   * One request, the answer collected by the one reader (answer-reader.ts); this driver feeds it.
+   * Per-request work is kept small (a streaming job makes one request per chunk): the URL parse is
+   * cached, the body collected as Buffers, and one socket timeout stands for the pauses between
+   * the answer's bytes.
    */
   collect(hop: Hop, limits: CollectLimits): Promise<Answer> {
-    const { signal, answerTimeoutMs, maxAnswerBytes, answerBodyMs, settleMs } = limits;
-    return new Promise<Answer>((resolve, reject) => {
-      if (signal?.aborted) {
-        reject(signal.reason);
-        return;
+    const reader = new AnswerReader(hop, limits);
+    if (reader.settled) return reader.promise;
+    try {
+      const req = this.#start(hop, this.#targets.of(hop.url), (res) => {
+        reader.headers(res.statusCode ?? 0, res);
+        res.on("data", (chunk: Buffer) => reader.data(chunk));
+        res.on("end", () => reader.end());
+        res.on("error", (err) => reader.error(err));
+      });
+      reader.started((reason) => req.destroy(reason));
+      req.on("error", (err) => reader.error(err));
+      const { answerTimeoutMs } = limits;
+      if (answerTimeoutMs !== undefined) {
+        // No byte for answerTimeoutMs, waiting for the answer's headers or between its body's bytes
+        // (the reader holds the headers to a total deadline besides).
+        req.setTimeout(answerTimeoutMs, () =>
+          req.destroy(
+            networkError(`no answer to the ${hop.method} within ${answerTimeoutMs} ms`, "ETIMEDOUT"),
+          ),
+        );
       }
-      let req: ClientRequest | undefined;
-      let answer: IncomingMessage | undefined;
-      let headersCame = false;
-      let settled = false;
-      const chunks: Buffer[] = [];
-      let answerBytes = 0;
-      let bodyTimer: NodeJS.Timeout | undefined;
-      let settleTimer: NodeJS.Timeout | undefined;
-      const cut = (): void => {
-        // Once the headers came the answer is the server's: read it (bounded) rather than drop it,
-        // unless the caller wants the body cut too.
-        if ((headersCame && !limits.abortBody) || signal === undefined) return;
-        finish({ ok: false, err: signal.reason });
-        req?.destroy(signal.reason);
-      };
-      // One listener per signal however many requests share it (every in-flight post shares the
-      // worker's give-up signal): a listener each tripped MaxListenersExceededWarning under a burst.
-      const unsubscribe =
-        signal === undefined
-          ? undefined
-          : onAbort(signal, () => {
-              if (settleMs <= 0 || headersCame) cut();
-              else if (settleTimer === undefined) settleTimer = setTimeout(cut, settleMs);
-            });
-      const finish = (outcome: { ok: true; truncated?: "bytes" | "time" } | { ok: false; err: unknown }) => {
-        if (settled) return;
-        settled = true;
-        unsubscribe?.();
-        clearTimeout(bodyTimer);
-        clearTimeout(settleTimer);
-        if (!outcome.ok) {
-          reject(outcome.err);
-          return;
-        }
-        const text =
-          chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks).toString("utf8");
-        resolve(new NodeAnswer(answer, text, outcome.truncated));
-      };
-      const stopReading = (why: "bytes" | "time"): void => {
-        finish({ ok: true, truncated: why });
-        // The rest is not wanted: drop the connection (its error is ignored, the answer is out).
-        req?.destroy(new Error(`the answer to ${hop.method} was not read to its end (${why})`));
-      };
-      const onResponse = (res: IncomingMessage): void => {
-        answer = res;
-        headersCame = true;
-        clearTimeout(settleTimer);
-        if (Number.isFinite(answerBodyMs)) bodyTimer = setTimeout(() => stopReading("time"), answerBodyMs);
-        res.on("data", (chunk: Buffer) => {
-          if (settled) return;
-          const room = maxAnswerBytes - answerBytes;
-          answerBytes += chunk.length;
-          if (answerBytes > maxAnswerBytes) {
-            if (room > 0) chunks.push(chunk.subarray(0, room));
-            stopReading("bytes");
-            return;
-          }
-          chunks.push(chunk);
-        });
-        res.on("end", () => finish({ ok: true }));
-        res.on("error", (err) => finish({ ok: false, err }));
-      };
-      try {
-        req = this.#start(hop, this.#targets.of(hop.url), onResponse);
-        req.on("error", (err) => finish({ ok: false, err }));
-        if (answerTimeoutMs !== undefined) {
-          // No byte for answerTimeoutMs, waiting for the answer's headers or between its body's bytes.
-          req.setTimeout(answerTimeoutMs, () =>
-            req?.destroy(
-              networkError(`no answer to the ${hop.method} within ${answerTimeoutMs} ms`, "ETIMEDOUT"),
-            ),
-          );
-        }
-        req.end(hop.body);
-      } catch (err) {
-        // A closed client, or a header, method or path node:http will not send, refuses synchronously.
-        finish({ ok: false, err });
-      }
-    });
+      req.end(hop.body);
+    } catch (err) {
+      // A closed client, or a header, method or path node:http will not send, refuses synchronously.
+      reader.error(err);
+    }
+    return reader.promise;
   }
 
   /**
@@ -268,6 +156,17 @@ export class NodeClient implements Collector {
       }
       let req: ClientRequest | undefined;
       let body: IncomingMessage | undefined;
+      // The headers' total deadline: a server that trickles them resets no idle timer here.
+      const headersLate =
+        answerTimeoutMs === undefined
+          ? undefined
+          : setTimeout(
+              () =>
+                req?.destroy(
+                  networkError(`no answer to the ${hop.method} within ${answerTimeoutMs} ms`, "ETIMEDOUT"),
+                ),
+              answerTimeoutMs,
+            );
       const unsubscribe =
         signal === undefined
           ? undefined
@@ -278,12 +177,14 @@ export class NodeClient implements Collector {
             });
       try {
         req = this.#start(hop, this.#targets.of(hop.url), (res) => {
+          clearTimeout(headersLate);
           body = res;
           res.once("close", () => unsubscribe?.());
           resolve({ status: res.statusCode ?? 0, headers: res.headers, body: res });
         });
         req.on("error", (err) => {
           if (body === undefined) {
+            clearTimeout(headersLate);
             unsubscribe?.();
             reject(err);
           } else if (!body.destroyed) body.destroy(err);
@@ -300,6 +201,7 @@ export class NodeClient implements Collector {
         }
         req.end(hop.body);
       } catch (err) {
+        clearTimeout(headersLate);
         unsubscribe?.();
         reject(err);
       }

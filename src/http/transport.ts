@@ -1,13 +1,8 @@
 import type { LookupFunction } from "node:net";
 import { RunletError } from "../errors.js";
-import {
-  type Answer,
-  type CollectLimits,
-  type Collector,
-  type Hop,
-  NodeClient,
-  type Opened,
-} from "./node-client.js";
+import { settle } from "../task-sink.js";
+import type { Answer, CollectLimits, Collector, HeaderSource, Hop } from "./answer-reader.js";
+import { NodeClient, type Opened } from "./node-client.js";
 import {
   DEFAULT_ANSWER_BODY_MS,
   DEFAULT_MAX_ANSWER_BYTES,
@@ -28,7 +23,8 @@ import {
  * `test/http/transport-contract.test.ts` holds both to the same contract.
  */
 
-export type { Answer, Collector, Opened } from "./node-client.js";
+export type { Answer, Collector } from "./answer-reader.js";
+export type { Opened } from "./node-client.js";
 
 /** Options of one request whose answer is read whole. */
 export interface RequestOptions {
@@ -167,7 +163,8 @@ export class HttpTransport {
     this.#warming ??= load().then(
       (client) => {
         if (this.#closed) {
-          void client.close();
+          // Loaded after close(): it served nothing, so its close's failure has nothing to tell.
+          settle(client.close(), () => undefined);
           return false;
         }
         this.#fast = client;
@@ -179,7 +176,7 @@ export class HttpTransport {
   }
 
   /** One request, its answer read whole; follows redirects by the rule. Throws on network errors and aborts; any status is an answer. */
-  async request(method: string, url: string, options: RequestOptions = {}): Promise<Answer> {
+  request(method: string, url: string, options: RequestOptions = {}): Promise<Answer> {
     const limits: CollectLimits = {
       signal: options.signal,
       answerTimeoutMs: options.answerTimeoutMs,
@@ -188,23 +185,7 @@ export class HttpTransport {
       settleMs: options.settleMs ?? 0,
       ...(options.abortBody === undefined ? {} : { abortBody: options.abortBody }),
     };
-    const body = typeof options.body === "string" ? encoder.encode(options.body) : options.body;
-    let hop: Hop = { method, url, headers: this.headers(options.headers), body };
-    for (let hops = 0; ; hops++) {
-      this.#check(hop.url);
-      const client = this.#fast ?? this.#node;
-      let answer: Answer;
-      try {
-        answer = await client.collect(hop, limits);
-      } catch (err) {
-        throw refusal(err, method);
-      }
-      if (options.redirects === "none") return answer;
-      const next = this.#next(hop, answer.status, answer, hops);
-      if (next === undefined) return answer;
-      if (options.signal?.aborted) throw options.signal.reason;
-      hop = next;
-    }
+    return this.#dispatch(method, url, options, (hop) => (this.#fast ?? this.#node).collect(hop, limits));
   }
 
   /**
@@ -213,22 +194,54 @@ export class HttpTransport {
    * answer's headers came; the caller reads or destroys `body`. `signal` cuts it at any point.
    */
   async open(url: string, options: OpenOptions = {}): Promise<Opened & { readonly url: string }> {
-    const method = options.method ?? "GET";
+    const limits = { signal: options.signal, answerTimeoutMs: options.answerTimeoutMs };
+    let last = url;
+    const opened = await this.#dispatch(
+      options.method ?? "GET",
+      url,
+      options,
+      (hop) => {
+        last = hop.url;
+        return this.#node.open(hop, limits);
+      },
+      (dropped) => {
+        dropped.body.on("error", () => undefined);
+        dropped.body.destroy();
+      },
+    );
+    return { ...opened, url: last };
+  }
+
+  /**
+   * The one hop loop of both kinds of request: each hop checked, sent by `send`, and its answer
+   * either returned or, for a redirect the rule follows, let go (`drop`) for the next hop. A
+   * client's refusal to send becomes RUNLET_REQUEST_REFUSED.
+   */
+  async #dispatch<A extends { readonly status: number } & HeaderSource>(
+    method: string,
+    url: string,
+    options: {
+      readonly headers?: Readonly<Record<string, string>>;
+      readonly body?: string | Uint8Array;
+      readonly signal?: AbortSignal;
+      readonly redirects?: "follow" | "none";
+    },
+    send: (hop: Hop) => Promise<A>,
+    drop?: (answer: A) => void,
+  ): Promise<A> {
     const body = typeof options.body === "string" ? encoder.encode(options.body) : options.body;
     let hop: Hop = { method, url, headers: this.headers(options.headers), body };
-    const limits = { signal: options.signal, answerTimeoutMs: options.answerTimeoutMs };
     for (let hops = 0; ; hops++) {
       this.#check(hop.url);
-      let opened: Opened;
+      let answer: A;
       try {
-        opened = await this.#node.open(hop, limits);
+        answer = await send(hop);
       } catch (err) {
         throw refusal(err, method);
       }
-      const next = options.redirects === "none" ? undefined : this.#next(hop, opened.status, opened, hops);
-      if (next === undefined) return { ...opened, url: hop.url };
-      opened.body.on("error", () => undefined);
-      opened.body.destroy();
+      const next = options.redirects === "none" ? undefined : this.#next(hop, answer.status, answer, hops);
+      if (next === undefined) return answer;
+      drop?.(answer);
       if (options.signal?.aborted) throw options.signal.reason;
       hop = next;
     }
@@ -239,12 +252,7 @@ export class HttpTransport {
   }
 
   /** The next hop of a redirect answer, by the rule; undefined when the answer is the answer. */
-  #next(
-    hop: Hop,
-    status: number,
-    answer: { readonly headers: Answer["headers"] },
-    hops: number,
-  ): Hop | undefined {
+  #next(hop: Hop, status: number, answer: HeaderSource, hops: number): Hop | undefined {
     // Headers are read only for a redirect status: node:http builds an answer's header object on first read.
     if (status < 301 || status > 308) return undefined;
     const current = new URL(hop.url);

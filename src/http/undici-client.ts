@@ -1,6 +1,12 @@
 import type { Dispatcher, Pool } from "undici";
-import { onAbort } from "../linked-signal.js";
-import type { Answer, CollectLimits, Collector, Hop } from "./node-client.js";
+import {
+  type Answer,
+  AnswerReader,
+  type AnswerReaderOptions,
+  type CollectLimits,
+  type Collector,
+  type Hop,
+} from "./answer-reader.js";
 import { IDLE_SOCKET_MS, MAX_CONNECTIONS } from "./rules.js";
 import { Targets } from "./targets.js";
 
@@ -15,9 +21,10 @@ import { Targets } from "./targets.js";
  */
 
 /**
- * Loads undici's Pool alone, not undici's public entry. Its file is not a public path of undici's:
- * where a release has moved it, the public entry is loaded instead (slower to load, the same
- * Pool); test/http/transport-contract.test.ts runs on the file itself.
+ * Loads undici's Pool alone, not undici's public entry (which costs ~70 ms more CPU to load). Its
+ * file is not a public path of undici's, so package.json pins undici's exact release (no range)
+ * and test/http/transport-contract.test.ts imports the file and checks the pin; were a release to
+ * move it anyway, the public entry is loaded instead (slower to load, the same Pool).
  */
 export async function loadUndiciClient(): Promise<Collector> {
   const PoolClass = await import("undici/lib/dispatcher/pool.js").then(
@@ -56,23 +63,11 @@ export function dispatcherClient(dispatcher: Dispatcher): Collector {
   );
 }
 
-class UndiciAnswer implements Answer {
-  readonly status: number;
-  readonly headers: Answer["headers"];
-  readonly text: string;
-  readonly truncated?: "bytes" | "time";
-  constructor(
-    status: number,
-    headers: Answer["headers"],
-    text: string,
-    truncated: "bytes" | "time" | undefined,
-  ) {
-    this.status = status;
-    this.headers = headers;
-    this.text = text;
-    if (truncated !== undefined) this.truncated = truncated;
-  }
-}
+/** How this driver's answers are read: the headers' deadline is undici's own, the body timer deferred. */
+const READER_OPTIONS: AnswerReaderOptions = Object.freeze({
+  clientBoundsHeaders: true,
+  deferBodyTimer: true,
+});
 
 class UndiciClient implements Collector {
   readonly #dispatcherFor: (origin: string) => Dispatcher;
@@ -85,111 +80,53 @@ class UndiciClient implements Collector {
     this.#closeAll = closeAll;
   }
 
+  /**
+   * One request, the answer collected by the one reader (answer-reader.ts); this driver feeds it
+   * from undici's handler calls. undici's `headersTimeout` is a total deadline (bytes read do not
+   * refresh it), so the reader sets no timer of its own for the headers: one timer less a post.
+   */
   collect(hop: Hop, limits: CollectLimits): Promise<Answer> {
-    const { signal, answerTimeoutMs, maxAnswerBytes, answerBodyMs, settleMs } = limits;
-    return new Promise<Answer>((resolve, reject) => {
-      if (signal?.aborted) {
-        reject(signal.reason);
-        return;
-      }
-      let controller: Dispatcher.DispatchController | undefined;
-      let status = 0;
-      let headers: Answer["headers"] = {};
-      let headersCame = false;
-      let settled = false;
-      let cutReason: unknown;
-      const chunks: Buffer[] = [];
-      let answerBytes = 0;
-      let bodyTimer: NodeJS.Timeout | undefined;
-      let settleTimer: NodeJS.Timeout | undefined;
-      const cut = (): void => {
-        if ((headersCame && !limits.abortBody) || signal === undefined || settled) return;
-        cutReason = signal.reason;
-        // Settled here: the reason is the signal's, whatever undici reports for the abort.
-        finish({ ok: false, err: signal.reason });
-        controller?.abort(signal.reason as Error);
-      };
-      const onAbortSignal = (): void => {
-        if (settleMs <= 0 || headersCame) cut();
-        else if (settleTimer === undefined) settleTimer = setTimeout(cut, settleMs);
-      };
-      // One listener per signal however many requests share it (every in-flight post shares the
-      // worker's give-up signal), as in the node:http client.
-      const unsubscribe = signal === undefined ? undefined : onAbort(signal, onAbortSignal);
-      const finish = (outcome: { ok: true; truncated?: "bytes" | "time" } | { ok: false; err: unknown }) => {
-        if (settled) return;
-        settled = true;
-        unsubscribe?.();
-        clearTimeout(bodyTimer);
-        clearTimeout(settleTimer);
-        if (!outcome.ok) {
-          reject(outcome.err);
-          return;
-        }
-        const text =
-          chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks).toString("utf8");
-        resolve(new UndiciAnswer(status, headers, text, outcome.truncated));
-      };
-      const armBodyTimer = (): void => {
-        if (!settled) bodyTimer = setTimeout(() => stopReading("time"), answerBodyMs);
-      };
-      const stopReading = (why: "bytes" | "time"): void => {
-        finish({ ok: true, truncated: why });
-        controller?.abort(new Error(`the answer to ${hop.method} was not read to its end (${why})`));
-      };
-      const handler: Dispatcher.DispatchHandler = {
-        onRequestStart(c) {
-          controller = c;
-          if (cutReason !== undefined) c.abort(cutReason as Error);
+    const reader = new AnswerReader(hop, limits, READER_OPTIONS);
+    if (reader.settled) return reader.promise;
+    const handler: Dispatcher.DispatchHandler = {
+      onRequestStart(controller) {
+        reader.started((reason) => controller.abort(reason));
+      },
+      onResponseStart(_c, statusCode, headers) {
+        // 1xx answers never reach a handler; this is the final answer.
+        reader.headers(statusCode, { headers: headers as Answer["headers"] });
+      },
+      onResponseData(_c, chunk) {
+        reader.data(chunk);
+      },
+      onResponseEnd() {
+        reader.end();
+      },
+      onResponseError(_c, err) {
+        reader.error(err);
+      },
+    };
+    try {
+      if (this.#closed) throw new TypeError("the HTTP client is closed");
+      const target = this.#targets.of(hop.url);
+      const { answerTimeoutMs } = limits;
+      this.#dispatcherFor(target.origin.text).dispatch(
+        {
+          origin: target.origin.text,
+          method: hop.method as Dispatcher.HttpMethod,
+          path: target.path,
+          headers: hop.headers as Record<string, string>,
+          body: hop.body === undefined ? null : (hop.body as Buffer),
+          // 0: no bound (long polls end on their signal).
+          headersTimeout: answerTimeoutMs ?? 0,
+          bodyTimeout: answerTimeoutMs ?? 0,
         },
-        onResponseStart(_c, statusCode, answerHeaders) {
-          // 1xx answers never reach a handler; this is the final answer.
-          status = statusCode;
-          headers = answerHeaders as Answer["headers"];
-          headersCame = true;
-          clearTimeout(settleTimer);
-          // Armed after the bytes at hand are parsed: a short answer has ended by then, and needs
-          // no timer set and cleared (a token stream's every post).
-          if (Number.isFinite(answerBodyMs)) queueMicrotask(armBodyTimer);
-        },
-        onResponseData(_c, chunk) {
-          if (settled) return;
-          const room = maxAnswerBytes - answerBytes;
-          answerBytes += chunk.length;
-          if (answerBytes > maxAnswerBytes) {
-            if (room > 0) chunks.push(chunk.subarray(0, room));
-            stopReading("bytes");
-            return;
-          }
-          chunks.push(chunk);
-        },
-        onResponseEnd() {
-          finish({ ok: true });
-        },
-        onResponseError(_c, err) {
-          finish({ ok: false, err });
-        },
-      };
-      try {
-        if (this.#closed) throw new TypeError("the HTTP client is closed");
-        const target = this.#targets.of(hop.url);
-        this.#dispatcherFor(target.origin.text).dispatch(
-          {
-            origin: target.origin.text,
-            method: hop.method as Dispatcher.HttpMethod,
-            path: target.path,
-            headers: hop.headers as Record<string, string>,
-            body: hop.body === undefined ? null : (hop.body as Buffer),
-            // 0: no bound (long polls end on their signal).
-            headersTimeout: answerTimeoutMs ?? 0,
-            bodyTimeout: answerTimeoutMs ?? 0,
-          },
-          handler,
-        );
-      } catch (err) {
-        finish({ ok: false, err });
-      }
-    });
+        handler,
+      );
+    } catch (err) {
+      reader.error(err);
+    }
+    return reader.promise;
   }
 
   async close(): Promise<void> {

@@ -1,5 +1,3 @@
-import type { Logger } from "pino";
-
 /**
  * What telemetry hands the execution layer for one handler run, so that spans made inside the
  * handler are children of runlet's span wherever the handler runs (docs/observability.md, "Isolation
@@ -103,26 +101,4 @@ export function tracedLog<L extends { child(bindings: Record<string, unknown>): 
   span: SpanRef | undefined,
 ): L {
   return span === undefined ? log : log.child({ ...traceLogFields(span) });
-}
-
-/** `wrapHandler` of a job's hooks (src/handler/execute.ts). */
-type HandlerWrap = <T>(log: Logger, run: (log: Logger, link?: TraceLink) => Promise<T>) => Promise<T>;
-
-/**
- * Launches a run elsewhere (an isolation thread) inside the job's handler span: `launch` gets the
- * logger carrying the span's ids and the link to send with the run; the span ends with `end`.
- */
-export function launchInSpan<R extends { readonly end: Promise<unknown> }>(
-  wrap: HandlerWrap | undefined,
-  log: Logger,
-  launch: (log: Logger, link?: TraceLink) => R,
-): R {
-  if (wrap === undefined) return launch(log);
-  let launched: R | undefined;
-  void wrap(log, (scoped, link) => {
-    launched = launch(scoped, link);
-    return launched.end;
-  });
-  if (launched === undefined) throw new Error("wrapHandler must call its run at once");
-  return launched;
 }

@@ -18,10 +18,10 @@ import { resourceFromAttributes } from "@opentelemetry/resources";
 import { MeterProvider, PeriodicExportingMetricReader } from "@opentelemetry/sdk-metrics";
 import { BatchSpanProcessor, TracerProvider } from "@opentelemetry/sdk-trace";
 import type { Logger } from "pino";
+import type { Run, RunHandle } from "../handler/execute-run.js";
 import { redactText } from "../log/redact-text.js";
 import { VERSION } from "../version.js";
-import type { WorkerEventHub, WorkerEvents } from "../worker/events.js";
-import type { BatchRun, BatchRunRequest } from "../worker/runner/batch-runner.js";
+import type { WorkerEventHub, WorkerEvents } from "../worker-events.js";
 import { type BatchTraceLink, type ShippedSpan, type TraceLink, tracedLog } from "./link.js";
 import { type GlobalsLease, leaseGlobals } from "./otel-globals.js";
 import type { TelemetrySettings } from "./settings.js";
@@ -317,10 +317,10 @@ export class OtelWorkerTelemetry implements WorkerTelemetry {
    * each job's span), which is the active context while the batch handler runs, and each job a
    * `runlet.batch` span (linked to it) whose ids its `jobs[i].log` lines carry.
    */
-  #wrapBatch(request: BatchRunRequest, run: (request: BatchRunRequest) => BatchRun): BatchRun {
+  #wrapBatch(request: Run, run: (request: Run) => RunHandle): RunHandle {
     const now = Date.now();
-    const jobs = request.members.map((member) => this.#jobs.get(member.job.id));
-    const attributes = { "runlet.batch.id": request.batchId, "runlet.batch.size": request.members.length };
+    const jobs = request.jobs.map((member) => this.#jobs.get(member.job.id));
+    const attributes = { "runlet.batch.id": request.batchId, "runlet.batch.size": request.jobs.length };
     const batchSpan = this.#tracer.startSpan(
       "runlet.batch.handler",
       {
@@ -331,7 +331,7 @@ export class OtelWorkerTelemetry implements WorkerTelemetry {
       ROOT_CONTEXT,
     );
     const batchRef = toRef(batchSpan.spanContext());
-    const jobRefs = request.members.map((_, index) => {
+    const jobRefs = request.jobs.map((_, index) => {
       const job = jobs[index];
       if (job === undefined) return batchRef;
       const span = this.#tracer.startSpan(
@@ -343,10 +343,10 @@ export class OtelWorkerTelemetry implements WorkerTelemetry {
       return toRef(span.spanContext());
     });
     const link: BatchTraceLink = { span: batchRef, jobs: jobRefs, receive: this.#receive };
-    const traced: BatchRunRequest = {
+    const traced: Run = {
       ...request,
       log: tracedLog(request.log, batchRef),
-      members: request.members.map((member, index) => ({
+      jobs: request.jobs.map((member, index) => ({
         ...member,
         log: tracedLog(member.log, jobRefs[index]),
       })),

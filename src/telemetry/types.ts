@@ -1,4 +1,4 @@
-import type { WorkerEventHub } from "../worker/events.js";
+import type { WorkerEventHub } from "../worker-events.js";
 
 /** The types the worker and ./otel.js share (kept apart so ./otel.js never imports ./index.js). */
 

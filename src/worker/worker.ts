@@ -23,7 +23,8 @@ export type { WorkerStopInfo } from "./lifecycle/lifecycle.js";
  * The worker loop: takes jobs (never more than free slots), runs them, reports every result, and
  * shuts down gracefully. Create it with {@link startWorker}. Its long-lived parts are one ordered
  * list (parts.ts, `composeParts`): the lifecycle starts it forward until ready and stops it in
- * reverse (part-list.ts); the constructor builds the parts and starts none.
+ * reverse (part-list.ts); the constructor builds the parts and starts none ({@link Worker.start}
+ * does, which {@link startWorker} calls).
  */
 export class Worker {
   readonly #config: WorkerConfig;
@@ -37,8 +38,8 @@ export class Worker {
   readonly #lifecycle: WorkerLifecycle;
   /** The worker's parts in order: started forward until ready, stopped in reverse. */
   readonly #parts: PartList;
-  /** The start of the parts (resolves false when the worker did not become ready). */
-  readonly #started: Promise<boolean>;
+  /** The start of the parts, once {@link start} was called (resolves false when the worker did not become ready). */
+  #started: Promise<boolean> | undefined;
   /** The shutdown, begun when the lifecycle starts draining; close() returns it. */
   readonly #closed: Promise<void>;
   #resolveStopped!: (info: WorkerStopInfo) => void;
@@ -82,11 +83,12 @@ export class Worker {
       jobsInFlight: () => this.#board?.ids() ?? [],
     });
     this.#lifecycle = lifecycle;
+    const runner = createRunner(definition, config, settings, log, lifecycle);
     // A load-balancing worker has no platform to ping or report to (docs/load-balancing.md).
-    const beat = config.mode === "lb" ? undefined : heartbeatOptions(definition, config, log);
+    const beat =
+      config.mode === "lb" ? undefined : heartbeatOptions(definition, config, log, runner.canHardStop);
     heartbeat = beat === undefined ? undefined : new HeartbeatPart(beat, lifecycle);
     this.#tasks = new BackgroundTasks({ log, unfit: (check, reason) => lifecycle.unfit(check, reason) });
-    const runner = createRunner(definition, config, settings, log, lifecycle);
     // The board's waits, shared with the scheduler: a batch starting grows the room for new jobs.
     const changes = new WaiterSet(config.clock);
     const scheduler = createScheduler(
@@ -133,7 +135,9 @@ export class Worker {
       view: this,
     };
     this.#cache = definition.warmCache === undefined ? undefined : new CachePart(source);
-    this.#parts = new PartList(composeParts(source, this.#cache), phases, log);
+    this.#parts = new PartList(composeParts(source, this.#cache), phases, log, (part) =>
+      lifecycle.partStopped(part),
+    );
     log.info({ workerId: config.podId, isolation: definition.isolation }, "worker started");
     for (const warning of config.warnings) log.warn(warning);
     if (config.mode === "queue" && config.urls.stop === undefined) {
@@ -141,15 +145,20 @@ export class Worker {
         "the job-take URL has no /job-take/ segment: job-stop is off (the platform cannot stop a running job), and batch takes add batch_size to the job-take URL",
       );
     }
-    this.#started = this.#start();
     this.#closed = lifecycle.draining.then(() => this.#shutdown());
   }
 
-  /** Starts the parts in order (docs/worker.md, "Start-up phases"); an unfit part stops the rest. */
-  async #start(): Promise<boolean> {
-    // One turn first, so a listener added as startWorker resolves sees every start-up event.
-    await new Promise<void>((resolve) => setImmediate(resolve));
-    return this.#parts.start(this.#lifecycle.taking);
+  /**
+   * Starts the parts in order (docs/worker.md, "Start-up phases"; an unfit part stops the rest),
+   * once: a second call returns the same promise. It resolves once the start is under way; the
+   * parts start one turn later, so a listener added as {@link startWorker} resolves sees every
+   * start-up event. The `ready` event says the worker is ready; `stopped`, that it stopped.
+   */
+  start(): Promise<void> {
+    this.#started ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() =>
+      this.#parts.start(this.#lifecycle.taking),
+    );
+    return Promise.resolve();
   }
 
   /**
@@ -240,12 +249,12 @@ export class Worker {
       await this.#started;
       await this.#parts.stop(deadline);
     } finally {
-      lifecycle.closed();
       const info = lifecycle.info;
       this.#log.info({ reason: info.reason }, "worker stopped");
       this.#resolveStopped(info);
       this.#events.emit("stopped", info);
-      // Where the worker owns its process (a signal's shutdown, a runaway handler), it ends here.
+      // Closed by the reports part's stop (or here, for a start cut short before it); where the
+      // worker owns its process (a signal's shutdown, a runaway handler), it ends here.
       lifecycle.ended();
     }
   }
@@ -287,5 +296,7 @@ export async function startWorker(definition: HandlerDefinition, options: Worker
     { workerId: config.podId, endpointId: config.endpointId },
     log,
   );
-  return new Worker(definition, config, log, options.env, telemetry);
+  const worker = new Worker(definition, config, log, options.env, telemetry);
+  await worker.start();
+  return worker;
 }

@@ -14,7 +14,7 @@ import { createManagementClient } from "../../src/management/index.js";
 import { createJobS3 } from "../../src/s3/index.js";
 import { checkSidecars } from "../../src/sidecar/options.js";
 import { resolveWorkerConfig } from "../../src/worker/config.js";
-import { jobTimeoutMs } from "../../src/worker/job/job-deadline.js";
+import { jobTimeoutMs } from "../../src/worker/job/job-clock.js";
 
 // Issue 42, item 4: a Node timer longer than 2^31−1 ms fires after 1 ms, so a duration option of
 // 30 days ended its wait at once, blaming a limit never reached. Every duration runlet accepts is

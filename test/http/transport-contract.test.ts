@@ -142,6 +142,20 @@ async function caught(promise: Promise<unknown>): Promise<unknown> {
   throw new Error("expected a rejection");
 }
 
+/**
+ * A raw server whose answer's headers trickle: one byte every 20 ms, so no idle timer ever fires,
+ * for far longer than any bound a test sets (issue 51, item 9).
+ */
+function tricklingServer(): ReturnType<typeof rawServer> {
+  return rawServer((socket) => {
+    socket.write("HTTP/1.1 200 OK\r\nX-Slow: ");
+    const timer = setInterval(() => {
+      if (!socket.destroyed) socket.write("a");
+    }, 20);
+    socket.on("close", () => clearInterval(timer));
+  });
+}
+
 const clients: ReadonlyArray<[string, () => Promise<HttpTransport>]> = [
   ["node:http", async () => new HttpTransport({ credential: "key-1", userAgent: "contract" })],
   [
@@ -259,6 +273,18 @@ describe.each(clients)("answers read whole, through %s", (_name, make) => {
   it("fails a request with no answer within answerTimeoutMs", async () => {
     const err = await caught(t.request("GET", `${base}/held`, { answerTimeoutMs: 200 }));
     expect(typeof (err as { code?: unknown }).code).toBe("string");
+  });
+
+  it("holds headers that trickle in to a total deadline of answerTimeoutMs, and hangs up", async () => {
+    const raw = await tricklingServer();
+    try {
+      const err = await caught(t.request("GET", raw.url, { answerTimeoutMs: 300 }));
+      expect(typeof (err as { code?: unknown }).code).toBe("string");
+      expect(isRunletError(err)).toBe(false);
+      await raw.closed;
+    } finally {
+      await raw.close();
+    }
   });
 
   it("cuts a request without an answer when its signal aborts, with the signal's reason", async () => {
@@ -388,6 +414,17 @@ describe("bodies the caller reads (open, node:http)", () => {
     },
   );
 
+  it("holds headers that trickle in to a total deadline of answerTimeoutMs, and hangs up", async () => {
+    const raw = await tricklingServer();
+    try {
+      const err = await caught(t.open(raw.url, { answerTimeoutMs: 300 }));
+      expect((err as { code?: unknown }).code).toBe("ETIMEDOUT");
+      await raw.closed;
+    } finally {
+      await raw.close();
+    }
+  });
+
   it("fails the body of an answer cut short of its Content-Length", async () => {
     const raw = await rawServer((socket) =>
       socket.end("HTTP/1.1 200 OK\r\nContent-Length: 100\r\nConnection: close\r\n\r\nonly part"),
@@ -434,6 +471,20 @@ describe("the fast client's load", () => {
     // (slower to load); this says so at the upgrade.
     const own = (await import("undici/lib/dispatcher/pool.js")).default;
     expect(own).toBe((await import("undici")).Pool);
+  });
+
+  it("loads that file from the exact undici release package.json pins (no range)", async () => {
+    // The file is not a public path of undici's: a caret range would let an install move it.
+    const { readFile } = await import("node:fs/promises");
+    const manifest = JSON.parse(await readFile(new URL("../../package.json", import.meta.url), "utf8")) as {
+      dependencies: Record<string, string>;
+    };
+    const pinned = manifest.dependencies["undici"];
+    expect(pinned).toMatch(/^\d+\.\d+\.\d+$/);
+    const installed = JSON.parse(
+      await readFile(new URL("../../node_modules/undici/package.json", import.meta.url), "utf8"),
+    ) as { version: string };
+    expect(installed.version).toBe(pinned);
   });
 });
 

@@ -1,6 +1,5 @@
-import { PassThrough, Readable, Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
-import { BackgroundTasks } from "../../src/task-sink.js";
+import { BackgroundTasks, settle } from "../../src/task-sink.js";
 import { capture } from "./log-capture.js";
 
 function captureLogs() {
@@ -30,31 +29,40 @@ describe("BackgroundTasks: the one sink of the worker's background work", () => 
     const { log } = captureLogs();
     const unfit: string[] = [];
     const tasks = new BackgroundTasks({ log, unfit: (check, reason) => unfit.push(`${check}: ${reason}`) });
-    tasks.fail("cache hydrate", new Error("ENOSPC"), { unfit: "cache" });
+    await tasks.run("cache hydrate", () => Promise.reject(new Error("ENOSPC")), { unfit: "cache" });
     expect(unfit).toEqual(["cache: cache hydrate failed: Error: ENOSPC"]);
   });
 
-  it("pipes through stream.pipeline: a destination's error reaches the sink, the source is destroyed", async () => {
-    const { log, lines } = captureLogs();
-    const tasks = new BackgroundTasks({ log });
-    const source = new PassThrough();
-    const sink = new Writable({
-      write(_chunk, _enc, done) {
-        done(Object.assign(new Error("ENOSPC: no space left on device"), { code: "ENOSPC" }));
-      },
-    });
-    const piped = tasks.pipe("cache sync", [source, sink]);
-    source.write("x");
-    expect(await piped).toBe(false);
-    expect(source.destroyed).toBe(true);
-    expect(lines().some((l) => String(l["message"]).includes("ENOSPC"))).toBe(true);
-    expect(await tasks.pipe("copy", [Readable.from(["a", "b"]), new PassThrough().resume()])).toBe(true);
+  it("settle() hands a rejection to its owner, and nothing reaches the process, not even the owner's own throw", async () => {
+    const heard: unknown[] = [];
+    const unhandled: unknown[] = [];
+    const onUnhandled = (err: unknown): void => {
+      unhandled.push(err);
+    };
+    process.on("unhandledRejection", onUnhandled);
+    try {
+      expect(settle(Promise.reject(new Error("lost")), (err) => heard.push(err))).toBeUndefined();
+      settle(Promise.reject(new Error("twice")), () => {
+        throw new Error("the owner failed too");
+      });
+      settle(Promise.resolve(1), (err) => heard.push(err));
+      // Two turns: a rejection nobody handled is reported after the microtasks of one.
+      await new Promise((resolve) => setImmediate(resolve));
+      await new Promise((resolve) => setImmediate(resolve));
+    } finally {
+      process.off("unhandledRejection", onUnhandled);
+    }
+    expect(heard.map((e) => (e as Error).message)).toEqual(["lost"]);
+    expect(unhandled).toEqual([]);
   });
 
-  it("bounds the lines of a task that keeps failing: the first, then one a thousand, each with the count", () => {
+  it("bounds the lines of a task that keeps failing: the first, then one a thousand, each with the count", async () => {
     const { log, lines } = captureLogs();
     const tasks = new BackgroundTasks({ log });
-    for (let i = 0; i < 2_500; i += 1) tasks.fail("log write", new Error("EPIPE"));
+    const failing = Array.from({ length: 2_500 }, () =>
+      tasks.run("log write", () => Promise.reject(new Error("EPIPE"))),
+    );
+    await Promise.all(failing);
     const failed = lines().filter((l) => l["code"] === "RUNLET_TASK_FAILED");
     expect(failed.map((l) => l["failures"])).toEqual([1, 1_000, 2_000]);
     expect(tasks.failures("log write")).toBe(2_500);

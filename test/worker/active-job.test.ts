@@ -149,7 +149,7 @@ describe("ActiveJob", () => {
     const r = await rig(h, defineHandler({ handler: () => "ok" }));
     const job = new ActiveJob(await r.job(), r.parts);
     expect(job.transition("stopped")).toBe(false);
-    expect(job.transition("starting")).toBe(false);
+    expect(job.transition("admitted")).toBe(false);
     await job.finished;
     expect(job.transition("running")).toBe(false);
     job.stop();

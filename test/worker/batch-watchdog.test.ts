@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { ManualClock } from "../../src/harness/index.js";
 import { defineBatchHandler } from "../../src/index.js";
-import { Heartbeat } from "../../src/worker/platform/heartbeat.js";
+import { JobSlots } from "../../src/worker/platform/job-slots.js";
 import { numbers } from "./batch-helpers.js";
 import { gate, testHarness, waitFor, workerFor } from "./helpers.js";
 
@@ -9,7 +9,7 @@ import { gate, testHarness, waitFor, workerFor } from "./helpers.js";
  * The in-process watchdog (docs/worker.md) and batches: a job waiting for its batch's turn is not
  * holding the main thread, so it must not be watched until its batch launches — else the
  * heartbeat thread would post it as timed out and end the process while the thread was free.
- * Heartbeat.watch is spied on (and not passed through) so that nothing here can end the test
+ * The job table's watch (JobSlots.watch, behind each job's heartbeat slot) is spied on (and not passed through) so that nothing here can end the test
  * process: the watch times are the subject, not the kill, which test/worker/watchdog.test.ts
  * covers with a real child process.
  */
@@ -20,10 +20,10 @@ describe("batch jobs and the in-process watchdog", () => {
 
   it("watches a queued batch job from its batch's launch, not from the take", async () => {
     const watched = new Map<string, number>();
-    vi.spyOn(Heartbeat.prototype, "watch").mockImplementation((jobId: string, atMs: number) => {
+    vi.spyOn(JobSlots.prototype, "watch").mockImplementation((jobId: string, atMs: number) => {
       watched.set(jobId, atMs);
     });
-    vi.spyOn(Heartbeat.prototype, "unwatch").mockImplementation((jobId: string) => {
+    vi.spyOn(JobSlots.prototype, "unwatch").mockImplementation((jobId: string) => {
       watched.delete(jobId);
     });
     await using h = await testHarness();
@@ -57,7 +57,7 @@ describe("batch jobs and the in-process watchdog", () => {
     await Promise.all([h.waitForJob(a), h.waitForJob(b)]);
     expect(runs).toEqual([[1], [2]]);
     expect(h.job(b)?.status).toBe("COMPLETED");
-    const calls = vi.mocked(Heartbeat.prototype.watch).mock.calls.filter(([id]) => id === b);
+    const calls = vi.mocked(JobSlots.prototype.watch).mock.calls.filter(([id]) => id === b);
     expect(calls.length).toBeGreaterThan(0);
     expect(Math.min(...calls.map(([, atMs]) => atMs))).toBeGreaterThanOrEqual(launchedAfter + 5_000);
     expect(watched.size).toBe(0);

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import type { RunletError } from "../../src/errors.js";
 import { ManualClock } from "../../src/harness/index.js";
 import { defineHandler } from "../../src/index.js";
-import { jobTimeoutMs } from "../../src/worker/job/job-deadline.js";
+import { jobTimeoutMs } from "../../src/worker/job/job-clock.js";
 import { THREAD_START_MS, THREAD_TEST_MS } from "../thread-allowance.js";
 import { logSink, testHarness, waitFor, workerFor } from "./helpers.js";
 

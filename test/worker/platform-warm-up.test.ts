@@ -47,7 +47,7 @@ describe("the platform client's fast path (issue 43)", () => {
     const http = new PlatformHttp("key");
     try {
       // Before any job: an idle take alone does not load undici.
-      const first = http.get(idleTake()).catch(() => undefined);
+      const first = http.take(idleTake(), false).catch(() => undefined);
       await pause(WARM_UP_IDLE_MS * 3);
       expect(http.client).toBe("node:http");
       // A job's result, then an idle take: undici loads in the background.
@@ -71,7 +71,7 @@ describe("the platform client's fast path (issue 43)", () => {
     try {
       http.jobsHeld(1);
       void http
-        .get(`${base}/job-take-batch/pod?hold=1&batch_size=3&job_in_progress=1`)
+        .take(`${base}/job-take-batch/pod?hold=1&batch_size=3&job_in_progress=1`, true)
         .catch(() => undefined);
       await http.postJson(`${base}/job-done/pod/j1?isStream=false`, '{"output":1}');
       await pause(WARM_UP_IDLE_MS * 3);
@@ -91,7 +91,7 @@ describe("the platform client's fast path (issue 43)", () => {
       const slowPost = http
         .postJson(`${base}/job-stream/pod/j2?hold=1`, '{"output":"x"}')
         .catch(() => undefined);
-      void http.get(idleTake()).catch(() => undefined);
+      void http.take(idleTake(), false).catch(() => undefined);
       await pause(WARM_UP_IDLE_MS * 3);
       expect(http.client).toBe("node:http");
       void slowPost;

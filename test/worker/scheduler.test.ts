@@ -1,17 +1,19 @@
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import { ManualClock } from "../../src/clock.js";
+import type { ExecuteOutcome } from "../../src/handler/execute.js";
 import { defineBatchHandler, defineHandler } from "../../src/index.js";
 import type { DeliveredJob } from "../../src/protocol/index.js";
 import { BatchScheduler } from "../../src/worker/job/batch-scheduler.js";
-import { PlainScheduler } from "../../src/worker/job/scheduler.js";
+import { type Launch, PlainScheduler, type ScheduledJob } from "../../src/worker/job/scheduler.js";
 import { InProcessRunner } from "../../src/worker/runner/runner.js";
 import { gate, turn, waitFor } from "./helpers.js";
 
 /**
  * The two schedulers on their own, over the real in-process runner: `room` is a pure query (it
  * starts nothing and tells nobody), and a batch whose seat was missing starts on the explicit
- * `setConcurrency` call.
+ * `setConcurrency` call. The jobs are the smallest ScheduledJob (what ActiveJob is to a
+ * scheduler): they record their launch and take their outcome from their place in the run.
  */
 
 const log = pino({ level: "silent" });
@@ -23,6 +25,26 @@ const settings = {
 const hooks = { progress: () => undefined, chunks: async () => undefined };
 const job = (id: string): DeliveredJob => ({ id, input: {} }) as DeliveredJob;
 
+/** A job as a scheduler sees it: `launched` gets its id at its launch; `outcome` is its place in its run. */
+function scheduled(
+  id: string,
+  launched: string[],
+): ScheduledJob & { readonly outcome: Promise<ExecuteOutcome | "killed"> } {
+  let resolveLaunch!: (launch: Launch) => void;
+  const launch = new Promise<Launch>((resolve) => {
+    resolveLaunch = resolve;
+  });
+  return {
+    id,
+    runJob: { job: job(id), timeoutMs: 60_000, log, hooks, onLaunch: () => launched.push(id) },
+    prepare: async () => true,
+    launch: resolveLaunch,
+    outcome: launch.then(({ run, index }) =>
+      run.outcomes.then((outcomes) => (outcomes === "killed" ? "killed" : outcomes[index]!)),
+    ),
+  };
+}
+
 describe("PlainScheduler", () => {
   it("leaves the concurrency less the jobs held as room, and starts a job at once", async () => {
     const definition = defineHandler({ handler: () => "ok" });
@@ -31,13 +53,11 @@ describe("PlainScheduler", () => {
     scheduler.setConcurrency(3);
     expect(scheduler.room(1)).toBe(2);
     expect(scheduler.room(5)).toBe(0);
-    const launched: number[] = [];
-    const handle = scheduler.run(
-      { job: job("a"), timeoutMs: 1_000, log, onLaunch: (at) => launched.push(at) },
-      hooks,
-    );
-    expect(launched).toHaveLength(1);
-    expect(await handle.outcome).toMatchObject({ result: { kind: "output" } });
+    const launched: string[] = [];
+    const a = scheduled("a", launched);
+    scheduler.admit(a);
+    expect(launched).toEqual(["a"]);
+    expect(await a.outcome).toMatchObject({ result: { kind: "output" } });
   });
 });
 
@@ -64,15 +84,11 @@ describe("BatchScheduler", () => {
       },
     });
     const launched: string[] = [];
-    const request = (id: string) => ({
-      job: job(id),
-      timeoutMs: 60_000,
-      log,
-      onLaunch: () => launched.push(id),
-    });
-    const first = scheduler.run(request("a"), hooks);
+    const first = scheduled("a", launched);
+    scheduler.admit(first);
     await waitFor("the first batch to start", () => launched.includes("a"));
-    const second = scheduler.run(request("b"), hooks);
+    const second = scheduled("b", launched);
+    scheduler.admit(second);
     // Full (maxSize 1) and due, but the one seat is taken: it waits, and holds the whole room.
     // Its input is validated first (a few turns), then it joins the filling batch.
     for (let i = 0; i < 3; i += 1) await turn();

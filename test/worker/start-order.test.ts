@@ -58,6 +58,7 @@ describe("the order of start-up under isolation threads", () => {
           "sidecars",
           "runner",
           "job-stop poll",
+          "reports",
           "jobs",
           "take loop",
         ]);

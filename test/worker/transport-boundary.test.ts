@@ -23,6 +23,14 @@ const ALLOWED: ReadonlyArray<readonly [prefix: string, why: string]> = [
     "the job API client's transport: undici, so a caller's own dispatcher (a proxy) works",
   ],
   ["management/transport.ts", "the management client's transport: undici, for the same reason"],
+  [
+    "worker/lb/",
+    "the load-balancing worker serves HTTP (its front thread and request server); it sends none",
+  ],
+  [
+    "client/lb-client.ts",
+    "the load-balancer client (runlet/client): a user's process, not the worker; global fetch, whose SSE body it reads",
+  ],
   ["s3/job-s3.ts", "the AWS SDK sends S3 requests itself; runlet only gives it keep-alive node:http agents"],
 ];
 

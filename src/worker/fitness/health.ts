@@ -5,7 +5,7 @@ import type { HandlerDefinition } from "../../handler/define-handler.js";
 import { DEFAULT_CHECK_NAME, healthCheckFailure, type Unfitness } from "../../handler/unfit.js";
 import { onAbort } from "../../linked-signal.js";
 import { sleep } from "../../wait.js";
-import type { WorkerFacts } from "../lifecycle/lifecycle.js";
+import type { WorkerFacts } from "../facts.js";
 
 /**
  * Runs a handler's `healthCheck` once (docs/protocol.md, "Unfit workers": a worker that finds itself unfit pings

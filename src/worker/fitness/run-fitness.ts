@@ -2,7 +2,7 @@ import type { Logger } from "pino";
 import type { Clock } from "../../clock.js";
 import type { HandlerDefinition } from "../../handler/define-handler.js";
 import type { Unfitness } from "../../handler/unfit.js";
-import type { WorkerFacts } from "../lifecycle/lifecycle.js";
+import type { WorkerFacts } from "../facts.js";
 import { type FitnessCheck, FitnessFailure } from "./check.js";
 import type { FitnessConfig } from "./fitness-config.js";
 import { runHealthCheck } from "./health.js";

@@ -1,25 +1,24 @@
 import type { Logger } from "pino";
 import type { Clock, ClockTimer } from "../../clock.js";
-import { isRunletError, RunletError } from "../../errors.js";
+import { RunletError } from "../../errors.js";
 import type { HandlerDefinition } from "../../handler/define-handler.js";
-import type { ExecuteHooks, ExecuteOutcome } from "../../handler/execute.js";
-import { type ParsedInput, parseInput } from "../../handler/parse-input.js";
-import { StateMachine, type Transitions } from "../../state-machine.js";
+import { settle } from "../../task-sink.js";
 import type { BatchWrapper } from "../events.js";
-import type { BatchRun, BatchRunRequest } from "../runner/batch-runner.js";
-import type { JobRunHandle, JobRunRequest, Runner } from "../runner/runner.js";
-import { armHardStop } from "./hard-stop.js";
-import type { Scheduler } from "./scheduler.js";
+import type { Run, RunHandle } from "../runner/run.js";
+import type { Runner } from "../runner/runner.js";
+import { armHardStop } from "./job-clock.js";
+import type { ScheduledJob, Scheduler, Seat } from "./scheduler.js";
 
 /**
  * Dynamic batching (docs/handler.md, "Batching"): a Scheduler that gathers the jobs it is given into
- * batches and runs each batch with one call of the batch handler. Each job keeps its own ActiveJob
- * (job-parts.ts), so its deadline, job-stop, progress, result and offload work as for a single job:
- * the job's handle starts when its batch starts and settles with its place in the batch's outputs,
- * or at once when the job is let go (stopped, timed out, shut down) while its batch runs on.
+ * batches and runs each batch as one run (one call of the batch handler). It holds the filling
+ * batch and the seats; each job keeps its own life in its ActiveJob (active-job.ts), waiting for a
+ * seat included, so its deadline, job-stop, progress, result and offload work as for a single job:
+ * the job's run starts when its batch starts and it settles with its place in the batch's
+ * outputs, or at once when the job is let go (stopped, timed out, shut down) while its batch runs on.
  *
  * The first job of an empty batch opens a window of `maxWaitMs`; the batch runs when it is full or
- * the window has closed, and a batch slot (of `concurrency`) is free; until then it keeps filling.
+ * the window has closed, and a batch seat (of `concurrency`) is free; until then it keeps filling.
  * Only one batch fills at a time, so the worker's room for new jobs is what that batch lacks.
  */
 
@@ -43,41 +42,11 @@ export interface BatchSchedulerOptions {
   readonly wrapBatch?: BatchWrapper;
 }
 
-/**
- * A member's life: `validating` its input alone, `waiting` in the filling batch, `running` in a
- * launched batch, `ended` (its outcome given: settled with its batch, let go, or refused).
- */
-type Phase = "validating" | "waiting" | "running" | "ended";
-
-/** The moves each phase allows (a member may end from any phase: let go, refused, or settled). */
-const PHASES: Transitions<Phase> = {
-  validating: ["waiting", "ended"],
-  waiting: ["running", "ended"],
-  running: ["ended"],
-  ended: [],
-};
-
-/** One job given to the scheduler, through its phases. */
-interface Member {
-  readonly request: JobRunRequest;
-  readonly hooks: ExecuteHooks;
-  readonly phase: StateMachine<Phase>;
-  parsed: ParsedInput | undefined;
-  /** On the clock: when the job joined the filling batch. */
-  joinedAt: number;
-  batch: Batch | undefined;
-  index: number;
-  resolveStarted(at: number): void;
-  resolveOutcome(outcome: ExecuteOutcome | "killed"): void;
-}
-
-/** A launched batch. */
-interface Batch {
-  readonly id: string;
-  readonly members: readonly Member[];
-  readonly startedAt: number;
-  run: BatchRun | undefined;
-  /** Members not yet let go: when none is left, the batch's signal fires. */
+/** A seat: one running batch. */
+interface BatchSeat extends Seat {
+  readonly run: RunHandle;
+  readonly firstJobId: string;
+  /** Jobs not yet let go: when none is left, the batch's signal fires. */
   wanted: number;
   hardStopTimer: ClockTimer | undefined;
 }
@@ -88,12 +57,12 @@ export class BatchScheduler implements Scheduler {
   readonly #maxSize: number;
   readonly #maxWaitMs: number;
   /** The filling batch. */
-  #pending: Member[] = [];
+  #pending: ScheduledJob[] = [];
   #window: ClockTimer | undefined;
   #windowClosed = false;
   /** Jobs being validated: each holds a seat until it joins or fails. */
   #validating = 0;
-  readonly #running = new Set<Batch>();
+  readonly #running = new Set<BatchSeat>();
   #concurrency = 1;
   #batches = 0;
   // Web Crypto's global, not node:crypto: that module is not loaded with the worker (docs/benchmarks.md, "Cold start").
@@ -106,6 +75,10 @@ export class BatchScheduler implements Scheduler {
     this.#options = options;
     this.#maxSize = batch.maxSize;
     this.#maxWaitMs = batch.maxWaitMs;
+  }
+
+  get canHardStop(): boolean {
+    return this.#options.runner.canHardStop;
   }
 
   /**
@@ -125,70 +98,40 @@ export class BatchScheduler implements Scheduler {
     return Math.max(0, this.#maxSize - this.#pending.length - this.#validating);
   }
 
-  run(request: JobRunRequest, hooks: ExecuteHooks): JobRunHandle {
-    let resolveStarted!: (at: number) => void;
-    let resolveOutcome!: (outcome: ExecuteOutcome | "killed") => void;
-    const started = new Promise<number>((resolve) => {
-      resolveStarted = resolve;
-    });
-    const outcome = new Promise<ExecuteOutcome | "killed">((resolve) => {
-      resolveOutcome = resolve;
-    });
-    const member: Member = {
-      request,
-      hooks,
-      phase: new StateMachine(`batch member ${request.job.id}`, PHASES, "validating", "RUNLET_WORKER_STATE"),
-      parsed: undefined,
-      joinedAt: 0,
-      batch: undefined,
-      index: -1,
-      resolveStarted,
-      resolveOutcome,
-    };
+  /** The job validates its input alone, then waits in the filling batch. */
+  admit(job: ScheduledJob): void {
     this.#validating += 1;
-    this.#validate(member).catch((err: unknown) => {
-      request.log.error({ err }, "admitting this job to a batch failed");
-      this.#end(member, this.#failure(err instanceof Error ? err : new Error(String(err))));
+    const log = this.#options.log;
+    // prepare() never rejects; should it, the seat is given back all the same.
+    const waits = job.prepare().catch((err: unknown) => {
+      log.error({ err, jobId: job.id }, "admitting this job to a batch failed");
+      return false;
     });
-    return {
-      started,
-      outcome,
-      abort: (reason) => this.#abort(member, reason),
-      // A job is let go at once when aborted; only a whole batch is hard-stopped (see #abort).
-      hardStop: async () => true,
-    };
+    settle(
+      waits.then((joins) => this.#prepared(job, joins)),
+      (err) => log.error({ err, jobId: job.id }, "a job's joining its batch failed"),
+    );
   }
 
-  /** Validates a job's input alone: a bad one fails at once and takes no seat in a batch. */
-  async #validate(member: Member): Promise<void> {
-    let parsed: Awaited<ReturnType<typeof parseInput>>;
-    try {
-      parsed = await parseInput(this.#options.definition.input, member.request.job.input);
-    } finally {
-      // Even when parsing rejects (the caller's catch fails the job): a seat counted as
-      // validating for ever would shrink the worker's room for the rest of its life.
-      this.#validating -= 1;
+  #prepared(job: ScheduledJob, waits: boolean): void {
+    // Even when it failed: a seat counted as validating for ever would shrink the worker's room
+    // for the rest of its life.
+    this.#validating -= 1;
+    if (!waits) {
+      this.#roomChanged();
+      return;
     }
-    if (!member.phase.is("validating")) return this.#roomChanged();
-    if (!parsed.ok) {
-      const { refreshWorker } = this.#options.definition;
-      this.#end(member, {
-        result: {
-          kind: "error",
-          message: parsed.message,
-          code: "RUNLET_INPUT_INVALID",
-          stopPod: refreshWorker,
-        },
-        metrics: {},
-      });
-      return this.#roomChanged();
-    }
-    member.parsed = parsed;
-    member.phase.to("waiting");
-    member.joinedAt = this.#options.clock.now();
-    this.#pending.push(member);
+    this.#pending.push(job);
     if (this.#pending.length === 1) this.#openWindow();
     this.#maybeLaunch();
+  }
+
+  withdraw(job: ScheduledJob): void {
+    const at = this.#pending.indexOf(job);
+    if (at < 0) return;
+    this.#pending.splice(at, 1);
+    if (this.#pending.length === 0) this.#closeWindow();
+    this.#roomChanged();
   }
 
   #openWindow(): void {
@@ -212,129 +155,73 @@ export class BatchScheduler implements Scheduler {
       (this.#pending.length >= this.#maxSize || this.#windowClosed) &&
       this.#running.size < this.#concurrency
     ) {
-      const members = this.#pending.splice(0, this.#maxSize);
+      const jobs = this.#pending.splice(0, this.#maxSize);
       if (this.#pending.length === 0) this.#closeWindow();
-      this.#launch(members);
+      this.#launch(jobs);
     }
   }
 
-  #launch(members: Member[]): void {
+  #launch(jobs: ScheduledJob[]): void {
     this.#batches += 1;
-    const id = `${this.#idPrefix}-${this.#batches}`;
-    const log = this.#options.log.child({ batchId: id });
-    const batch: Batch = {
-      id,
-      members,
-      startedAt: this.#options.clock.now(),
-      run: undefined,
-      wanted: members.length,
+    const batchId = `${this.#idPrefix}-${this.#batches}`;
+    const log = this.#options.log.child({ batchId });
+    const startedAt = this.#options.clock.now();
+    log.debug({ size: jobs.length, jobIds: jobs.map((job) => job.id) }, "running a batch");
+    // The runner calls each job's onLaunch before the handler can run (an in-process batch's
+    // handler may block the thread from its first line).
+    const run = this.#run({ batchId, jobs: jobs.map((job) => job.runJob), log });
+    const seat: BatchSeat = {
+      batchId,
+      size: jobs.length,
+      startedAt,
+      run,
+      firstJobId: jobs[0]?.id ?? batchId,
+      wanted: jobs.length,
       hardStopTimer: undefined,
+      letGo: (index, reason) => this.#letGo(seat, index, reason),
     };
-    for (const [index, member] of members.entries()) {
-      member.phase.to("running");
-      member.batch = batch;
-      member.index = index;
-    }
-    this.#running.add(batch);
-    log.debug({ size: members.length, jobIds: members.map((m) => m.request.job.id) }, "running a batch");
-    // Before runBatch: an in-process batch's handler may block the thread from its first line.
-    for (const member of members) member.request.onLaunch(Date.now());
-    const run = this.#runBatch({
-      batchId: id,
-      log,
-      members: members.map((member) => ({
-        job: member.request.job,
-        parsed: member.parsed as ParsedInput,
-        timeoutMs: member.request.timeoutMs,
-        log: member.request.log,
-        progress: (json: string) => member.hooks.progress(json),
-      })),
-    });
-    batch.run = run;
-    void run.started.then((at) => {
-      for (const member of members) member.resolveStarted(at);
-    });
-    run.outcomes
-      .then((outcomes) => {
-        for (const [index, member] of members.entries()) {
-          const outcome = outcomes === "killed" ? "killed" : outcomes[index];
-          if (member.phase.is("running") && outcome !== undefined)
-            this.#end(member, this.#withBatch(member, outcome));
-        }
-      })
-      .catch((err: unknown) => log.error({ err }, "settling a batch's jobs failed"))
-      .finally(() => {
-        this.#running.delete(batch);
-        if (batch.hardStopTimer !== undefined) this.#options.clock.clearTimeout(batch.hardStopTimer);
+    this.#running.add(seat);
+    for (const [index, job] of jobs.entries()) job.launch({ run, index, seat });
+    // A runner's outcomes never reject; each job takes its own outcome from them.
+    settle(
+      run.outcomes.finally(() => {
+        this.#running.delete(seat);
+        if (seat.hardStopTimer !== undefined) this.#options.clock.clearTimeout(seat.hardStopTimer);
         this.#maybeLaunch();
         this.#roomChanged();
-      });
+      }),
+      (err) => log.error({ err }, "ending a batch's seat failed"),
+    );
     // The filling batch is empty again: the take loop may ask for a whole batch.
     this.#roomChanged();
   }
 
-  /** Runs a batch on the runner, through telemetry's seam when there is one. */
-  #runBatch(request: BatchRunRequest): BatchRun {
-    const run = (r: BatchRunRequest) => this.#options.runner.runBatch(r);
-    return this.#options.wrapBatch === undefined ? run(request) : this.#options.wrapBatch(request, run);
+  /** Starts a batch on the runner, through telemetry's seam when there is one. */
+  #run(run: Run): RunHandle {
+    const start = (r: Run) => this.#options.runner.run(r);
+    return this.#options.wrapBatch === undefined ? start(run) : this.#options.wrapBatch(run, start);
   }
 
-  #withBatch(member: Member, outcome: ExecuteOutcome | "killed"): ExecuteOutcome | "killed" {
-    const batch = member.batch;
-    if (outcome === "killed" || batch === undefined) return outcome;
-    return {
-      ...outcome,
-      batch: { id: batch.id, size: batch.members.length, waitMs: batch.startedAt - member.joinedAt },
-    };
-  }
-
-  /** A job is let go (job-stop, its deadline, shutdown): it leaves its batch, which runs on for the others. */
-  #abort(member: Member, reason: Error): void {
-    const phase = member.phase.state;
-    if (phase === "ended") return;
-    if (phase === "waiting") {
-      const at = this.#pending.indexOf(member);
-      if (at >= 0) this.#pending.splice(at, 1);
-      if (this.#pending.length === 0) this.#closeWindow();
-    }
-    const batch = member.batch;
-    if (phase === "running" && batch !== undefined) {
-      batch.run?.abortJob(member.index, reason);
-      batch.wanted -= 1;
-      if (batch.wanted === 0) this.#letGo(batch, reason);
-    }
-    this.#end(member, this.#withBatch(member, this.#failure(reason)));
+  /** Job `index` leaves its batch, which runs on for the others; the last one lets the batch go. */
+  #letGo(seat: BatchSeat, index: number, reason: Error): void {
+    seat.run.abort(reason, index);
+    seat.wanted -= 1;
     this.#roomChanged();
-  }
-
-  /** No job of `batch` is still wanted: fire its signal, and hard-stop it if it runs on past the grace. */
-  #letGo(batch: Batch, reason: Error): void {
+    if (seat.wanted > 0) return;
+    // No job of the batch is still wanted: fire its signal, and hard-stop it if it runs on past the grace.
     const { definition, clock, log, runaway } = this.#options;
-    batch.run?.abortBatch(reason);
-    batch.hardStopTimer = armHardStop({
+    seat.run.abort(reason);
+    seat.hardStopTimer = armHardStop({
       clock,
       graceMs: definition.hardStopGraceMs,
       log,
       message: "the batch handler ignored its aborted signal; hard-stopping the batch",
-      fields: { batchId: batch.id },
-      stillRuns: () => this.#running.has(batch),
-      stop: () => batch.run?.hardStop() ?? Promise.resolve(false),
+      fields: { batchId: seat.batchId },
+      stillRuns: () => this.#running.has(seat),
+      stop: () => seat.run.hardStop(),
       // In-process nothing can end the call: the worker stops so the platform replaces it.
-      ranAway: () => runaway(batch.members[0]?.request.job.id ?? batch.id),
+      ranAway: () => runaway(seat.firstJobId),
     });
-  }
-
-  #failure(reason: Error): ExecuteOutcome {
-    const code = isRunletError(reason) ? reason.code : "RUNLET_JOB_STOPPED";
-    const stopPod = this.#options.definition.refreshWorker;
-    return { result: { kind: "error", message: reason.message, code, stopPod }, metrics: {} };
-  }
-
-  #end(member: Member, outcome: ExecuteOutcome | "killed"): void {
-    if (!member.phase.move("ended")) return;
-    // Epoch ms, as a runner's start: a job's deadline is computed from it (active-job.ts).
-    member.resolveStarted(Date.now());
-    member.resolveOutcome(outcome);
   }
 
   #roomChanged(): void {

@@ -1,5 +1,6 @@
 import type { DeliveredJob } from "../../protocol/index.js";
 import { addRecent } from "../../recent-set.js";
+import { settle } from "../../task-sink.js";
 import { WaiterSet } from "../../wait.js";
 import { ActiveJob } from "./active-job.js";
 import { initialConcurrency, nextConcurrency } from "./concurrency.js";
@@ -9,7 +10,7 @@ import { type JobParts, openOutbox } from "./job-parts.js";
 /**
  * The jobs a worker holds (running, or still being reported) and its slots: the take loop asks it
  * how many slots are free and hands it each answer's jobs, the job-stop poll hands it the ids to
- * stop, shutdown reads what is left. It also keeps the heartbeat thread's job table current.
+ * stop, shutdown reads what is left. Each job keeps its own heartbeat slot (active-job.ts).
  */
 
 /** A delivered item that is not a valid job. */
@@ -174,16 +175,12 @@ export class JobBoard {
     }
     if (job.stopRequested) return;
     job.stop();
-    // The ping names only jobs the platform still counts as running: a job-stopped job leaves the
-    // list at once, although its handler may hold its slot (job_in_progress) until it returns.
-    this.#parts.heartbeat?.unlistJob(jobId);
     this.#changes.wakeAll();
   }
 
   #start(job: DeliveredJob): void {
     this.#parts.events?.emit("taken", { jobId: job.id, traceContext: job["traceContext"] });
-    // Listed before the job's handler can run: one that then blocks the main thread is still named by the pings.
-    this.#parts.heartbeat?.addJob(job.id);
+    // The job mints its heartbeat slot (listed before its handler can run) and releases it when finished.
     const active = new ActiveJob(job, this.#parts);
     this.#jobs.set(job.id, active);
     this.#parts.http.jobsHeld(this.#jobs.size);
@@ -191,16 +188,12 @@ export class JobBoard {
     const release = (): void => {
       this.#jobs.delete(job.id);
       this.#parts.http.jobsHeld(this.#jobs.size);
-      this.#parts.heartbeat?.removeJob(job.id);
       this.#changes.wakeAll();
     };
-    // `finished` never rejects (ActiveJob catches into the job's failure); the handler keeps it so.
-    void active.finished.then(release, (err: unknown) => {
-      try {
-        this.#parts.log.error({ err, jobId: job.id }, "a job's promise rejected");
-      } finally {
-        release();
-      }
+    // `finished` never rejects (ActiveJob catches into the job's failure); the slot is released either way.
+    settle(active.finished.then(release), (err) => {
+      this.#parts.log.error({ err, jobId: job.id }, "a job's promise rejected");
+      release();
     });
   }
 

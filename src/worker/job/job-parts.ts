@@ -1,16 +1,16 @@
 import type { Logger } from "pino";
 import type { HandlerDefinition } from "../../handler/define-handler.js";
 import type { WorkerEventHub } from "../events.js";
-import type { WorkerFacts } from "../lifecycle/lifecycle.js";
-import type { Heartbeat } from "../platform/heartbeat.js";
+import type { WorkerFacts } from "../facts.js";
+import type { SlotSource } from "../platform/heartbeat.js";
 import type { PlatformHttp } from "../platform/platform-http.js";
 import type { OffloadParts } from "./offload.js";
 import { type FinalDelivery, JobOutbox } from "./outbox.js";
 import type { Scheduler } from "./scheduler.js";
 
 /**
- * What a job on the main thread is run with — the worker's parts ActiveJob (active-job.ts), the
- * job board and the batch scheduler share — and its outbox, wired the one way every job's is.
+ * What a job on the main thread is run with — the worker's parts ActiveJob (active-job.ts) and the
+ * job board share — and its outbox, wired the one way every job's is.
  */
 
 /** The worker's parts a job uses, built once by the worker (its `config`, `giveUp` and `s3` also offload outputs). */
@@ -19,7 +19,8 @@ export interface JobParts extends OffloadParts {
   readonly http: PlatformHttp;
   /** When the job's run starts (plain: at once; a batch handler's: with its batch). */
   readonly scheduler: Scheduler;
-  readonly heartbeat: HeartbeatLink | undefined;
+  /** Mints each job's heartbeat slot (the job table the pings name, the watchdog's deadlines); undefined: no heartbeat thread, the null slot. */
+  readonly heartbeat: SlotSource | undefined;
   readonly log: Logger;
   /** The worker's lifecycle events (taken, started, progress, finished, failed, retrying). */
   readonly events?: WorkerEventHub;
@@ -31,9 +32,6 @@ export interface JobParts extends OffloadParts {
    */
   readonly facts: WorkerFacts;
 }
-
-/** What a job tells the heartbeat thread: the job table it pings with, and the watchdog's deadlines. */
-export type HeartbeatLink = Pick<Heartbeat, "addJob" | "unlistJob" | "removeJob" | "watch" | "unwatch">;
 
 /**
  * A job's outbox, wired as every job's is: posts retried on the worker's policy until `giveUp`,

@@ -5,6 +5,7 @@ import { Fifo } from "../../fifo.js";
 import { onAbort } from "../../linked-signal.js";
 import { nextRetry, type RetryPolicy } from "../../retry-policy.js";
 import { sendWithRetry } from "../../send-with-retry.js";
+import { settle } from "../../task-sink.js";
 import { WaiterSet } from "../../wait.js";
 import type { WorkerEventHub } from "../events.js";
 import { isRefusedRequest, type PlatformHttp } from "../platform/platform-http.js";
@@ -164,7 +165,11 @@ export class JobOutbox {
   #push(entry: Entry): void {
     if (this.#discarded) return;
     this.#queue.push(entry);
-    if (!this.#running) void this.#run();
+    if (!this.#running) {
+      settle(this.#run(), (err) =>
+        this.#options.log.error({ err, jobId: this.#options.jobId }, "this job's outbox failed"),
+      );
+    }
   }
 
   #wake(): void {

@@ -55,14 +55,15 @@ export async function runTakeLoop(
       await board.waitForChange(CONCURRENCY_RECHECK_MS);
       continue;
     }
-    const url = config.urls.take(free, running > 0);
+    const held = running > 0;
+    const url = config.urls.take(free, held);
     let answer: Awaited<ReturnType<typeof take>>;
     // On the worker's clock, like the pause itself: a ManualClock that stands still counts every
     // empty answer as instant, so a test sees each pause and moves the clock past it.
     const sentAt = config.clock.now();
     try {
       answer = await withLinkedSignal(closing, config.takeTimeoutMs, (signal) =>
-        take(http, url, signal, free),
+        take(http, url, signal, free, held),
       );
     } catch {
       // Our own long-poll cap or shutdown aborted the request: no job was handed over.
@@ -136,6 +137,7 @@ export async function take(
   url: string,
   signal: AbortSignal,
   asked = 1,
+  jobsHeld = false,
 ): Promise<TakeAnswer> {
   let status: number;
   let text: string;
@@ -143,7 +145,7 @@ export async function take(
   let truncated: "bytes" | "time" | undefined;
   const limit = takeAnswerLimit(asked);
   try {
-    ({ status, text, headers, truncated } = await http.get(url, {
+    ({ status, text, headers, truncated } = await http.take(url, jobsHeld, {
       signal,
       maxAnswerBytes: limit,
       answerBodyMs: TAKE_BODY_MS,

@@ -1,4 +1,5 @@
 import { Worker as Thread } from "node:worker_threads";
+import { settle } from "../../task-sink.js";
 import { FRONT_THREAD_SOURCE } from "./front-source.js";
 import type { LbSettings } from "./lb-config.js";
 import { LB_MAX_BODY_BYTES } from "./lb-config.js";
@@ -51,7 +52,7 @@ export class FrontThread {
       onFailed = reject;
     });
     // The start awaits it; a failure before anyone awaits must not count as unhandled.
-    this.listening.catch(() => undefined);
+    settle(this.listening, () => undefined);
     let onDied!: (reason: string) => void;
     this.died = new Promise((resolve) => {
       onDied = resolve;

@@ -1,11 +1,15 @@
 import type { Logger } from "pino";
-import type { ExecuteOutcome } from "../../handler/execute.js";
-import type { StreamChunk } from "../../protocol/index.js";
+import type { HandlerDefinition } from "../../handler/define-handler.js";
+import type { ExecuteHooks, ExecuteOutcome } from "../../handler/execute.js";
+import { type ParsedInput, parseInput } from "../../handler/parse-input.js";
+import type { DeliveredJob, StreamChunk } from "../../protocol/index.js";
 import { createReassembler } from "../../stream/index.js";
+import { settle } from "../../task-sink.js";
 import type { WorkerEventHub } from "../events.js";
 import { nextConcurrency } from "../job/concurrency.js";
-import { timeoutMessage } from "../job/job-deadline.js";
-import type { Scheduler } from "../job/scheduler.js";
+import { timeoutMessage } from "../job/job-clock.js";
+import type { Launch, ScheduledJob, Scheduler } from "../job/scheduler.js";
+import type { RunJob } from "../runner/run.js";
 
 /**
  * The load-balancing server's one coupling to the worker's job path (decision 24: how a job
@@ -56,6 +60,7 @@ export interface JobRun {
 
 /** What {@link startJobRun} needs besides the request. */
 export interface JobRunParts {
+  readonly definition: HandlerDefinition;
   readonly scheduler: Scheduler;
   readonly events: WorkerEventHub;
 }
@@ -66,18 +71,55 @@ export function startJobRun(
   request: { readonly id: string; readonly input: unknown; readonly timeoutMs: number; readonly log: Logger },
   sink: RunSink,
 ): JobRun {
-  const { scheduler, events } = parts;
-  const { id, log } = request;
-  const reassembler = createReassembler();
-  events.emit("taken", { jobId: id });
-  const handle = scheduler.run(
-    {
-      job: { id, input: request.input ?? null },
-      timeoutMs: request.timeoutMs,
-      log,
-      onLaunch: () => events.emit("started", { jobId: id }),
+  const job = new RequestJob(parts, request, sink);
+  parts.events.emit("taken", { jobId: request.id });
+  parts.scheduler.admit(job);
+  return job;
+}
+
+/**
+ * A request's job as the scheduler sees it (a {@link ScheduledJob}): a plain handler's runs at
+ * once, a run of one; a batch handler's validates alone, waits for its seat and runs in a batch,
+ * as a queued job does. Its own state is only what the answer needs: the launch, the end.
+ */
+class RequestJob implements ScheduledJob, JobRun {
+  readonly id: string;
+  readonly started: Promise<number>;
+  readonly ended: Promise<RunEnding>;
+  readonly #parts: JobRunParts;
+  readonly #input: DeliveredJob["input"];
+  readonly #timeoutMs: number;
+  readonly #log: Logger;
+  readonly #hooks: ExecuteHooks;
+  #parsed: ParsedInput | undefined;
+  #launch: Launch | undefined;
+  #startedWith!: (at: number) => void;
+  #endWith!: (ending: RunEnding) => void;
+  #over = false;
+
+  constructor(
+    parts: JobRunParts,
+    request: {
+      readonly id: string;
+      readonly input: unknown;
+      readonly timeoutMs: number;
+      readonly log: Logger;
     },
-    {
+    sink: RunSink,
+  ) {
+    const { events } = parts;
+    const { id, log } = request;
+    this.id = id;
+    this.#parts = parts;
+    this.#input = (request.input ?? null) as DeliveredJob["input"];
+    this.started = new Promise((resolve) => {
+      this.#startedWith = resolve;
+    });
+    this.ended = new Promise((resolve) => {
+      this.#endWith = resolve;
+    });
+    const reassembler = createReassembler();
+    const hooks: ExecuteHooks = {
       progress: (json) => events.emit("progress", { jobId: id, body: json }),
       chunks: async (bodies) => {
         for (const body of bodies) {
@@ -88,40 +130,125 @@ export function startJobRun(
       streaming: () => sink.streaming(),
       validated: (ok, startedAt) => events.emit("validated", { jobId: id, ok, startedAt }),
       wrapHandler: (handlerLog, run) => events.wrapHandler(id, handlerLog, run),
-    },
-  );
-  const ended = handle.outcome.then(
-    (outcome): RunEnding => {
-      if (outcome === "killed") return { kind: "killed" };
-      const { result, metrics } = outcome;
-      if (result.kind === "output")
-        return { kind: "output", json: result.json, stopPod: result.stopPod, metrics };
-      return {
-        kind: "error",
-        message: result.message,
-        code: result.code,
-        stopPod: result.stopPod,
-        metrics,
-        unfit:
-          outcome.unfit === undefined
-            ? undefined
-            : { check: outcome.unfit.check, reason: outcome.unfit.reason },
+    };
+    this.#timeoutMs = request.timeoutMs;
+    this.#log = log;
+    this.#hooks = hooks;
+  }
+
+  /** What the runner runs of this request (read when its run starts, after a batch's validation). */
+  get runJob(): RunJob {
+    const { id } = this;
+    return {
+      job: { id, input: this.#input },
+      timeoutMs: this.#timeoutMs,
+      log: this.#log,
+      parsed: this.#parsed,
+      hooks: this.#hooks,
+      onLaunch: () => this.#parts.events.emit("started", { jobId: id }),
+    };
+  }
+
+  /** A batch handler's request validates alone before it waits for a seat (a bad one takes none). */
+  async prepare(): Promise<boolean> {
+    if (this.#over) return false;
+    let parsed: ParsedInput;
+    try {
+      parsed = await parseInput(this.#parts.definition.input, this.#input);
+    } catch (err) {
+      parsed = {
+        ok: false,
+        message: `validating the input failed: ${(err as Error)?.message ?? String(err)}`,
       };
-    },
-    (err: unknown): RunEnding => ({
-      kind: "error",
-      message: `the worker failed while running this request: ${err instanceof Error ? err.message : String(err)}`,
-      code: "RUNLET_JOB_FAILED",
-      stopPod: false,
-      metrics: {},
-    }),
-  );
+    }
+    if (this.#over) return false;
+    if (!parsed.ok) {
+      this.#end({
+        kind: "error",
+        message: parsed.message,
+        code: "RUNLET_INPUT_INVALID",
+        stopPod: this.#parts.definition.refreshWorker,
+        metrics: {},
+      });
+      return false;
+    }
+    this.#parsed = parsed;
+    return true;
+  }
+
+  launch(launch: Launch): void {
+    this.#launch = launch;
+    const { run, index } = launch;
+    settle(
+      run.started.then((at) => this.#startedWith(at)),
+      () => undefined,
+    );
+    settle(
+      run.outcomes.then((outcomes) =>
+        this.#end(outcomes === "killed" ? { kind: "killed" } : endingOf(outcomes[index])),
+      ),
+      (err) => this.#end(failedInside(err)),
+    );
+  }
+
+  abort(reason: Error): void {
+    const launch = this.#launch;
+    if (launch === undefined) {
+      // Still waiting for a batch's seat: it leaves, and ends as its signal would have ended it.
+      this.#parts.scheduler.withdraw(this);
+      this.#end({
+        kind: "error",
+        message: reason.message,
+        code: codeOf(reason),
+        stopPod: false,
+        metrics: {},
+      });
+      return;
+    }
+    if (launch.seat !== undefined) launch.seat.letGo(launch.index, reason);
+    else launch.run.abort(reason, launch.index);
+  }
+
+  async hardStop(): Promise<boolean> {
+    return this.#launch === undefined ? true : this.#launch.run.hardStop();
+  }
+
+  #end(ending: RunEnding): void {
+    if (this.#over) return;
+    this.#over = true;
+    this.#endWith(ending);
+  }
+}
+
+function endingOf(outcome: ExecuteOutcome | undefined): RunEnding {
+  if (outcome === undefined) return failedInside(new Error("the run gave no outcome for this request"));
+  const { result, metrics } = outcome;
+  if (result.kind === "output")
+    return { kind: "output", json: result.json, stopPod: result.stopPod, metrics };
   return {
-    started: handle.started,
-    ended,
-    abort: (reason) => handle.abort(reason),
-    hardStop: () => handle.hardStop(),
+    kind: "error",
+    message: result.message,
+    code: result.code,
+    stopPod: result.stopPod,
+    metrics,
+    unfit:
+      outcome.unfit === undefined ? undefined : { check: outcome.unfit.check, reason: outcome.unfit.reason },
   };
+}
+
+function failedInside(err: unknown): RunEnding {
+  return {
+    kind: "error",
+    message: `the worker failed while running this request: ${err instanceof Error ? err.message : String(err)}`,
+    code: "RUNLET_JOB_FAILED",
+    stopPod: false,
+    metrics: {},
+  };
+}
+
+function codeOf(err: Error): string {
+  const code = (err as { code?: unknown }).code;
+  return typeof code === "string" ? code : "RUNLET_JOB_FAILED";
 }
 
 /** The handler's concurrency from now on (a function's answer checked, as the queue's take loop does). */

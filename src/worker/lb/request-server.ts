@@ -4,6 +4,7 @@ import type { Logger } from "pino";
 import { RunletError } from "../../errors.js";
 import type { HandlerDefinition } from "../../handler/define-handler.js";
 import { type OpenAIErrorBody, statusOf } from "../../protocol/openai.js";
+import { settle } from "../../task-sink.js";
 import type { WorkerEventHub } from "../events.js";
 import {
   consultConcurrency,
@@ -109,11 +110,13 @@ export class RequestServer {
       }
       await this.#waitEmpty(this.#parts.definition.hardStopGraceMs);
       for (const entry of this.#inFlight) {
-        entry.run?.hardStop().then(
-          (stopped) => {
+        const stopping = entry.run?.hardStop();
+        if (stopping === undefined) continue;
+        settle(
+          stopping.then((stopped) => {
             if (!stopped)
               this.#parts.log.warn({ requestId: entry.id }, "a request's handler ignored its aborted signal");
-          },
+          }),
           (err: unknown) =>
             this.#parts.log.warn({ err, requestId: entry.id }, "hard-stopping a request failed"),
         );
@@ -194,7 +197,7 @@ export class RequestServer {
       finish();
       this.#changed?.();
     };
-    this.#handle(req, res, route, entry, log).then(release, (err: unknown) => {
+    settle(this.#handle(req, res, route, entry, log).then(release), (err: unknown) => {
       log.error({ err }, "serving the request failed inside the worker");
       if (!res.headersSent)
         sendJson(res, 500, { id, status: "FAILED", error: "the worker failed while serving this request" });
@@ -327,10 +330,10 @@ export class RequestServer {
           answer(504, undefined);
         } else answer(504, { id, status: "TIMED_OUT", error: message });
         hardStop = setTimeout(() => {
-          run.hardStop().then(
-            (stopped) => {
+          settle(
+            run.hardStop().then((stopped) => {
               if (!stopped) log.warn("the handler ignored its aborted signal past hardStopGraceMs");
-            },
+            }),
             (err: unknown) => log.warn({ err }, "hard-stopping the request failed"),
           );
         }, definition.hardStopGraceMs);

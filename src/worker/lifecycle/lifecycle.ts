@@ -3,22 +3,24 @@ import type { Clock, ClockTimer } from "../../clock.js";
 import type { Unfitness } from "../../handler/unfit.js";
 import { redactText } from "../../log/redact-text.js";
 import { StateMachine, type Transitions } from "../../state-machine.js";
-import { installCrashHandlers, installExitWatch, installSignalHandlers } from "./signals.js";
+import { settle } from "../../task-sink.js";
+import type { WorkerFacts } from "../facts.js";
 
 /**
  * The worker's own lifecycle: running → draining → flushing → closed. It owns the worker's
- * signals (taking, polling, giving up) and its SIGTERM/SIGINT handlers, and it alone decides to
- * stop and to end the process. Parts only report facts ({@link WorkerFacts}: a job's result lost,
- * a runaway handler, unfitness, a refresh asked for); a signal or close() asks too. The worker's
- * shutdown (worker.ts) starts when {@link WorkerLifecycle.draining} resolves and moves the
- * lifecycle on as its steps end.
+ * signals (taking, giving up), and it alone decides to stop and to end the process. Parts only
+ * report facts ({@link WorkerFacts}: a job's result lost, a runaway handler, unfitness, a refresh
+ * asked for); a signal (the signals part, parts.ts), a crash or close() asks too. The worker's
+ * shutdown (worker.ts) starts when {@link WorkerLifecycle.draining} resolves; the lifecycle then
+ * moves itself on as the parts stop ({@link WorkerLifecycle.partStopped}: the jobs part's stop
+ * ends in `flushing`, the reports part's in `closed`).
  *
  * - `running`: taking jobs.
  * - `draining`: taking nothing more (`taking` aborted); running jobs get the shutdown grace.
  * - `flushing`: the jobs are done or aborted; their reports are posted until `flushTimeoutMs`
  *   on the clock, when `giveUp` aborts. The job-stop poll still runs.
- * - `closed`: nothing is posted or polled (`giveUp` and `polling` aborted); the worker releases
- *   its parts, then {@link WorkerLifecycle.ended} ends the process where it owns it.
+ * - `closed`: nothing is posted (`giveUp` aborted); the worker releases its other parts, then
+ *   {@link WorkerLifecycle.ended} ends the process where it owns it.
  */
 
 export type LifecycleState = "running" | "draining" | "flushing" | "closed";
@@ -48,17 +50,10 @@ export interface WorkerStopInfo {
   readonly exitCode: number;
 }
 
-/** What the worker's parts report; the lifecycle decides what follows. */
-export interface WorkerFacts {
-  /** The worker gave up posting a job's result: the exit code becomes 1. */
-  lost(jobId: string): void;
-  /** An in-process handler ignored its aborted signal past the grace: the worker must be replaced. */
-  runaway(jobId: string): void;
-  /** The worker cannot serve (docs/protocol.md, "Unfit workers"): ping unhealthy, stop, exit 1. */
-  unfit(check: string, reason: string): void;
-  /** A result asked the platform to replace this worker (`stopPod`): take nothing more, then stop. */
-  refresh(jobId: string): void;
-}
+export type { WorkerFacts } from "../facts.js";
+
+/** The state a part's stop ends in, when it moves the lifecycle (part-list.ts, `WorkerPart.endsIn`). */
+export type PartEnd = Extract<LifecycleState, "flushing" | "closed">;
 
 /** Options of {@link WorkerLifecycle}. */
 export interface LifecycleOptions {
@@ -69,7 +64,7 @@ export interface LifecycleOptions {
   readonly flushTimeoutMs: number;
   /** `exitOnHardStop`: a runaway handler ends the process once the worker has closed. */
   readonly exitOnHardStop: boolean;
-  /** `handleSignals`: listen to SIGTERM/SIGINT, and end the process after a signal's shutdown. */
+  /** `handleSignals`: the signals part listens to SIGTERM/SIGINT; the process ends after a signal's shutdown. */
   readonly handleSignals: boolean;
   /** Sends the unhealthy ping (none without a heartbeat thread). */
   readonly ping: { unhealthy(check: string, reason: string): Promise<void> } | undefined;
@@ -109,7 +104,6 @@ export const CRASH_CHECK = "crash";
 export class WorkerLifecycle implements WorkerFacts {
   readonly #options: LifecycleOptions;
   readonly #taking = new AbortController();
-  readonly #polling = new AbortController();
   readonly #giveUp = new AbortController();
   readonly #state = new StateMachine<LifecycleState>("the worker", MOVES, "running", "RUNLET_WORKER_STATE");
   #info: WorkerStopInfo = { reason: "closed", exitCode: 0 };
@@ -117,7 +111,6 @@ export class WorkerLifecycle implements WorkerFacts {
   #unhealthyPing: Promise<void> | undefined;
   #lost = 0;
   #flushTimer: ClockTimer | undefined;
-  #removeSignalHandlers: (() => void) | undefined;
   #signalled = false;
   #crashed = false;
   /** The lifecycle itself is ending the process (its exit is no foreign one). */
@@ -131,22 +124,6 @@ export class WorkerLifecycle implements WorkerFacts {
     this.draining = new Promise((resolve) => {
       this.#startDraining = resolve;
     });
-    if (options.handleSignals) {
-      const removeSignals = installSignalHandlers(options.log, {
-        first: () => this.signal(),
-        second: () => this.#exit(1),
-      });
-      const removeCrash = installCrashHandlers((err, origin) => this.crash(err, origin));
-      const removeExitWatch = installExitWatch(
-        () => this.#exiting,
-        (code) => this.#foreignExit(code),
-      );
-      this.#removeSignalHandlers = () => {
-        removeSignals();
-        removeCrash();
-        removeExitWatch();
-      };
-    }
   }
 
   get state(): LifecycleState {
@@ -156,11 +133,6 @@ export class WorkerLifecycle implements WorkerFacts {
   /** Aborted once the worker takes nothing more (it leaves `running`): ends the loops and their waits. */
   get taking(): AbortSignal {
     return this.#taking.signal;
-  }
-
-  /** Aborted once the worker is closed: ends the job-stop poll, which outlives the draining. */
-  get polling(): AbortSignal {
-    return this.#polling.signal;
   }
 
   /** Aborted at the flush deadline (or once closed): every report's retrying gives up. */
@@ -188,6 +160,11 @@ export class WorkerLifecycle implements WorkerFacts {
     this.#signalled = true;
     if (this.#info.reason === "closed") this.#info = { reason: "signal", exitCode: 0 };
     this.#drain();
+  }
+
+  /** A second SIGTERM/SIGINT: the process ends at once with code 1, for an operator who will not wait. */
+  exitNow(): void {
+    this.#exit(1);
   }
 
   lost(jobId: string): void {
@@ -265,11 +242,12 @@ export class WorkerLifecycle implements WorkerFacts {
     }
     // Real time, not the worker's clock: nothing of the worker is trusted now.
     const timer = setTimeout(() => this.#exit(1), CRASH_PING_MS);
-    void ping.then(
-      () => {
+    // A failed ping: the timer ends the process.
+    settle(
+      ping.then(() => {
         clearTimeout(timer);
         this.#exit(1);
-      },
+      }),
       () => undefined,
     );
   }
@@ -281,8 +259,18 @@ export class WorkerLifecycle implements WorkerFacts {
     this.#startDraining();
   }
 
+  /**
+   * A part stopped: when its stop ends a state of the lifecycle (`endsIn`), the lifecycle moves
+   * there. The jobs part's stop ends in `flushing` (the jobs are done or aborted), the reports
+   * part's in `closed` (their posts ended or were given up).
+   */
+  partStopped(part: { readonly endsIn?: PartEnd | undefined }): void {
+    if (part.endsIn === "flushing") this.#flushing();
+    else if (part.endsIn === "closed") this.#closed();
+  }
+
   /** draining → flushing: the jobs are done or aborted; reports may post until the flush deadline. */
-  flushing(): void {
+  #flushing(): void {
     if (!this.#state.move("flushing")) return;
     const { clock, flushTimeoutMs } = this.#options;
     this.#flushTimer = clock.setTimeout(() => {
@@ -291,23 +279,24 @@ export class WorkerLifecycle implements WorkerFacts {
     }, flushTimeoutMs);
   }
 
-  /** → closed: nothing more is posted or polled, and the signal handlers are removed. */
-  closed(): void {
+  /** → closed: nothing more is posted. */
+  #closed(): void {
     if (this.#state.is("closed")) return;
     this.#drain();
     this.#state.to("closed");
     if (this.#flushTimer !== undefined) this.#options.clock.clearTimeout(this.#flushTimer);
     this.#flushTimer = undefined;
-    this.#polling.abort();
     this.#giveUp.abort();
-    this.#removeSignalHandlers?.();
   }
 
   /**
-   * The worker has released its parts: the process ends here when the worker owns it (after a
-   * signal's shutdown with `handleSignals`; after a runaway handler with `exitOnHardStop`).
+   * The worker has released its parts: the lifecycle is closed (already, by the reports part's
+   * stop, unless the start was cut short before that part began), and the process ends here when
+   * the worker owns it (after a signal's shutdown with `handleSignals`; after a runaway handler
+   * with `exitOnHardStop`).
    */
   ended(): void {
+    this.#closed();
     const info = this.info;
     if (info.reason === "runaway" && this.#options.exitOnHardStop) this.#exit(1);
     else if (this.#signalled && this.#options.handleSignals) this.#exit(info.exitCode);
@@ -318,13 +307,18 @@ export class WorkerLifecycle implements WorkerFacts {
     (this.#options.exit ?? endProcess)(code);
   }
 
+  /** True once the lifecycle itself is ending the process (an exit then is no foreign one). */
+  get exiting(): boolean {
+    return this.#exiting;
+  }
+
   /**
    * Someone else ended the process (a handler's `process.exit()`) while the worker ran: one fatal
    * line naming the jobs in flight (their results go unreported; the platform's rule for a lost
    * worker takes them), and a non-zero exit: the code chosen, or 1 for a 0, which would read as a
    * clean stop. Runs inside the process's `exit` event: synchronous, no ping can go out.
    */
-  #foreignExit(code: number): void {
+  foreignExit(code: number): void {
     let jobs: readonly string[] = [];
     try {
       jobs = this.#options.jobsInFlight?.() ?? [];

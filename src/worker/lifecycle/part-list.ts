@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import type { StartupPhaseName } from "../events.js";
+import type { PartEnd } from "./lifecycle.js";
 import type { StartupPhases } from "./startup-phases.js";
 
 /**
@@ -28,6 +29,11 @@ export interface WorkerPart {
    * closing): the parts after it do not start. A throw counts as false and is logged.
    */
   start(signal: AbortSignal): Promise<boolean> | boolean;
+  /**
+   * The lifecycle state the part's stop ends in (lifecycle.ts, `partStopped`): the jobs part's
+   * `flushing`, the reports part's `closed`. The part itself never moves the lifecycle.
+   */
+  readonly endsIn?: PartEnd | undefined;
   /** Every part started: the worker is ready, its first take follows (pings, syncs, loops begin). */
   ready?(): void;
   /**
@@ -47,10 +53,19 @@ export class PartList {
   readonly #begun: WorkerPart[] = [];
   #stopping: Promise<void> | undefined;
 
-  constructor(parts: readonly WorkerPart[], phases: StartupPhases, log: Logger) {
+  readonly #stopped: (part: WorkerPart) => void;
+
+  /** @param stopped told after each part's stop (thrown or not): the lifecycle's hook. */
+  constructor(
+    parts: readonly WorkerPart[],
+    phases: StartupPhases,
+    log: Logger,
+    stopped: (part: WorkerPart) => void = () => undefined,
+  ) {
     this.#parts = parts;
     this.#phases = phases;
     this.#log = log;
+    this.#stopped = stopped;
   }
 
   /** The parts' names, in start order. */
@@ -101,6 +116,7 @@ export class PartList {
         } catch (err) {
           this.#log.warn({ err, part: part.name }, `stopping the ${part.name} failed`);
         }
+        this.#stopped(part);
       }
     })();
     return this.#stopping;

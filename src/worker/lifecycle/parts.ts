@@ -2,33 +2,40 @@ import type { Logger } from "pino";
 import type { WarmCache } from "../../cache/warm-cache.js";
 import type { HandlerDefinition } from "../../handler/define-handler.js";
 import { type RunningSidecars, startSidecars } from "../../sidecar/start-sidecars.js";
-import type { BackgroundTasks } from "../../task-sink.js";
+import { type BackgroundTasks, settle } from "../../task-sink.js";
 import type { WorkerTelemetry, WorkerView } from "../../telemetry/index.js";
 import type { WorkerConfig } from "../config.js";
 import type { WorkerEventHub } from "../events.js";
 import { runHealthLoop } from "../fitness/health.js";
 import { checkFitness } from "../fitness/run-fitness.js";
 import type { JobBoard } from "../job/job-board.js";
-import type { HeartbeatLink } from "../job/job-parts.js";
 import type { Scheduler } from "../job/scheduler.js";
 import { pollJobStops } from "../job/stop-poll.js";
 import { type LoopParts, runTakeLoop } from "../job/take-loop.js";
-import { lazyLbParts } from "../lb/lazy-parts.js";
-import { Heartbeat, type HeartbeatOptions } from "../platform/heartbeat.js";
+import {
+  Heartbeat,
+  type HeartbeatOptions,
+  type HeartbeatSlot,
+  NULL_SLOT,
+  type SlotSource,
+} from "../platform/heartbeat.js";
 import type { PlatformHttp } from "../platform/platform-http.js";
 import type { Runner } from "../runner/runner.js";
 import { SETUP_CHECK } from "../runner/setup.js";
-import { startupBudgetPart } from "../startup-budget.js";
+import { lazyLbParts } from "./lb-lazy-parts.js";
 import type { WorkerLifecycle } from "./lifecycle.js";
 import type { WorkerPart } from "./part-list.js";
 import { drainJobs, flushReports } from "./shutdown.js";
+import { installCrashHandlers, installExitWatch, installSignalHandlers } from "./signals.js";
+import { startupBudgetPart } from "./startup-budget-part.js";
 
 /**
  * Each of the worker's long-lived parts as one {@link WorkerPart} (part-list.ts), and
  * {@link composeParts}, their one order. Reversed, it is the stop's order: the take loop ends,
- * the jobs drain and their reports flush, the job-stop poll ends, the runner tears down and ends
- * its threads, the sidecars stop, the warm cache syncs one last time, the health loop ends, the
- * heartbeat sends its last ping and ends, the platform connection closes, telemetry exports.
+ * the jobs drain (the lifecycle moves to flushing) and their reports flush (it moves to closed),
+ * the job-stop poll ends, the runner tears down and ends its threads, the sidecars stop, the warm
+ * cache syncs one last time, the health loop ends, the heartbeat sends its last ping and ends,
+ * the platform connection closes, telemetry exports, and the signal handlers go.
  */
 
 /** What the parts are made from: the worker's config and the objects it built (nothing started). */
@@ -66,6 +73,7 @@ export function composeParts(source: PartsSource, cache: CachePart | undefined):
     // The port is bound first (health answers 204 through every phase), the request server last.
     const lb = lazyLbParts({ ...source, settings: config.lb, now: () => config.clock.now() });
     const parts: (WorkerPart | undefined)[] = [
+      config.handleSignals ? signalsPart(source) : undefined,
       telemetry === undefined ? undefined : telemetryPart(telemetry, source),
       lb.port,
       // The platform's start-up limit holds for a load-balancing worker too (its health stays 204).
@@ -79,6 +87,7 @@ export function composeParts(source: PartsSource, cache: CachePart | undefined):
     return parts.filter((part): part is WorkerPart => part !== undefined);
   }
   const parts: (WorkerPart | undefined)[] = [
+    config.handleSignals ? signalsPart(source) : undefined,
     telemetry === undefined ? undefined : telemetryPart(telemetry, source),
     platformPart(source.http),
     heartbeat,
@@ -88,6 +97,7 @@ export function composeParts(source: PartsSource, cache: CachePart | undefined):
     definition.sidecars.length > 0 ? sidecarsPart(source) : undefined,
     runnerPart(source),
     stopPollPart(source),
+    reportsPart(source),
     jobsPart(source),
     takeLoopPart(source),
   ];
@@ -127,7 +137,7 @@ function platformPart(http: PlatformHttp): WorkerPart {
  * start-up phases run (held until ready when the handler has a setup) and watches the jobs' table.
  * It stops after the jobs and their reports, once the unhealthy ping (if any) went out.
  */
-export class HeartbeatPart implements WorkerPart, HeartbeatLink {
+export class HeartbeatPart implements WorkerPart, SlotSource {
   readonly name = "heartbeat";
   readonly #options: HeartbeatOptions;
   readonly #lifecycle: WorkerLifecycle;
@@ -143,7 +153,10 @@ export class HeartbeatPart implements WorkerPart, HeartbeatLink {
     this.#heartbeat = heartbeat;
     // A heartbeat thread that dies leaves the worker unable to be seen holding jobs: the platform
     // would lapse them and run them twice. Stop taking, finish what can be finished, report, exit 1.
-    void heartbeat.died.then((reason) => this.#lifecycle.unfit("heartbeat", reason));
+    settle(
+      heartbeat.died.then((reason) => this.#lifecycle.unfit("heartbeat", reason)),
+      (err) => this.#options.log.error({ err }, "watching the heartbeat thread failed"),
+    );
     return true;
   }
 
@@ -163,24 +176,9 @@ export class HeartbeatPart implements WorkerPart, HeartbeatLink {
     return this.#heartbeat?.unhealthy(check, reason) ?? Promise.resolve();
   }
 
-  addJob(jobId: string): void {
-    this.#heartbeat?.addJob(jobId);
-  }
-
-  unlistJob(jobId: string): void {
-    this.#heartbeat?.unlistJob(jobId);
-  }
-
-  removeJob(jobId: string): void {
-    this.#heartbeat?.removeJob(jobId);
-  }
-
-  watch(jobId: string, atMs: number, timeoutMs: number, streaming: boolean): void {
-    this.#heartbeat?.watch(jobId, atMs, timeoutMs, streaming);
-  }
-
-  unwatch(jobId: string): void {
-    this.#heartbeat?.unwatch(jobId);
+  /** A job's slot in the heartbeat's table (the null slot before the thread started). */
+  slot(jobId: string): HeartbeatSlot {
+    return this.#heartbeat?.slot(jobId) ?? NULL_SLOT;
   }
 }
 
@@ -226,6 +224,8 @@ export class CachePart implements WorkerPart {
   readonly phase = "cache";
   readonly #source: Pick<PartsSource, "definition" | "config" | "log" | "lifecycle" | "tasks">;
   #cache: WarmCache | undefined;
+  /** The sync the worker's readiness starts (the worker's tasks own it: it never rejects). */
+  #readySync: Promise<void> | undefined;
 
   constructor(source: Pick<PartsSource, "definition" | "config" | "log" | "lifecycle" | "tasks">) {
     this.#source = source;
@@ -257,11 +257,13 @@ export class CachePart implements WorkerPart {
   ready(): void {
     const cache = this.#cache;
     // After setup: send what setup produced to the volume, without delaying the first take.
-    if (cache !== undefined) void this.#source.tasks.run("warm cache sync", () => cache.sync());
+    if (cache !== undefined) this.#readySync = this.#source.tasks.run("warm cache sync", () => cache.sync());
   }
 
   async stop(): Promise<void> {
-    // The last sync, bounded by warmCache.shutdownSyncMs; never throws.
+    // The ready-time sync (it never rejects: the worker's tasks own it), then the last sync,
+    // bounded by warmCache.shutdownSyncMs; never throws.
+    await this.#readySync;
     await this.#cache?.close();
   }
 }
@@ -348,27 +350,62 @@ function stopPollPart({ config, http, log, board, tasks }: PartsSource): WorkerP
 }
 
 /**
- * The jobs held (job-board.ts): nothing to start; at stop the lifecycle's middle states run here
- * (shutdown.ts): draining (running jobs get the grace), flushing (their reports post until the
- * flush deadline), then closed (nothing more is posted).
+ * The jobs held (job-board.ts): nothing to start; its stop drains them (shutdown.ts: running jobs
+ * get the grace, then are aborted and reported as failed), and ends in the lifecycle's `flushing`.
  */
-function jobsPart({ board, lifecycle, config }: PartsSource): WorkerPart {
+function jobsPart({ board, config }: PartsSource): WorkerPart {
   return {
     name: "jobs",
+    endsIn: "flushing",
     start: () => true,
-    stop: async (deadline) => {
-      try {
-        await drainJobs(
-          board,
-          Math.max(0, deadline - config.clock.now()),
-          config.shutdownGraceMs,
-          config.clock,
-        );
-        lifecycle.flushing();
-        await flushReports(board);
-      } finally {
-        lifecycle.closed();
-      }
+    stop: (deadline) =>
+      drainJobs(board, Math.max(0, deadline - config.clock.now()), config.shutdownGraceMs, config.clock),
+  };
+}
+
+/**
+ * The jobs' reports (each job's outbox): nothing to start; its stop waits for their posts, which
+ * go on until the lifecycle's flush deadline gives them up, and ends in the lifecycle's `closed`.
+ */
+function reportsPart({ board }: PartsSource): WorkerPart {
+  return {
+    name: "reports",
+    endsIn: "closed",
+    start: () => true,
+    stop: () => flushReports(board),
+  };
+}
+
+/**
+ * SIGTERM/SIGINT and the last-resort handler (signals.ts), where the worker owns its process
+ * (`handleSignals`): installed first, so a signal during any start-up phase is heard; removed
+ * last, once every other part has stopped.
+ */
+export function signalsPart({ lifecycle, log }: Pick<PartsSource, "lifecycle" | "log">): WorkerPart {
+  let remove: (() => void) | undefined;
+  return {
+    name: "signals",
+    start: () => {
+      const removeSignals = installSignalHandlers(log, {
+        first: () => lifecycle.signal(),
+        second: () => lifecycle.exitNow(),
+      });
+      const removeCrash = installCrashHandlers((err, origin) => lifecycle.crash(err, origin));
+      // A handler's process.exit(): one fatal line naming the jobs in flight, a non-zero exit.
+      const removeExitWatch = installExitWatch(
+        () => lifecycle.exiting,
+        (code) => lifecycle.foreignExit(code),
+      );
+      remove = () => {
+        removeSignals();
+        removeCrash();
+        removeExitWatch();
+      };
+      return true;
+    },
+    stop: () => {
+      remove?.();
+      remove = undefined;
     },
   };
 }

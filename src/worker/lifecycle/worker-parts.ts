@@ -5,7 +5,7 @@ import type { WorkerConfig } from "../config.js";
 import type { WorkerEventHub } from "../events.js";
 import { BatchScheduler } from "../job/batch-scheduler.js";
 import { failureBody } from "../job/failure-body.js";
-import { timeoutMessage } from "../job/job-deadline.js";
+import { timeoutMessage } from "../job/job-clock.js";
 import { PlainScheduler, type Scheduler } from "../job/scheduler.js";
 import {
   type HeartbeatOptions,
@@ -70,7 +70,7 @@ export function createScheduler(
     log,
     runaway: (jobId) => reports.runaway(jobId),
     roomChanged: () => reports.roomChanged(),
-    ...(events === undefined ? {} : { wrapBatch: (request, run) => events.wrapBatch(request, run) }),
+    ...(events === undefined ? {} : { wrapBatch: (run, start) => events.wrapBatch(run, start) }),
   });
 }
 
@@ -109,13 +109,15 @@ function threadRunner(
 
 /**
  * The heartbeat thread's options: it pings when the platform gave a ping URL, a key and a pod id (docs/protocol.md, "Heartbeat"), and
- * watches for a stuck main thread when an in-process handler may need the worker to exit
- * (`exitOnHardStop`). Undefined when it has neither job (the heartbeat is then not a part).
+ * watches for a stuck main thread when the runner cannot hard-stop a run (`canHardStop` false:
+ * in-process) and the worker may exit for it (`exitOnHardStop`). Undefined when it has neither
+ * job (the heartbeat is then not a part).
  */
 export function heartbeatOptions(
   definition: HandlerDefinition,
   config: WorkerConfig,
   log: Logger,
+  canHardStop: boolean,
 ): HeartbeatOptions | undefined {
   if (config.pingUrl !== undefined && config.apiKey !== undefined && !config.onPlatformPod) {
     // As the platform's Python SDK: no pod id means not on the platform, so nobody to ping; jobs are still taken.
@@ -125,7 +127,7 @@ export function heartbeatOptions(
   }
   const pingUrl = config.apiKey === undefined || !config.onPlatformPod ? undefined : config.urls.ping;
   const watchdog: WatchdogReport | undefined =
-    config.exitOnHardStop && definition.isolation === "in-process"
+    config.exitOnHardStop && !canHardStop
       ? {
           doneUrl: config.urls.done(WATCH_ID_MARK, false),
           streamDoneUrl: config.urls.done(WATCH_ID_MARK, true),

@@ -39,3 +39,27 @@ export function pollRetryPolicy(bounds: WorkerRetryBounds): RetryPolicy {
 
 /** The pause after instant empty answers: jittered, doubling per repeat from 100 ms to 1 s, reset by a job or a held poll. */
 export const EMPTY_PAUSE: RetryPolicy = postRetryPolicy({ retryBaseMs: 100, retryCapMs: 1_000 });
+
+/**
+ * The heartbeat thread's last posts (the watchdog's job reports, the one unhealthy ping): the
+ * process ends soon after either way, so a few quick retries, network errors, 429 and 5xx, a
+ * `Retry-After` cut to the cap. {@link watchdogPostRetry} allows 4 retries, {@link unhealthyPingRetry} 2.
+ */
+const LAST_POST_RETRY: RetryPolicy = retryPolicy({
+  statuses: new Set([429]),
+  refusedStatuses: new Set([429]),
+  allServerErrors: true,
+  errorCodes: new Set(["*"]),
+  baseMs: 200,
+  capMs: 1_000,
+  jitter: 0.5,
+  longRetryAfter: "cap",
+  maxRetryAfterMs: 1_000,
+  maxRetries: 4,
+});
+
+/** The watchdog's report of a job held past its time: 5 attempts in all. */
+export const watchdogPostRetry: RetryPolicy = LAST_POST_RETRY;
+
+/** The unhealthy ping: 3 attempts in all. */
+export const unhealthyPingRetry: RetryPolicy = retryPolicy(LAST_POST_RETRY, { maxRetries: 2 });

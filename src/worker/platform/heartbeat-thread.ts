@@ -1,6 +1,10 @@
 import { parentPort, workerData } from "node:worker_threads";
-import { HttpTransport } from "../../http/transport.js";
+import { type Answer, HttpTransport } from "../../http/transport.js";
 import { textScrubber } from "../../log/redact-text.js";
+import { nextRetry, type RetryPolicy } from "../../retry-policy.js";
+import { sendWithRetry } from "../../send-with-retry.js";
+import { settle } from "../../task-sink.js";
+import { unhealthyPingRetry, watchdogPostRetry } from "./backoff.js";
 import { JobSlotReader, SLOT_FLAGS, type SlotJob, type SlotMessage } from "./job-slots.js";
 import { requestIdHeader } from "./request-id.js";
 
@@ -68,27 +72,49 @@ const MAX_DRAIN_BYTES = 65_536;
  */
 let transport: HttpTransport | undefined;
 
+interface SendOptions {
+  readonly method?: string;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body?: string;
+  readonly timeoutMs: number;
+}
+
 /**
- * One request; resolves with the status or rejects on a network fault or the timeout, which bounds
+ * One request; resolves with the answer or rejects on a network fault or the timeout, which bounds
  * the wait for the answer and each pause in its body. Redirects follow the transport's rule (the
  * key only to the same origin or its https upgrade).
  */
-async function send(
-  url: URL,
-  options: { method?: string; headers: Readonly<Record<string, string>>; body?: string; timeoutMs: number },
-): Promise<number> {
+function send(url: URL, options: SendOptions): Promise<Answer> {
   transport ??= new HttpTransport();
-  const answer = await transport.request(options.method ?? "GET", url.href, {
+  return transport.request(options.method ?? "GET", url.href, {
     headers: options.headers,
     ...(options.body === undefined ? {} : { body: options.body }),
     answerTimeoutMs: options.timeoutMs,
     answerBodyMs: options.timeoutMs,
     maxAnswerBytes: MAX_DRAIN_BYTES,
   });
-  return answer.status;
 }
 
-const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+/**
+ * A request sent again by `policy` (src/retry-policy.ts: network faults, 429 and 5xx; a
+ * `Retry-After` honoured up to its cap) until one is answered otherwise or the policy stops.
+ * Resolves undefined once delivered, else with the last problem; never rejects.
+ */
+function sendRetried(policy: RetryPolicy, url: () => URL, options: SendOptions): Promise<string | undefined> {
+  return sendWithRetry<string | undefined>({
+    attempt: async () => {
+      try {
+        const answer = await send(url(), options);
+        if (answer.status !== 429 && answer.status < 500) return { done: undefined };
+        return { failed: answer, otherwise: () => `HTTP ${answer.status}` };
+      } catch (err) {
+        return { failed: { error: err }, otherwise: () => message(err) };
+      }
+    },
+    retry: (attempt, failed) => nextRetry(policy, attempt, failed),
+  });
+}
+
 const message = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
 /** The thread's whole life: pings, the watchdog, and the main thread's messages. */
@@ -118,7 +144,7 @@ function runHeartbeatThread(data: HeartbeatWorkerData): void {
 
   async function ping(): Promise<string | undefined> {
     try {
-      const status = await send(pingTo({}), { headers: data.headers, timeoutMs: data.intervalMs * 2 });
+      const { status } = await send(pingTo({}), { headers: data.headers, timeoutMs: data.intervalMs * 2 });
       return status === 429 || status >= 500 ? `HTTP ${status}` : undefined;
     } catch (err) {
       return message(err);
@@ -142,6 +168,11 @@ function runHeartbeatThread(data: HeartbeatWorkerData): void {
     }
   }
 
+  /** The regular beat, its failure reported to the main thread (ping() itself never throws). */
+  function beginLoop(): void {
+    settle(loop(), (err) => report("error", `the heartbeat's beat failed: ${message(err)}`));
+  }
+
   // A watched job past its time means the main thread is held (it would have unwatched the job),
   // and no job's report can go out from there. The thread cannot tell which job holds the main
   // thread, so it blames none in particular: every watched job is reported, those past their time
@@ -152,7 +183,7 @@ function runHeartbeatThread(data: HeartbeatWorkerData): void {
     const watched = table.jobs().filter((j) => (j.flags & SLOT_FLAGS.watched) !== 0);
     if (!watched.some((j) => j.watchAt <= now)) return;
     firing = true;
-    void fire(data.watch, watched, now);
+    settle(fire(data.watch, watched, now), (err) => report("error", `the watchdog failed: ${message(err)}`));
   }
 
   async function fire(watch: WatchSettings, watched: readonly SlotJob[], now: number): Promise<void> {
@@ -173,15 +204,8 @@ function runHeartbeatThread(data: HeartbeatWorkerData): void {
       .split(watch.timeoutMark)
       .join(String(job.timeoutMs));
     const headers = { ...data.headers, ...watch.postHeaders, "x-request-id": requestIdHeader(job.id) };
-    for (let attempt = 0; attempt < 5; attempt++) {
-      try {
-        const status = await send(url, { method: "POST", headers, body, timeoutMs: 5_000 });
-        if (status < 500 && status !== 429) return;
-      } catch {
-        // Network fault: try again shortly; the process is exiting either way.
-      }
-      await pause(200 * (attempt + 1));
-    }
+    // An undelivered report is given up: the process is ending either way.
+    await sendRetried(watchdogPostRetry, () => url, { method: "POST", headers, body, timeoutMs: 5_000 });
   }
 
   // One unhealthy ping (docs/protocol.md, "Heartbeat"), after any ping in flight so nothing
@@ -191,38 +215,32 @@ function runHeartbeatThread(data: HeartbeatWorkerData): void {
     clearTimeout(beatTimer);
     await beat;
     if (data.pingUrl === undefined) return "no ping URL";
-    let problem: string | undefined;
     // The reason leaves the worker: the key this thread sends and the patterns the log scrubs go
     // (the main thread scrubbed its own secrets already; this is the last look).
     const keys = Object.entries(data.headers)
       .filter(([name]) => /^(authorization|x-api-key)$/i.test(name))
       .flatMap(([, value]) => [value, value.replace(/^bearer\s+/i, "")]);
     const scrubbed = textScrubber(keys)(reason);
-    for (let attempt = 0; attempt < 3; attempt++) {
-      try {
-        const url = pingTo({ status: "unhealthy", check, reason: scrubbed });
-        const status = await send(url, { headers: data.headers, timeoutMs: data.intervalMs * 2 });
-        if (status !== 429 && status < 500) return undefined;
-        problem = `HTTP ${status}`;
-      } catch (err) {
-        problem = message(err);
-      }
-      await pause(200 * (attempt + 1));
-    }
-    return problem;
+    return sendRetried(unhealthyPingRetry, () => pingTo({ status: "unhealthy", check, reason: scrubbed }), {
+      headers: data.headers,
+      timeoutMs: data.intervalMs * 2,
+    });
   }
 
   const watchTimer = data.watch === undefined ? undefined : setInterval(checkWatches, data.watch.pollMs);
   port.on("message", (msg: ToHeartbeat) => {
     if (msg.type === "slots" || msg.type === "long-id") table.receive(msg);
     else if (msg.type === "unhealthy") {
-      void unhealthy(msg.check, msg.reason).then((problem) =>
-        port.postMessage({ type: "unhealthy-sent", problem } satisfies FromHeartbeat),
+      settle(
+        unhealthy(msg.check, msg.reason).then((problem) =>
+          port.postMessage({ type: "unhealthy-sent", problem } satisfies FromHeartbeat),
+        ),
+        (err) => report("error", `the unhealthy ping failed: ${message(err)}`),
       );
     } else if (msg.type === "begin-pings") {
       if (!looping && !stopped && data.pingUrl !== undefined) {
         looping = true;
-        void loop();
+        beginLoop();
       }
     } else if (msg.type === "stop") {
       stopped = true;
@@ -233,7 +251,7 @@ function runHeartbeatThread(data: HeartbeatWorkerData): void {
   });
   if (data.pingUrl !== undefined && !data.pingsHeld) {
     looping = true;
-    void loop();
+    beginLoop();
   }
 }
 

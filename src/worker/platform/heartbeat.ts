@@ -19,6 +19,38 @@ import { JobSlots } from "./job-slots.js";
  * jobs, so it must stop taking them.
  */
 
+/**
+ * One held job's place in the heartbeat's job table ({@link Heartbeat.slot}): minted when the job
+ * is admitted, released when it holds its slot no more. Off the platform (no heartbeat thread) a
+ * job holds {@link NULL_SLOT}.
+ */
+export interface HeartbeatSlot {
+  /** job-stop named the job: the pings leave it out, though it still holds its slot. */
+  unlist(): void;
+  /** The job is held no more. */
+  release(): void;
+  /**
+   * Arms the watchdog: unless unwatched before `atMs`, the thread posts the job's timeout failure
+   * (`timeoutMs` in its message; to the stream's job-done URL when `streaming`) and kills the process.
+   */
+  watch(atMs: number, timeoutMs: number, streaming: boolean): void;
+  /** Disarms the watchdog. */
+  unwatch(): void;
+}
+
+/** The slot of a job in a worker without a heartbeat thread: nothing to list, nothing to watch. */
+export const NULL_SLOT: HeartbeatSlot = Object.freeze({
+  unlist: () => undefined,
+  release: () => undefined,
+  watch: () => undefined,
+  unwatch: () => undefined,
+});
+
+/** Where jobs get their heartbeat slots: the heartbeat, or its part before it started. */
+export interface SlotSource {
+  slot(jobId: string): HeartbeatSlot;
+}
+
 /** The heartbeat thread's module beside this one: heartbeat-thread.ts (sources) or .js (dist/). */
 export function defaultHeartbeatEntryUrl(): string {
   const ext = import.meta.url.endsWith(".ts") ? "ts" : "js";
@@ -151,33 +183,19 @@ export class Heartbeat {
       this.#thread.postMessage({ type: "begin-pings" });
   }
 
-  /** A job is held: the pings name it from now on (set before its handler can run). */
-  addJob(jobId: string): void {
-    this.#slots.add(jobId);
-  }
-
-  /** job-stop named the job: the pings leave it out, though it still holds its slot. */
-  unlistJob(jobId: string): void {
-    this.#slots.unlist(jobId);
-  }
-
-  /** The job is held no more. */
-  removeJob(jobId: string): void {
-    this.#slots.remove(jobId);
-  }
-
   /**
-   * Arms the watchdog for a held job: unless unwatched before `atMs`, the thread posts the job's
-   * timeout failure (`timeoutMs` in its message; to the stream's job-done URL when `streaming`)
-   * and kills the process.
+   * A held job's slot in the job table, owned by the job (active-job.ts): the pings name it from
+   * now on (minted before its handler can run) until it is unlisted or released.
    */
-  watch(jobId: string, atMs: number, timeoutMs: number, streaming: boolean): void {
-    this.#slots.watch(jobId, atMs, timeoutMs, streaming);
-  }
-
-  /** Disarms the watchdog for a job. */
-  unwatch(jobId: string): void {
-    this.#slots.unwatch(jobId);
+  slot(jobId: string): HeartbeatSlot {
+    const slots = this.#slots;
+    slots.add(jobId);
+    return {
+      unlist: () => slots.unlist(jobId),
+      release: () => slots.remove(jobId),
+      watch: (atMs, timeoutMs, streaming) => slots.watch(jobId, atMs, timeoutMs, streaming),
+      unwatch: () => slots.unwatch(jobId),
+    };
   }
 
   /**

@@ -1,5 +1,6 @@
 import { type Answer, HttpTransport, type RequestOptions } from "../../http/transport.js";
 import { RESULT_POST_HEADERS } from "../../protocol/headers.js";
+import { settle } from "../../task-sink.js";
 import { USER_AGENT } from "../../version.js";
 import { requestIdHeader } from "./request-id.js";
 
@@ -121,7 +122,7 @@ export class PlatformHttp {
     if (count === 0) this.#considerWarmUp();
   }
 
-  /** A take is in flight and no job is held: the take's own `job_in_progress=0`, or the board's count. */
+  /** A take is in flight and no job is held: the take's own `jobsHeld` false, or the board's count. */
   get #idle(): boolean {
     return this.#idleTakes > 0 || (this.#takes > 0 && this.#jobsHeld === 0);
   }
@@ -140,17 +141,26 @@ export class PlatformHttp {
       this.#warmTimer = undefined;
       if (this.#warmStarted || !this.#idle || this.#postsInFlight > 0) return;
       this.#warmStarted = true;
-      void this.#transport.warmUp();
+      // warmUp() never rejects (a failed load keeps node:http).
+      settle(this.#transport.warmUp(), () => undefined);
     }, WARM_UP_IDLE_MS);
     this.#warmTimer.unref();
   }
 
   /** GET `url`. Throws on network errors and aborts; any status is an answer. */
   get(url: string, options: PlatformRequestOptions = {}): Promise<PlatformResponse> {
-    const request = this.#transport.request("GET", url, this.#options(options, false));
-    // Every take says job_in_progress (a job-stop poll does not).
-    if (this.#warmStarted || !url.includes("job_in_progress=")) return request;
-    const idle = url.includes("job_in_progress=0") ? 1 : 0;
+    return this.#transport.request("GET", url, this.#options(options, false));
+  }
+
+  /**
+   * A job-take: GET `url`, which says `job_in_progress` as `jobsHeld` does (the take loop builds
+   * both from the same count). A take sent while no job is held tells the fast client's warm-up
+   * that the worker is idle. Throws on network errors and aborts; any status is an answer.
+   */
+  take(url: string, jobsHeld: boolean, options: PlatformRequestOptions = {}): Promise<PlatformResponse> {
+    const request = this.get(url, options);
+    if (this.#warmStarted) return request;
+    const idle = jobsHeld ? 0 : 1;
     this.#takes++;
     this.#idleTakes += idle;
     this.#considerWarmUp();

@@ -1,77 +1,18 @@
 import type { Logger } from "pino";
 import type { Clock } from "../../clock.js";
 import type { HandlerDefinition } from "../../handler/define-handler.js";
-import { type ExecuteHooks, type ExecuteOutcome, executeJob } from "../../handler/execute.js";
-import { executeBatch } from "../../handler/execute-batch.js";
+import { executeRun } from "../../handler/execute-run.js";
 import type { ReportIdentity } from "../../handler/outcome.js";
-import type { DeliveredJob } from "../../protocol/index.js";
 import type { JobS3Options } from "../../s3/types.js";
-import type { BatchRun, BatchRunRequest } from "./batch-runner.js";
+import { type Run, RunEnd, type RunHandle } from "./run.js";
 import { runSetup, runTeardown, type SetupOutcome } from "./setup.js";
 
-/** Where jobs run: on the main thread, or in killable worker threads (see thread-runner.ts). */
-
-/** One job handed to a scheduler, and by it to a runner. */
-export interface JobRunRequest {
-  readonly job: DeliveredJob;
-  /** The job's time limit; its clock starts when the handler starts (after a thread has loaded). */
-  readonly timeoutMs: number;
-  readonly log: Logger;
-  /**
-   * The job is launched: every runner calls this synchronously just before the job's handler
-   * can run (at once for a plain handler; when its batch takes its seat for a batch handler), with
-   * the epoch ms it starts at. ActiveJob arms its watchdog here, the one place for both kinds, so
-   * a job waiting for its turn is never taken for one holding the main thread.
-   */
-  readonly onLaunch: (at: number) => void;
-}
-
-/** A running job, made by the scheduler or runner that runs it (its abort and hard stop differ). */
-export interface JobRunHandle {
-  /** Resolves with the epoch ms at which the handler started (its deadline is that plus the timeout). */
-  readonly started: Promise<number>;
-  /** Resolves with what the handler produced; `"killed"` after a hard stop, never rejects. */
-  readonly outcome: Promise<ExecuteOutcome | "killed">;
-  /** Fires the job's signal with `reason`; does nothing once `outcome` has settled. */
-  abort(reason: Error): void;
-  /**
-   * Ends the handler by force; false when its runner cannot (in-process). Once `outcome` has
-   * settled it does nothing (true: nothing is left to stop).
-   */
-  hardStop(): Promise<boolean>;
-}
-
 /**
- * Whether a run (a job or a batch) has ended: the one "do nothing once ended" guard of every
- * runner. A late abort must not fire a signal the handler left behind, and a late hard stop must
- * not end a thread that already serves another job.
+ * Where jobs run: on the main thread, or in killable worker threads (see thread-runner.ts). A
+ * runner sees runs (run.ts) and nothing else: a run of one job or a batch, one handle each.
  */
-export class RunEnd {
-  #ended = false;
 
-  /** Ended once `outcome` settles (a run on the main thread). */
-  static after(outcome: Promise<unknown>): RunEnd {
-    const end = new RunEnd();
-    void outcome.finally(() => end.end());
-    return end;
-  }
-
-  get ended(): boolean {
-    return this.#ended;
-  }
-
-  /** The run ended (its outcome exists, or its thread is gone). */
-  end(): void {
-    this.#ended = true;
-  }
-
-  /** `act`, made inert once the run has ended. */
-  guard<A extends unknown[]>(act: (...args: A) => void): (...args: A) => void {
-    return (...args) => {
-      if (!this.#ended) act(...args);
-    };
-  }
-}
+export type { Run, RunHandle, RunJob } from "./run.js";
 
 /** What a runner's setup reports to the worker while it runs. */
 export interface RunnerStart {
@@ -84,14 +25,17 @@ export interface RunnerStart {
 /**
  * Where the handler lives and runs: on the main thread ({@link InProcessRunner}) or in isolation
  * threads (ThreadRunner, thread-runner.ts). It owns what `setup` made there, and runs what a
- * scheduler (scheduler.ts) launches: one job (`run`) or a batch (`runBatch`). The worker picks one
- * at start (worker-parts.ts, createRunner); both implement every member.
+ * scheduler (scheduler.ts) launches: a run of N ≥ 1 jobs (run.ts), the only unit it sees. The
+ * worker picks one at start (worker-parts.ts, createRunner); both implement every member.
  */
 export interface Runner {
-  /** Runs one job at once; calls `request.onLaunch` synchronously before its handler can run. */
-  run(request: JobRunRequest, hooks: ExecuteHooks): JobRunHandle;
-  /** Runs a launched batch at once (batch-scheduler.ts fills it and keeps each job's fate). */
-  runBatch(request: BatchRunRequest): BatchRun;
+  /**
+   * Whether {@link RunHandle.hardStop} can end a run that ignores its signal (a thread can be
+   * terminated; the main thread cannot, so an in-process runaway needs the worker replaced).
+   */
+  readonly canHardStop: boolean;
+  /** Starts `run` at once; calls each job's `onLaunch` synchronously before its handler can run. */
+  run(run: Run): RunHandle;
   /**
    * The runner's start-up phase (after fitness, cache and sidecars): nothing runs before it (no
    * thread is spawned by the constructor). It runs the handler's `setup` where the handler runs
@@ -130,6 +74,7 @@ export function s3Options(settings: RunnerSettings): Omit<JobS3Options, "signal"
  * stopped. `setup` runs once here, and its state is shared by every concurrent job.
  */
 export class InProcessRunner implements Runner {
+  readonly canHardStop = false;
   readonly #definition: HandlerDefinition;
   readonly #settings: RunnerSettings;
   readonly #log: Logger;
@@ -165,57 +110,40 @@ export class InProcessRunner implements Runner {
     await runTeardown(this.#definition, this.#state, withinMs, this.#log, this.#clock);
   }
 
-  run(request: JobRunRequest, hooks: ExecuteHooks): JobRunHandle {
-    const controller = new AbortController();
+  run(run: Run): RunHandle {
     const startedAt = Date.now();
-    request.onLaunch(startedAt);
-    const outcome = executeJob({
+    const controllers = run.jobs.map(() => new AbortController());
+    // A batch's own signal; a plain run's is its jobs' (no controller made for it: one a job is enough).
+    const batchController = run.batchId === undefined ? undefined : new AbortController();
+    for (const job of run.jobs) job.onLaunch(startedAt);
+    const outcomes = executeRun({
       definition: this.#definition,
-      job: request.job,
-      signal: controller.signal,
-      deadline: startedAt + request.timeoutMs,
-      log: request.log,
+      batchId: run.batchId,
+      members: run.jobs.map((job, index) => ({
+        job: job.job,
+        parsed: job.parsed,
+        signal: controllers[index]!.signal,
+        deadline: startedAt + job.timeoutMs,
+        log: job.log,
+        hooks: job.hooks,
+      })),
+      signal: (batchController ?? controllers[0]!).signal,
+      log: run.log,
       identity: this.#settings.identity,
       s3: s3Options(this.#settings),
-      hooks,
-      state: this.#state,
-    });
-    const end = RunEnd.after(outcome);
-    return {
-      started: Promise.resolve(startedAt),
-      outcome,
-      abort: end.guard((reason: Error) => controller.abort(reason)),
-      hardStop: async () => false,
-    };
-  }
-
-  runBatch(request: BatchRunRequest): BatchRun {
-    const startedAt = Date.now();
-    const jobControllers = request.members.map(() => new AbortController());
-    const batchController = new AbortController();
-    const outcomes = executeBatch({
-      definition: this.#definition,
-      batchId: request.batchId,
-      members: request.members.map((member, index) => ({
-        job: member.job,
-        parsed: member.parsed,
-        signal: jobControllers[index]!.signal,
-        deadline: startedAt + member.timeoutMs,
-        log: member.log,
-        progress: (json) => member.progress(json),
-      })),
-      signal: batchController.signal,
-      log: request.log,
-      identity: this.#settings.identity,
       state: this.#state,
     });
     const end = RunEnd.after(outcomes);
     return {
       started: Promise.resolve(startedAt),
       outcomes,
-      abortJob: end.guard((index: number, reason: Error) => jobControllers[index]?.abort(reason)),
-      abortBatch: end.guard((reason: Error) => batchController.abort(reason)),
-      hardStop: async () => false,
+      abort: end.guard((reason: Error, index?: number) => {
+        if (index !== undefined) controllers[index]?.abort(reason);
+        else if (batchController !== undefined) batchController.abort(reason);
+        else for (const controller of controllers) controller.abort(reason);
+      }),
+      // The main thread cannot end a call by force: false while it runs, true once nothing is left to stop.
+      hardStop: async () => end.ended,
     };
   }
 

@@ -2,11 +2,12 @@ import { isMainThread, parentPort, workerData } from "node:worker_threads";
 import { realClock } from "../../clock.js";
 import { RunletError, type RunletErrorCode } from "../../errors.js";
 import type { HandlerDefinition } from "../../handler/define-handler.js";
-import { type ExecuteOutcome, executeJob } from "../../handler/execute.js";
-import { executeBatch } from "../../handler/execute-batch.js";
-import { failedResult, type ReportIdentity } from "../../handler/outcome.js";
+import type { ExecuteOutcome } from "../../handler/execute.js";
+import { executeRun } from "../../handler/execute-run.js";
+import type { ReportIdentity } from "../../handler/outcome.js";
 import { createLogger } from "../../log/index.js";
 import type { DeliveredJob } from "../../protocol/index.js";
+import { settle } from "../../task-sink.js";
 import { type ShippedSpan, type ThreadTrace, tracedLog } from "../../telemetry/link.js";
 import { threadTracer } from "../../telemetry/thread.js";
 import { type RunnerSettings, s3Options } from "./runner.js";
@@ -31,16 +32,19 @@ export interface RunnerThreadData {
   readonly settings: RunnerSettings;
 }
 
-/** Main → thread: run a run of N ≥ 1 jobs: one job of a plain handler, or a batch (batch-scheduler.ts). */
+/** Main → thread: run a run of N ≥ 1 jobs (run.ts): a plain handler's jobs, or a batch (batch-scheduler.ts). */
 export interface RunMessage {
   readonly type: "run";
   readonly runId: number;
-  /** A batch's id; undefined for a plain handler's one job. */
+  /** A batch's id; undefined for a plain handler's jobs (one call each). */
   readonly batchId: string | undefined;
   readonly jobs: readonly DeliveredJob[];
   /** Each job's time limit, in the order of `jobs`. */
   readonly timeoutsMs: readonly number[];
-  /** The span the handler runs under, and a batch's jobs' spans (telemetry on; src/telemetry/thread.ts). */
+  /**
+   * Telemetry on (src/telemetry/thread.ts): a batch's call runs under `span`, and `jobs` are its
+   * jobs' spans; a plain run's job `i` runs under `jobs[i]`.
+   */
   readonly trace?: ThreadTrace | undefined;
 }
 
@@ -50,7 +54,7 @@ export type ToThread =
   /**
    * Aborts run `runId` only (cancellation is keyed by run): a stop or deadline that reaches the
    * thread after that run ended must not touch the next job the thread runs. `index` names one
-   * job of the run; without it, the run's own signal fires (a batch's; a single job's is its job's).
+   * job of the run; without it, the run's own signal fires (a batch's; every job's of a plain run).
    */
   | {
       readonly type: "abort";
@@ -81,9 +85,12 @@ export type FromThread =
   | { readonly type: "started"; readonly at: number }
   /** A progress update; `index` names the job within the run. */
   | { readonly type: "progress"; readonly json: string; readonly index: number }
-  | { readonly type: "streaming" }
+  /** Job `index` of the run streams. */
+  | { readonly type: "streaming"; readonly index: number }
+  /** Job `index` of the run made stream chunks. */
   | {
       readonly type: "chunks";
+      readonly index: number;
       readonly seq: number;
       readonly bodies: readonly (string | Uint8Array)[];
       readonly bytes: number;
@@ -118,7 +125,7 @@ export function runRunnerThread(definition: HandlerDefinition): void {
     return;
   }
   port.postMessage({ type: "setting-up" } satisfies FromThread);
-  void runSetup(definition, {
+  const setUp = runSetup(definition, {
     log,
     clock: realClock({ unref: false }),
     progress: (text) => port.postMessage({ type: "setup-progress", text } satisfies FromThread),
@@ -126,6 +133,8 @@ export function runRunnerThread(definition: HandlerDefinition): void {
     if (outcome.ok) serveJobs(port, definition, data, log, outcome.state);
     else port.postMessage({ type: "setup-failed", reason: outcome.reason } satisfies FromThread);
   });
+  // runSetup never rejects; serving jobs failing to begin is this thread's end.
+  settle(setUp, (err) => log.error({ err }, "the isolation thread could not begin serving jobs"));
 }
 
 /** The thread's job loop, once setup is done: `state` is every job's `ctx.state`. */
@@ -137,102 +146,87 @@ function serveJobs(
   state: unknown,
 ): void {
   const identity: ReportIdentity = data.settings.identity;
-  /** The run's own signal (a batch's; a single job's is its job's), and each job's. */
+  /** The run's own signal (a batch's), and each job's. */
   let controller: AbortController | undefined;
   let jobControllers: AbortController[] = [];
+  let batch = false;
   let runId: number | undefined;
   let seq = 0;
   const credits = new Map<number, () => void>();
-  // Telemetry on: a run carries the span the handler runs under (src/telemetry/thread.ts).
+  // Telemetry on: a run carries the spans its handler calls run under (src/telemetry/thread.ts).
   const traced = threadTracer(log, (spans) =>
     port.postMessage({ type: "spans", spans } satisfies FromThread),
   );
-  // This thread's ExecuteHooks: each call becomes a message; ThreadRunner on the main thread
-  // hands it to the job's ActiveJob, and a "credit" answers a chunk once it may go on.
-  const hooks = {
-    progress: (json: string) => port.postMessage({ type: "progress", json, index: 0 } satisfies FromThread),
-    streaming: () => port.postMessage({ type: "streaming" } satisfies FromThread),
+  // Job `index`'s ExecuteHooks in this thread: each call becomes a message; ThreadRunner on the
+  // main thread hands it to the job's ActiveJob, and a "credit" answers a chunk once it may go on.
+  const hooksOf = (index: number) => ({
+    progress: (json: string) => port.postMessage({ type: "progress", json, index } satisfies FromThread),
+    streaming: () => port.postMessage({ type: "streaming", index } satisfies FromThread),
     chunks: (bodies: readonly (string | Uint8Array)[], bytes: number) => {
       seq += 1;
       const mine = seq;
       return new Promise<void>((resolve) => {
         credits.set(mine, resolve);
         port.postMessage(
-          { type: "chunks", seq: mine, bodies, bytes } satisfies FromThread,
+          { type: "chunks", index, seq: mine, bodies, bytes } satisfies FromThread,
           ownBuffers(bodies),
         );
       });
     },
-  };
-  /** One path for both kinds of run: its signals, its start, its handler, its one result message. */
+  });
+  /** One path for every run: its signals, its start, the one front of the executors, its one result message. */
   const run = (msg: RunMessage): void => {
     runId = msg.runId;
+    batch = msg.batchId !== undefined;
     jobControllers = msg.jobs.map(() => new AbortController());
-    controller = msg.batchId === undefined ? jobControllers[0] : new AbortController();
+    controller = new AbortController();
     const startedAt = Date.now();
     port.postMessage({ type: "started", at: startedAt } satisfies FromThread);
-    const members = msg.jobs.map((job, index) => ({
-      job,
-      signal: jobControllers[index]!.signal,
-      deadline: startedAt + (msg.timeoutsMs[index] ?? 0),
-      log: tracedLog(
-        log.child({ requestId: job.id }),
-        msg.batchId === undefined ? msg.trace?.span : msg.trace?.jobs?.[index],
-      ),
-      progress: (json: string) => port.postMessage({ type: "progress", json, index } satisfies FromThread),
-    }));
-    const single = members[0]!;
-    const outcomes: Promise<readonly ExecuteOutcome[]> =
-      msg.batchId === undefined
-        ? traced(
-            msg.trace,
-            executeJob,
-          )({
-            definition,
-            job: single.job,
-            signal: single.signal,
-            deadline: single.deadline,
-            log: single.log,
-            identity,
-            s3: s3Options(data.settings),
-            state,
-            hooks,
-          }).then((outcome) => [outcome])
-        : traced(
-            msg.trace,
-            executeBatch,
-          )({
-            definition,
-            batchId: msg.batchId,
-            signal: controller!.signal,
-            log: tracedLog(log.child({ batchId: msg.batchId }), msg.trace?.span),
-            identity,
-            state,
-            members,
-          });
-    void outcomes
-      .catch(
-        // executeJob and executeBatch never reject; this keeps the run's promise total should that ever change.
-        (err: unknown): ExecuteOutcome[] =>
-          msg.jobs.map(() => ({
-            result: failedResult(err, identity, definition.refreshWorker),
-            metrics: {},
-          })),
-      )
-      .then((done) => port.postMessage({ type: "result", outcomes: done } satisfies FromThread));
+    const spanOf = (index: number | undefined) =>
+      index === undefined ? msg.trace?.span : (msg.trace?.jobs?.[index] ?? msg.trace?.span);
+    const outcomes = executeRun({
+      definition,
+      batchId: msg.batchId,
+      members: msg.jobs.map((job, index) => ({
+        job,
+        signal: jobControllers[index]!.signal,
+        deadline: startedAt + (msg.timeoutsMs[index] ?? 0),
+        log: tracedLog(log.child({ requestId: job.id }), spanOf(index)),
+        hooks: hooksOf(index),
+      })),
+      signal: controller.signal,
+      log: tracedLog(batch ? log.child({ batchId: msg.batchId }) : log, msg.trace?.span),
+      identity,
+      s3: s3Options(data.settings),
+      state,
+      around: (index, execute) => {
+        const span = spanOf(index);
+        return traced(span === undefined ? undefined : { span }, execute)(undefined);
+      },
+    });
+    // executeRun never rejects; a result that cannot be posted (it does not clone) is logged.
+    settle(
+      outcomes.then((done) => port.postMessage({ type: "result", outcomes: done } satisfies FromThread)),
+      (err) => log.error({ err }, "sending the run's result to the main thread failed"),
+    );
   };
   port.on("message", (msg: ToThread) => {
     if (msg.type === "run") run(msg);
     else if (msg.type === "abort") {
       if (msg.runId !== runId) return;
-      const target = msg.index === undefined ? controller : jobControllers[msg.index];
-      target?.abort(new RunletError(msg.code, msg.message));
+      const reason = new RunletError(msg.code, msg.message);
+      if (msg.index !== undefined) jobControllers[msg.index]?.abort(reason);
+      else if (batch) controller?.abort(reason);
+      else for (const each of jobControllers) each.abort(reason);
     } else if (msg.type === "credit") {
       credits.get(msg.seq)?.();
       credits.delete(msg.seq);
     } else if (msg.type === "teardown") {
-      void runTeardown(definition, state, msg.withinMs, log, realClock({ unref: false })).then(() =>
-        port.postMessage({ type: "torn-down" } satisfies FromThread),
+      settle(
+        runTeardown(definition, state, msg.withinMs, log, realClock({ unref: false })).then(() =>
+          port.postMessage({ type: "torn-down" } satisfies FromThread),
+        ),
+        (err) => log.error({ err }, "the isolation thread's teardown failed"),
       );
     }
   });

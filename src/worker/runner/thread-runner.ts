@@ -2,19 +2,13 @@ import { Worker as Thread } from "node:worker_threads";
 import type { Logger } from "pino";
 import type { Clock, ClockTimer } from "../../clock.js";
 import type { RunletErrorCode } from "../../errors.js";
-import type { ExecuteHooks, ExecuteOutcome } from "../../handler/execute.js";
+import type { ExecuteOutcome } from "../../handler/execute.js";
 import { onAbort } from "../../linked-signal.js";
 import { StateMachine, type Transitions } from "../../state-machine.js";
-import { launchInSpan, threadTrace } from "../../telemetry/link.js";
-import type { BatchRun, BatchRunRequest } from "./batch-runner.js";
-import {
-  type JobRunHandle,
-  type JobRunRequest,
-  RunEnd,
-  type Runner,
-  type RunnerSettings,
-  type RunnerStart,
-} from "./runner.js";
+import { settle } from "../../task-sink.js";
+import { type SpanRef, type ThreadTrace, type TraceLink, threadTrace } from "../../telemetry/link.js";
+import { type Run, RunEnd, type RunHandle, type RunJob } from "./run.js";
+import type { Runner, RunnerSettings, RunnerStart } from "./runner.js";
 import { SETUP_CHECK, type SetupOutcome } from "./setup.js";
 import { RUNNER_THREAD_BOOTSTRAP, TS_FILE, toUrl, tsxApiUrl } from "./thread-bootstrap.js";
 import type { FromThread, RunMessage, RunnerThreadData, ToThread } from "./thread-entry.js";
@@ -62,21 +56,11 @@ type ThreadEnd =
   | { readonly kind: "killed" }
   | { readonly kind: "failed"; readonly outcome: ExecuteOutcome };
 
-/** Where a run's intermediate messages go (a batch's handler never streams: it returns its outputs). */
-interface Relay {
-  /** Job `index` of the run reported progress. */
-  progress(index: number, json: string): void;
-  streaming(): void;
-  chunks: ExecuteHooks["chunks"];
-  /** Spans the handler made in the thread (telemetry on), to export. */
-  spans?: ((spans: Extract<FromThread, { type: "spans" }>["spans"]) => void) | undefined;
-}
-
-/** One run (a job or a batch) on a thread. */
+/** One run on a thread. */
 interface ThreadRun {
   readonly started: Promise<number>;
   readonly end: Promise<ThreadEnd>;
-  /** Aborts the run (`index`: one job of a batch) by a message naming the run. */
+  /** Aborts the run (`index`: one job of it) by a message naming the run. */
   abort(reason: Error, index?: number): void;
   hardStop(): Promise<boolean>;
 }
@@ -141,6 +125,8 @@ class Slot {
 }
 
 export class ThreadRunner implements Runner {
+  /** A hard stop terminates the run's thread. */
+  readonly canHardStop = true;
   readonly #data: RunnerThreadData;
   readonly #options: ThreadRunnerOptions;
   /** The thread the runner's start spawns: the worker's first take waits for its setup. */
@@ -190,7 +176,7 @@ export class ThreadRunner implements Runner {
         const reason = `setup did not finish within ${setup.timeoutMs} ms (setupTimeoutMs)`;
         this.#failedToServe(SETUP_CHECK, reason);
         slot.settle({ ok: false, reason });
-        void thread.terminate();
+        this.#end(thread);
       }, setup.timeoutMs);
     }
     const setupEnded = (): void => {
@@ -211,7 +197,7 @@ export class ThreadRunner implements Runner {
         setupEnded();
         this.#failedToServe(SETUP_CHECK, `${msg.reason} (in an isolation thread)`);
         slot.settle({ ok: false, reason: msg.reason });
-        void thread.terminate();
+        this.#end(thread);
       }
     });
     // Always listened to: an unheard 'error' of a Worker is thrown in the main thread and ends
@@ -232,6 +218,11 @@ export class ThreadRunner implements Runner {
       this.#slots.delete(slot);
     });
     return slot;
+  }
+
+  /** Ends a thread that cannot serve; its exit is heard by its own listener. */
+  #end(thread: Thread): void {
+    settle(thread.terminate(), (err) => this.#logger.warn({ err }, "ending an isolation thread failed"));
   }
 
   /** Where the first thread's setup progress goes while the worker waits for it. */
@@ -321,83 +312,43 @@ export class ThreadRunner implements Runner {
     };
   }
 
-  run(request: JobRunRequest, hooks: ExecuteHooks): JobRunHandle {
+  /**
+   * Runs `run` on one thread (an idle one, or a new one): a hard stop terminates the thread, and
+   * each job then ends as its owner decides. Telemetry on: each plain job's handler span (its
+   * hooks' `wrapHandler`) or the batch's spans travel with the run.
+   */
+  run(run: Run): RunHandle {
+    const count = run.jobs.length;
+    const each = (outcome: ExecuteOutcome): ExecuteOutcome[] => run.jobs.map(() => outcome);
     if (this.#loadFailure !== undefined) {
       return {
         started: Promise.resolve(Date.now()),
-        outcome: Promise.resolve(this.#loadFailureOutcome(this.#loadFailure)),
+        outcomes: Promise.resolve(each(this.#loadFailureOutcome(this.#loadFailure))),
         abort: () => undefined,
         hardStop: async () => true,
       };
     }
     const runId = this.#nextRunId();
-    request.onLaunch(Date.now());
-    // Inside the job's handler span when telemetry is on: the thread runs the handler under it.
-    const onThread = launchInSpan(hooks.wrapHandler?.bind(hooks), request.log, (log, link) =>
+    const launchedAt = Date.now();
+    for (const job of run.jobs) job.onLaunch(launchedAt);
+    const launch = (trace: ThreadTrace | undefined, receive: TraceLink["receive"] | undefined): ThreadRun =>
       this.#launch(
         {
           type: "run",
           runId,
-          batchId: undefined,
-          jobs: [request.job],
-          timeoutsMs: [request.timeoutMs],
-          trace: threadTrace(link),
+          batchId: run.batchId,
+          jobs: run.jobs.map((job) => job.job),
+          timeoutsMs: run.jobs.map((job) => job.timeoutMs),
+          trace,
         },
-        log,
-        {
-          progress: (_index, json) => hooks.progress(json),
-          streaming: () => hooks.streaming?.(),
-          chunks: (bodies, bytes) => hooks.chunks(bodies, bytes),
-          spans: link?.receive,
-        },
-      ),
-    );
-    return {
-      started: onThread.started,
-      outcome: onThread.end.then((end) => {
-        if (end.kind === "killed") return "killed";
-        if (end.kind !== "result") return end.outcome;
-        return end.outcomes[0] ?? this.#diedOutcome(0, undefined);
-      }),
-      abort: (reason) => onThread.abort(reason),
-      hardStop: onThread.hardStop,
-    };
-  }
-
-  /**
-   * Runs a batch (batch-scheduler.ts) on one thread: a hard stop terminates the thread, and each
-   * job of the batch then ends as executeBatch decides (each was already let go).
-   */
-  runBatch(request: BatchRunRequest): BatchRun {
-    const count = request.members.length;
-    const each = (outcome: ExecuteOutcome): ExecuteOutcome[] => request.members.map(() => outcome);
-    if (this.#loadFailure !== undefined) {
-      return {
-        started: Promise.resolve(Date.now()),
-        outcomes: Promise.resolve(each(this.#loadFailureOutcome(this.#loadFailure))),
-        abortJob: () => undefined,
-        abortBatch: () => undefined,
-        hardStop: async () => true,
-      };
-    }
-    const runId = this.#nextRunId();
-    const onThread = this.#launch(
-      {
-        type: "run",
-        runId,
-        batchId: request.batchId,
-        jobs: request.members.map((member) => member.job),
-        timeoutsMs: request.members.map((member) => member.timeoutMs),
-        trace: threadTrace(request.trace),
-      },
-      request.log,
-      {
-        progress: (index, json) => request.members[index]?.progress(json),
-        streaming: () => undefined,
-        chunks: async () => undefined,
-        spans: request.trace?.receive,
-      },
-    );
+        run.log,
+        run.jobs,
+        receive,
+      );
+    const onThread =
+      run.batchId === undefined
+        ? launchInJobSpans(run.jobs, launch)
+        : launch(threadTrace(run.trace), run.trace?.receive);
     return {
       started: onThread.started,
       outcomes: onThread.end.then((end) => {
@@ -405,8 +356,7 @@ export class ThreadRunner implements Runner {
         if (end.kind !== "result") return each(end.outcome);
         return end.outcomes.length === count ? end.outcomes : each(this.#diedOutcome(0, undefined));
       }),
-      abortJob: (index, reason) => onThread.abort(reason, index),
-      abortBatch: (reason) => onThread.abort(reason),
+      abort: (reason, index) => onThread.abort(reason, index),
       hardStop: onThread.hardStop,
     };
   }
@@ -429,10 +379,16 @@ export class ThreadRunner implements Runner {
   }
 
   /**
-   * Sends `message` (a job or a batch) to an idle thread (or a new one) and relays what the thread
-   * answers until its result, a hard stop or the thread's exit; the thread then goes back to the pool.
+   * Sends `message` (a run) to an idle thread (or a new one) and relays what the thread answers to
+   * the jobs' hooks until its result, a hard stop or the thread's exit; the thread then goes back
+   * to the pool. `spans`: where the handler's spans go (telemetry on).
    */
-  #launch(message: RunMessage, log: Logger, relay: Relay): ThreadRun {
+  #launch(
+    message: RunMessage,
+    log: Logger,
+    jobs: readonly RunJob[],
+    spans: TraceLink["receive"] | undefined,
+  ): ThreadRun {
     const { runId } = message;
     const slot = this.#freeSlot() ?? this.#spawn();
     const thread = slot.thread;
@@ -440,9 +396,9 @@ export class ThreadRunner implements Runner {
     if (slot.life.is("idle")) slot.life.to("busy");
     /** Ended once the end exists: the run is inert from then on, the thread may run another job. */
     const runEnd = new RunEnd();
-    let settle!: (end: ThreadEnd) => void;
+    let settleEnd!: (end: ThreadEnd) => void;
     const end = new Promise<ThreadEnd>((resolve) => {
-      settle = resolve;
+      settleEnd = resolve;
     });
     let killed = false;
     let markStarted!: (at: number) => void;
@@ -452,24 +408,25 @@ export class ThreadRunner implements Runner {
     const send = (msg: ToThread): void => thread.postMessage(msg);
     const onMessage = (msg: FromThread): void => {
       if (msg.type === "started") markStarted(msg.at);
-      else if (msg.type === "progress") relay.progress(msg.index, msg.json);
-      else if (msg.type === "streaming") relay.streaming();
-      else if (msg.type === "spans") relay.spans?.(msg.spans);
+      else if (msg.type === "progress") jobs[msg.index]?.hooks.progress(msg.json);
+      else if (msg.type === "streaming") jobs[msg.index]?.hooks.streaming?.();
+      else if (msg.type === "spans") spans?.(msg.spans);
       else if (msg.type === "chunks") {
-        // One sink for this promise (every floating promise ends in one sink): the credit goes either way, so the thread never stalls.
-        relay.chunks(msg.bodies, msg.bytes).then(
-          () => send({ type: "credit", seq: msg.seq }),
-          (err: unknown) => {
-            log.error({ err }, "queueing this job's stream chunks failed");
-            send({ type: "credit", seq: msg.seq });
-          },
+        const hooks = jobs[msg.index]?.hooks;
+        const queued = hooks === undefined ? Promise.resolve() : hooks.chunks(msg.bodies, msg.bytes);
+        // The credit goes either way, so the thread never stalls.
+        settle(
+          queued
+            .catch((err: unknown) => log.error({ err }, "queueing this job's stream chunks failed"))
+            .then(() => send({ type: "credit", seq: msg.seq })),
+          (err) => log.error({ err }, "crediting this job's stream chunks failed"),
         );
       } else if (msg.type === "result") {
         runEnd.end();
         cleanup();
         // The thread goes back to the pool: busy → idle.
         slot.life.move("idle");
-        settle({ kind: "result", outcomes: msg.outcomes });
+        settleEnd({ kind: "result", outcomes: msg.outcomes });
       }
     };
     let failure: Error | undefined;
@@ -484,10 +441,10 @@ export class ThreadRunner implements Runner {
       markStarted(Date.now());
       // The pool keeps serving: warm a replacement now rather than on the next job's clock.
       if (!this.#closed && this.#loadFailure === undefined && this.#freeSlot() === undefined) this.#spawn();
-      if (killed) settle({ kind: "killed" });
+      if (killed) settleEnd({ kind: "killed" });
       else if (this.#loadFailure !== undefined && !slot.served) {
-        settle({ kind: "failed", outcome: this.#loadFailureOutcome(this.#loadFailure) });
-      } else settle({ kind: "failed", outcome: this.#diedOutcome(code, failure) });
+        settleEnd({ kind: "failed", outcome: this.#loadFailureOutcome(this.#loadFailure) });
+      } else settleEnd({ kind: "failed", outcome: this.#diedOutcome(code, failure) });
     };
     const cleanup = (): void => {
       slot.held = undefined;
@@ -537,4 +494,45 @@ export class ThreadRunner implements Runner {
     this.#closed = true;
     await Promise.all([...this.#slots].map((slot) => slot.thread.terminate()));
   }
+}
+
+/**
+ * Launches a plain run inside each job's handler span (telemetry on: the jobs' hooks' `wrapHandler`,
+ * each of which calls its run at once): the thread runs job `i` under `jobs[i]` of the trace, and
+ * each span ends with the run. Without telemetry, as is.
+ */
+function launchInJobSpans(
+  jobs: readonly RunJob[],
+  launch: (trace: ThreadTrace | undefined, receive: TraceLink["receive"] | undefined) => ThreadRun,
+): ThreadRun {
+  const spans: SpanRef[] = [];
+  let receive: TraceLink["receive"] | undefined;
+  let ended!: (end: Promise<unknown>) => void;
+  // Settles as the run's end does, once the run exists.
+  const end = new Promise<unknown>((resolve) => {
+    ended = resolve;
+  });
+  for (const job of jobs) {
+    const wrap = job.hooks.wrapHandler;
+    if (wrap === undefined) continue;
+    let called = false;
+    // The span's own promise settles with the run (the handler's outcome is the run's, not this).
+    settle(
+      wrap.call(job.hooks, job.log, (_log, link) => {
+        called = true;
+        if (link !== undefined) {
+          spans.push(link.span);
+          receive ??= link.receive;
+        }
+        return end;
+      }),
+      () => undefined,
+    );
+    if (!called) throw new Error("wrapHandler must call its run at once");
+  }
+  const trace: ThreadTrace | undefined =
+    spans.length === jobs.length && spans.length > 0 ? { span: spans[0]!, jobs: spans } : undefined;
+  const run = launch(trace, receive);
+  ended(run.end);
+  return run;
 }

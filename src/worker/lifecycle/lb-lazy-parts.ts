@@ -1,5 +1,5 @@
-import type { WorkerPart } from "../lifecycle/part-list.js";
 import type { LbPartsSource } from "./lb-parts.js";
+import type { WorkerPart } from "./part-list.js";
 
 /**
  * The load-balancing parts as the part list holds them, their code loaded by the first start:

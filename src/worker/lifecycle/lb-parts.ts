@@ -1,13 +1,14 @@
 import type { Logger } from "pino";
 import type { HandlerDefinition } from "../../handler/define-handler.js";
 import { HANDLER_DEFAULTS } from "../../handler/define-handler.js";
+import { settle } from "../../task-sink.js";
 import type { WorkerEventHub } from "../events.js";
-import type { WorkerLifecycle } from "../lifecycle/lifecycle.js";
-import type { WorkerPart } from "../lifecycle/part-list.js";
-import { FrontThread } from "./front-thread.js";
-import type { JobRunParts } from "./job-run.js";
-import { LB_MAX_REQUEST_MS, type LbSettings } from "./lb-config.js";
-import { RequestServer } from "./request-server.js";
+import { FrontThread } from "../lb/front-thread.js";
+import type { JobRunParts } from "../lb/job-run.js";
+import { LB_MAX_REQUEST_MS, type LbSettings } from "../lb/lb-config.js";
+import { RequestServer } from "../lb/request-server.js";
+import type { WorkerLifecycle } from "./lifecycle.js";
+import type { WorkerPart } from "./part-list.js";
 
 /**
  * The load-balancing mode's two parts of the worker's part list (docs/load-balancing.md): the
@@ -60,7 +61,10 @@ export function lbParts(source: LbPartsSource): { readonly port: WorkerPart; rea
         lifecycle.unfit("port", reason);
         return false;
       }
-      void thread.died.then((reason) => lifecycle.unfit("front-thread", reason));
+      settle(
+        thread.died.then((reason) => lifecycle.unfit("front-thread", reason)),
+        (err) => source.log.error({ err }, "watching the load-balancer's front thread failed"),
+      );
       // From the moment the worker stops taking (unfit, SIGTERM, close), health answers 503.
       lifecycle.taking.addEventListener(
         "abort",
