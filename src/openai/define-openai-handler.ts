@@ -7,6 +7,7 @@ import {
   type HandlerFunction,
   type HandlerOptions,
 } from "../handler/index.js";
+import { jobSecrets, redactText } from "../log/redact-text.js";
 import { OPENAI_SCHEMA_MARK, openAIJobInputSchema } from "../protocol/openai.js";
 import { invalidBodyError, openAIJobError } from "./errors.js";
 import {
@@ -142,6 +143,7 @@ export function defineOpenAIHandler<State = undefined>(
         maxTokens: request.max_output_tokens ?? undefined,
         signal: context.signal,
         request,
+        scrub: (text) => redactText(text, context.log, jobSecrets(context.job.raw)),
       };
       const generation = started("chat", () => chat(chatRequest, context));
       return request.stream === true

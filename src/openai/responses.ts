@@ -163,6 +163,8 @@ function contentOf(content: string | readonly { type: string; text?: string | un
 /** The facts of one Responses request the wire needs. */
 export interface ResponsesWire extends Omit<GenerationRequest, "kind" | "includeUsage"> {
   readonly request: ResponsesRequest;
+  /** Scrubs secrets from an error's text before the `error` event carries it to the client. */
+  readonly scrub: (text: string) => string;
 }
 
 /** The text of one item `chat` yielded: a string, or a chunk object's `delta.content`. */
@@ -176,15 +178,19 @@ function textOf(item: string | { readonly choices?: readonly Record<string, unkn
   return text;
 }
 
-/** An `error` event's fields for what the function threw: its OpenAI error, else a server_error. */
-function errorFields(err: unknown): Record<string, unknown> {
+/**
+ * An `error` event's fields for what the function threw: its OpenAI error, else a server_error;
+ * its message scrubbed (the event leaves the worker as the job's error does).
+ */
+function errorFields(err: unknown, scrub: (text: string) => string): Record<string, unknown> {
   const own = err instanceof JobError ? openAIErrorOfMessage(err.message) : undefined;
-  const error = own ?? {
+  const found = own ?? {
     message: err instanceof Error ? err.message : String(err),
     type: "server_error",
     param: null,
     code: "job_failed",
   };
+  const error = { ...found, message: scrub(found.message) };
   return {
     code: error.code === null ? null : String(error.code),
     message: error.message,
@@ -340,7 +346,7 @@ export async function* streamResponsesEvents(
     // Once the stream has started the client reads events, not a status: the failure is told as
     // the Responses API's `error` event (its `error` field as on every OpenAI stream, which the
     // `openai` client raises), and the job still fails with it.
-    if (started && !wire.signal.aborted) yield event("error", errorFields(err));
+    if (started && !wire.signal.aborted) yield event("error", errorFields(err, wire.scrub));
     throw err;
   }
   const finish = run.finishReason;
