@@ -55,6 +55,7 @@ const UNIT = [
   "test/management/openapi-types.test.ts",
   "test/openai/error-body.test.ts",
   "test/openai/python-literal.test.ts",
+  "test/openai/responses-params.test.ts",
   "test/s3/store-config.test.ts",
   "test/stream/coalesce.test.ts",
   "test/stream/reassemble.test.ts",

@@ -21,6 +21,7 @@ import {
   aggregateResponsesAnswer,
   chatRequestOf,
   type ResponsesWire,
+  responsesErrorOf,
   responsesRequestSchema,
   streamResponsesEvents,
 } from "./responses.js";
@@ -135,7 +136,13 @@ export function defineOpenAIHandler<State = undefined>(
     if (route === "/v1/responses" && chat !== undefined) {
       const request = parseBody(responsesRequestSchema, body, modelIds);
       // The chat request it asks for, checked as a chat request is (its fields as the client named them).
-      const chatRequest = parseBody(chatCompletionRequestSchema, chatRequestOf(request), modelIds);
+      let chatRequest: ChatCompletionRequest;
+      try {
+        chatRequest = parseBody(chatCompletionRequestSchema, chatRequestOf(request), modelIds);
+      } catch (err) {
+        // Its errors name the Responses request's parameters (input, text.format), not the chat's.
+        throw responsesErrorOf(err, request);
+      }
       const wire: ResponsesWire = {
         id: `resp_${context.job.id}`,
         created: Math.floor(Date.now() / 1000),
