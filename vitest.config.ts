@@ -20,6 +20,7 @@ import { BaseSequencer, type TestSpecification } from "vitest/node";
 const UNIT = [
   "test/bench/table.test.ts",
   "test/cli/externals-copy.test.ts",
+  "test/cli/inherited-env.test.ts",
   "test/cli/starter-allow-scripts.test.ts",
   "test/cli/templates.test.ts",
   "test/dashboard/page-modules.test.ts",
@@ -93,7 +94,7 @@ const PROCESS = [
   // a shared fork would count too, so it runs in a process of its own.
   "test/soak/thirty-days.test.ts",
   "test/bench/smoke.test.ts",
-  "test/cli/!(templates|externals-copy|starter-allow-scripts).test.ts",
+  "test/cli/!(templates|externals-copy|inherited-env|starter-allow-scripts).test.ts",
   "test/lb/lb-process.test.ts",
   "test/dashboard/dashboard-browser.test.ts",
   "test/dashboard/dashboard-dev.test.ts",
