@@ -20,6 +20,8 @@ import { BaseSequencer, type TestSpecification } from "vitest/node";
 const UNIT = [
   "test/bench/table.test.ts",
   "test/cli/externals-copy.test.ts",
+  "test/cli/inherited-env.test.ts",
+  "test/cli/verify-within.test.ts",
   "test/cli/starter-allow-scripts.test.ts",
   "test/cli/templates.test.ts",
   "test/dashboard/page-modules.test.ts",
@@ -55,6 +57,7 @@ const UNIT = [
   "test/management/openapi-types.test.ts",
   "test/openai/error-body.test.ts",
   "test/openai/python-literal.test.ts",
+  "test/openai/responses-params.test.ts",
   "test/s3/store-config.test.ts",
   "test/stream/coalesce.test.ts",
   "test/stream/reassemble.test.ts",
@@ -94,7 +97,7 @@ const PROCESS = [
   // a shared fork would count too, so it runs in a process of its own.
   "test/soak/thirty-days.test.ts",
   "test/bench/smoke.test.ts",
-  "test/cli/!(templates|externals-copy|starter-allow-scripts).test.ts",
+  "test/cli/!(templates|externals-copy|inherited-env|starter-allow-scripts|verify-within).test.ts",
   "test/lb/lb-process.test.ts",
   "test/dashboard/dashboard-browser.test.ts",
   "test/dashboard/dashboard-dev.test.ts",

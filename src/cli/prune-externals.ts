@@ -267,12 +267,30 @@ export function entryFiles(m: EntryManifest): {
   return { node, nodeFiles, browser };
 }
 
-/** Folders of docs and tests (`spec/` is left alone: some packages keep run-time data under that name). */
-const DOC_DIRS = new Set(["docs", "doc", "example", "examples", ".github"]);
-const TEST_DIRS = new Set(["test", "tests", "__tests__", "__mocks__", "benchmark", "benchmarks", "coverage"]);
-const DOC_FILE =
-  /^(?:readme|changelog|changes|history|contributing|code_of_conduct|security|authors)(?:\.[^/]*)?$|\.(?:md|markdown)$/i;
-const TEST_FILE = /\.(?:test|spec)\.[cm]?[jt]sx?$/;
+/**
+ * Folders of docs and tests (`spec/` is left alone: some packages keep run-time data under that
+ * name). `ROOT_` ones only at the package's root: below it (`lib/test/helpers.js`,
+ * `lib/examples/loader.js`) the name may be code's own folder. The others are never code's.
+ */
+const ROOT_DOC_DIRS = new Set(["docs", "doc", "example", "examples"]);
+const ROOT_TEST_DIRS = new Set(["test", "tests", "benchmark", "benchmarks"]);
+const DOC_DIRS = new Set([".github"]);
+const TEST_DIRS = new Set(["__tests__", "__mocks__", "coverage"]);
+/** A doc's name (`README`, `HISTORY.md`, `CHANGES.rst`); only with no extension or a doc's one (see {@link isDocFile}). */
+const DOC_NAME =
+  /^(?:readme|changelog|changes|history|contributing|code_of_conduct|security|authors)(?:[.\-_]|$)/i;
+const DOC_EXTENSION = /\.(?:md|markdown|txt|rst|html)$/i;
+/** A test file by its name: TypeScript sources and JSX only, never JavaScript Node could load. */
+const TEST_FILE = /\.(?:test|spec)\.(?:[cm]?ts|[jt]sx)$/;
+/** Files Node loads: never left out for their name alone (`lib/history.js`, `dist/authors.json`). */
+const CODE_FILE = /\.(?:[cm]?js|json|node|wasm)$/i;
+
+/** Whether the file named `base` is a doc by its name: any `.md`, or a doc's name with no extension or a doc's extension. */
+function isDocFile(base: string): boolean {
+  if (CODE_FILE.test(base)) return false;
+  if (/\.(?:md|markdown)$/i.test(base)) return true;
+  return DOC_NAME.test(base) && (!base.includes(".") || DOC_EXTENSION.test(base));
+}
 
 /**
  * The other formats of a browser build, beside it under the same name: `tf.min.js` named by
@@ -410,13 +428,13 @@ export class PackagePruner {
     // A docs or tests folder, or a file under one (walked because something in it is included).
     for (let i = 0; i < (isDir ? parts.length : parts.length - 1); i++) {
       const part = parts[i] ?? "";
-      if (DOC_DIRS.has(part)) return "docs";
-      if (TEST_DIRS.has(part)) return "tests";
+      if (DOC_DIRS.has(part) || (i === 0 && ROOT_DOC_DIRS.has(part))) return "docs";
+      if (TEST_DIRS.has(part) || (i === 0 && ROOT_TEST_DIRS.has(part))) return "tests";
     }
     if (isDir)
       return this.#entries.browser.has(rel) && !this.#holdsEntry(rel, true) ? "browser builds" : undefined;
     if (base.endsWith(".map")) return "source maps";
-    if (DOC_FILE.test(base)) return "docs";
+    if (isDocFile(base)) return "docs";
     if (TEST_FILE.test(base)) return "tests";
     if (this.#browser.has(rel)) return "browser builds";
     return undefined;

@@ -141,17 +141,24 @@ function signalGroup(pgid: number, signal: NodeJS.Signals): boolean {
   }
 }
 
-/** Resolves with true when `promise` settles within `ms`, false otherwise. */
-function within(promise: Promise<unknown>, ms: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => resolve(false), ms);
+/**
+ * Resolves with true when `promise` settles within `ms` (a rejection, owned here, counts as
+ * settled), false otherwise. Never rejects; its timer is cleared either way.
+ */
+export async function within(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const bound = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
     timer.unref();
-    void promise.then(() => {
-      clearTimeout(timer);
-      resolve(true);
-    });
   });
+  try {
+    return await Promise.race([promise.then(settled, settled), bound]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
+
+const settled = (): true => true;
 
 /**
  * The package a worker's log says it could not find (`Cannot find module 'x/package.json'`,
@@ -299,10 +306,15 @@ export async function verifyBundle(options: VerifyOptions): Promise<VerifyReport
       left.map((p) => (p.pid < 0 ? p.command : `pid ${p.pid} (${p.command})`)).join(", ");
     let exitCode: number | null | undefined;
     // Read as exited once its output is read too (its last lines name what failed), or a moment later.
-    void exited.then(async (code) => {
-      await within(closed, PIPES_CLOSE_MS);
-      exitCode = code;
-    });
+    exited
+      .then(async (code) => {
+        await within(closed, PIPES_CLOSE_MS);
+        exitCode = code;
+      })
+      .catch((err: unknown) => {
+        // Neither wait rejects; were one to, the step fails saying so rather than the CLI.
+        failure ??= `reading the worker's exit failed: ${err instanceof Error ? err.message : String(err)}`;
+      });
     const deadline = Date.now() + timeoutMs;
     const log = () => {
       for (const rest of pending) if (rest !== "") onLine(rest);

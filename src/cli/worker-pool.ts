@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { type StartupUpdate, startupUpdateOfRecord } from "../harness/fleet/worker-startup.js";
 import { FITNESS_ENV } from "../protocol/index.js";
 import { sleep } from "../wait.js";
+import { INIT_TIMEOUT_ENV } from "../worker/startup-budget.js";
 import { parseLogLine } from "./log-line.js";
 import { RUNLET_ROOT } from "./paths.js";
 
@@ -259,16 +260,18 @@ export function pipeLines(child: ChildProcess, onLine: (line: string) => void): 
 }
 
 /** The fitness variables a worker does take from the CLI's environment (docs/fitness.md). */
-const FITNESS_NAMES: ReadonlySet<string> = new Set(Object.values(FITNESS_ENV));
+/** The RUNPOD_* variables that are the user's settings for the worker, not the platform's wiring. */
+const USER_SETTINGS: ReadonlySet<string> = new Set([...Object.values(FITNESS_ENV), INIT_TIMEOUT_ENV]);
 
 /**
- * The CLI's environment without platform variables, so a worker sees only the harness's; the
- * fitness checks' thresholds (RUNPOD_MIN_MEMORY_GB, ...) pass through, being the user's settings.
+ * The CLI's environment (`source`) without platform variables, so a worker sees only the
+ * harness's; the user's settings pass through: the fitness checks' thresholds
+ * (RUNPOD_MIN_MEMORY_GB, ...) and the start-up budget (RUNPOD_INIT_TIMEOUT).
  */
-export function inheritedEnv(): NodeJS.ProcessEnv {
+export function inheritedEnv(source: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) {
-    if (!k.startsWith("RUNPOD_") || FITNESS_NAMES.has(k)) env[k] = v;
+  for (const [k, v] of Object.entries(source)) {
+    if (!k.startsWith("RUNPOD_") || USER_SETTINGS.has(k)) env[k] = v;
   }
   return env;
 }

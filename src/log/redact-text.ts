@@ -30,8 +30,11 @@ const URL_CREDENTIALS = /\b([a-z][a-z0-9+.-]{0,31}:\/\/)[^/\s"'@]+@/gi;
 const SECRET_QUERY =
   /([?&](?:[a-z0-9_.-]{0,32}[_.-])?(?:token|access_token|api_key|apikey|api-key|password|passwd|secret|client_secret|signature|sig|x-amz-signature|x-amz-credential|x-amz-security-token|x-goog-signature|x-goog-credential)=)[^&#\s"'\\]+/gi;
 
-/** `Bearer <token>` (an Authorization header's value quoted in an error). */
+/** `Bearer <token>` (an Authorization header's value quoted in an error), in any case. */
 const BEARER = /\b(bearer\s+)[A-Za-z0-9._~+/=-]{4,}/gi;
+
+/** The cheap look before {@link BEARER}: the word in any case (`BeArEr` too, as the pattern takes it). */
+const BEARER_WORD = /bearer/i;
 
 /** Shorter secrets are only replaced where they stand alone, so a 2-character key does not blank every word holding it. */
 export const ALONE_BELOW_CHARS = 8;
@@ -49,8 +52,10 @@ function literal(text: string): string {
 export function textScrubber(secrets: readonly string[], json = false): (text: string) => string {
   const forms = new Set<string>();
   for (const secret of secrets) {
-    if (typeof secret === "string" && secret !== "")
-      forms.add(json ? JSON.stringify(secret).slice(1, -1) : secret);
+    if (typeof secret !== "string" || secret === "") continue;
+    const escaped = JSON.stringify(secret).slice(1, -1);
+    forms.add(escaped);
+    if (!json) forms.add(secret);
   }
   const long = [...forms].filter((f) => f.length >= ALONE_BELOW_CHARS).sort((a, b) => b.length - a.length);
   const short = [...forms].filter((f) => f.length < ALONE_BELOW_CHARS);
@@ -65,7 +70,7 @@ export function textScrubber(secrets: readonly string[], json = false): (text: s
     if (text.includes("@")) text = text.replace(URL_CREDENTIALS, `$1${REDACTED}@`);
     // Cheap looks first: most lines hold no query and no bearer token (a log line's every write runs this).
     if (text.includes("?") && text.includes("=")) text = text.replace(SECRET_QUERY, `$1${REDACTED}`);
-    if (text.includes("earer") || text.includes("EARER")) text = text.replace(BEARER, `$1${REDACTED}`);
+    if (BEARER_WORD.test(text)) text = text.replace(BEARER, `$1${REDACTED}`);
     return text;
   };
 }

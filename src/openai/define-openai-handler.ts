@@ -7,6 +7,7 @@ import {
   type HandlerFunction,
   type HandlerOptions,
 } from "../handler/index.js";
+import { jobSecrets, redactText } from "../log/redact-text.js";
 import { OPENAI_SCHEMA_MARK, openAIJobInputSchema } from "../protocol/openai.js";
 import { invalidBodyError, openAIJobError } from "./errors.js";
 import {
@@ -20,6 +21,7 @@ import {
   aggregateResponsesAnswer,
   chatRequestOf,
   type ResponsesWire,
+  responsesErrorOf,
   responsesRequestSchema,
   streamResponsesEvents,
 } from "./responses.js";
@@ -134,7 +136,13 @@ export function defineOpenAIHandler<State = undefined>(
     if (route === "/v1/responses" && chat !== undefined) {
       const request = parseBody(responsesRequestSchema, body, modelIds);
       // The chat request it asks for, checked as a chat request is (its fields as the client named them).
-      const chatRequest = parseBody(chatCompletionRequestSchema, chatRequestOf(request), modelIds);
+      let chatRequest: ChatCompletionRequest;
+      try {
+        chatRequest = parseBody(chatCompletionRequestSchema, chatRequestOf(request), modelIds);
+      } catch (err) {
+        // Its errors name the Responses request's parameters (input, text.format), not the chat's.
+        throw responsesErrorOf(err, request);
+      }
       const wire: ResponsesWire = {
         id: `resp_${context.job.id}`,
         created: Math.floor(Date.now() / 1000),
@@ -142,6 +150,7 @@ export function defineOpenAIHandler<State = undefined>(
         maxTokens: request.max_output_tokens ?? undefined,
         signal: context.signal,
         request,
+        scrub: (text) => redactText(text, context.log, jobSecrets(context.job.raw)),
       };
       const generation = started("chat", () => chat(chatRequest, context));
       return request.stream === true

@@ -17,11 +17,15 @@ const nullish = <T extends z.ZodType>(schema: T) => schema.nullable().optional()
 /** A content part of an input message: text only. */
 const inputPartSchema = z.looseObject({ type: z.string(), text: z.string().optional() });
 
-/** One input item: a message (`type` "message" or none). */
+/**
+ * One input item: a message (`type` "message" or none). `role` and `content` are checked as
+ * required by {@link chatRequestOf} once the item's type is known to be a message, so an item of
+ * another type (`function_call_output`) is refused naming its type, not a role it never had.
+ */
 const inputItemSchema = z.looseObject({
   type: z.string().optional(),
-  role: z.enum(["user", "assistant", "system", "developer"]),
-  content: z.union([z.string(), z.array(inputPartSchema)]),
+  role: z.enum(["user", "assistant", "system", "developer"]).optional(),
+  content: z.union([z.string(), z.array(inputPartSchema)]).optional(),
 });
 
 /** `text.format`: plain text, or structured output (passed to `chat` as `response_format`). */
@@ -82,6 +86,51 @@ function refuse(message: string, param: string): never {
   throw openAIJobError(message, "invalid_request_error", { code: "unsupported_parameter", param });
 }
 
+/** OpenAI's error for a required parameter the request left out. */
+function missing(param: string): JobError {
+  return openAIJobError(`Missing required parameter: '${param}'.`, "invalid_request_error", {
+    code: "missing_required_parameter",
+    param,
+  });
+}
+
+/**
+ * A chat request's parameter as the Responses request named it: `messages[i]` is the input item
+ * `i` (less one when `instructions` came first as a system message), `response_format` is
+ * `text.format` (its `json_schema.*` fields sit in `text.format` itself), `max_tokens` is
+ * `max_output_tokens`.
+ */
+export function responsesParamOf(param: string, request: ResponsesRequest): string {
+  const message = /^messages(?:\[(\d+)\](.*))?$/.exec(param);
+  if (message !== null) {
+    if (message[1] === undefined || typeof request.input === "string") return "input";
+    const i = Number(message[1]) - (typeof request.instructions === "string" ? 1 : 0);
+    return i < 0 ? "instructions" : `input[${i}]${message[2] ?? ""}`;
+  }
+  if (param === "response_format" || param.startsWith("response_format.")) {
+    return `text.format${param.slice("response_format".length).replace(/^\.json_schema(?=\.|$)/, "")}`;
+  }
+  if (param === "max_tokens") return "max_output_tokens";
+  return param;
+}
+
+/**
+ * `err` (the chat request's check failing) as the Responses request's error: its parameter, in
+ * the field and in the message, renamed by {@link responsesParamOf}; any other error as it is.
+ */
+export function responsesErrorOf(err: unknown, request: ResponsesRequest): unknown {
+  if (!(err instanceof JobError)) return err;
+  const error = openAIErrorOfMessage(err.message);
+  if (error?.param === null || error?.param === undefined) return err;
+  const param = responsesParamOf(error.param, request);
+  if (param === error.param) return err;
+  const message = error.message.replaceAll(`'${error.param}'`, `'${param}'`);
+  return openAIJobError(message, error.type, {
+    code: error.code === null ? null : String(error.code),
+    param,
+  });
+}
+
 /**
  * The chat request a Responses request asks for: `instructions` first as a system message, then
  * the input's messages (text parts as chat text parts), the sampling options, `max_output_tokens`
@@ -118,6 +167,8 @@ export function chatRequestOf(request: ResponsesRequest): Record<string, unknown
       if (item.type !== undefined && item.type !== "message") {
         refuse(`input items of type "${item.type}" are not served (messages only)`, `input[${i}].type`);
       }
+      if (item.role === undefined) throw missing(`input[${i}].role`);
+      if (item.content === undefined) throw missing(`input[${i}].content`);
       messages.push({ role: item.role, content: contentOf(item.content, i) });
     }
   }
@@ -163,6 +214,8 @@ function contentOf(content: string | readonly { type: string; text?: string | un
 /** The facts of one Responses request the wire needs. */
 export interface ResponsesWire extends Omit<GenerationRequest, "kind" | "includeUsage"> {
   readonly request: ResponsesRequest;
+  /** Scrubs secrets from an error's text before the `error` event carries it to the client. */
+  readonly scrub: (text: string) => string;
 }
 
 /** The text of one item `chat` yielded: a string, or a chunk object's `delta.content`. */
@@ -176,15 +229,19 @@ function textOf(item: string | { readonly choices?: readonly Record<string, unkn
   return text;
 }
 
-/** An `error` event's fields for what the function threw: its OpenAI error, else a server_error. */
-function errorFields(err: unknown): Record<string, unknown> {
+/**
+ * An `error` event's fields for what the function threw: its OpenAI error, else a server_error;
+ * its message scrubbed (the event leaves the worker as the job's error does).
+ */
+function errorFields(err: unknown, scrub: (text: string) => string): Record<string, unknown> {
   const own = err instanceof JobError ? openAIErrorOfMessage(err.message) : undefined;
-  const error = own ?? {
+  const found = own ?? {
     message: err instanceof Error ? err.message : String(err),
     type: "server_error",
     param: null,
     code: "job_failed",
   };
+  const error = { ...found, message: scrub(found.message) };
   return {
     code: error.code === null ? null : String(error.code),
     message: error.message,
@@ -340,7 +397,7 @@ export async function* streamResponsesEvents(
     // Once the stream has started the client reads events, not a status: the failure is told as
     // the Responses API's `error` event (its `error` field as on every OpenAI stream, which the
     // `openai` client raises), and the job still fails with it.
-    if (started && !wire.signal.aborted) yield event("error", errorFields(err));
+    if (started && !wire.signal.aborted) yield event("error", errorFields(err, wire.scrub));
     throw err;
   }
   const finish = run.finishReason;

@@ -4,7 +4,13 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { copyExternals } from "../../src/cli/externals.js";
-import { declaredFileRules, entryFiles, globToRegExp } from "../../src/cli/prune-externals.js";
+import {
+  declaredFileRules,
+  entryFiles,
+  globToRegExp,
+  NO_FILE_RULES,
+  PackagePruner,
+} from "../../src/cli/prune-externals.js";
 
 // copyExternals on node_modules folders the test writes: symbolic links that stay inside a
 // package, leave it or loop (issue 51, item 7), and what the default pruning leaves out of
@@ -293,5 +299,55 @@ describe("copyExternals: what the image leaves out", () => {
     expect(e.nodeFiles.has("lib/index.js")).toBe(true);
     expect(e.nodeFiles.has("esm/index.js")).toBe(true);
     expect(e.nodeFiles.has("lib/node.js")).toBe(true);
+  });
+});
+
+describe("PackagePruner: code is never pruned by its name alone (issue 54 review)", () => {
+  // A manifest naming no browser build: create() reads no file, so the folder need not exist.
+  const pruner = () =>
+    PackagePruner.create(join(tmp, "absent"), { name: "pkg", main: "index.js" }, NO_FILE_RULES, true);
+
+  it("keeps code files named like docs, and still drops the docs themselves", async () => {
+    const p = await pruner();
+    for (const rel of [
+      "lib/history.js",
+      "lib/security.js",
+      "lib/changes.cjs",
+      "lib/readme.mjs",
+      "dist/authors.json",
+      "lib/contributing.node",
+      "lib/changelog.wasm",
+    ]) {
+      expect(p.reason(rel, false), rel).toBeUndefined();
+    }
+    for (const rel of [
+      "README",
+      "README.md",
+      "CHANGELOG.markdown",
+      "HISTORY.txt",
+      "SECURITY.rst",
+      "authors.html",
+      "lib/guide.md",
+    ]) {
+      expect(p.reason(rel, false), rel).toBe("docs");
+    }
+  });
+
+  it("keeps code in a tests or examples folder below the package root; drops such folders at the root", async () => {
+    const p = await pruner();
+    expect(p.reason("lib/examples/loader.js", false)).toBeUndefined();
+    expect(p.reason("lib/test/helpers.js", false)).toBeUndefined();
+    expect(p.reason("dist/docs/index.cjs", false)).toBeUndefined();
+    expect(p.reason("lib/test", true)).toBeUndefined();
+    expect(p.reason("lib/examples", true)).toBeUndefined();
+    expect(p.reason("test", true)).toBe("tests");
+    expect(p.reason("examples", true)).toBe("docs");
+    expect(p.reason("test/helpers.js", false)).toBe("tests");
+    // Names that are never code folders go at any depth.
+    expect(p.reason("src/__tests__", true)).toBe("tests");
+    expect(p.reason("lib/.github", true)).toBe("docs");
+    // A test file by its name: TypeScript sources go, JavaScript Node could load stays.
+    expect(p.reason("lib/util.spec.ts", false)).toBe("tests");
+    expect(p.reason("lib/util.test.js", false)).toBeUndefined();
   });
 });

@@ -1,5 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { defineHandler, JobError, WorkerUnfitError } from "../../src/index.js";
+import { defineOpenAIHandler } from "../../src/openai/index.js";
+import { call, post, startLbWorker } from "../lb/lb-support.js";
+import { waitForAsync } from "../support/wait-for.js";
 import { startReceiver } from "../telemetry/otlp-receiver.js";
 import { logSink, testHarness, waitFor, workerFor } from "../worker/helpers.js";
 
@@ -130,5 +133,53 @@ describe("secrets never reach the platform (issue 51, item 4)", () => {
     } finally {
       await receiver.close();
     }
+  });
+
+  it("finds none in a load-balancing worker's answers: the /runsync 500, the stream's error event, the failed event", async () => {
+    const apiKey = "lb-planted-worker-api-key-0001";
+    const leak = `key ${apiKey}; model https://alice:${URL_PASSWORD}@h/m; hub https://h/m?token=${TOKEN}`;
+    await using lb = await startLbWorker(
+      defineHandler({
+        handler: async function* ({ input }) {
+          if ((input as { stream?: boolean }).stream === true) yield { step: 1 };
+          throw new Error(`download failed: ${leak}`);
+        },
+      }),
+      { env: { RUNPOD_AI_API_KEY: apiKey } },
+    );
+    const failed: string[] = [];
+    lb.worker.on("failed", (e) => failed.push(JSON.stringify(e)));
+    await waitForAsync("ready", async () => (await call(`${lb.url}/ping`)).status === 200);
+    const whole = await post(`${lb.url}/runsync`, { input: {} });
+    expect(whole.status).toBe(500);
+    expect(JSON.parse(whole.text)).toMatchObject({ status: "FAILED" });
+    expect(whole.text).toContain("download failed: key [redacted]");
+    const streamed = await post(`${lb.url}/stream`, { input: { stream: true } });
+    expect(streamed.text).toContain("event: error");
+    expect(streamed.text).toContain("download failed: key [redacted]");
+    const all = [whole.text, streamed.text, ...failed].join("\n");
+    for (const secret of [apiKey, URL_PASSWORD, TOKEN]) expect(all, secret).not.toContain(secret);
+  });
+
+  it("finds none in the Responses API's streamed error event", async () => {
+    await using h = await testHarness();
+    const handler = defineOpenAIHandler({
+      models: ["echo-1"],
+      async *chat() {
+        yield "partial";
+        throw new Error(`key ${h.apiKey} https://alice:${URL_PASSWORD}@h/m?token=${TOKEN}`);
+      },
+    });
+    const worker = await workerFor(h, handler);
+    const raw = await fetch(`${h.url}/v2/local/openai/v1/responses`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${h.apiKey}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "echo-1", input: "x", stream: true }),
+    });
+    const text = await raw.text();
+    await worker.close();
+    expect(text).toContain("event: error");
+    expect(text).toContain("key [redacted]");
+    for (const secret of [h.apiKey, URL_PASSWORD, TOKEN]) expect(text, secret).not.toContain(secret);
   });
 });

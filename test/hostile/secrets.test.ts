@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { redactText } from "../../src/log/index.js";
+import { redactText, textScrubber } from "../../src/log/index.js";
 import { capture } from "../unit/log-capture.js";
 
 describe("secrets never reach a log line (issue 22, item 5)", () => {
@@ -84,5 +84,22 @@ describe("secrets never reach a log line (issue 22, item 5)", () => {
     expect(redactText('key the-worker-api-key, "q\\" https://u:p@h/ x', child, ["q\\"])).toBe(
       'key [redacted], "[redacted]" https://[redacted]@h/ x',
     );
+  });
+
+  it("scrubs a secret in a plain text both as it is and as JSON writes it (a report's JSON text)", () => {
+    const key = 'pa"ss\\word-0123';
+    const scrub = textScrubber([key]);
+    expect(scrub(`raw ${key}`)).toBe("raw [redacted]");
+    // An openAIJobError's message is JSON text: the key inside it is escaped.
+    const report = JSON.stringify({ error: { message: `denied for ${key}` } });
+    expect(report).not.toContain(key);
+    expect(scrub(report)).toBe(JSON.stringify({ error: { message: "denied for [redacted]" } }));
+    expect(redactText(report, undefined, [key])).not.toContain(JSON.stringify(key).slice(1, -1));
+  });
+
+  it("masks a bearer token whatever the case of the word Bearer", () => {
+    for (const word of ["Bearer", "bearer", "BEARER", "BeArEr", "bEARER"]) {
+      expect(redactText(`Authorization: ${word} abcdef123456`)).toBe(`Authorization: ${word} [redacted]`);
+    }
   });
 });

@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, rm, symlink, writeFile } from "node:fs/promises";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -223,6 +223,58 @@ describe("the onnx starter's hf: sources", () => {
       await expect(loadModel({ ...options, path: "hf:acme/gone/model.onnx" })).rejects.toThrow(
         `the model hf:acme/gone/model.onnx is not in the model cache and its download from ${hubUrl}/acme/gone/resolve/main/model.onnx answered 404`,
       );
+    } finally {
+      await new Promise((resolve) => hub.close(resolve));
+    }
+  });
+
+  it("says what happened when the hub cannot be reached, and bounds a download's size", async () => {
+    // A port nothing listens on: the connection is refused.
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
+    const closedPort = (closed.address() as AddressInfo).port;
+    await new Promise((resolve) => closed.close(resolve));
+    const downloadDir = join(tmp, "bounded");
+    const refused = loadModel({
+      path: "hf:acme/far/model.onnx",
+      cacheDir: cache,
+      downloadDir,
+      hubUrl: `http://127.0.0.1:${closedPort}`,
+    });
+    await expect(refused).rejects.toThrow(
+      `the model hf:acme/far/model.onnx is not in the model cache and its download from http://127.0.0.1:${closedPort}/acme/far/resolve/main/model.onnx failed: connect ECONNREFUSED`,
+    );
+
+    const model = tinyModel();
+    const hub = createServer((req, res) => {
+      if (req.url === "/acme/sized/resolve/main/model.onnx") {
+        res.writeHead(200, { "content-length": model.length }).end(model);
+      } else if (req.url === "/acme/chunked/resolve/main/model.onnx") {
+        // No length given: the bytes are counted as they come.
+        res.writeHead(200);
+        res.write(model.subarray(0, 8));
+        res.end(model.subarray(8));
+      } else res.writeHead(404).end();
+    });
+    await new Promise<void>((resolve) => hub.listen(0, "127.0.0.1", resolve));
+    try {
+      const hubUrl = `http://127.0.0.1:${(hub.address() as AddressInfo).port}`;
+      const options = { cacheDir: cache, downloadDir, hubUrl, maxBytes: 10 };
+      await expect(loadModel({ ...options, path: "hf:acme/sized/model.onnx" })).rejects.toThrow(
+        `the model hf:acme/sized/model.onnx is ${model.length} bytes, over the limit of 10 bytes (MODEL_MAX_BYTES)`,
+      );
+      await expect(loadModel({ ...options, path: "hf:acme/chunked/model.onnx" })).rejects.toThrow(
+        "the model hf:acme/chunked/model.onnx is over the limit of 10 bytes (MODEL_MAX_BYTES)",
+      );
+      // Nothing half-written stays behind.
+      const left = await readdir(downloadDir, { recursive: true }).catch(() => []);
+      expect(left.filter((f) => String(f).endsWith(".partial"))).toEqual([]);
+      const whole = await loadModel({
+        ...options,
+        maxBytes: model.length,
+        path: "hf:acme/chunked/model.onnx",
+      });
+      await whole.release();
     } finally {
       await new Promise((resolve) => hub.close(resolve));
     }

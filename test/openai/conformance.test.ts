@@ -334,6 +334,13 @@ describe("OpenAI clients against the harness's OpenAI route", () => {
       ["responses", { stream_options: { include_obfuscation: false } }, "stream_options"],
       ["responses", { input: [] }, "input"],
       ["responses", { input: [{ role: "robot", content: "x" }] }, "input[0].role"],
+      // Checked as a chat request, named as the Responses API names them (issue 53 review).
+      ["responses", { text: { format: { type: "json_schema", schema: {} } } }, "text.format.name"],
+      [
+        "responses",
+        { input: [{ type: "function_call_output", call_id: "c", output: "x" }] },
+        "input[0].type",
+      ],
       ["chat/completions", { stream_options: { include_usage: true } }, "stream_options"],
       ["chat/completions", { stream: false, stream_options: { include_usage: true } }, "stream_options"],
       ["chat/completions", { stop: ["a", "b", "c", "d", "e"] }, "stop"],
@@ -356,6 +363,22 @@ describe("OpenAI clients against the harness's OpenAI route", () => {
       const bad = err as InstanceType<typeof OpenAI.BadRequestError>;
       expect(bad.param).toBe(param);
       expect(bad.type).toBe("invalid_request_error");
+      expect(jobs).toHaveLength(0);
+    });
+
+    it("too many input items are refused naming input (not the chat request's messages)", async () => {
+      const { handler, jobs } = standIn();
+      await using h = await createHarness({ handler });
+      const input = Array.from({ length: 2_049 }, () => ({ role: "user" as const, content: "x" }));
+      const err = await openai(h)
+        .responses.create({ model: "echo-1", input })
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+      expect(err).toBeInstanceOf(OpenAI.BadRequestError);
+      expect((err as InstanceType<typeof OpenAI.BadRequestError>).param).toBe("input");
+      expect((err as Error).message).toBe("400 Invalid value for 'input': expected at most 2048 items.");
       expect(jobs).toHaveLength(0);
     });
 

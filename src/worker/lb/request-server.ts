@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { Logger } from "pino";
 import { RunletError } from "../../errors.js";
 import type { HandlerDefinition } from "../../handler/define-handler.js";
+import { redactText } from "../../log/redact-text.js";
 import { type OpenAIErrorBody, statusOf } from "../../protocol/openai.js";
 import { settle } from "../../task-sink.js";
 import type { WorkerEventHub } from "../events.js";
@@ -340,7 +341,9 @@ export class RequestServer {
       },
       Math.max(0, startedAt + timeoutMs - Date.now()),
     );
-    const ending = await run.ended;
+    // The error leaves the worker (the answer, the failed event): scrubbed as the log scrubs a line,
+    // as a queued job's error is before it is reported.
+    const ending = scrubbed(await run.ended, log);
     clearTimeout(deadline);
     if (hardStop !== undefined) clearTimeout(hardStop);
     const executionTime = Date.now() - startedAt;
@@ -432,6 +435,17 @@ export class RequestServer {
       ending.code === "RUNLET_INPUT_INVALID" ? 400 : ending.code === "RUNLET_JOB_SHUTDOWN" ? 503 : 500;
     answer(status, { id, status: "FAILED", error: ending.message });
   }
+}
+
+/** `ending` with its error message scrubbed of the log's secrets (the worker's API key) and the secret patterns. */
+function scrubbed(ending: RunEnding, log: Logger): RunEnding {
+  if (ending.kind !== "error") return ending;
+  const message = redactText(ending.message, log);
+  const unfit =
+    ending.unfit === undefined
+      ? undefined
+      : { check: ending.unfit.check, reason: redactText(ending.unfit.reason, log) };
+  return { ...ending, message, unfit };
 }
 
 /** An item as JSON text: bytes as a base64 string. */

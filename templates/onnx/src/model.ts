@@ -2,7 +2,7 @@ import { createWriteStream } from "node:fs";
 import { mkdir, open, rename, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { Readable } from "node:stream";
+import { Readable, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import * as ort from "onnxruntime-node";
 import { hfDownloadUrl, isHfSource, isRunletError, parseHfSource, resolveCachedModel } from "runlet";
@@ -41,8 +41,29 @@ export interface LoadOptions {
   readonly downloadDir?: string | undefined;
   /** The hub's address. @default process.env.HF_ENDPOINT, else https://huggingface.co */
   readonly hubUrl?: string | undefined;
+  /**
+   * The largest file an `hf:` download may give, in bytes: a bigger one stops the download. One
+   * .onnx file is at most 2 GiB (protobuf's limit; larger weights live in external data files).
+   * @default process.env.MODEL_MAX_BYTES, else 4294967296 (4 GiB)
+   */
+  readonly maxBytes?: number | undefined;
   /** Stops a download (the setup's signal). */
   readonly signal?: AbortSignal | undefined;
+}
+
+/** The default of {@link LoadOptions.maxBytes}: 4 GiB. */
+const DEFAULT_MAX_BYTES = 4_294_967_296;
+
+/** The download's byte limit: the option, else MODEL_MAX_BYTES (a whole number above 0), else 4 GiB. */
+function maxBytesOf(options: LoadOptions): number {
+  if (options.maxBytes !== undefined) return options.maxBytes;
+  const text = process.env["MODEL_MAX_BYTES"];
+  if (text === undefined || text === "") return DEFAULT_MAX_BYTES;
+  const value = Number(text);
+  if (!Number.isSafeInteger(value) || value <= 0) {
+    throw new Error(`MODEL_MAX_BYTES must be a whole number of bytes above 0, got ${JSON.stringify(text)}`);
+  }
+  return value;
 }
 
 /**
@@ -117,18 +138,52 @@ async function fromHub(text: string, options: LoadOptions): Promise<{ path: stri
   const path = join(dir, source.repo.replace("/", "--"), source.revision, ...source.file.split("/"));
   if ((await stat(path).catch(() => undefined))?.isFile() === true)
     return { path, origin: `${text} (downloaded before)` };
+  const maxBytes = maxBytesOf(options);
   const url = hfDownloadUrl(source, options.hubUrl ?? (process.env["HF_ENDPOINT"] || undefined));
   const token = process.env["HF_TOKEN"];
-  const res = await fetch(url, {
-    ...(options.signal === undefined ? {} : { signal: options.signal }),
-    ...(token ? { headers: { authorization: `Bearer ${token}` } } : {}),
-  });
+  let res: Response;
+  try {
+    res = await fetch(url, {
+      ...(options.signal === undefined ? {} : { signal: options.signal }),
+      ...(token ? { headers: { authorization: `Bearer ${token}` } } : {}),
+    });
+  } catch (err) {
+    if (options.signal?.aborted === true) throw err;
+    // fetch says only "fetch failed"; what happened (a refused connection, a name not found) is its cause.
+    const cause = (err as { cause?: unknown }).cause;
+    const why = cause instanceof Error ? cause.message : err instanceof Error ? err.message : String(err);
+    throw new Error(
+      `the model ${text} is not in the model cache and its download from ${url} failed: ${why}`,
+      {
+        cause: err,
+      },
+    );
+  }
   if (!res.ok || res.body === null) {
     await res.body?.cancel();
     throw new Error(
       `the model ${text} is not in the model cache and its download from ${url} answered ${res.status}`,
     );
   }
+  const declared = Number(res.headers.get("content-length") ?? Number.NaN);
+  if (declared > maxBytes) {
+    await res.body.cancel();
+    throw new Error(
+      `the model ${text} is ${declared} bytes, over the limit of ${maxBytes} bytes (MODEL_MAX_BYTES)`,
+    );
+  }
+  // Counted as they come too: a length the hub did not give, or one it gave wrong, is no bound.
+  let bytes = 0;
+  const count = new Transform({
+    transform(chunk: Buffer, _encoding, callback) {
+      bytes += chunk.length;
+      if (bytes > maxBytes) {
+        callback(new Error(`the model ${text} is over the limit of ${maxBytes} bytes (MODEL_MAX_BYTES)`));
+        return;
+      }
+      callback(null, chunk);
+    },
+  });
   await mkdir(dirname(path), { recursive: true });
   // Written beside its place and renamed when whole: a start cut short leaves no half model behind.
   const partial = `${path}.partial`;
@@ -136,6 +191,7 @@ async function fromHub(text: string, options: LoadOptions): Promise<{ path: stri
   try {
     await pipeline(
       Readable.fromWeb(res.body),
+      count,
       createWriteStream(partial),
       options.signal ? { signal: options.signal } : {},
     );
