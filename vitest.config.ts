@@ -94,6 +94,7 @@ const PROCESS = [
   "test/bench/smoke.test.ts",
   "test/cli/!(templates|externals-copy|starter-allow-scripts).test.ts",
   "test/lb/lb-process.test.ts",
+  "test/lb/lb-deploy-dev.test.ts",
   "test/dashboard/dashboard-browser.test.ts",
   "test/dashboard/dashboard-dev.test.ts",
   "test/dashboard/timeline-browser.test.ts",
