@@ -77,6 +77,7 @@ const UNIT = [
   "test/unit/version.test.ts",
   "test/unit/wait.test.ts",
   "test/lb/lb-config.test.ts",
+  "test/lb/lb-dev-banner.test.ts",
   "test/worker/define-handler.test.ts",
   "test/worker/import-graph.test.ts",
   "test/worker/lifecycle.test.ts",
