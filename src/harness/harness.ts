@@ -584,6 +584,7 @@ export class Harness {
 
   /** Stops a worker the harness started so that the scaler starts a fresh one (a release rolling out). */
   replaceWorker(endpointId: string, workerId: string): void {
+    if (this.#balancers.replaceWorker(endpointId, workerId)) return;
     if (!this.#scaler.started(endpointId, workerId)) return;
     this.#replaced.add(`${endpointId}/${workerId}`);
     this.#scaler.replace(endpointId, workerId);

@@ -113,7 +113,7 @@ describe("a LOAD_BALANCER endpoint created through the management copy", () => {
       .toEqual(envs.map((e) => e["RUNPOD_POD_ID"]).sort());
   }, 60_000);
 
-  it("keeps workers.min running from the start and replaces one that ends on its own", async () => {
+  it("keeps workers.min running from the start, replaces one that ends on its own, and rolls out a new release", async () => {
     const workers: { pod: string; close: () => Promise<void> }[] = [];
     const spawn: WorkerSpawner = async (env) => {
       const sink = new Writable({ write: (_c, _e, cb) => cb() });
@@ -150,5 +150,13 @@ describe("a LOAD_BALANCER endpoint created through the management copy", () => {
     });
     expect(answer.status).toBe(200);
     expect(answer.headers.get("x-runpod-worker-id")).toBe(workers[1]!.pod);
+
+    // A new image is a new release: the worker on the old one is replaced, and the rollout ends.
+    await mgmt.serverless.update(endpoint.id, { image: "me/slow:2" });
+    await expect.poll(() => workers.length, { timeout: 20_000 }).toBe(3);
+    await expect
+      .poll(async () => (await mgmt.serverless.releases(endpoint.id)).rollout, { timeout: 20_000 })
+      .toMatchObject({ inProgress: false, workersOnLatest: 1, workersTotal: 1 });
+    expect((await mgmt.serverless.workers(endpoint.id)).workers.map((w) => w.id)).toEqual([workers[2]!.pod]);
   }, 60_000);
 });

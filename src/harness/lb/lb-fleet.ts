@@ -11,9 +11,9 @@ import type { LoadBalancer } from "./load-balancer.js";
  * (`RUNLET_MODE=lb`) on a loopback port of its own, joined to the endpoint's {@link LoadBalancer}
  * at once (it routes to it once its health says 200). `minWorkers` start at once and are kept; a
  * request that finds no free worker starts another, up to `maxWorkers`, one at a time. A worker
- * that ends on its own leaves routing and, below `minWorkers`, is replaced after a pause. Workers
- * are not scaled down while the endpoint lives (as the queue endpoints' scaler); `close()` stops
- * them all.
+ * that ends on its own leaves routing and, below `minWorkers`, is replaced after a pause;
+ * `replace()` swaps one for a fresh one (a release rolling out). Workers are not scaled down while
+ * the endpoint lives (as the queue endpoints' scaler); `close()` stops them all.
  */
 
 /** Options of {@link LbFleet}. */
@@ -90,6 +90,19 @@ export class LbFleet {
     const members = new Map(this.#balancer.workers().map((w) => [w.id, w]));
     const starting = [...this.#slots.values()].some((s) => members.get(s.id)?.health !== "ready");
     if (!starting) this.#start();
+  }
+
+  /**
+   * Stops worker `id` so a fresh one takes its place (a new release rolling out): it leaves
+   * routing at once and finishes its requests; below `minWorkers` another starts now, else the
+   * next request that finds no free worker starts one.
+   */
+  replace(id: string): void {
+    const slot = this.#slots.get(id);
+    if (slot === undefined || slot.closing !== undefined || this.#closed) return;
+    this.#stop(slot).catch((err: unknown) => this.#onError(err));
+    const active = [...this.#slots.values()].filter((s) => s.closing === undefined).length;
+    if (active < this.#min) this.#start();
   }
 
   /** The workers as the management copy's `workers` and `releases` report them. */

@@ -72,6 +72,13 @@ export class LoadBalancers {
     return true;
   }
 
+  /** Replaces a worker its fleet started (a release rolling out); false when it has no fleet. */
+  replaceWorker(id: string, workerId: string): boolean {
+    const fleet = this.#fleets.get(id);
+    fleet?.replace(workerId);
+    return fleet !== undefined;
+  }
+
   /** The workers its fleet started, as the management copy reports them (none for an endpoint without a fleet). */
   workersOf(id: string): EndpointWorkerView[] {
     return this.#fleets.get(id)?.views() ?? [];
