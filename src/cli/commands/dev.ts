@@ -40,7 +40,8 @@ from then on, wait for the new ones. The key is kept in ${STATE_DIR}/ (git-ignor
 ports are fixed, so the printed curl and an open dashboard tab keep working across restarts;
 the tab reconnects by itself.
 Each job is logged as it runs. Endpoints created through the harness's management API
-(runlet deploy --base-url <url>) get worker processes for the same handler. Stop with Ctrl-C.
+(runlet deploy --base-url <url>) get worker processes for the same handler: a load-balancing
+one (--type lb) is served at /lb/<its id>, by \`runlet start\` workers in lb mode. Stop with Ctrl-C.
 
 Arguments:
   handler               the handler module
