@@ -159,4 +159,44 @@ describe("a LOAD_BALANCER endpoint created through the management copy", () => {
       .toMatchObject({ inProgress: false, workersOnLatest: 1, workersTotal: 1 });
     expect((await mgmt.serverless.workers(endpoint.id)).workers.map((w) => w.id)).toEqual([workers[2]!.pod]);
   }, 60_000);
+
+  it("does not restart a worker that cannot start at every look of a waiting request", async () => {
+    const failing = defineHandler({
+      setup: () => {
+        throw new Error("no model here");
+      },
+      handler: () => ({}),
+    });
+    let spawned = 0;
+    const spawn: WorkerSpawner = async (env) => {
+      spawned++;
+      const sink = new Writable({ write: (_c, _e, cb) => cb() });
+      const worker = await startWorker(failing, { mode: "lb", env, logDestination: sink });
+      return { close: () => worker.close(), exited: worker.stopped };
+    };
+    await using harness = await startHarness({ apiKey: API_KEY, endpoints: [], managementSpawn: spawn });
+    const mgmt = createManagementClient({ apiKey: API_KEY, baseUrl: harness.url });
+    const endpoint = await mgmt.serverless.create({
+      name: "broken",
+      type: "LOAD_BALANCER",
+      scaling: { type: "REQUEST_COUNT", requestCount: 1 },
+      image: "me/broken:1",
+      cpu: [{ id: "cpu3c", vcpuCount: 2 }],
+      workers: { min: 0, max: 1 },
+    });
+    // The request waits (up to the platform's 2 min) while workers fail: it gives up after 3 s.
+    const started = Date.now();
+    await expect(
+      fetch(`${harness.url}/lb/${endpoint.id}/runsync`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${API_KEY}` },
+        body: JSON.stringify({ input: {} }),
+        signal: AbortSignal.timeout(3_000),
+      }),
+    ).rejects.toThrow();
+    const seconds = (Date.now() - started) / 1_000;
+    expect(spawned).toBeGreaterThanOrEqual(1);
+    // At most one start a second (restartDelayMs), not one per health poll.
+    expect(spawned).toBeLessThanOrEqual(Math.ceil(seconds) + 1);
+  }, 30_000);
 });

@@ -10,7 +10,9 @@ import type { LoadBalancer } from "./load-balancer.js";
  * management copy with `type: LOAD_BALANCER`): each is the handler in load-balancing mode
  * (`RUNLET_MODE=lb`) on a loopback port of its own, joined to the endpoint's {@link LoadBalancer}
  * at once (it routes to it once its health says 200). `minWorkers` start at once and are kept; a
- * request that finds no free worker starts another, up to `maxWorkers`, one at a time. A worker
+ * request that finds no free worker starts another, up to `maxWorkers`, one at a time (not within
+ * `restartDelayMs` of a worker that ended before it was ready: a handler that cannot start is not
+ * restarted at every look of a waiting request). A worker
  * that ends on its own leaves routing and, below `minWorkers`, is replaced after a pause;
  * `replace()` swaps one for a fresh one (a release rolling out). Workers are not scaled down while
  * the endpoint lives (as the queue endpoints' scaler); `close()` stops them all.
@@ -70,6 +72,8 @@ export class LbFleet {
   readonly #onError: (err: unknown) => void;
   readonly #slots = new Map<string, Slot>();
   readonly #timers = new Set<NodeJS.Timeout>();
+  /** When a worker last ended before it was seen ready (ms since the epoch): demand waits `restartDelayMs` after it. */
+  #failedAt = Number.NEGATIVE_INFINITY;
   #closed = false;
 
   constructor(balancer: LoadBalancer, options: LbFleetOptions) {
@@ -87,6 +91,8 @@ export class LbFleet {
   /** A request found no free worker: start one when none is starting and there is room. */
   demand(): void {
     if (this.#closed || this.#slots.size >= this.#max) return;
+    // A handler that cannot start is not restarted at every look of a waiting request.
+    if (Date.now() - this.#failedAt < this.#restartDelayMs) return;
     const members = new Map(this.#balancer.workers().map((w) => [w.id, w]));
     const starting = [...this.#slots.values()].some((s) => members.get(s.id)?.health !== "ready");
     if (!starting) this.#start();
@@ -178,6 +184,10 @@ export class LbFleet {
   /** A worker ended (on its own, or it could not start): out of routing, and replaced below the minimum. */
   #ended(slot: Slot): void {
     if (this.#slots.get(slot.id) !== slot) return;
+    const seenReady =
+      slot.state === "ready" ||
+      this.#balancer.workers().some((w) => w.id === slot.id && w.health === "ready");
+    if (!seenReady) this.#failedAt = Date.now();
     this.#slots.delete(slot.id);
     this.#balancer.removeWorker(slot.id);
     if (this.#closed || slot.closing !== undefined || this.#slots.size >= this.#min) return;
