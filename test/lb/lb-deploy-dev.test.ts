@@ -138,4 +138,51 @@ describe("runlet deploy --type lb against runlet dev --mode lb", () => {
       await dev.exited;
     }
   }, 120_000);
+
+  it("prints a /runsync curl on the LB route for a plain handler, and that call answers", async () => {
+    const dev = start([
+      "bin/runlet.mjs",
+      "dev",
+      "examples/echo/handler.ts",
+      "--mode",
+      "lb",
+      "--port",
+      "0",
+      "--api-key",
+      KEY,
+    ]);
+    try {
+      const line = await waitFor(
+        "the try-line",
+        () => {
+          if (dev.process.exitCode !== null) throw new Error(`runlet dev exited: ${dev.out()}`);
+          return (
+            /\n {2}try {7}curl -s -X POST (\S+) -H 'Authorization: Bearer (\S+)' -H 'Content-Type: application\/json' -d '(.*)'\n/.exec(
+              dev.out(),
+            ) ?? undefined
+          );
+        },
+        30_000,
+      );
+      const [, url, key, body] = line;
+      expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/lb\/local\/runsync$/);
+      expect(key).toBe(KEY);
+      // The body is an example of the handler's input schema; the call, made as printed, is served.
+      const answer = await waitForAsync("the printed call to answer", async () => {
+        const a = await fetch(url!, {
+          method: "POST",
+          headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+          body: body!,
+        });
+        return a.status === 200 ? a : undefined;
+      });
+      expect(await answer.json()).toMatchObject({
+        status: "COMPLETED",
+        output: { echo: expect.any(String) },
+      });
+    } finally {
+      dev.process.kill("SIGINT");
+      await dev.exited;
+    }
+  }, 60_000);
 });
