@@ -17,12 +17,16 @@ import { startWorker } from "../../src/worker/index.js";
 
 const API_KEY = "lb-endpoint-key-12345";
 
-/** Holds each request `ms`, then answers which pod ran it. */
+/** Opened by a test to let a request sent with `ms: -1` end (the workers run in this process). */
+let hold = Promise.resolve();
+
+/** Holds each request `ms` (`-1`: until `hold` settles), then answers. */
 const slow = defineHandler({
   concurrency: 1,
   handler: async ({ input, signal }) => {
     const { ms } = input as { ms: number };
-    await sleep(ms, undefined, { signal }).catch(() => undefined);
+    if (ms === -1) await hold;
+    else await sleep(ms, undefined, { signal }).catch(() => undefined);
     return { slept: ms };
   },
 });
@@ -66,7 +70,11 @@ describe("a LOAD_BALANCER endpoint created through the management copy", () => {
     const headers = { authorization: `Bearer ${API_KEY}`, "content-type": "application/json" };
     const run = (ms: number) =>
       fetch(`${base}/runsync`, { method: "POST", headers, body: JSON.stringify({ input: { ms } }) });
-    const first = run(1_500);
+    let release!: () => void;
+    hold = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const first = run(-1);
     // The first worker holds the first request (its concurrency, REQUEST_COUNT, is 1): a second
     // request waits and starts a second worker.
     await expect
@@ -74,8 +82,9 @@ describe("a LOAD_BALANCER endpoint created through the management copy", () => {
         timeout: 20_000,
       })
       .toBe(true);
-    const second = run(0);
-    const answers = await Promise.all([first, second]);
+    const second = await run(0);
+    release();
+    const answers = [await first, second];
     expect(answers.map((a) => a.status)).toEqual([200, 200]);
     const ids = answers.map((a) => a.headers.get("x-runpod-worker-id"));
     expect(new Set(ids).size).toBe(2);
