@@ -360,9 +360,9 @@ const words = (text) => \`You said: \${text}\`.split(" ").map((w, i) => (i === 0
 export default defineOpenAIHandler({
   models: ["echo-1"],
   concurrency: 2,
-  // Health answers 204 while setup runs, then 200.
+  // Health answers 204 while setup runs (long enough for a loaded machine to see it), then 200.
   async setup() {
-    await sleep(1_500);
+    await sleep(3_000);
   },
   async *chat(request) {
     const last = request.messages.at(-1)?.content;
