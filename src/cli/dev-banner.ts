@@ -21,6 +21,11 @@ export interface BannerFacts {
   readonly sampleFile?: string;
   /** What the worker said of its handler; undefined before a worker has started. */
   readonly info: HandlerInfo | undefined;
+  /**
+   * The endpoint's kind: `lb` (`runlet dev --mode lb`, `endpoint` being its `/lb/<id>` route) gets
+   * the load-balancing routes of docs/load-balancing.md. @default "queue"
+   */
+  readonly mode?: "queue" | "lb";
 }
 
 const LABEL = 10;
@@ -32,13 +37,17 @@ const line = (label: string, text: string) => `  ${label.padEnd(LABEL)}${text}`;
  * The banner's lines that show how to call the handler, fitted to it: an OpenAI handler gets its
  * base URL and a chat completions curl; a streaming one `/run` then `/stream` (a `/runsync`
  * answer holds none of the streamed items); any other a `/runsync` curl. The body is
- * test_input.json, else an example of the handler's input schema.
+ * test_input.json, else an example of the handler's input schema. On a load-balancing endpoint
+ * (`mode: "lb"`) the routes are the worker's own: the OpenAI base URL is `<endpoint>/v1` (no
+ * `/openai` prefix), a streaming handler's items come as server-sent events from one
+ * `POST /stream`, any other answers `POST /runsync`.
  */
-export function tryLines({ endpoint, apiKey, sample, sampleFile, info }: BannerFacts): string[] {
+export function tryLines({ endpoint, apiKey, sample, sampleFile, info, mode }: BannerFacts): string[] {
+  const lb = mode === "lb";
   const auth = `-H ${shellQuote(`Authorization: Bearer ${apiKey}`)}`;
   const json = "-H 'Content-Type: application/json'";
   if (info?.openai === true) {
-    const base = `${endpoint}/openai/v1`;
+    const base = lb ? `${endpoint}/v1` : `${endpoint}/openai/v1`;
     const body = { model: info.models?.[0] ?? "model", messages: [{ role: "user", content: "Hello" }] };
     return [
       line("openai", `${base}  (an OpenAI client's base URL; its API key is the key above)`),
@@ -51,6 +60,15 @@ export function tryLines({ endpoint, apiKey, sample, sampleFile, info }: BannerF
     sample !== undefined && sampleFile !== undefined && body.length > MAX_INLINE_BODY
       ? `--data-binary ${shellQuote(`@${sampleFile}`)}`
       : `-d ${shellQuote(body)}`;
+  if (info?.streaming === true && lb) {
+    return [
+      line("try", `curl -sN -X POST ${endpoint}/stream ${auth} ${json} ${data}`),
+      line(
+        "",
+        "(server-sent events: one per item yielded, then event: done; /runsync answers them as a list)",
+      ),
+    ];
+  }
   if (info?.streaming === true) {
     return [
       line(

@@ -34,8 +34,13 @@ interface Child {
   readonly exited: Promise<unknown>;
 }
 
-/** The endpoint id in a job-take template, `.../v2/<endpoint>/job-take/...`. */
+/**
+ * The endpoint a worker is for: `RUNPOD_ENDPOINT_ID` (a load-balancing worker has no queue
+ * variables), else the id in its job-take template, `.../v2/<endpoint>/job-take/...`.
+ */
 function endpointOf(env: Record<string, string>): string {
+  const named = env["RUNPOD_ENDPOINT_ID"];
+  if (named !== undefined && named !== "") return named;
   const match = /\/v2\/([^/]+)\/job-take\//.exec(env["RUNPOD_WEBHOOK_GET_JOB"] ?? "");
   return match?.[1] === undefined ? "endpoint" : decodeURIComponent(match[1]);
 }
@@ -43,7 +48,8 @@ function endpointOf(env: Record<string, string>): string {
 /**
  * The workers `runlet dev` gives endpoints created through the harness's management copy (a
  * `runlet deploy --base-url` against the dev harness): `runlet start <handler>` children the
- * harness's scaler starts and stops, their lines labelled like the main pool's. `reload()` retires
+ * harness's scaler (or, for a load-balancing endpoint, its fleet, whose environment sets
+ * `RUNLET_MODE=lb` and `PORT`) starts and stops, their lines labelled like the main pool's. `reload()` retires
  * them (`onRetire`) and stops them gracefully; the scaler replaces them (with the new code) as jobs
  * wait.
  */

@@ -22,7 +22,7 @@ import { JobStore } from "./jobs/job-store.js";
 import { JobTimelines, type TimelineSpan } from "./jobs/job-timeline.js";
 import { untilTerminal } from "./jobs/job-waits.js";
 import { type WebhookAttempt, WebhookSender, webhookUrlProblem } from "./jobs/webhooks.js";
-import { type LoadBalancer, LoadBalancers } from "./lb/index.js";
+import { type LbEndpointOptions, type LoadBalancer, LoadBalancers } from "./lb/index.js";
 import {
   type EndpointWorkerView,
   type HarnessManagement,
@@ -377,6 +377,21 @@ export class Harness {
     return this.#store.table.endpointIds();
   }
 
+  /**
+   * Adds a load-balancing endpoint while running (`/lb/<id>/...`; a no-op when it exists): the
+   * management copy calls this for an endpoint created with `type: LOAD_BALANCER`, whose `fleet`
+   * starts the handler's workers in load-balancing mode (docs/load-balancing.md).
+   */
+  addLoadBalancer(options: LbEndpointOptions): void {
+    if (this.#store.table.hasEndpoint(options.id)) {
+      throw new RunletError(
+        "RUNLET_HARNESS_CONFIG",
+        `addLoadBalancer: ${JSON.stringify(options.id)} is a queue endpoint of this harness`,
+      );
+    }
+    this.#balancers.add(options);
+  }
+
   /** Adds an endpoint while running (a no-op when it exists). */
   addEndpoint(endpoint: { readonly id: string } & EndpointOptions): void {
     if (this.#store.table.hasEndpoint(endpoint.id)) return;
@@ -398,10 +413,12 @@ export class Harness {
    * this): its routes answer 404 at once; its waiting and running jobs are deleted, as a ttl
    * deletes them (no webhook; `job(id)` shows `deleted: true`; a running job's worker gets a
    * job-stop); held requests on it end; the workers the harness started for it are stopped.
-   * Resolves once they have stopped, with false when there was no such endpoint.
+   * Resolves once they have stopped, with false when there was no such endpoint. A load-balancing
+   * endpoint (`addLoadBalancer`) is removed the same way: its route answers 404, requests waiting
+   * for a worker end, the workers started for it stop.
    */
   async removeEndpoint(endpointId: string): Promise<boolean> {
-    if (!this.#store.table.hasEndpoint(endpointId)) return false;
+    if (!this.#store.table.hasEndpoint(endpointId)) return this.#balancers.remove(endpointId);
     const stopping = this.#scaler.remove(endpointId);
     for (const key of this.#replaced) if (key.startsWith(`${endpointId}/`)) this.#replaced.delete(key);
     this.#store.removeEndpoint(endpointId);
@@ -548,6 +565,7 @@ export class Harness {
    * reports them: starting (INITIALIZING), unhealthy, holding a job (RUNNING) or IDLE.
    */
   workersOf(endpointId: string): EndpointWorkerView[] {
+    if (this.#balancers.get(endpointId) !== undefined) return this.#balancers.workersOf(endpointId);
     const now = this.#options.clock.now();
     return this.#store.workers.list(endpointId).flatMap((w) => {
       const startup = this.#startups.get(endpointId, w.id)?.state;
@@ -566,6 +584,7 @@ export class Harness {
 
   /** Stops a worker the harness started so that the scaler starts a fresh one (a release rolling out). */
   replaceWorker(endpointId: string, workerId: string): void {
+    if (this.#balancers.replaceWorker(endpointId, workerId)) return;
     if (!this.#scaler.started(endpointId, workerId)) return;
     this.#replaced.add(`${endpointId}/${workerId}`);
     this.#scaler.replace(endpointId, workerId);

@@ -3,6 +3,8 @@ import { existsSync, readdirSync } from "node:fs";
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { basename, delimiter, dirname, join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { packStaged } from "../../scripts/pack-staged.mjs";
 import { childEnv, REPO_ROOT } from "../cli/run-cli.js";
@@ -340,6 +342,118 @@ export default defineHandler({
     expect(typed.code, typed.stderr).toBe(0);
     expect(typed.stdout).toBe('{\n  "doubled": 42\n}\n');
   }, 120_000);
+
+  it("(d) a built OpenAI handler runs as a load-balancing worker: health 204 then 200, plain, streamed and OpenAI requests (issue 52)", async () => {
+    // After (c): this project had no bundler until now. esbuild is the one tool `runlet build` needs.
+    const esbuild = await npm(
+      ["install", ...QUICK_INSTALL, "--save-dev", `esbuild@${await installedVersion("esbuild")}`],
+      app,
+    );
+    expect(esbuild.code, esbuild.stderr).toBe(0);
+    await writeFile(
+      join(app, "openai-lb.mjs"),
+      `import { setTimeout as sleep } from "node:timers/promises";
+import { defineOpenAIHandler } from "runlet/openai";
+
+const words = (text) => \`You said: \${text}\`.split(" ").map((w, i) => (i === 0 ? w : \` \${w}\`));
+
+export default defineOpenAIHandler({
+  models: ["echo-1"],
+  concurrency: 2,
+  // Health answers 204 while setup runs (long enough for a loaded machine to see it), then 200.
+  async setup() {
+    await sleep(3_000);
+  },
+  async *chat(request) {
+    const last = request.messages.at(-1)?.content;
+    yield* words(typeof last === "string" ? last : "");
+  },
+  async *handler({ input }) {
+    yield* words(String(input.text));
+  },
+});
+`,
+    );
+    const build = await exec(runlet, ["build", "openai-lb.mjs"], app);
+    expect(build.code, `${build.stdout}\n${build.stderr}`).toBe(0);
+    expect(build.stdout).toMatch(/^Built dist\/worker\.mjs /m);
+
+    // PORT set and no queue variables (env() drops the platform's): the bundle serves HTTP.
+    const worker = spawn(process.execPath, ["dist/worker.mjs"], {
+      cwd: app,
+      env: { ...env(), PORT: "0", RUNLET_LB_HOST: "127.0.0.1", RUNPOD_NETWORK_CHECK_TARGET: "off" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let out = "";
+    worker.stdout.setEncoding("utf8").on("data", (d: string) => {
+      out += d;
+    });
+    worker.stderr.setEncoding("utf8").on("data", (d: string) => {
+      out += d;
+    });
+    const exited = new Promise<number | null>((resolve) => worker.once("close", resolve));
+    try {
+      let port: number | undefined;
+      for (const until = Date.now() + 30_000; port === undefined; await sleep(10)) {
+        if (worker.exitCode !== null || Date.now() > until) throw new Error(`no port bound:\n${out}`);
+        const m = /listening on port (\d+)/.exec(out);
+        if (m !== null) port = Number(m[1]);
+      }
+      const url = `http://127.0.0.1:${port}`;
+      // Health from the moment the port is bound: 204 through setup, then 200, nothing else.
+      const seen: number[] = [];
+      for (const until = Date.now() + 30_000; seen.at(-1) !== 200; await sleep(50)) {
+        if (Date.now() > until) throw new Error(`health never said 200 (${seen.join(" ")}):\n${out}`);
+        seen.push((await fetch(`${url}/ping`)).status);
+      }
+      expect(seen[0]).toBe(204);
+      expect(new Set(seen)).toEqual(new Set([204, 200]));
+      expect(seen.indexOf(200)).toBe(seen.length - 1);
+
+      const headers = { "content-type": "application/json" };
+      const plain = await fetch(`${url}/runsync`, {
+        method: "POST",
+        headers,
+        body: JSON.stringify({ input: { text: "plain words" } }),
+      });
+      expect(plain.status).toBe(200);
+      expect(await plain.json()).toMatchObject({
+        status: "COMPLETED",
+        output: ["You", " said:", " plain", " words"],
+      });
+
+      const streamed = await fetch(`${url}/stream`, {
+        method: "POST",
+        headers,
+        body: JSON.stringify({ input: { text: "streamed" } }),
+      });
+      expect(streamed.headers.get("content-type")).toMatch(/^text\/event-stream/);
+      const events = (await streamed.text()).split("\n\n").filter((e) => e !== "");
+      expect(events.slice(0, 3)).toEqual(['data: "You"', 'data: " said:"', 'data: " streamed"']);
+      expect(events[3]).toMatch(/^event: done\ndata: \{.*"status":"COMPLETED"/);
+
+      const client = new OpenAI({ apiKey: "unused-by-the-worker", baseURL: `${url}/v1`, maxRetries: 0 });
+      const stream = await client.chat.completions.create({
+        model: "echo-1",
+        messages: [{ role: "user", content: "hello there" }],
+        stream: true,
+      });
+      const deltas: string[] = [];
+      let finish: string | null | undefined;
+      for await (const chunk of stream) {
+        const content = chunk.choices[0]?.delta.content;
+        if (content) deltas.push(content);
+        finish = chunk.choices[0]?.finish_reason ?? finish;
+      }
+      expect(deltas).toEqual(["You", " said:", " hello", " there"]);
+      expect(finish).toBe("stop");
+
+      worker.kill("SIGTERM");
+      expect(await exited).toBe(0);
+    } finally {
+      if (worker.exitCode === null) worker.kill("SIGKILL");
+    }
+  }, 240_000);
 });
 
 /** Every starter runlet ships, whatever their number. */

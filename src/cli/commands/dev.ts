@@ -40,7 +40,8 @@ from then on, wait for the new ones. The key is kept in ${STATE_DIR}/ (git-ignor
 ports are fixed, so the printed curl and an open dashboard tab keep working across restarts;
 the tab reconnects by itself.
 Each job is logged as it runs. Endpoints created through the harness's management API
-(runlet deploy --base-url <url>) get worker processes for the same handler. Stop with Ctrl-C.
+(runlet deploy --base-url <url>) get worker processes for the same handler: a load-balancing
+one (--type lb) is served at /lb/<its id>, by \`runlet start\` workers in lb mode. Stop with Ctrl-C.
 
 Arguments:
   handler               the handler module
@@ -220,13 +221,20 @@ export const command: Command = {
         const kind = info.openai ? "openai" : info.streaming ? "streaming" : "plain";
         if (endpointId !== ENDPOINT_ID || kind === shown) return;
         shown = kind;
-        const facts = { endpoint, apiKey: harness.apiKey, sample, info };
+        const facts = {
+          endpoint,
+          apiKey: harness.apiKey,
+          sample,
+          info,
+          mode: lbMode ? ("lb" as const) : ("queue" as const),
+        };
         for (const line of tryLines(sample === undefined ? facts : { ...facts, sampleFile: SAMPLE_FILE }))
           out(line);
       };
       const onWorkerLine = (endpointId: string, label: string, line: string) => {
         const record = parseLogLine(line);
-        if (balancer !== undefined && record !== undefined) {
+        // Workers of endpoints deployed to this harness join their own endpoints (the harness's fleet).
+        if (balancer !== undefined && record !== undefined && endpointId === ENDPOINT_ID) {
           // A load-balancing worker: its port once bound, then it joins the endpoint once it serves.
           const port = (record as { port?: unknown }).port;
           const routes = (record as { routes?: unknown }).routes;

@@ -1,5 +1,6 @@
 /** The harness's load-balancing endpoints (docs/load-balancing.md, "The harness and `runlet dev`"). */
-export { LB_PREFIX, LoadBalancers } from "./lb-routes.js";
+export { LbFleet, type LbFleetOptions } from "./lb-fleet.js";
+export { LB_PREFIX, type LbEndpointOptions, LoadBalancers } from "./lb-routes.js";
 export {
   type LbRequestView,
   type LbWorkerHealth,

@@ -1,6 +1,8 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { KeyRing } from "../http/auth.js";
 import { sendError } from "../http/http-util.js";
+import type { EndpointWorkerView } from "../management-api/route-context.js";
+import { LbFleet, type LbFleetOptions } from "./lb-fleet.js";
 import {
   type LbRequestView,
   type LbWorkerView,
@@ -17,9 +19,16 @@ import {
 /** The path prefix of the load-balancing endpoints. */
 export const LB_PREFIX = "/lb/";
 
+/** A load-balancing endpoint added while the harness runs: its balancer, and the workers started for it. */
+export interface LbEndpointOptions extends Omit<LoadBalancerOptions, "onDemand"> {
+  /** Starts its workers (see {@link LbFleet}); without it, workers are added by hand (`addWorker`). */
+  readonly fleet?: LbFleetOptions;
+}
+
 /** The harness's load-balancing endpoints, by id. */
 export class LoadBalancers {
   readonly #balancers = new Map<string, LoadBalancer>();
+  readonly #fleets = new Map<string, LbFleet>();
   readonly #keys: KeyRing;
 
   constructor(options: readonly LoadBalancerOptions[], keys: KeyRing) {
@@ -30,6 +39,49 @@ export class LoadBalancers {
   /** The endpoint `id`, or undefined. */
   get(id: string): LoadBalancer | undefined {
     return this.#balancers.get(id);
+  }
+
+  /** Adds an endpoint while running, and starts its fleet (a no-op when the id exists). */
+  add(options: LbEndpointOptions): void {
+    if (this.#balancers.has(options.id)) return;
+    const { fleet: fleetOptions, ...balancerOptions } = options;
+    let fleet: LbFleet | undefined;
+    const balancer = new LoadBalancer({
+      ...balancerOptions,
+      ...(fleetOptions === undefined ? {} : { onDemand: () => fleet?.demand() }),
+    });
+    this.#balancers.set(options.id, balancer);
+    if (fleetOptions !== undefined) {
+      fleet = new LbFleet(balancer, fleetOptions);
+      this.#fleets.set(options.id, fleet);
+    }
+  }
+
+  /**
+   * Removes an endpoint: its route answers 404 at once, requests waiting on it answer "no workers
+   * available", and the workers its fleet started stop. False when there was none.
+   */
+  async remove(id: string): Promise<boolean> {
+    const balancer = this.#balancers.get(id);
+    if (balancer === undefined) return false;
+    this.#balancers.delete(id);
+    const fleet = this.#fleets.get(id);
+    this.#fleets.delete(id);
+    balancer.close();
+    await fleet?.close();
+    return true;
+  }
+
+  /** Replaces a worker its fleet started (a release rolling out); false when it has no fleet. */
+  replaceWorker(id: string, workerId: string): boolean {
+    const fleet = this.#fleets.get(id);
+    fleet?.replace(workerId);
+    return fleet !== undefined;
+  }
+
+  /** The workers its fleet started, as the management copy reports them (none for an endpoint without a fleet). */
+  workersOf(id: string): EndpointWorkerView[] {
+    return this.#fleets.get(id)?.views() ?? [];
   }
 
   /** Answers a request under `/lb/`; false for any other path. */
@@ -66,7 +118,9 @@ export class LoadBalancers {
     }));
   }
 
-  close(): void {
+  /** Closes every endpoint and stops the workers their fleets started. */
+  async close(): Promise<void> {
     for (const balancer of this.#balancers.values()) balancer.close();
+    await Promise.all([...this.#fleets.values()].map((f) => f.close()));
   }
 }

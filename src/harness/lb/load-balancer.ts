@@ -27,6 +27,12 @@ export interface LoadBalancerOptions {
   readonly healthIntervalMs?: number;
   /** The health path polled. @default "/ping" */
   readonly healthPath?: string;
+  /**
+   * Called while a request finds no worker with a free slot (each time it looks), so workers can
+   * be started for it (the harness's fleet of an endpoint created through the management copy).
+   * @default none
+   */
+  readonly onDemand?: () => void;
 }
 
 /** A worker of a load-balancing endpoint: where its server listens and how many requests it takes at once. */
@@ -119,6 +125,7 @@ export class LoadBalancer {
   readonly #maxBodyBytes: number;
   readonly #healthIntervalMs: number;
   readonly #healthPath: string;
+  readonly #onDemand: (() => void) | undefined;
   readonly #members = new Map<string, Member>();
   /** Wakes requests waiting for a slot (a request ended, a worker became ready). */
   readonly #waiters = new Set<() => void>();
@@ -139,6 +146,7 @@ export class LoadBalancer {
     this.#maxBodyBytes = positive("maxBodyBytes", options.maxBodyBytes, 30 * 1024 * 1024);
     this.#healthIntervalMs = positive("healthIntervalMs", options.healthIntervalMs, 500);
     this.#healthPath = options.healthPath ?? "/ping";
+    this.#onDemand = options.onDemand;
     this.#timer = setInterval(() => this.#pollHealth(), this.#healthIntervalMs);
     this.#timer.unref();
   }
@@ -298,7 +306,12 @@ export class LoadBalancer {
       }
     } else {
       const prefer = affinity.mode === "soft" ? affinity.workerId : undefined;
-      found = await this.#waitFor(() => this.#pick(prefer, false), this.#waitMs, hangUp.signal);
+      const pick = (): Member | undefined => {
+        const member = this.#pick(prefer, false);
+        if (member === undefined) this.#onDemand?.();
+        return member;
+      };
+      found = await this.#waitFor(pick, this.#waitMs, hangUp.signal);
       if (found === undefined || found === "gone") {
         send(res, 503, { error: "no workers available" }, { "retry-after": "1" });
         return;

@@ -1,3 +1,4 @@
+import type { LbEndpointOptions } from "../lb/index.js";
 import type { ExtraRoutes, WorkerSpawner } from "../options.js";
 import { mountManagementRoutes } from "./mount.js";
 import type { EndpointEvent, EndpointWorkerView } from "./route-context.js";
@@ -26,6 +27,11 @@ export interface HarnessManagementOptions {
 /** What the emulation changes on a harness: `Harness` fits. */
 export interface EndpointTarget {
   addEndpoint(options: ReturnType<typeof endpointOptionsOf>): unknown;
+  /**
+   * Adds a load-balancing endpoint (one created with `type: LOAD_BALANCER`). A target without it
+   * gets such an endpoint through `addEndpoint`, as a queue endpoint.
+   */
+  addLoadBalancer?(options: LbEndpointOptions): unknown;
   removeEndpoint(endpointId: string): unknown;
   /** The endpoint's workers now, for `workers` and `releases`. */
   workersOf?(endpointId: string): readonly EndpointWorkerView[];
@@ -61,8 +67,33 @@ export function endpointOptionsOf(event: EndpointEvent, spawn: WorkerSpawner | u
 }
 
 /**
+ * The harness's load-balancing endpoint for an endpoint created with `type: LOAD_BALANCER`: its
+ * route `/lb/<id>/...`, and with `spawn` a fleet of the handler's workers in load-balancing mode —
+ * `workers.min` kept, up to `workers.max` started as requests wait, each taking the endpoint's
+ * `REQUEST_COUNT` at once.
+ */
+export function lbOptionsOf(event: EndpointEvent, spawn: WorkerSpawner | undefined): LbEndpointOptions {
+  const { endpoint } = event;
+  if (spawn === undefined) return { id: endpoint.id };
+  const scaling = endpoint["scaling"] as { type?: unknown; requestCount?: unknown } | undefined;
+  const count = scaling?.type === "REQUEST_COUNT" ? scaling.requestCount : undefined;
+  const min = endpoint.workers.min;
+  return {
+    id: endpoint.id,
+    fleet: {
+      spawn,
+      minWorkers: min,
+      maxWorkers: Math.max(1, min, endpoint.workers.max),
+      concurrency: typeof count === "number" && Number.isSafeInteger(count) && count >= 1 ? count : 1,
+    },
+  };
+}
+
+/**
  * Binds the management emulation to a harness: an endpoint created with `POST /v2/serverless`
- * becomes a harness endpoint (same id) whose jobs run on workers from `spawn`, and
+ * becomes a harness endpoint (same id) whose jobs run on workers from `spawn` — with
+ * `type: LOAD_BALANCER`, a load-balancing endpoint whose requests reach workers from `spawn` in
+ * load-balancing mode ({@link lbOptionsOf}) — and
  * `DELETE /v2/serverless/{id}` removes it (`Harness.removeEndpoint`: its workers stop, its jobs go).
  *
  * @example
@@ -86,7 +117,11 @@ export function harnessManagement(options: HarnessManagementOptions): HarnessMan
     }
   };
   const register = (event: EndpointEvent) =>
-    apply((target) => target.addEndpoint(endpointOptionsOf(event, options.spawn)));
+    apply((target) =>
+      event.endpoint.type === "LOAD_BALANCER" && target.addLoadBalancer !== undefined
+        ? target.addLoadBalancer(lbOptionsOf(event, options.spawn))
+        : target.addEndpoint(endpointOptionsOf(event, options.spawn)),
+    );
   const unregister = (endpointId: string) => apply((target) => target.removeEndpoint(endpointId));
   // A new release rolls out as the workers started before it are replaced.
   const rollOut = (event: EndpointEvent) => {

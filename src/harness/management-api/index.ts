@@ -5,6 +5,7 @@ export {
   type HarnessManagement,
   type HarnessManagementOptions,
   harnessManagement,
+  lbOptionsOf,
 } from "./attach.js";
 export { CATALOG_CPUS, CATALOG_DATA_CENTERS, CATALOG_GPUS } from "./catalog-table.js";
 export { documentProblems } from "./document-schemas.js";

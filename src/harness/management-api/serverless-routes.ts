@@ -1,3 +1,4 @@
+import { LB_PREFIX } from "../lb/lb-routes.js";
 import { invalidBody, json, type ManagementAnswer, noContent, problem } from "./answers.js";
 import { ramGbPerVcpu } from "./catalog-table.js";
 import { documentProblems } from "./document-schemas.js";
@@ -28,13 +29,20 @@ type Gpu = {
   minCudaVersion?: string | null;
 };
 
-/** The document's `requestUrls` of an endpoint served at `origin`. */
+/**
+ * The document's `requestUrls` of an endpoint served at `origin`: a load-balancing endpoint's
+ * `base` is the harness's route for it, `/lb/<id>` (the platform's `https://<id>.api.runpod.ai`),
+ * and `health` the worker health path behind it.
+ */
 export function requestUrlsOf(
   origin: string,
   id: string,
   type: StoredEndpoint["type"],
 ): Record<string, string> {
-  if (type === "LOAD_BALANCER") return { base: `${origin}/lb/${id}`, health: `${origin}/lb/${id}/ping` };
+  if (type === "LOAD_BALANCER") {
+    const base = `${origin}${LB_PREFIX}${id}`;
+    return { base, health: `${base}/ping` };
+  }
   const base = `${origin}/v2/${id}`;
   return {
     run: `${base}/run`,

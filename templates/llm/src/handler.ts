@@ -339,16 +339,6 @@ function deltaOf(piece: ChatPiece, ids: Map<number, string>): Delta {
   return { tool_calls: [{ index, id, type: "function", function: { name, arguments: args } }] };
 }
 
-/** Two deltas as one (the last two before max_tokens, see {@link answer}). */
-function merge(a: Delta, b: Delta): Delta {
-  const calls = [...(a.tool_calls ?? []), ...(b.tool_calls ?? [])];
-  const content = (a.content ?? "") + (b.content ?? "");
-  return {
-    ...(content === "" && (a.content ?? b.content) === undefined ? {} : { content }),
-    ...(calls.length === 0 ? {} : { tool_calls: calls }),
-  };
-}
-
 /** What runlet streams for a delta: its text alone, or a chunk object with the tool calls. */
 function itemOf(delta: Delta): string | ChunkObject {
   if (delta.tool_calls === undefined) return delta.content ?? "";
@@ -357,17 +347,12 @@ function itemOf(delta: Delta): string | ChunkObject {
 
 /**
  * The model's text and tool calls, one item per piece, ending with finish_reason and the
- * tokenizer's usage. runlet stops taking items at max_tokens and then never reads what the
- * generator returns, so the last two pieces before that bound go out as one item: the usage
- * still arrives (with max_tokens 1 it cannot; the completion count is then runlet's, the
- * prompt's 0). A request the model cannot take fails as OpenAI's 400, naming the field.
+ * tokenizer's usage (runlet reads them at max_tokens too: the model stops there itself). A
+ * request the model cannot take fails as OpenAI's 400, naming the field.
  */
 async function* answer(
   generation: AsyncGenerator<ChatPiece, GenerationEnd>,
-  maxTokens: number | undefined,
 ): AsyncGenerator<string | ChunkObject, GenerationResult> {
-  let items = 0;
-  let held: Delta | undefined;
   const ids = new Map<number, string>();
   try {
     for (;;) {
@@ -379,20 +364,13 @@ async function* answer(
         throw err;
       }
       if (step.done === true) {
-        if (held !== undefined) yield itemOf(held);
         const { finishReason, promptTokens, completionTokens } = step.value;
         return {
           finish_reason: finishReason,
           usage: { prompt_tokens: promptTokens, completion_tokens: completionTokens },
         };
       }
-      const delta = deltaOf(step.value, ids);
-      if (maxTokens !== undefined && items >= maxTokens - 2) {
-        held = held === undefined ? delta : merge(held, delta);
-        continue;
-      }
-      items++;
-      yield itemOf(delta);
+      yield itemOf(deltaOf(step.value, ids));
     }
   } finally {
     // Stopped early (a job-stop, a client gone): the model stops and its sequence is freed.
@@ -541,7 +519,7 @@ export function llmHandler(config: LlmConfig) {
       const maxTokens = request.max_completion_tokens ?? request.max_tokens ?? undefined;
       const messages = messagesOf(request);
       const options: ChatOptions = { ...optionsOf(request, maxTokens, signal), ...chatFormOf(request) };
-      return answer(state.llm.chat(messages, options), maxTokens);
+      return answer(state.llm.chat(messages, options));
     },
     completions(request, { state, signal }) {
       const prompt = typeof request.prompt === "string" ? request.prompt : request.prompt[0];
@@ -553,7 +531,7 @@ export function llmHandler(config: LlmConfig) {
       }
       refuseUnserved(request, "completions");
       const maxTokens = request.max_tokens ?? undefined;
-      return answer(state.llm.complete(prompt, optionsOf(request, maxTokens, signal)), maxTokens);
+      return answer(state.llm.complete(prompt, optionsOf(request, maxTokens, signal)));
     },
   });
 }
