@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { renderProjectDockerfile, WORKER_NODE_FLAGS } from "../../src/cli/dockerfile.js";
 import { isOtherPlatform } from "../../src/cli/externals.js";
 import { startHarness } from "../../src/harness/index.js";
-import { childEnv, runCli } from "./run-cli.js";
+import { childEnv, runCli } from "../support/run-cli.js";
 
 // `runlet build` on a small project whose node_modules the test writes: a package with native
 // binaries (fake: the .node files are never loaded, but esbuild meets them), a package that

@@ -3,7 +3,7 @@ import { mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from "node:
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runCli } from "./run-cli.js";
+import { runCli } from "../support/run-cli.js";
 
 // `runlet build`'s verify step and the packages found because the handler resolves their files
 // (issue 45): projects whose node_modules the test writes. `fake-model` carries only a data file,

@@ -6,8 +6,8 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { renderProjectDockerfile, WORKER_NODE_FLAGS } from "../../src/cli/dockerfile.js";
 import { startHarness } from "../../src/harness/index.js";
+import { childEnv, REPO_ROOT, runCli, runNode } from "../support/run-cli.js";
 import { node22 } from "./node22.js";
-import { childEnv, REPO_ROOT, runCli, runNode } from "./run-cli.js";
 
 let tmp: string;
 let node: { bin: string; version: string; fallback: boolean };

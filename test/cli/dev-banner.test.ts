@@ -4,8 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { REPO_ROOT, runCli, startCli } from "../support/run-cli.js";
 import { waitFor } from "../support/wait-for.js";
-import { REPO_ROOT, runCli, startCli } from "./run-cli.js";
 
 const exec = promisify(execFile);
 const RUNLET = JSON.stringify(join(REPO_ROOT, "src/index.ts"));

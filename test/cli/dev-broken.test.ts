@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { afterRestartWindow, REPO_ROOT, startCli } from "./run-cli.js";
+import { afterRestartWindow, REPO_ROOT, startCli } from "../support/run-cli.js";
 
 let tmp: string;
 beforeAll(async () => {

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createManagementClient } from "../../src/management/index.js";
-import { REPO_ROOT, startCli } from "./run-cli.js";
+import { REPO_ROOT, startCli } from "../support/run-cli.js";
 
 let tmp: string;
 beforeAll(async () => {

@@ -5,7 +5,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { childEnv, REPO_ROOT, startCli } from "./run-cli.js";
+import { childEnv, REPO_ROOT, startCli } from "../support/run-cli.js";
 
 // runlet dev skips the network fitness check unless a target is set (issue 45): its workers
 // otherwise connect to 8.8.8.8:53. The other built-in checks still run. The suite turns the

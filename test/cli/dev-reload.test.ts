@@ -5,8 +5,8 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WorkerPool } from "../../src/cli/worker-pool.js";
 import { type Harness, startHarness } from "../../src/harness/index.js";
+import { REPO_ROOT } from "../support/run-cli.js";
 import { waitFor } from "../support/wait-for.js";
-import { REPO_ROOT } from "./run-cli.js";
 
 /**
  * `runlet dev`'s reload (docs/cli.md): its workers (WorkerPool, wired to the harness as the dev

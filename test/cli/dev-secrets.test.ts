@@ -3,8 +3,8 @@ import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { REPO_ROOT, startCli } from "../support/run-cli.js";
 import { waitForAsync } from "../support/wait-for.js";
-import { REPO_ROOT, startCli } from "./run-cli.js";
 
 const SECRET = "Zq9xWv7Rk2Lm4Tp8Hs3D";
 /** Its first 10 characters: what V8 quotes of a body that fails to parse at the secret. */

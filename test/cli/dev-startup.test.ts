@@ -4,8 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterRestartWindow, REPO_ROOT, startCli } from "../support/run-cli.js";
 import { waitForAsync } from "../support/wait-for.js";
-import { afterRestartWindow, REPO_ROOT, startCli } from "./run-cli.js";
 
 // runlet dev and a worker's start-up (docs/cli.md, "runlet dev"): a worker that exits before it
 // is ready is not restarted in a loop, and the printed curl stays short whatever test_input.json holds.

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { REPO_ROOT, runCli, startCli } from "./run-cli.js";
+import { REPO_ROOT, runCli, startCli } from "../support/run-cli.js";
 
 let tmp: string;
 beforeAll(async () => {

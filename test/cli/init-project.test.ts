@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join, sep } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TEMPLATE_NAMES } from "../../src/cli/paths.js";
-import { childEnv, REPO_ROOT, runCli, runNode } from "./run-cli.js";
+import { childEnv, REPO_ROOT, runCli, runNode } from "../support/run-cli.js";
 
 let tmp: string;
 beforeAll(async () => {

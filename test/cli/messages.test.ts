@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { HandlerDefinition } from "../../src/handler/index.js";
 import { defineHandler, JobError } from "../../src/index.js";
 import { createHarness } from "../../src/testing/index.js";
-import { logSink, testHarness, waitFor, workerFor } from "../worker/helpers.js";
+import { logSink, testHarness, waitFor, workerFor } from "../support/workers.js";
 
 /** Issue 12, "Messages": exact texts of failures that users read. (CLI forms: usage, build, process and cli-harness tests.) */
 describe("messages users read", () => {

@@ -6,7 +6,7 @@ import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
 import { bundleHandler } from "../../src/cli/bundle.js";
 import { belowNodeFloor, NODE_FLOOR } from "../../src/node-floor.js";
-import { CLI, REPO_ROOT } from "./run-cli.js";
+import { CLI, REPO_ROOT } from "../support/run-cli.js";
 
 // Issue 43, item 1: Node 22.19 (undici 8's floor) is runlet's; package.json, the starters and the
 // checks agree, and an older Node refuses to start with one line naming both versions.

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defaultSource, installedFrom, runletFrom } from "../../src/cli/runlet-source.js";
-import { REPO_ROOT } from "./run-cli.js";
+import { REPO_ROOT } from "../support/run-cli.js";
 
 let tmp: string;
 beforeAll(async () => {

@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { REPO_ROOT, runCli } from "./run-cli.js";
+import { REPO_ROOT, runCli } from "../support/run-cli.js";
 
 const TOKEN_STREAM = join(REPO_ROOT, "examples/token-stream/handler.ts");
 const PROGRESS = join(REPO_ROOT, "examples/progress/handler.ts");

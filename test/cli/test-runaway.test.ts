@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { REPO_ROOT, runCli } from "./run-cli.js";
+import { REPO_ROOT, runCli } from "../support/run-cli.js";
 
 /**
  * `runlet test` with handlers that do not stop at their deadline (issue 12, bug 8). The deadline

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { renderProjectDockerfile } from "../../src/cli/dockerfile.js";
 import { TEMPLATE_NAMES } from "../../src/cli/paths.js";
-import { REPO_ROOT, runCli } from "./run-cli.js";
+import { REPO_ROOT, runCli } from "../support/run-cli.js";
 
 /** The commands this area owns; each must answer --help with its usage and exit 0. */
 const OWN_COMMANDS = ["init", "dev", "test", "build"] as const;

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { REPO_ROOT, type RunningCli, startCli } from "../cli/run-cli.js";
+import { REPO_ROOT, type RunningCli, startCli } from "../support/run-cli.js";
 import { HAS_CHROMIUM, launchChromium } from "./chromium.js";
 
 /**

@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
-import { brokenLinks } from "./markdown-links.js";
+import { brokenLinks } from "../support/markdown-links.js";
 
 /**
  * Every relative link of the repository's Markdown (both READMEs, docs/, the examples' and the

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { ManualClock } from "../../src/harness/index.js";
+import { api, pollStop, postDone, takeJob } from "../support/harness-calls.js";
 import { inMemoryHarness, send } from "../support/inject.js";
-import { api, pollStop, postDone, takeJob } from "./helpers.js";
 
 describe("harness client API: timeouts, ttl, retention, heartbeat lapses", () => {
   it("times a running job out at policy.executionTimeout and sends its worker a job-stop", async () => {

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { sendJson } from "../../src/harness/http/http-util.js";
 import { ManualClock } from "../../src/harness/index.js";
+import { api } from "../support/harness-calls.js";
 import { inMemoryHarness, send } from "../support/inject.js";
-import { api } from "./helpers.js";
 
 describe("harness client API: auth, validation, limits, rate limits, routing", () => {
   it("answers 401 to a missing or wrong key, accepts Bearer and raw keys, and 403 to a key without access", async () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { ManualClock } from "../../src/harness/index.js";
+import { api, pollStop, postDone, takeJob } from "../support/harness-calls.js";
 import { inMemoryHarness, send } from "../support/inject.js";
-import { api, pollStop, postDone, takeJob } from "./helpers.js";
 
 describe("harness client API: jobs", () => {
   it("queues a /run job and reports each state with delayTime and executionTime", async () => {

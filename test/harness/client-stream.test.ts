@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
+import { api, postChunk, postDone, takeJob } from "../support/harness-calls.js";
 import { inMemoryHarness } from "../support/inject.js";
-import { api, postChunk, postDone, takeJob } from "./helpers.js";
 
 describe("harness client API: /stream", () => {
   it("answers each reader with the chunks since its last read, and the end only once all are read", async () => {

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { type Harness, ManualClock } from "../../src/harness/index.js";
+import { takeJob } from "../support/harness-calls.js";
 import { inMemoryHarness, send } from "../support/inject.js";
 import { waitFor } from "../support/wait-for.js";
-import { takeJob } from "./helpers.js";
 
 /**
  * docs/protocol.md, "Heartbeat": only pings prove a worker alive. These workers are played by hand with plain

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { type JobEvent, ManualClock } from "../../src/harness/index.js";
+import { api, postDone, takeJob } from "../support/harness-calls.js";
 import { inMemoryHarness, send } from "../support/inject.js";
-import { api, postDone, takeJob } from "./helpers.js";
 
 describe("Harness.onJobEvent", () => {
   it("reports progress, stream chunks and ends in order, a cancel included, and survives a listener that throws", async () => {

@@ -2,9 +2,9 @@ import { Writable } from "node:stream";
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import type { Harness } from "../../src/harness/index.js";
+import { api, postDone } from "../support/harness-calls.js";
 import { inMemoryHarness, send } from "../support/inject.js";
 import { waitFor } from "../support/wait-for.js";
-import { api, postDone } from "./helpers.js";
 
 /**
  * docs/protocol.md, "Job bodies": the service only passes `s3Config` through, and docs/protocol.md, "Taking jobs" says a job

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { type Harness, ManualClock } from "../../src/harness/index.js";
+import { pollStop, postDone, takeJob } from "../support/harness-calls.js";
 import { inMemoryHarness, send } from "../support/inject.js";
-import { pollStop, postDone, takeJob } from "./helpers.js";
 
 /**
  * docs/protocol.md, "Taking jobs" and "Heartbeat": a ping's `job_id` list is how the platform knows what a worker runs. A

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { ManualClock } from "../../src/harness/index.js";
+import { api, postDone, takeJob } from "../support/harness-calls.js";
 import { inMemoryHarness } from "../support/inject.js";
-import { api, postDone, takeJob } from "./helpers.js";
 
 describe("/status of a running job", () => {
   it("shows the latest progress update as output while the job runs, then the final output", async () => {

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { ManualClock } from "../../src/harness/index.js";
 import { jobListSchema } from "../../src/protocol/api.js";
+import { api, postDone, takeJob } from "../support/harness-calls.js";
 import { inMemoryHarness } from "../support/inject.js";
-import { api, postDone, takeJob } from "./helpers.js";
 
 describe("GET /v2/<endpoint>/requests", () => {
   it("lists the endpoint's jobs newest first with status and times, never input or output", async () => {

@@ -8,8 +8,8 @@ import { OPENAI_ROUTE_TABLE } from "../../src/harness/openai/routes.js";
 import { CLIENT_ROUTE_TABLE } from "../../src/harness/routes/client-routes.js";
 import { WORKER_ROUTE_TABLE } from "../../src/harness/routes/worker-routes.js";
 import { RATE_LIMITS } from "../../src/protocol/limits.js";
-import { type RawAnswer, send } from "../hostile/raw-http.js";
 import { inMemoryHarness } from "../support/inject.js";
+import { type RawAnswer, send } from "../support/raw-http.js";
 
 /**
  * One case table run against every route family of the harness — client, worker, OpenAI,

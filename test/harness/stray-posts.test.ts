@@ -1,9 +1,9 @@
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import { type Harness, ManualClock } from "../../src/harness/index.js";
+import { postDone, takeJob } from "../support/harness-calls.js";
 import { inMemoryHarness, send } from "../support/inject.js";
-import { logSink } from "../worker/helpers.js";
-import { postDone, takeJob } from "./helpers.js";
+import { logSink } from "../support/workers.js";
 
 /**
  * Only the worker the record names may change a running job (docs/harness.md, "Posts from a worker

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import type { Harness } from "../../src/harness/index.js";
+import { api, postChunk, postDone, takeJob } from "../support/harness-calls.js";
 import { inMemoryHarness } from "../support/inject.js";
 import { waitForAsync } from "../support/wait-for.js";
-import { api, postChunk, postDone, takeJob } from "./helpers.js";
 
 // The /stream route in memory (test/support/inject.ts); its gathering is timed on the hold clock
 // (real time), which no socket takes part in.

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import type { Harness } from "../../src/harness/index.js";
-import { api, postDone } from "../harness/helpers.js";
+import { api, postDone } from "../support/harness-calls.js";
 import { inMemoryHarness, sendDashboard } from "../support/inject.js";
-import { nested, send } from "./raw-http.js";
+import { nested, send } from "../support/raw-http.js";
 
 // The routes in memory (test/support/inject.ts): raw requests go over the harness's connect().
 

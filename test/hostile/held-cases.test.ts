@@ -3,7 +3,7 @@ import type { Socket } from "node:net";
 import { describe, expect, it } from "vitest";
 import type { Harness } from "../../src/harness/index.js";
 import { inMemoryHarness } from "../support/inject.js";
-import { send } from "./raw-http.js";
+import { send } from "../support/raw-http.js";
 
 // Hostile requests to the routes, in memory: raw requests (raw-http.ts) over the listeners'
 // connections (Harness.connect, connectDashboard), which node:http parses as a socket's.

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { allowedHostsFlag } from "../../src/cli/command.js";
 import type { Harness } from "../../src/harness/index.js";
 import { inMemoryHarness } from "../support/inject.js";
-import { send } from "./raw-http.js";
+import { send } from "../support/raw-http.js";
 
 // Issue 32, item 8: against DNS rebinding (a page whose own name is pointed at 127.0.0.1), the
 // harness and the dashboard answer only IP addresses, localhost and the names they are given.

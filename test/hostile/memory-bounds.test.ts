@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ManualClock } from "../../src/harness/index.js";
-import { api, postChunk, postDone, takeJob } from "../harness/helpers.js";
+import { api, postChunk, postDone, takeJob } from "../support/harness-calls.js";
 import { inMemoryHarness } from "../support/inject.js";
 
 const KiB = 1_024;

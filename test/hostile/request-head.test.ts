@@ -1,7 +1,7 @@
 import type { Duplex } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { inMemoryHarness } from "../support/inject.js";
-import { headOnly, send } from "./raw-http.js";
+import { headOnly, send } from "../support/raw-http.js";
 
 // Issue 42, item 16: request heads the harness and the dashboard must refuse or answer as HTTP
 // says, written as raw bytes (node:http and fetch would not send them): a malformed absolute

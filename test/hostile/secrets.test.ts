@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { redactText, textScrubber } from "../../src/log/index.js";
-import { capture } from "../unit/log-capture.js";
+import { capture } from "../support/log-capture.js";
 
 describe("secrets never reach a log line (issue 22, item 5)", () => {
   it("masks s3Config's accessId and accessSecret when a handler logs ctx.job", () => {

@@ -3,8 +3,8 @@ import { describe, expect, it } from "vitest";
 import { followJobs } from "../../src/cli/job-log.js";
 import { escapeControl } from "../../src/cli/terminal-text.js";
 import { defineHandler } from "../../src/handler/index.js";
-import { REPO_ROOT, runCli } from "../cli/run-cli.js";
-import { logSink, testHarness, waitFor, workerFor } from "../worker/helpers.js";
+import { REPO_ROOT, runCli } from "../support/run-cli.js";
+import { logSink, testHarness, waitFor, workerFor } from "../support/workers.js";
 
 // Issue 32, item 5: a client can put terminal escapes in an input that a handler logs or throws;
 // `runlet dev` and `runlet test` printed them raw (window title, cursor moves, a forged green

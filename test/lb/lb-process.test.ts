@@ -4,9 +4,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startHarness } from "../../src/harness/index.js";
-import { childEnv, REPO_ROOT, runCli } from "../cli/run-cli.js";
+import { call, post } from "../support/lb-support.js";
+import { childEnv, REPO_ROOT, runCli } from "../support/run-cli.js";
 import { waitFor, waitForAsync } from "../support/wait-for.js";
-import { call, post } from "./lb-support.js";
 
 /**
  * Load-balancing and pod modes as processes: `runlet start` shutting down on SIGTERM with

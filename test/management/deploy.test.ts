@@ -6,9 +6,9 @@ import { startHarness } from "../../src/harness/index.js";
 import { harnessManagement } from "../../src/harness/management-api/index.js";
 import type { WorkerSpawner } from "../../src/harness/options.js";
 import { startWorker } from "../../src/worker/index.js";
+import { startRecorder } from "../support/management-servers.js";
 import { type Json, problemsOf } from "./document.js";
 import handler from "./fixtures/echo-handler.js";
-import { startRecorder } from "./servers.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const BIN = fileURLToPath(new URL("../../bin/runlet.mjs", import.meta.url));

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { basename, delimiter, dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { packStaged } from "../../scripts/pack-staged.mjs";
-import { childEnv, REPO_ROOT } from "../cli/run-cli.js";
+import { childEnv, REPO_ROOT } from "../support/run-cli.js";
 import { NPM_CLI } from "./npm-run.js";
 
 // runlet the way a user gets it: `npm pack`, the tarball installed into a fresh project, and

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { shippedManifest } from "../../scripts/pack-manifest.mjs";
-import { REPO_ROOT } from "../cli/run-cli.js";
+import { REPO_ROOT } from "../support/run-cli.js";
 import { NPM_CLI, run } from "./npm-run.js";
 
 // The package.json npm pack ships comes from the real prepack and postpack hooks, run here on a

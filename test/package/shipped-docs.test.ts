@@ -5,8 +5,8 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { packStaged } from "../../scripts/pack-staged.mjs";
 import { MARK, packageReadme } from "../../scripts/package-readme.mjs";
-import { REPO_ROOT } from "../cli/run-cli.js";
-import { brokenLinks } from "../docs/markdown-links.js";
+import { brokenLinks } from "../support/markdown-links.js";
+import { REPO_ROOT } from "../support/run-cli.js";
 import { npm, run } from "./npm-run.js";
 
 /**

@@ -2,9 +2,9 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { REPO_ROOT, startCli } from "../cli/run-cli.js";
-import { waitFor } from "../worker/helpers.js";
-import { alive, eventsOf, FIXTURE_SERVER, freePort } from "./helpers.js";
+import { REPO_ROOT, startCli } from "../support/run-cli.js";
+import { alive, eventsOf, FIXTURE_SERVER, freePort } from "../support/sidecar-rig.js";
+import { waitFor } from "../support/workers.js";
 
 // `runlet dev` (the built CLI, as a process) with a handler whose sidecar is the fixture model
 // server: an edit to the handler keeps the sidecar; an edit to its settings restarts it.

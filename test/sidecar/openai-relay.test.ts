@@ -2,8 +2,8 @@ import OpenAI from "openai";
 import { describe, expect, it } from "vitest";
 import { defineOpenAIHandler } from "../../src/openai/index.js";
 import { createHarness } from "../../src/testing/index.js";
-import { waitFor } from "../worker/helpers.js";
-import { eventsOf, fixtureSidecar, freePort, scratch } from "./helpers.js";
+import { eventsOf, fixtureSidecar, freePort, scratch } from "../support/sidecar-rig.js";
+import { waitFor } from "../support/workers.js";
 
 // defineOpenAIHandler's relay form through the harness, called with the official openai client;
 // the sidecar is the fixture model server (a real process) that records every request and every

@@ -3,8 +3,15 @@ import { ManualClock, realClock } from "../../src/clock.js";
 import { createLogger } from "../../src/log/index.js";
 import { checkSidecars } from "../../src/sidecar/options.js";
 import { SidecarProcess } from "../../src/sidecar/sidecar-process.js";
-import { logSink, waitFor } from "../worker/helpers.js";
-import { alive, eventsOf, FIXTURE_SERVER, fixtureSidecar, freePort, scratch } from "./helpers.js";
+import {
+  alive,
+  eventsOf,
+  FIXTURE_SERVER,
+  fixtureSidecar,
+  freePort,
+  scratch,
+} from "../support/sidecar-rig.js";
+import { logSink, waitFor } from "../support/workers.js";
 
 // Real child processes (the fixture model server), no mocks: the supervisor starts it through its
 // guard, waits for it, reads its lines and stops it.

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { startRunletChild, stopRunletChild } from "../worker/child.js";
-import { testHarness, waitFor } from "../worker/helpers.js";
-import { alive, eventsOf, freePort, scratch } from "./helpers.js";
+import { startRunletChild, stopRunletChild } from "../support/runlet-child.js";
+import { alive, eventsOf, freePort, scratch } from "../support/sidecar-rig.js";
+import { testHarness, waitFor } from "../support/workers.js";
 
 // The worker as a real process (`runlet start`, built dist/) with the fixture model server as its
 // sidecar: what happens to the sidecar when the worker is stopped, or killed.

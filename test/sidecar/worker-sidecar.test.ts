@@ -2,8 +2,8 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import type { Harness } from "../../src/harness/index.js";
 import { defineHandler } from "../../src/index.js";
-import { gate, logSink, testHarness, waitFor, workerFor } from "../worker/helpers.js";
-import { alive, eventsOf, fixtureSidecar, freePort, scratch } from "./helpers.js";
+import { alive, eventsOf, fixtureSidecar, freePort, scratch } from "../support/sidecar-rig.js";
+import { gate, logSink, testHarness, waitFor, workerFor } from "../support/workers.js";
 
 // A worker (in this process) against the harness over loopback, with the fixture model server as
 // its sidecar: a real child process, started, waited for, watched and stopped by the worker.

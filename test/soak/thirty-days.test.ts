@@ -4,7 +4,7 @@ import { startHarness } from "../../src/harness/index.js";
 import { defineHandler } from "../../src/index.js";
 import { WaiterSet } from "../../src/wait.js";
 import { startWorker } from "../../src/worker/index.js";
-import { logSink } from "../worker/helpers.js";
+import { logSink } from "../support/workers.js";
 import {
   countSignalListeners,
   heapAfterGc,

@@ -5,9 +5,9 @@ import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { defineHandler } from "../../src/index.js";
-import { startRunletChild, stopRunletChild } from "../worker/child.js";
-import { testHarness, waitFor, workerFor } from "../worker/helpers.js";
-import { startReceiver } from "./otlp-receiver.js";
+import { startReceiver } from "../support/otlp-receiver.js";
+import { startRunletChild, stopRunletChild } from "../support/runlet-child.js";
+import { testHarness, waitFor, workerFor } from "../support/workers.js";
 
 /**
  * Telemetry off: nothing is sent, and no OpenTelemetry package is loaded. The second is shown in

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { capture } from "./log-capture.js";
+import { capture } from "../support/log-capture.js";
 
 describe('createLogger, platform mode (docs/protocol.md, "Logs")', () => {
   it("writes one JSON object a line: level, requestId (null outside a job) and message", () => {

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { importPeer, isMissingPackage, missingPeerError, s3LoadError } from "../../src/optional-peers.js";
-import { REPO_ROOT, runNode } from "../cli/run-cli.js";
+import { REPO_ROOT, runNode } from "../support/run-cli.js";
 
 let tmp: string;
 beforeAll(async () => {

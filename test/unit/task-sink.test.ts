@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { BackgroundTasks, settle } from "../../src/task-sink.js";
-import { capture } from "./log-capture.js";
+import { capture } from "../support/log-capture.js";
 
 function captureLogs() {
   const c = capture();

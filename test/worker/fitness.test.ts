@@ -14,9 +14,9 @@ import {
   runFitnessChecks,
 } from "../../src/worker/fitness/index.js";
 import { startWorker } from "../../src/worker/index.js";
-import { childEnv, REPO_ROOT, runCli, startCli } from "../cli/run-cli.js";
-import { startRunletChild, stopRunletChild } from "./child.js";
-import { type LogSink, logSink, testHarness } from "./helpers.js";
+import { childEnv, REPO_ROOT, runCli, startCli } from "../support/run-cli.js";
+import { startRunletChild, stopRunletChild } from "../support/runlet-child.js";
+import { type LogSink, logSink, testHarness } from "../support/workers.js";
 
 // docs/fitness.md: the built-in checks (memory, disk, network, cuda, gpu) then the handler's
 // healthCheck; the first failure is one unhealthy ping with check=<name> and exit code 1.

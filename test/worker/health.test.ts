@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import type { Harness } from "../../src/harness/index.js";
 import { defineHandler, WorkerUnfitError } from "../../src/index.js";
 import { VERSION } from "../../src/version.js";
-import { logSink, testHarness, waitFor, workerFor } from "./helpers.js";
+import { logSink, testHarness, waitFor, workerFor } from "../support/workers.js";
 
 // docs/protocol.md, "Unfit workers": a worker that finds itself unfit pings once with
 // status=unhealthy&check=<name>&reason=<text> and exits 1.

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { WorkerEventHub } from "../../src/worker/events.js";
 import { PartList, type WorkerPart } from "../../src/worker/lifecycle/part-list.js";
 import { StartupPhases } from "../../src/worker/lifecycle/startup-phases.js";
-import { capture } from "../unit/log-capture.js";
+import { capture } from "../support/log-capture.js";
 
 /** A part that records its start, ready and stop in `trail`; `fail` makes its start answer false. */
 function part(

@@ -3,7 +3,7 @@ import { createServer, type Server } from "node:https";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runNode } from "../cli/run-cli.js";
+import { runNode } from "../support/run-cli.js";
 
 // The worker's HTTP client (PlatformHttp) speaks to an https platform through node:https: a real
 // TLS server on loopback with a test certificate (test/fixtures/tls), the client in a child

@@ -2,8 +2,8 @@ import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import type { Harness } from "../../src/harness/index.js";
-import { type RunletChild, startRunletChild, stopRunletChild } from "./child.js";
-import { testHarness, waitFor } from "./helpers.js";
+import { type RunletChild, startRunletChild, stopRunletChild } from "../support/runlet-child.js";
+import { testHarness, waitFor } from "../support/workers.js";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 

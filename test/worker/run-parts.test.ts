@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { ManualClock } from "../../src/clock.js";
 import { armHardStop, type HardStopTarget } from "../../src/worker/job/job-clock.js";
 import { RunEnd } from "../../src/worker/runner/run.js";
-import { turn } from "./helpers.js";
+import { turn } from "../support/workers.js";
 
 /** The pieces every run shares: the one hard stop, and the one "do nothing once ended" guard. */
 

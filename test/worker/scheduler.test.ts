@@ -7,7 +7,7 @@ import type { DeliveredJob } from "../../src/protocol/index.js";
 import { BatchScheduler } from "../../src/worker/job/batch-scheduler.js";
 import { type Launch, PlainScheduler, type ScheduledJob } from "../../src/worker/job/scheduler.js";
 import { InProcessRunner } from "../../src/worker/runner/runner.js";
-import { gate, turn, waitFor } from "./helpers.js";
+import { gate, turn, waitFor } from "../support/workers.js";
 
 /**
  * The two schedulers on their own, over the real in-process runner: `room` is a pure query (it

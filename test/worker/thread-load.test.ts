@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { VERSION } from "../../src/version.js";
-import { startRunletChild, stopRunletChild } from "./child.js";
-import { testHarness, waitFor } from "./helpers.js";
+import { startRunletChild, stopRunletChild } from "../support/runlet-child.js";
+import { testHarness, waitFor } from "../support/workers.js";
 
 const REASON =
   "the handler failed to load in an isolation thread: Error: the model weights are missing (thread load)";

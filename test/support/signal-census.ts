@@ -1,5 +1,5 @@
 import { getEventListeners } from "node:events";
-import { abortCallbackCount } from "../src/linked-signal.js";
+import { abortCallbackCount } from "../../src/linked-signal.js";
 import { dependantsOf } from "./signal-dependants.js";
 
 /**

@@ -3,7 +3,7 @@ import type { HandlerDefinition } from "../../src/handler/index.js";
 import { type Harness, startHarness } from "../../src/harness/index.js";
 import { startWorker, type Worker, type WorkerOptions } from "../../src/worker/index.js";
 
-export { turn, waitFor } from "../support/wait-for.js";
+export { turn, waitFor } from "./wait-for.js";
 
 /** Log lines a worker wrote (platform JSON mode), parsed. */
 export interface LogSink {

@@ -21,7 +21,7 @@ import {
   type WarmCacheOptions,
 } from "../../src/cache/index.js";
 import { createLogger } from "../../src/log/index.js";
-import { logSink } from "../worker/helpers.js";
+import { logSink } from "./workers.js";
 
 // Real folders in a temporary directory stand in for the container's cache folders and for the
 // network volume's mount; where a fault needs a real filesystem (read-only, full), a tmpfs is mounted.

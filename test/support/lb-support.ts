@@ -2,7 +2,7 @@ import { request } from "node:http";
 import { Writable } from "node:stream";
 import type { HandlerDefinition } from "../../src/handler/define-handler.js";
 import { startWorker, type Worker } from "../../src/worker/worker.js";
-import { waitFor } from "../support/wait-for.js";
+import { waitFor } from "./wait-for.js";
 
 /** A load-balancing worker in this process, on a loopback port of its own. */
 export interface LbWorker {

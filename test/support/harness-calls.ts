@@ -1,5 +1,5 @@
 import type { Harness } from "../../src/harness/index.js";
-import { send } from "../support/inject.js";
+import { send } from "./inject.js";
 
 // Each helper goes through send(): in memory for a harness made by inMemoryHarness(), over
 // loopback for one that listens (test/support/inject.ts).
