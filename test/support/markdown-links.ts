@@ -2,7 +2,7 @@ import { posix } from "node:path";
 
 /**
  * Relative links of Markdown pages, checked against a set of files: the packed tarball's
- * (test/package/shipped-docs.test.ts) or the repository's (test/docs/links.test.ts).
+ * (test/package/shipped-docs.process.test.ts) or the repository's (test/docs/links.unit.test.ts).
  */
 
 /** GitHub's anchor of a heading: lower case, punctuation dropped, spaces to hyphens; repeats get `-1`, `-2`. */

@@ -29,7 +29,7 @@ async function buildIn(
   const dir = join(tmp, name);
   const { mkdir } = await import("node:fs/promises");
   await mkdir(dir);
-  // The verify step has its own tests (build-verify.test.ts); these run their bundles themselves.
+  // The verify step has its own tests (build-verify.process.test.ts); these run their bundles themselves.
   const r = await runCli(["build", join(REPO_ROOT, handler), "--no-verify", ...extra], { cwd: dir });
   expect(r.stderr).toBe("");
   expect(r.code).toBe(0);

@@ -1,3 +1,5 @@
+// In the process lane: the soak counts the process's timers, listeners and heap day by day; what
+// other files left in a shared fork would count too, so it runs in a process of its own.
 import { describe, expect, it } from "vitest";
 import { ManualClock } from "../../src/clock.js";
 import { startHarness } from "../../src/harness/index.js";

@@ -85,7 +85,7 @@ beforeAll(async () => {
     .version;
   // The tarball `npm pack` makes (npm's file list, the package's README and package.json), packed
   // from a copy so the checkout never changes under the tests that read it; dist/ is already
-  // fresh (the suite's setup). test/package/pack-manifest.test.ts runs the real prepack hooks.
+  // fresh (the suite's setup). test/package/pack-manifest.process.test.ts runs the real prepack hooks.
   tarball = packStaged(tmp).tarball;
 
   app = join(tmp, "app");
@@ -352,8 +352,8 @@ const ALL_STARTERS = readdirSync(join(REPO_ROOT, "templates"), { withFileTypes: 
  * The starters taken from the tarball through install, npm test and build: `basic` in `npm test`
  * (one is what proves a packed runlet makes a project that works), every one with
  * `npm run test:starters` (RUNLET_TEST_STARTERS=all). In `npm test` every starter's own tests
- * and a type-check of all of them run against this checkout in test/cli/init-project.test.ts, and
- * test/cli/templates.test.ts checks their files.
+ * and a type-check of all of them run against this checkout in test/cli/init-project.process.test.ts, and
+ * test/cli/templates.unit.test.ts checks their files.
  */
 const STARTERS = process.env["RUNLET_TEST_STARTERS"] === "all" ? ALL_STARTERS : ["basic"];
 
@@ -361,7 +361,7 @@ const STARTERS = process.env["RUNLET_TEST_STARTERS"] === "all" ? ALL_STARTERS : 
  * Starters whose own `npm test` runs in `npm run test:image` instead (scripts/image/test-image.ts
  * takes the OCR starter from init through npm test to an image): here they install, type-check
  * and build. The OCR starter's tests load the real model (a minute on two loaded cores), and the
- * same handler and model code runs in test/examples/ocr.test.ts, which test/cli/templates.test.ts
+ * same handler and model code runs in test/examples/ocr.test.ts, which test/cli/templates.unit.test.ts
  * keeps identical to the starter's.
  */
 const TESTED_IN_IMAGE_RUN = new Set(["ocr"]);

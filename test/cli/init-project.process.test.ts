@@ -81,7 +81,7 @@ describe("a project made by runlet init", () => {
     // Each starter's own `npm test`, and one type-check over all of them, side by side. The ocr
     // starter is type-checked here; its own tests (the real model on rendered pictures) run in
     // `npm run test:image` (scripts/image/test-image.ts), and the same handler and model code
-    // runs in test/examples/ocr.test.ts, which test/cli/templates.test.ts keeps identical to it.
+    // runs in test/examples/ocr.test.ts, which test/cli/templates.unit.test.ts keeps identical to it.
     const tested = dirs.filter((d) => !d.endsWith(`${sep}ocr`));
     const [tsc, ...tests] = await Promise.all([
       runNode([join(REPO_ROOT, "node_modules", "typescript", "bin", "tsc"), "-p", tmp], {
@@ -100,7 +100,7 @@ describe("a project made by runlet init", () => {
 
     // Each starter's `runlet build`, whose verify step runs the built dist/ alone (setup and
     // test_input.json's job): the part of npm run test:starters that CI keeps for the starters
-    // other than basic (test/package/consumer.test.ts builds basic from the tarball). ocr and llm
+    // other than basic (test/package/consumer.process.test.ts builds basic from the tarball). ocr and llm
     // build in npm run test:image, beside the real model's stack (the llm build alone copies
     // 714 MiB of llama.cpp builds into dist/).
     const built = dirs.filter((d) => !d.endsWith(`${sep}ocr`) && !d.endsWith(`${sep}llm`));

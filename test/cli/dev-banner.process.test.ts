@@ -96,7 +96,7 @@ describe("runlet dev's banner and terminal", () => {
       expect(chat).toContain(`${base!}/chat/completions`);
       expect(chat).toContain(`-d '{"model":"echo-1","messages":[{"role":"user","content":"Hello"}]}'`);
       // Sent at once, while the old worker may still be stopping: it was retired when the reload
-      // was announced, so the call runs on the new code (test/cli/dev-reload.test.ts).
+      // was announced, so the call runs on the new code (test/cli/dev-reload.process.test.ts).
       const reply = JSON.parse(await sh(chat!)) as { choices: Array<{ message: { content: string } }> };
       expect(reply.choices[0]?.message.content).toBe("you said Hello");
 

@@ -7,7 +7,7 @@ import { brokenLinks } from "../support/markdown-links.js";
  * Every relative link of the repository's Markdown (both READMEs, docs/, the examples' and the
  * starters' READMEs) names a file or folder of the repository and, with `#...`, a heading the
  * linked page has. The package's own pages are checked against the tarball in
- * test/package/shipped-docs.test.ts.
+ * test/package/shipped-docs.process.test.ts.
  */
 
 const ROOT = resolve(import.meta.dirname, "../..");

@@ -1,3 +1,5 @@
+// In the process lane: its vi.mock of node:fs/promises needs a module graph of its own, which only
+// that lane keeps.
 import * as fsp from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
