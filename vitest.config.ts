@@ -9,7 +9,9 @@ import { BaseSequencer, type TestSpecification } from "vitest/node";
  *
  * - `*.unit.test.ts` (`unit`): no sockets, no child processes — pure functions, in-memory parts on
  *   a ManualClock, the harness's routes in memory (test/support/inject.ts), doc and type checks.
- *   These files share one thread without per-file isolation, so the import cost is paid once: a file here must leave no global state behind (no fake timers, no
+ *   The lane's setup (test/support/unit-guard.ts) makes `listen`, `connect` and every way of
+ *   starting a process throw. These files share one thread without per-file isolation, so the
+ *   import cost is paid once: a file here must leave no global state behind (no fake timers, no
  *   `process.env` changes, no `vi.mock`).
  * - `*.process.test.ts` (`process`): tests whose subject is a process — the CLI, packaging, the
  *   bench's smoke run, the dashboard in a browser, `runlet start` children and sidecars — and the
@@ -91,7 +93,14 @@ export default defineConfig({
     projects: [
       {
         extends: true,
-        test: { name: "unit", include: UNIT, pool: "threads", isolate: false },
+        test: {
+          name: "unit",
+          include: UNIT,
+          // listen, connect and child processes throw here (test/support/unit-guard.ts).
+          setupFiles: ["test/support/unit-guard.ts"],
+          pool: "threads",
+          isolate: false,
+        },
       },
       {
         extends: true,
