@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { processSpawner, startHarness } from "../../src/harness/index.js";
 
 const CLI = fileURLToPath(new URL("../../bin/runlet.mjs", import.meta.url));
-const HANDLER = fileURLToPath(new URL("../testing/fixtures/upper-handler.ts", import.meta.url));
+const HANDLER = fileURLToPath(new URL("../fixtures/upper-handler.ts", import.meta.url));
 
 /** Collects a child's stdout and resolves once `done(text)` holds. */
 function readUntil(

@@ -6,7 +6,7 @@ import { createHarness, ManualClock } from "../../src/testing/index.js";
 import { REPO_ROOT, runNode } from "../support/run-cli.js";
 import { waitFor } from "../support/wait-for.js";
 
-const upperPath = fileURLToPath(new URL("./fixtures/upper-handler.ts", import.meta.url));
+const upperPath = fileURLToPath(new URL("../fixtures/upper-handler.ts", import.meta.url));
 
 const double = defineHandler({
   input: z.object({ n: z.number().int() }),
