@@ -3,126 +3,29 @@ import { defineConfig } from "vitest/config";
 import { BaseSequencer, type TestSpecification } from "vitest/node";
 
 /**
- * The suite runs in three lanes (vitest projects; `npm test` runs all three, and so does CI):
+ * The suite runs in three lanes (vitest projects; `npm test` runs all three, and so does CI). A
+ * file's lane is in its name, so each test stays in the folder of its concern and no list of paths
+ * is kept by hand:
  *
- * - `unit`: no sockets, no child processes — pure functions, in-memory parts on a ManualClock,
- *   the harness's routes in memory (test/support/inject.ts), doc and type checks. These files share one thread without
- *   per-file isolation, so the import cost is paid once: a file here must leave no global state
- *   behind (no fake timers, no `process.env` changes, no `vi.mock`).
- * - `process`: tests whose subject is a process — the CLI, packaging, the bench's smoke run, the
- *   dashboard in a browser, `runlet start` children and sidecars.
- * - `integration`: everything else — a harness on loopback with in-process workers, forks without
- *   per-file isolation. A new file lands here by default; list it under `unit` or `process` when
- *   it belongs there.
+ * - `*.unit.test.ts` (`unit`): no sockets, no child processes — pure functions, in-memory parts on
+ *   a ManualClock, the harness's routes in memory (test/support/inject.ts), doc and type checks.
+ *   The lane's setup (test/support/unit-guard.ts) makes `listen`, `connect` and every way of
+ *   starting a process throw. These files share one thread without per-file isolation, so the
+ *   import cost is paid once: a file here must leave no global state behind (no fake timers, no
+ *   `process.env` changes, no `vi.mock`).
+ * - `*.process.test.ts` (`process`): tests whose subject is a process — the CLI, packaging, the
+ *   bench's smoke run, the dashboard in a browser, `runlet start` children and sidecars — and the
+ *   few that need a process or module graph of their own (a `vi.mock`, the soak's counts of
+ *   timers and heap); each file runs isolated.
+ * - `*.test.ts`, any other (`integration`): a harness on loopback with in-process workers, forks
+ *   without per-file isolation. A new file lands here unless its name says otherwise.
  *
+ * What test files share lives in test/support/ (helpers) and test/fixtures/ (handlers and workers
+ * they load); test/unit/test-helper-imports.unit.test.ts keeps it so.
  * Run one lane with `npx vitest run --project unit` (or `integration`, `process`).
  */
-const UNIT = [
-  "test/bench/table.test.ts",
-  "test/cli/externals-copy.test.ts",
-  "test/cli/inherited-env.test.ts",
-  "test/cli/verify-within.test.ts",
-  "test/cli/starter-allow-scripts.test.ts",
-  "test/cli/templates.test.ts",
-  "test/dashboard/page-modules.test.ts",
-  "test/docs/*.test.ts",
-  "test/harness/client-deadlines.test.ts",
-  "test/harness/client-guards.test.ts",
-  "test/harness/client-jobs.test.ts",
-  "test/harness/client-stream.test.ts",
-  "test/harness/harness-errors.test.ts",
-  "test/harness/heartbeat-lapse.test.ts",
-  "test/harness/held-waits.test.ts",
-  "test/harness/job-entry.test.ts",
-  "test/harness/job-events.test.ts",
-  "test/harness/job-service.test.ts",
-  "test/harness/pass-through.test.ts",
-  "test/harness/ping-job-list.test.ts",
-  "test/harness/progress-status.test.ts",
-  "test/harness/requests-list.test.ts",
-  "test/harness/route-conformance.test.ts",
-  "test/harness/route-match.test.ts",
-  "test/harness/stray-posts.test.ts",
-  "test/harness/stream-body.test.ts",
-  "test/harness/stream-gather.test.ts",
-  "test/hostile/hand-out.test.ts",
-  "test/hostile/held-cases.test.ts",
-  "test/hostile/host-header.test.ts",
-  "test/hostile/memory-bounds.test.ts",
-  "test/hostile/request-head.test.ts",
-  "test/hostile/secrets.test.ts",
-  "test/management/routes.test.ts",
-  "test/management/contract.test.ts",
-  "test/management/openapi-generated.test.ts",
-  "test/management/openapi-types.test.ts",
-  "test/openai/error-body.test.ts",
-  "test/openai/python-literal.test.ts",
-  "test/openai/responses-params.test.ts",
-  "test/s3/store-config.test.ts",
-  "test/stream/coalesce.test.ts",
-  "test/stream/reassemble.test.ts",
-  "test/stream/split.test.ts",
-  "test/telemetry/settings.test.ts",
-  "test/types/*.test.ts",
-  "test/unit/call-limits.test.ts",
-  "test/unit/errors-doc.test.ts",
-  "test/unit/fifo.test.ts",
-  "test/unit/recent-set.test.ts",
-  "test/unit/keyed-waiters.test.ts",
-  "test/unit/logger.test.ts",
-  "test/unit/option-schema.test.ts",
-  "test/unit/platform-urls.test.ts",
-  "test/unit/protocol.test.ts",
-  "test/unit/retry-policy.test.ts",
-  "test/unit/send-with-retry.test.ts",
-  "test/unit/state-machine.test.ts",
-  "test/unit/task-sink.test.ts",
-  "test/unit/version.test.ts",
-  "test/unit/wait.test.ts",
-  "test/lb/lb-config.test.ts",
-  "test/lb/lb-dev-banner.test.ts",
-  "test/worker/define-handler.test.ts",
-  "test/worker/import-graph.test.ts",
-  "test/worker/floating-promises.test.ts",
-  "test/worker/layers.test.ts",
-  "test/worker/lifecycle.test.ts",
-  "test/worker/part-list.test.ts",
-  "test/worker/run-parts.test.ts",
-  "test/worker/scheduler.test.ts",
-];
-
-const PROCESS = [
-  // vi.mock of node:fs/promises: it needs a module graph of its own, which only this lane keeps.
-  "test/cache/sync-lock-race.test.ts",
-  // The soak counts the process's timers, listeners and heap day by day: what other files left in
-  // a shared fork would count too, so it runs in a process of its own.
-  "test/soak/thirty-days.test.ts",
-  "test/bench/smoke.test.ts",
-  "test/cli/!(templates|externals-copy|inherited-env|starter-allow-scripts|verify-within).test.ts",
-  "test/lb/lb-process.test.ts",
-  "test/lb/lb-deploy-dev.test.ts",
-  "test/dashboard/dashboard-browser.test.ts",
-  "test/dashboard/dashboard-dev.test.ts",
-  "test/dashboard/timeline-browser.test.ts",
-  "test/harness/cli-harness.test.ts",
-  "test/hostile/download-parser.test.ts",
-  "test/hostile/sidecar-output.test.ts",
-  "test/hostile/terminal-escapes.test.ts",
-  "test/management/deploy.test.ts",
-  "test/package/*.test.ts",
-  "test/reliability/crash.test.ts",
-  "test/reliability/log-faults.test.ts",
-  "test/reliability/lost-worker.test.ts",
-  "test/reliability/shutdown.test.ts",
-  "test/sidecar/*.test.ts",
-  "test/telemetry/disabled.test.ts",
-  "test/unit/optional-peers.test.ts",
-  "test/worker/fitness.test.ts",
-  "test/worker/health.test.ts",
-  "test/worker/platform-https.test.ts",
-  "test/worker/process.test.ts",
-  "test/worker/thread-load.test.ts",
-];
+const UNIT = ["test/**/*.unit.test.ts"];
+const PROCESS = ["test/**/*.process.test.ts"];
 
 /**
  * The files that take longest (packing and installing, building, the bench's smoke run), started
@@ -130,13 +33,13 @@ const PROCESS = [
  * order decides within each rank.
  */
 const SLOW_FIRST = [
-  "test/package/consumer.test.ts",
-  "test/bench/smoke.test.ts",
-  "test/cli/build.test.ts",
-  "test/cli/build-verify.test.ts",
-  "test/cli/build-externals.test.ts",
-  "test/cli/test-command.test.ts",
-  "test/cli/init-project.test.ts",
+  "test/package/consumer.process.test.ts",
+  "test/bench/smoke.process.test.ts",
+  "test/cli/build.process.test.ts",
+  "test/cli/build-verify.process.test.ts",
+  "test/cli/build-externals.process.test.ts",
+  "test/cli/test-command.process.test.ts",
+  "test/cli/init-project.process.test.ts",
 ];
 const LANE_ORDER = ["process", "integration", "unit"];
 
@@ -181,7 +84,7 @@ export default defineConfig({
     // and users' workers are untouched).
     // The built-in fitness checks (docs/fitness.md) are off for the workers tests start as
     // `runlet start` or under `runlet dev`: their network check would reach out of loopback and their
-    // thresholds would hang on the machine's size. test/worker/fitness.test.ts runs them on purpose.
+    // thresholds would hang on the machine's size. test/worker/fitness.process.test.ts runs them on purpose.
     env: {
       AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true",
       RUNPOD_SKIP_AUTO_SYSTEM_CHECKS: "true",
@@ -190,7 +93,14 @@ export default defineConfig({
     projects: [
       {
         extends: true,
-        test: { name: "unit", include: UNIT, pool: "threads", isolate: false },
+        test: {
+          name: "unit",
+          include: UNIT,
+          // listen, connect and child processes throw here (test/support/unit-guard.ts).
+          setupFiles: ["test/support/unit-guard.ts"],
+          pool: "threads",
+          isolate: false,
+        },
       },
       {
         extends: true,

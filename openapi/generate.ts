@@ -8,7 +8,7 @@
  *   (JSON Schema 2020-12) of the request schemas the harness checks bodies with, needing no package
  *   at run time.
  *
- * `npm run openapi:generate` writes both; test/management/openapi-generated.test.ts fails when
+ * `npm run openapi:generate` writes both; test/management/openapi-generated.unit.test.ts fails when
  * a committed file differs from what this produces.
  */
 import { readFile, writeFile } from "node:fs/promises";

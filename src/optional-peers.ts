@@ -2,7 +2,7 @@ import { RunletError } from "./errors.js";
 
 /**
  * runlet's optional peer dependencies, with the ranges package.json's `peerDependencies` declare
- * (test/unit/optional-peers.test.ts keeps the two equal). A project that only calls endpoints
+ * (test/unit/optional-peers.process.test.ts keeps the two equal). A project that only calls endpoints
  * through `runlet/client` installs none of them; the starters `runlet init` writes list the ones
  * they use (esbuild, tsx and pino-pretty in every one, the AWS SDK in s3 and ocr, tar-stream in
  * llm), so a worker project is `npm install` and go.

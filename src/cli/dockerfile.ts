@@ -29,7 +29,7 @@ export const WORKER_NODE_FLAGS = ["--max-semi-space-size=2", "--heap-growing-per
 
 /**
  * The layout shared by Dockerfile.base and the project Dockerfile `runlet build` and `runlet
- * init` write. A test (test/cli/dockerfile.test.ts) parses both files and checks them against
+ * init` write. A test (test/cli/dockerfile.process.test.ts) parses both files and checks them against
  * these values, so the bundle lands where the image's CMD looks for it, under the same user.
  */
 export const IMAGE_LAYOUT = {

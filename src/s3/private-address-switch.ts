@@ -1,7 +1,7 @@
 import { RunletError } from "../errors.js";
 
 // Apart from private-address.ts so that the worker's configuration reads the switch without
-// loading node:net and node:dns with it (test/worker/import-graph.test.ts).
+// loading node:net and node:dns with it (test/worker/import-graph.unit.test.ts).
 
 /**
  * The operator's switch (docs/s3.md, "Private addresses"): `RUNLET_ALLOW_PRIVATE_ADDRESSES=1` on a

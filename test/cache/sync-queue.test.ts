@@ -1,7 +1,7 @@
 import { mkdir, rm, symlink } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { cacheFixture, linesMatching, put } from "./cache-fixture.js";
+import { cacheFixture, linesMatching, put } from "../support/cache-fixture.js";
 
 // WarmCache.sync(): one sync at a time, and a call made during one runs once more after it. A
 // sync runs in the background, at shutdown and on demand (docs/worker.md shows

@@ -15,7 +15,7 @@ import {
 import { defineHandler } from "../../src/index.js";
 import { createLogger } from "../../src/log/index.js";
 import { startWorker } from "../../src/worker/index.js";
-import { logSink, testHarness } from "../worker/helpers.js";
+import { logSink, testHarness } from "../support/workers.js";
 
 // docs/fitness.md, "Warm cache": real folders in a temporary directory stand in for the container's
 // cache folder and for the network volume's mount.

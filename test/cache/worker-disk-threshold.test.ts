@@ -3,8 +3,8 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { defineHandler } from "../../src/index.js";
 import { startWorker } from "../../src/worker/index.js";
-import { logSink, testHarness } from "../worker/helpers.js";
-import { BIG, cacheFixture, put } from "./cache-fixture.js";
+import { BIG, cacheFixture, put } from "../support/cache-fixture.js";
+import { logSink, testHarness } from "../support/workers.js";
 
 // The worker hands its fitness `disk` threshold (RUNPOD_MIN_DISK_PERCENT) to the warm cache's
 // hydrate (docs/fitness.md, "Warm cache"): at 100 % no file can be restored, so the hydrate leaves

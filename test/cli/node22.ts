@@ -3,7 +3,7 @@ import { existsSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { REPO_ROOT } from "./run-cli.js";
+import { REPO_ROOT } from "../support/run-cli.js";
 
 const run = promisify(execFile);
 

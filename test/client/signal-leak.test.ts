@@ -3,8 +3,8 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { createClient } from "../../src/client/index.js";
 import { startHarness } from "../../src/harness/index.js";
 import { createManagementClient } from "../../src/management/index.js";
-import { startManagementServer } from "../management/servers.js";
-import { dependantsOf } from "../signal-dependants.js";
+import { startManagementServer } from "../support/management-servers.js";
+import { dependantsOf } from "../support/signal-dependants.js";
 
 /**
  * A caller may pass one long-lived signal (a request's, a process's) to many calls. Each call's

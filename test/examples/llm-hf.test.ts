@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { configFromEnv, llmHandler } from "../../examples/llm/handler.js";
 import { writeTinyModel } from "../../examples/llm/tiny-model.js";
 import type { Harness } from "../../src/harness/index.js";
-import { logSink, testHarness, workerFor } from "../worker/helpers.js";
+import { logSink, testHarness, workerFor } from "../support/workers.js";
 
 // issue 54, item 3: LLM_MODEL=hf:org/name[@revision]/file.gguf in the llm starter. The model
 // cache is a folder laid out as the platform lays out /runpod-volume/huggingface-cache/hub

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import handler from "../../examples/token-stream/handler.js";
 import { defineHandler } from "../../src/index.js";
 import { createHarness } from "../../src/testing/index.js";
-import { waitFor } from "../worker/helpers.js";
+import { waitFor } from "../support/workers.js";
 
 describe("examples/token-stream", () => {
   it("streams one item per token, in order, with running token counts in the chunk metrics", async () => {

@@ -3,7 +3,7 @@ import { z } from "zod";
 import type { JobEntry } from "../../src/harness/jobs/job-entry.js";
 import { JobTimelines, MAX_SPANS_PER_JOB, MAX_TIMELINE_JOBS } from "../../src/harness/jobs/job-timeline.js";
 import { defineHandler } from "../../src/index.js";
-import { testHarness, waitFor, workerFor } from "../worker/helpers.js";
+import { testHarness, waitFor, workerFor } from "../support/workers.js";
 
 describe("the harness's job timeline", () => {
   it("records queue, setup (the worker's first job only), take, handler, stream and result from what it sees", async () => {

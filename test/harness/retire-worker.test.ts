@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { type Harness, startHarness } from "../../src/harness/index.js";
 import { EndpointQueue, MAX_RETIRED_WORKERS } from "../../src/harness/jobs/endpoint-queue.js";
+import { postDone, takeJob } from "../support/harness-calls.js";
 import { inMemoryHarness, send } from "../support/inject.js";
 import { waitFor } from "../support/wait-for.js";
-import { postDone, takeJob } from "./helpers.js";
 
 /**
  * Harness.retireWorker (docs/harness.md): a worker being stopped gets no new job. Its held take is

@@ -2,7 +2,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
 import { ManualClock, startHarness } from "../../src/harness/index.js";
-import { api, postDone, takeJob } from "./helpers.js";
+import { api, postDone, takeJob } from "../support/harness-calls.js";
 
 /** A real webhook receiver on loopback answering the given statuses in turn. */
 async function receiver(statuses: number[]) {

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Harness, processSpawner, startHarness } from "../../src/harness/index.js";
 import { defineHandler } from "../../src/index.js";
 import { createHarness } from "../../src/testing/index.js";
-import { gate, turn, waitFor } from "../worker/helpers.js";
+import { gate, turn, waitFor } from "../support/workers.js";
 
 // docs/harness.md, "Workers starting": a worker in its start-up (fitness checks, setup) is shown
 // as starting, never idle; a dead one is never counted.

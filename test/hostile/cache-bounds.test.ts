@@ -14,7 +14,7 @@ import {
   tmpfsUnavailable,
   tree,
   writeManifestFile,
-} from "../cache/cache-fixture.js";
+} from "../support/cache-fixture.js";
 
 // Issue 42, items 11 and 13: a hydrate restores what it can and is bounded in entries, bytes and
 // time. The disk bound is tested on a real small filesystem (a tmpfs as the container's folder).

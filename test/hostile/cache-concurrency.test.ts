@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type Manifest, readManifest } from "../../src/cache/index.js";
 import { lockTiming } from "../../src/cache/sync-lock.js";
-import { BIG, cacheFixture, NOW, OLD, put, tree } from "../cache/cache-fixture.js";
+import { BIG, cacheFixture, NOW, OLD, put, tree } from "../support/cache-fixture.js";
 
 // Issue 42, items 5, 7 and 10: workers that share a network volume. Two WarmCache objects in one
 // process stand in for two workers: they meet only through the files on the volume (a real folder).

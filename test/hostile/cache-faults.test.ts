@@ -12,9 +12,9 @@ import {
   put,
   remountReadOnly,
   tmpfsUnavailable,
-} from "../cache/cache-fixture.js";
-import { startRunletChild, stopRunletChild } from "../worker/child.js";
-import { logSink, testHarness, waitFor } from "../worker/helpers.js";
+} from "../support/cache-fixture.js";
+import { startRunletChild, stopRunletChild } from "../support/runlet-child.js";
+import { logSink, testHarness, waitFor } from "../support/workers.js";
 
 // Issue 42, item 2: a warm-cache sync to a read-only or full network volume ended the process
 // ("Emitted 'error' event on Pack instance": the archive was piped to the volume with no error

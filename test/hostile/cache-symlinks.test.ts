@@ -16,7 +16,7 @@ import {
   put,
   tree,
   writeManifestFile,
-} from "../cache/cache-fixture.js";
+} from "../support/cache-fixture.js";
 
 // Issue 42, items 6 and 12: symbolic links planted on the volume or in a cached folder, made for
 // real on disk. None may be followed: nothing is read from or written to a place outside the

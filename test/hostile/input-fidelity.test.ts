@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { defineHandler } from "../../src/handler/index.js";
-import { testHarness, waitFor, workerFor } from "../worker/helpers.js";
-import { send } from "./raw-http.js";
+import { send } from "../support/raw-http.js";
+import { testHarness, waitFor, workerFor } from "../support/workers.js";
 
 // Issue 32, item 7: the platform passes `input` through as sent. An own `__proto__` key reached the
 // worker without it, and 1e400 silently became null. Now the input arrives unchanged, and a number

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createLogger } from "../../src/log/index.js";
 import { createJobS3 } from "../../src/s3/index.js";
-import { waitFor } from "../worker/helpers.js";
+import { waitFor } from "../support/workers.js";
 
 // Issue 32, item 3: a job's end (ctx.s3's cleanup) aborts the downloads still in flight and waits
 // for them, so no per-job folder or file appears after it; a `{ to: "stream" }` download the

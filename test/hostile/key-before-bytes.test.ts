@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { startHarness } from "../../src/harness/index.js";
-import { headOnly, send } from "./raw-http.js";
+import { headOnly, send } from "../support/raw-http.js";
 
 const MiB = 1_048_576;
 

@@ -6,7 +6,7 @@ import { defineHandler } from "../../src/handler/index.js";
 import { startHarness } from "../../src/harness/index.js";
 import { startWorker } from "../../src/worker/index.js";
 import { MAX_REDIRECTS, PlatformHttp } from "../../src/worker/platform/platform-http.js";
-import { logSink, waitFor, workerFor } from "../worker/helpers.js";
+import { logSink, waitFor, workerFor } from "../support/workers.js";
 
 // Issue 32, items 2, 6 and the take aborted on close: every answer the worker reads is bounded in
 // bytes and time and still counts; a redirect is followed, never taken for a rejection; a take

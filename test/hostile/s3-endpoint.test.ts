@@ -6,7 +6,7 @@ import { z } from "zod";
 import { defineHandler } from "../../src/handler/index.js";
 import { isPrivateAddress } from "../../src/s3/index.js";
 import { useS3rver } from "../support/use-s3rver.js";
-import { testHarness, waitFor, workerFor } from "../worker/helpers.js";
+import { testHarness, waitFor, workerFor } from "../support/workers.js";
 
 // Issue 32, item 1: the job's own s3Config.endpointUrl is chosen by whoever sends the job, so it is
 // held to the rule of ctx.s3.download URLs (no private, loopback or link-local host, by literal or

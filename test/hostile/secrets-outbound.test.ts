@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { defineHandler, JobError, WorkerUnfitError } from "../../src/index.js";
 import { defineOpenAIHandler } from "../../src/openai/index.js";
-import { call, post, startLbWorker } from "../lb/lb-support.js";
+import { call, post, startLbWorker } from "../support/lb-support.js";
+import { startReceiver } from "../support/otlp-receiver.js";
 import { waitForAsync } from "../support/wait-for.js";
-import { startReceiver } from "../telemetry/otlp-receiver.js";
-import { logSink, testHarness, waitFor, workerFor } from "../worker/helpers.js";
+import { logSink, testHarness, waitFor, workerFor } from "../support/workers.js";
 
 /**
  * Issue 51, item 4: what leaves the worker for the platform goes through the log's redaction. A

@@ -4,7 +4,7 @@ import { createLogger } from "../../src/log/index.js";
 import { checkSidecars } from "../../src/sidecar/options.js";
 import { redactCommand } from "../../src/sidecar/redact-command.js";
 import { MAX_LINE_CHARS, SidecarProcess } from "../../src/sidecar/sidecar-process.js";
-import { logSink } from "../worker/helpers.js";
+import { logSink } from "../support/workers.js";
 
 // Issue 42, item 9: a secret on a sidecar's command line must not reach the log. The sidecar is a
 // real process (node, given the arguments and exiting at once); the log is the worker's logger.

@@ -4,8 +4,8 @@ import type { AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
 import { startHarness } from "../../src/harness/index.js";
 import { MAX_WEBHOOK_ATTEMPT_BYTES, MAX_WEBHOOK_URL_BYTES } from "../../src/harness/jobs/webhooks.js";
-import { waitFor } from "../worker/helpers.js";
-import { send } from "./raw-http.js";
+import { send } from "../support/raw-http.js";
+import { waitFor } from "../support/workers.js";
 
 // Issue 32, item 4: webhook attempts were kept for ever and not counted; 150 jobs with 2 MiB
 // webhook URLs left 305 MiB on the harness's heap. Now the URL is bounded (400 naming the limit)

@@ -349,7 +349,7 @@ describe.each(clients)("answers read whole, through %s", (_name, make) => {
   it("has let go of every connection once close() resolves: the server saw each end, a cut one's too", async () => {
     // A server in the same process (the harness under a test) must see a take the worker cut as
     // gone before the caller goes on; else it hands the next job to it, and the job waits for a
-    // heartbeat lapse (test/telemetry/disabled.test.ts lost one so, one run in ten).
+    // heartbeat lapse (test/telemetry/disabled.process.test.ts lost one so, one run in ten).
     const fresh = await make();
     seen.length = 0;
     await fresh.request("POST", `${base}/echo`, { body: "kept" });

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { defineHandler } from "../../src/handler/index.js";
 import { startHarness } from "../../src/harness/index.js";
+import { call, gate, post, startLbWorker } from "../support/lb-support.js";
 import { waitFor, waitForAsync } from "../support/wait-for.js";
-import { call, gate, post, startLbWorker } from "./lb-support.js";
 
 /**
  * The harness's load-balancing endpoints (docs/load-balancing.md, "The harness and `runlet dev`"):

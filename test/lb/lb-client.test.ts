@@ -2,8 +2,8 @@ import { describe, expect, it } from "vitest";
 import { createLoadBalancerClient } from "../../src/client/index.js";
 import { defineHandler } from "../../src/handler/index.js";
 import { startHarness } from "../../src/harness/index.js";
+import { gate, startLbWorker } from "../support/lb-support.js";
 import { waitFor } from "../support/wait-for.js";
-import { gate, startLbWorker } from "./lb-support.js";
 
 /**
  * `createLoadBalancerClient` against the harness's load-balancing endpoint with two real

@@ -2,8 +2,8 @@ import OpenAI from "openai";
 import { describe, expect, it } from "vitest";
 import { startHarness } from "../../src/harness/index.js";
 import { defineOpenAIHandler } from "../../src/openai/index.js";
+import { call, startLbWorker } from "../support/lb-support.js";
 import { waitFor, waitForAsync } from "../support/wait-for.js";
-import { call, startLbWorker } from "./lb-support.js";
 
 /**
  * A `defineOpenAIHandler` handler served by a load-balancing worker on the OpenAI routes

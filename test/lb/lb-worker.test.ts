@@ -4,8 +4,8 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { defineHandler } from "../../src/handler/index.js";
+import { call, gate, post, startLbWorker } from "../support/lb-support.js";
 import { waitFor, waitForAsync } from "../support/wait-for.js";
-import { call, gate, post, startLbWorker } from "./lb-support.js";
 
 /**
  * A load-balancing worker (docs/load-balancing.md) in this process, over real HTTP on loopback:

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { createManagementClient, type ManagementErrorDetails } from "../../src/management/index.js";
-import { startManagementServer } from "./servers.js";
+import { startManagementServer } from "../support/management-servers.js";
 
 const API_KEY = "mgmt-test-key-123";
 const FIXED_MS = Date.UTC(2026, 0, 2, 3, 4, 5);

@@ -4,7 +4,7 @@ import { Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { createLogger } from "../../src/log/index.js";
 import { createManagementClient, parseErrorBody, parseRetryAfterMs } from "../../src/management/index.js";
-import { rejection, startRecorder } from "./servers.js";
+import { rejection, startRecorder } from "../support/management-servers.js";
 
 const API_KEY = "retry-key-secret-42";
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { createManagementClient, type ManagementClient } from "../../src/management/index.js";
 import { VERSION } from "../../src/version.js";
-import { type Reply, startRecorder } from "./servers.js";
+import { type Reply, startRecorder } from "../support/management-servers.js";
 
 const API_KEY = "shape-key-789";
 

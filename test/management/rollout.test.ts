@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { createManagementClient, waitForRollout } from "../../src/management/index.js";
-import { startRecorder } from "./servers.js";
+import { startRecorder } from "../support/management-servers.js";
 
 const API_KEY = "rollout-key-1";
 

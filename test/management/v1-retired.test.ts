@@ -2,7 +2,7 @@ import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import { startHarness } from "../../src/harness/index.js";
 import { createManagementClient } from "../../src/management/index.js";
-import { logSink } from "../worker/helpers.js";
+import { logSink } from "../support/workers.js";
 
 /** Issue 17, item 4: v1 was retired on 2026-11-15 (docs/protocol.md, "Management API"); the harness and the client say so. */
 const API_KEY = "mgmt-v1-key-123";

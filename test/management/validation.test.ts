@@ -6,7 +6,7 @@ import {
   templateV1ToV2,
   templateV2ToV1,
 } from "../../src/management/index.js";
-import { rejection, startRecorder } from "./servers.js";
+import { rejection, startRecorder } from "../support/management-servers.js";
 
 const API_KEY = "validation-key-1";
 

@@ -14,7 +14,7 @@ import {
 } from "../../src/index.js";
 import { infer, loadModel } from "../../templates/onnx/src/model.js";
 import { tinyModel, tinyReference } from "../../templates/onnx/src/tiny-model.js";
-import { testHarness, workerFor } from "../worker/helpers.js";
+import { testHarness, workerFor } from "../support/workers.js";
 
 // issue 54, item 3: models the platform caches for an endpoint, under
 // /runpod-volume/huggingface-cache/hub in Hugging Face's layout. The tests lay a folder out as the

@@ -9,7 +9,7 @@ import {
   type OpenAIHandlerOptions,
 } from "../../src/openai/index.js";
 import { createHarness, type TestHarness } from "../../src/testing/index.js";
-import { waitFor } from "../worker/helpers.js";
+import { waitFor } from "../support/workers.js";
 
 /**
  * The harness's OpenAI route as application code meets it: through the official `openai` client

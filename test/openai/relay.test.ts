@@ -2,8 +2,8 @@ import { describe, expect, it } from "vitest";
 import { type Harness, ManualClock, startHarness } from "../../src/harness/index.js";
 import { defineHandler } from "../../src/index.js";
 import { createHarness } from "../../src/testing/index.js";
-import { postChunk, postDone, takeJob } from "../harness/helpers.js";
-import { waitFor } from "../worker/helpers.js";
+import { postChunk, postDone, takeJob } from "../support/harness-calls.js";
+import { waitFor } from "../support/workers.js";
 
 /** Starts a streamed chat request on endpoint `local`; the answer is read by the caller. */
 function streamRequest(h: { url: string; apiKey: string }): Promise<Response> {

@@ -4,7 +4,7 @@ import { followJobs } from "../../src/cli/job-log.js";
 import { defineHandler } from "../../src/index.js";
 import { defineOpenAIHandler } from "../../src/openai/index.js";
 import { createHarness } from "../../src/testing/index.js";
-import { waitFor } from "../worker/helpers.js";
+import { waitFor } from "../support/workers.js";
 
 /** POSTs (or GETs) to the harness's OpenAI route of endpoint `local`. */
 function call(

@@ -5,7 +5,7 @@ import { pipeline } from "node:stream/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { defineHandler } from "../../src/index.js";
-import { testHarness, waitFor, workerFor } from "../worker/helpers.js";
+import { testHarness, waitFor, workerFor } from "../support/workers.js";
 
 // A task's fault reaches its owner, never the process (docs/reliability.md, "No task's error
 // reaches the process"): a job's download or stream pipe that fails fails that job with a code,

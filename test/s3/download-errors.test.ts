@@ -4,7 +4,7 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { defineHandler } from "../../src/index.js";
-import { testHarness, workerFor } from "../worker/helpers.js";
+import { testHarness, workerFor } from "../support/workers.js";
 
 // Issue 54, item 4: a refused or failed URL download is the caller's fault (a bad URL, a server
 // that says no): the job fails with a plain error that starts with its code, no traceback report,

@@ -5,9 +5,9 @@ import { ManualClock } from "../../src/clock.js";
 import { defineHandler, type HandlerDefinition } from "../../src/index.js";
 import type { S3Config } from "../../src/protocol/index.js";
 import stopAfterResultThread, { definition } from "../fixtures/stop-after-result.js";
+import { THREAD_START_MS, THREAD_TEST_MS } from "../support/thread-allowance.js";
 import { useS3rver } from "../support/use-s3rver.js";
-import { THREAD_START_MS, THREAD_TEST_MS } from "../thread-allowance.js";
-import { logSink, testHarness, waitFor, workerFor } from "../worker/helpers.js";
+import { logSink, testHarness, waitFor, workerFor } from "../support/workers.js";
 
 /**
  * A job-stop that arrives after the handler returned, while its output is still being offloaded

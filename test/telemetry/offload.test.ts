@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { defineHandler } from "../../src/index.js";
+import { startReceiver } from "../support/otlp-receiver.js";
 import { useS3rver } from "../support/use-s3rver.js";
-import { testHarness, waitFor, workerFor } from "../worker/helpers.js";
-import { startReceiver } from "./otlp-receiver.js";
+import { testHarness, waitFor, workerFor } from "../support/workers.js";
 
 /** The offload span, against s3rver (a real S3-protocol server on loopback) and a real OTLP receiver. */
 

@@ -2,9 +2,9 @@ import { trace } from "@opentelemetry/api";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { defineBatchHandler } from "../../src/index.js";
-import { startRunletChild, stopRunletChild } from "../worker/child.js";
-import { logSink, testHarness, waitFor, workerFor } from "../worker/helpers.js";
-import { type ReceivedSpan, type Receiver, startReceiver } from "./otlp-receiver.js";
+import { type ReceivedSpan, type Receiver, startReceiver } from "../support/otlp-receiver.js";
+import { startRunletChild, stopRunletChild } from "../support/runlet-child.js";
+import { logSink, testHarness, waitFor, workerFor } from "../support/workers.js";
 
 /**
  * The handler's own spans (the standard API) and ctx.log's trace ids where the handler does not

@@ -2,8 +2,8 @@ import { trace } from "@opentelemetry/api";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { defineHandler } from "../../src/index.js";
-import { logSink, testHarness, waitFor, workerFor } from "../worker/helpers.js";
-import { type ReceivedSpan, type Receiver, startReceiver } from "./otlp-receiver.js";
+import { type ReceivedSpan, type Receiver, startReceiver } from "../support/otlp-receiver.js";
+import { logSink, testHarness, waitFor, workerFor } from "../support/workers.js";
 
 /**
  * Two workers in one process share OpenTelemetry's globals (context manager, tracer provider,

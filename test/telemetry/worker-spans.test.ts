@@ -3,8 +3,8 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createClient } from "../../src/client/index.js";
 import { defineBatchHandler, defineHandler, JobError } from "../../src/index.js";
-import { logSink, testHarness, waitFor, workerFor } from "../worker/helpers.js";
-import { type ReceivedSpan, type Receiver, startReceiver } from "./otlp-receiver.js";
+import { type ReceivedSpan, type Receiver, startReceiver } from "../support/otlp-receiver.js";
+import { logSink, testHarness, waitFor, workerFor } from "../support/workers.js";
 
 /**
  * The worker's spans and metrics as a collector gets them: a real OTLP/HTTP receiver on loopback,

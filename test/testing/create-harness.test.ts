@@ -3,10 +3,10 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { defineHandler } from "../../src/index.js";
 import { createHarness, ManualClock } from "../../src/testing/index.js";
-import { REPO_ROOT, runNode } from "../cli/run-cli.js";
+import { REPO_ROOT, runNode } from "../support/run-cli.js";
 import { waitFor } from "../support/wait-for.js";
 
-const upperPath = fileURLToPath(new URL("./fixtures/upper-handler.ts", import.meta.url));
+const upperPath = fileURLToPath(new URL("../fixtures/upper-handler.ts", import.meta.url));
 
 const double = defineHandler({
   input: z.object({ n: z.number().int() }),

@@ -13,7 +13,7 @@ import { WorkerLifecycle } from "../../src/worker/lifecycle/lifecycle.js";
 import { s3Settings } from "../../src/worker/lifecycle/worker-parts.js";
 import { PlatformHttp } from "../../src/worker/platform/platform-http.js";
 import { InProcessRunner } from "../../src/worker/runner/runner.js";
-import { gate, testHarness, turn, waitFor } from "./helpers.js";
+import { gate, testHarness, turn, waitFor } from "../support/workers.js";
 
 /**
  * ActiveJob's state machine on its own: a job taken from the harness over loopback, run by the

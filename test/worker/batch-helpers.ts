@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { testHarness } from "./helpers.js";
+import type { testHarness } from "../support/workers.js";
 
 /** Helpers of the batch tests (batch.test.ts, batch-runaway.test.ts). */
 

@@ -2,9 +2,9 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { ManualClock } from "../../src/harness/index.js";
 import { defineBatchHandler } from "../../src/index.js";
-import { THREAD_START_MS, THREAD_TEST_MS } from "../thread-allowance.js";
+import { THREAD_START_MS, THREAD_TEST_MS } from "../support/thread-allowance.js";
+import { logSink, testHarness, turn, waitFor, workerFor } from "../support/workers.js";
 import { numbers } from "./batch-helpers.js";
-import { logSink, testHarness, turn, waitFor, workerFor } from "./helpers.js";
 
 /**
  * A batch that ignores its signal once no job of it is wanted: in an isolation thread it is

@@ -2,8 +2,8 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { ManualClock } from "../../src/harness/index.js";
 import { defineBatchHandler } from "../../src/index.js";
 import { JobSlots } from "../../src/worker/platform/job-slots.js";
+import { gate, testHarness, waitFor, workerFor } from "../support/workers.js";
 import { numbers } from "./batch-helpers.js";
-import { gate, testHarness, waitFor, workerFor } from "./helpers.js";
 
 /**
  * The in-process watchdog (docs/worker.md) and batches: a job waiting for its batch's turn is not

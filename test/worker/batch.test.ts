@@ -2,8 +2,8 @@ import { describe, expect, it } from "vitest";
 import type { RunletError } from "../../src/errors.js";
 import { ManualClock, startHarness } from "../../src/harness/index.js";
 import { defineBatchHandler, JobError } from "../../src/index.js";
+import { gate, testHarness, turn, waitFor, workerFor } from "../support/workers.js";
 import { batchOf, numbers } from "./batch-helpers.js";
-import { gate, testHarness, turn, waitFor, workerFor } from "./helpers.js";
 
 /**
  * Dynamic batching against the harness over real HTTP (docs/handler.md, "Batching"). The window and

@@ -1,7 +1,7 @@
 import { Agent, request } from "undici";
 import { describe, expect, it } from "vitest";
 import { defineHandler } from "../../src/index.js";
-import { testHarness, workerFor } from "./helpers.js";
+import { testHarness, workerFor } from "../support/workers.js";
 
 /**
  * A burst of /runsync requests against a worker with many slots: every job's posts, waits and

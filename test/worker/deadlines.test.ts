@@ -4,8 +4,8 @@ import type { RunletError } from "../../src/errors.js";
 import { ManualClock } from "../../src/harness/index.js";
 import { defineHandler } from "../../src/index.js";
 import { jobTimeoutMs } from "../../src/worker/job/job-clock.js";
-import { THREAD_START_MS, THREAD_TEST_MS } from "../thread-allowance.js";
-import { logSink, testHarness, waitFor, workerFor } from "./helpers.js";
+import { THREAD_START_MS, THREAD_TEST_MS } from "../support/thread-allowance.js";
+import { logSink, testHarness, waitFor, workerFor } from "../support/workers.js";
 
 const spinFixture = fileURLToPath(new URL("../fixtures/thread-spin.ts", import.meta.url));
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { defineHandler, JobError, WorkerUnfitError } from "../../src/index.js";
-import { gate, logSink, testHarness, turn, waitFor, workerFor } from "./helpers.js";
+import { gate, logSink, testHarness, turn, waitFor, workerFor } from "../support/workers.js";
 
 describe("worker lifecycle events", () => {
   it("reports taken, started, progress, finished, failed, retrying and stopped, in order", async () => {

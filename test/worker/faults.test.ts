@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { defineHandler } from "../../src/index.js";
-import { logSink, testHarness, waitFor, workerFor } from "./helpers.js";
+import { logSink, testHarness, waitFor, workerFor } from "../support/workers.js";
 
 const echo = defineHandler({ concurrency: 2, handler: ({ input }) => ({ echo: input }) });
 

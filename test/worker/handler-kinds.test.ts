@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { defineHandler, JobError } from "../../src/index.js";
-import { testHarness, workerFor } from "./helpers.js";
+import { testHarness, workerFor } from "../support/workers.js";
 
 describe("handler kinds against the harness", () => {
   it("completes a sync handler's job with its output", async () => {

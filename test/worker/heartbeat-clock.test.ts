@@ -4,7 +4,7 @@ import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import { ManualClock } from "../../src/clock.js";
 import { Heartbeat } from "../../src/worker/platform/heartbeat.js";
-import { waitFor } from "./helpers.js";
+import { waitFor } from "../support/workers.js";
 
 /**
  * The wait for the unhealthy ping's answer is bounded on the worker's clock (it was a plain timer

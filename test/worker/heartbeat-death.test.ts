@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { defineHandler } from "../../src/index.js";
-import { gate, logSink, testHarness, waitFor, workerFor } from "./helpers.js";
+import { gate, logSink, testHarness, waitFor, workerFor } from "../support/workers.js";
 
 /**
  * Issue 21, item 4: a heartbeat thread that dies was only logged; the worker went on taking jobs

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { defineHandler } from "../../src/index.js";
 import { EARLY_STOPS_KEPT, JobBoard } from "../../src/worker/job/job-board.js";
-import { gate, testHarness, waitFor } from "./helpers.js";
+import { gate, testHarness, waitFor } from "../support/workers.js";
 import { jobParts, partsRig } from "./job-rig.js";
 
 /**

@@ -11,7 +11,7 @@ import type { WorkerFacts } from "../../src/worker/lifecycle/lifecycle.js";
 import { s3Settings } from "../../src/worker/lifecycle/worker-parts.js";
 import { PlatformHttp } from "../../src/worker/platform/platform-http.js";
 import { InProcessRunner } from "../../src/worker/runner/runner.js";
-import { type LogSink, logSink } from "./helpers.js";
+import { type LogSink, logSink } from "../support/workers.js";
 
 /**
  * What the unit tests of the worker's parts (outbox, job board) share: a harness endpoint "local"

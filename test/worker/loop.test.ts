@@ -5,7 +5,7 @@ import { z } from "zod";
 import type { HandlerDefinition } from "../../src/handler/index.js";
 import { ManualClock } from "../../src/harness/index.js";
 import { defineHandler } from "../../src/index.js";
-import { logSink, testHarness, waitFor, workerFor } from "./helpers.js";
+import { logSink, testHarness, waitFor, workerFor } from "../support/workers.js";
 
 const threadBytesHandler = fileURLToPath(new URL("./thread-bytes-handler.ts", import.meta.url));
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { startHarness } from "../../src/harness/index.js";
 import { defineHandler } from "../../src/index.js";
 import { startWorker } from "../../src/worker/index.js";
-import { logSink, waitFor } from "./helpers.js";
+import { logSink, waitFor } from "../support/workers.js";
 
 /**
  * Issue 17, item 1: without RUNPOD_POD_ID the platform's Python SDK sends no heartbeat (it is not

@@ -3,7 +3,7 @@ import { z } from "zod";
 import { defineHandler } from "../../src/index.js";
 import { startWorker } from "../../src/worker/index.js";
 import { platformUrls } from "../../src/worker/platform/platform-urls.js";
-import { logSink, testHarness, waitFor, workerFor } from "./helpers.js";
+import { logSink, testHarness, waitFor, workerFor } from "../support/workers.js";
 
 // Answers and environments the reference worker copes with: a 2xx job-take other than 200, a
 // `null` take body, a jobsToStop list with non-strings, a take URL without /job-take/, adjusted

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { defineHandler, type HandlerDefinition } from "../../src/index.js";
 import { startWorker } from "../../src/worker/index.js";
 import { MAX_PLATFORM_CONNECTIONS } from "../../src/worker/platform/platform-http.js";
-import { logSink, waitFor } from "./helpers.js";
+import { logSink, waitFor } from "../support/workers.js";
 import { startOddPlatform } from "./odd-platform.js";
 
 /**

@@ -8,7 +8,7 @@ import type { Harness } from "../../src/harness/index.js";
 import { defineHandler } from "../../src/index.js";
 import { ALLOW_PRIVATE_ADDRESSES_ENV, PRIVATE_ADDRESSES_WARNING } from "../../src/s3/private-address.js";
 import { startWorker } from "../../src/worker/index.js";
-import { logSink, testHarness } from "./helpers.js";
+import { logSink, testHarness } from "../support/workers.js";
 
 // The operator's switch RUNLET_ALLOW_PRIVATE_ADDRESSES (issue 45): set on the worker's
 // environment, it lets ctx.s3.download reach a file server on loopback, over the handler's own

@@ -4,7 +4,7 @@ import type { Harness } from "../../src/harness/index.js";
 import { retryPolicy } from "../../src/retry-policy.js";
 import { WorkerEventHub, type WorkerEvents } from "../../src/worker/events.js";
 import { JobOutbox } from "../../src/worker/job/outbox.js";
-import { testHarness, waitFor } from "./helpers.js";
+import { testHarness, waitFor } from "../support/workers.js";
 import { type PartsRig, partsRig, RETRY_BASE_MS, RETRY_CAP_MS } from "./job-rig.js";
 
 /**

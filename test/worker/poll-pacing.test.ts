@@ -3,7 +3,7 @@ import { ManualClock } from "../../src/harness/index.js";
 import { defineHandler } from "../../src/index.js";
 import { STOP_POLL_MIN_CYCLE_MS } from "../../src/worker/job/stop-poll.js";
 import { EMPTY_PAUSE } from "../../src/worker/platform/backoff.js";
-import { testHarness, waitFor, workerFor } from "./helpers.js";
+import { testHarness, waitFor, workerFor } from "../support/workers.js";
 
 // An empty answer that comes back at once must not make the take or stop poll spin. The worker's
 // pauses run on a ManualClock that the test moves 50 ms per look: each test waits until the worker

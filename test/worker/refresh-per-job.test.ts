@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import type { HandlerDefinition } from "../../src/handler/index.js";
 import { defineHandler } from "../../src/index.js";
-import { testHarness, waitFor, workerFor } from "./helpers.js";
+import { testHarness, waitFor, workerFor } from "../support/workers.js";
 
 /**
  * Issue 17, item 2: ctx.refreshWorker() finishes one job successfully and has the worker replaced

@@ -3,8 +3,8 @@ import { z } from "zod";
 import type { Harness } from "../../src/harness/index.js";
 import { defineHandler, JobError } from "../../src/index.js";
 import type { Worker } from "../../src/worker/index.js";
-import { startRunletChild, stopRunletChild } from "./child.js";
-import { logSink, testHarness, waitFor, workerFor } from "./helpers.js";
+import { startRunletChild, stopRunletChild } from "../support/runlet-child.js";
+import { logSink, testHarness, waitFor, workerFor } from "../support/workers.js";
 
 // A result with stopPod means the platform replaces this worker: like the reference worker, runlet
 // takes no job after it, lets the others finish, and stops (exit 0 for a requested refresh).

@@ -10,9 +10,9 @@ import { InProcessRunner, type Runner, type RunnerSettings } from "../../src/wor
 import { defaultThreadEntryUrl, ThreadRunner } from "../../src/worker/runner/thread-runner.js";
 import { MANY_BATCH, MANY_TIMEOUT_MS } from "../fixtures/contract-batch-many.js";
 import { COMMON, contractInput, work, workEach } from "../fixtures/contract-handlers.js";
-import { signalCensus } from "../signal-census.js";
-import { THREAD_START_MS, THREAD_TEST_MS } from "../thread-allowance.js";
-import { testHarness, turn, waitFor, workerFor } from "./helpers.js";
+import { signalCensus } from "../support/signal-census.js";
+import { THREAD_START_MS, THREAD_TEST_MS } from "../support/thread-allowance.js";
+import { testHarness, turn, waitFor, workerFor } from "../support/workers.js";
 
 /**
  * The contract every runner keeps (docs/architecture.md, "A run of N ≥ 1 jobs"): the same cases

@@ -9,9 +9,9 @@ import type { Harness } from "../../src/harness/index.js";
 import { defineHandler, type HandlerOptions } from "../../src/index.js";
 import { createJobS3 } from "../../src/s3/index.js";
 import { NO_STORE_MESSAGE } from "../../src/s3/no-store.js";
+import { THREAD_START_MS, THREAD_TEST_MS } from "../support/thread-allowance.js";
 import { useS3rver } from "../support/use-s3rver.js";
-import { THREAD_START_MS, THREAD_TEST_MS } from "../thread-allowance.js";
-import { testHarness, workerFor } from "./helpers.js";
+import { testHarness, workerFor } from "../support/workers.js";
 
 // ctx.s3's settings (allowPrivateAddresses, presignExpiresSec, tmpRoot, BUCKET_NAME) reach the S3
 // module from the worker's and the handler's options, in-process and in isolation threads.

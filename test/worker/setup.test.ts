@@ -5,8 +5,8 @@ import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { type Harness, ManualClock } from "../../src/harness/index.js";
 import { defineBatchHandler, defineHandler, type Worker, type WorkerEvents } from "../../src/index.js";
-import { THREAD_START_MS, THREAD_TEST_MS } from "../thread-allowance.js";
-import { gate, logSink, testHarness, turn, waitFor, workerFor } from "./helpers.js";
+import { THREAD_START_MS, THREAD_TEST_MS } from "../support/thread-allowance.js";
+import { gate, logSink, testHarness, turn, waitFor, workerFor } from "../support/workers.js";
 
 /**
  * `setup` and `teardown` (docs/handler.md, "Loading a model: setup and teardown"): setup runs where

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { isRunletError } from "../../src/errors.js";
 import { defineHandler } from "../../src/index.js";
-import { testHarness, waitFor, workerFor } from "./helpers.js";
+import { testHarness, waitFor, workerFor } from "../support/workers.js";
 
 /** Issue 21, items 5 and 10: what a worker still sees and says while and after it shuts down. */
 describe("shutting down", () => {

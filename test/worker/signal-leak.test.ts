@@ -5,8 +5,8 @@ import { resolveWorkerConfig } from "../../src/worker/config.js";
 import { pollJobStops } from "../../src/worker/job/stop-poll.js";
 import { runTakeLoop } from "../../src/worker/job/take-loop.js";
 import { PlatformHttp } from "../../src/worker/platform/platform-http.js";
-import { dependantsOf } from "../signal-dependants.js";
-import { testHarness, waitFor } from "./helpers.js";
+import { dependantsOf } from "../support/signal-dependants.js";
+import { testHarness, waitFor } from "../support/workers.js";
 
 /**
  * The take loop and the job-stop poll run for the worker's whole life, each request bounded by the

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { startRunletChild, stopRunletChild } from "./child.js";
-import { testHarness, waitFor } from "./helpers.js";
+import { startRunletChild, stopRunletChild } from "../support/runlet-child.js";
+import { testHarness, waitFor } from "../support/workers.js";
 
 describe("runlet start", () => {
   it.each([

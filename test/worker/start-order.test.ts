@@ -3,9 +3,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { freePort } from "../sidecar/helpers.js";
-import { THREAD_START_MS } from "../thread-allowance.js";
-import { testHarness, workerFor } from "./helpers.js";
+import { freePort } from "../support/sidecar-rig.js";
+import { THREAD_START_MS } from "../support/thread-allowance.js";
+import { testHarness, workerFor } from "../support/workers.js";
 
 // Issue 41: an isolation thread's `setup` runs in the runner's own start-up phase, after fitness,
 // cache and sidecars, so it can warm its sidecar up. Before, the runner's constructor spawned the

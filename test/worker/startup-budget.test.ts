@@ -6,7 +6,7 @@ import {
   DEFAULT_INIT_TIMEOUT_S,
   readStartupBudget,
 } from "../../src/worker/startup-budget.js";
-import { logSink, testHarness, waitFor, workerFor } from "./helpers.js";
+import { logSink, testHarness, waitFor, workerFor } from "../support/workers.js";
 
 // issue 54, item 2: one start-up budget from the process's start (RUNPOD_INIT_TIMEOUT, else the
 // platform's 7 minutes), each phase cut at what is left, a line at start when the configured

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { Harness } from "../../src/harness/index.js";
 import { defineHandler } from "../../src/index.js";
-import { testHarness, waitFor, workerFor } from "./helpers.js";
+import { testHarness, waitFor, workerFor } from "../support/workers.js";
 
 // docs/protocol.md, "Results": the final post of a streaming job uses isStream=true, whatever the job ends
 // with — the reference worker sends true for every generator handler, errors included.

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { startHarness } from "../../src/harness/index.js";
-import { startRunletChild, stopRunletChild } from "./child.js";
+import { startRunletChild, stopRunletChild } from "../support/runlet-child.js";
 
 // Issue 43, item 4, end to end: a `runlet start` process reaches its first take and posts its
 // first result on node:http, loads undici's Pool file (never undici's public entry) once idle

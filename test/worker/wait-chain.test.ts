@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { ManualClock } from "../../src/clock.js";
 import { defineHandler } from "../../src/index.js";
 import { WaiterSet } from "../../src/wait.js";
-import { testHarness, waitFor, workerFor } from "./helpers.js";
+import { testHarness, waitFor, workerFor } from "../support/workers.js";
 
 /**
  * Issue 21, item 1: the change notifier chained each wait's waker onto the last, never unlinked a

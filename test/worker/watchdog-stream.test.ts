@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { startRunletChild, stopRunletChild } from "./child.js";
-import { testHarness } from "./helpers.js";
+import { startRunletChild, stopRunletChild } from "../support/runlet-child.js";
+import { testHarness } from "../support/workers.js";
 
 describe("the in-process watchdog", () => {
   it("posts a stuck streaming job's timeout as a stream's final (isStream=true) and ends the process", async () => {

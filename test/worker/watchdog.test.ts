@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { startRunletChild, stopRunletChild } from "./child.js";
-import { testHarness } from "./helpers.js";
+import { startRunletChild, stopRunletChild } from "../support/runlet-child.js";
+import { testHarness } from "../support/workers.js";
 
 /** The in-process watchdog on the heartbeat thread (issue 21, items 3 and 6). */
 describe("the in-process watchdog", () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { defineHandler } from "../../src/index.js";
 import { USER_AGENT } from "../../src/version.js";
-import { testHarness, waitFor, workerFor } from "./helpers.js";
+import { testHarness, waitFor, workerFor } from "../support/workers.js";
 
 describe("the worker's requests on the wire", () => {
   it("sends the raw key, its User-Agent and X-Request-ID per job, and exact job-done bodies and queries", async () => {

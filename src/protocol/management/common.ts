@@ -4,7 +4,7 @@ import { z } from "zod";
  * Field schemas shared by the v2 bodies, kept by hand from the platform's published v2 OpenAPI
  * document (openapi/runpod-v2.json; docs/management.md, "The published document"). Request objects
  * are strict: the document's request schemas set `unevaluatedProperties: false`, so an unknown
- * field is refused here before it is sent. test/management/contract.test.ts checks every schema
+ * field is refused here before it is sent. test/management/contract.unit.test.ts checks every schema
  * here against the document.
  */
 

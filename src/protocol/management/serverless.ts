@@ -4,7 +4,7 @@ import { containerFields, cudaVersionSchema } from "./common.js";
 /**
  * v2 serverless endpoint bodies, kept by hand from the published v2 document
  * (openapi/runpod-v2.json: `CreateEndpointRequest`, `UpdateEndpointRequest`, `Endpoint`) and
- * checked against it by test/management/contract.test.ts. Request objects are strict, as the
+ * checked against it by test/management/contract.unit.test.ts. Request objects are strict, as the
  * document's `unevaluatedProperties: false` makes them.
  */
 

@@ -4,7 +4,7 @@ import type { WorkerPart } from "./part-list.js";
 /**
  * The load-balancing parts as the part list holds them, their code loaded by the first start:
  * a queue worker never loads the front thread, the request server or node:crypto
- * (docs/benchmarks.md, "Cold start"; test/worker/import-graph.test.ts).
+ * (docs/benchmarks.md, "Cold start"; test/worker/import-graph.unit.test.ts).
  */
 export function lazyLbParts(source: LbPartsSource): {
   readonly port: WorkerPart;
