@@ -13,8 +13,9 @@ import type { Logger } from "pino";
  *   so its lines stay bounded.
  * - Every other promise that is not awaited or kept goes to {@link settle}, with the handler of
  *   its rejection: a job's promise (the job board), a run's outcomes (the schedulers, the
- *   threads), a thread's end. test/worker/floating-promises.unit.test.ts finds a `void` of a promise
- *   or a promise left to float in src/worker, src/http and the executors.
+ *   threads), a thread's end, and outside the worker the cache's, the sidecars', the harness's and
+ *   the CLI's own. test/worker/floating-promises.unit.test.ts finds a `void` of a promise or a
+ *   promise left to float anywhere in src/ (less the dashboard's browser code).
  * - A job's own I/O (its posts, its stream, its offload) is owned by the job: ActiveJob's promise
  *   is total, and a failure there becomes the job's error result (active-job.ts).
  *

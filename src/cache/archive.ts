@@ -2,6 +2,7 @@ import { createWriteStream } from "node:fs";
 import { rename, rm } from "node:fs/promises";
 import { pipeline } from "node:stream/promises";
 import { importPeer } from "../optional-peers.js";
+import { settle } from "../task-sink.js";
 import { openRegular, tempName } from "./safe-fs.js";
 
 /**
@@ -33,8 +34,8 @@ export async function readArchive(
   const handle = await openRegular(path, realRoot);
   const extract = tar.extract();
   const flowing = pipeline(handle.createReadStream(), extract);
-  // Awaited below; this only keeps a failure while the loop is still reading from becoming unhandled.
-  flowing.catch(() => undefined);
+  // Awaited below: ignored here only so a failure while the loop is still reading is not unhandled.
+  settle(flowing, () => undefined);
   try {
     for await (const entry of extract) {
       const { name, size, type } = entry.header;
@@ -75,8 +76,8 @@ export async function writeArchive(
   const tmp = tempName(dest);
   const pack = tar.pack();
   const flowing = pipeline(pack, createWriteStream(tmp, { flags: "wx" }));
-  // Awaited below; this only keeps a failure while members are still being added from becoming unhandled.
-  flowing.catch(() => undefined);
+  // Awaited below: ignored here only so a failure while members are still being added is not unhandled.
+  settle(flowing, () => undefined);
   const add = (m: ArchiveMember) =>
     Promise.race([
       new Promise<void>((resolve, reject) => {

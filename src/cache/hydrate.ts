@@ -1,5 +1,6 @@
 import { lstat, mkdir, realpath, stat, statfs } from "node:fs/promises";
 import { join } from "node:path";
+import { settle } from "../task-sink.js";
 import { loadTar, MAX_PACKED_BYTES, readArchive, type TarStream } from "./archive.js";
 import type { CacheDir } from "./cache-options.js";
 import { keyOf, newer } from "./local-files.js";
@@ -156,8 +157,9 @@ export async function hydrateMirror(ctx: HydrateContext, tally: HydrateTally): P
     if (folder === undefined) {
       folder = realDir(base, parts, true);
       checked.set(key, folder);
-      // A refused folder stays refused for this hydrate; the caller counts each entry under it.
-      folder.catch(() => undefined);
+      // Ignored here: a refused folder stays refused for this hydrate, and each caller awaiting it
+      // counts the entry under it.
+      settle(folder, () => undefined);
     }
     return folder;
   };

@@ -3,6 +3,7 @@ import { link, lstat, open, readFile, rename, rm, utimes } from "node:fs/promise
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import { settle } from "../task-sink.js";
 import { tempName } from "./safe-fs.js";
 
 /**
@@ -152,8 +153,8 @@ async function tryCreate(path: string, owner: string): Promise<boolean> {
 function held(path: string, owner: string): SyncLock {
   const timer = setInterval(() => {
     const now = new Date();
-    // A failed touch is caught by check() before the manifest is written, if a waiter took the lock over meanwhile.
-    utimes(path, now, now).catch(() => undefined);
+    // Ignored: a failed touch is caught by check() before the manifest is written, if a waiter took the lock over meanwhile.
+    settle(utimes(path, now, now), () => undefined);
   }, lockTiming.refreshMs);
   timer.unref();
   const mine = async () => {

@@ -2,6 +2,7 @@ import { stat } from "node:fs/promises";
 import { join } from "node:path";
 import type { Logger } from "pino";
 import { RunletError } from "../errors.js";
+import { settle } from "../task-sink.js";
 import type { CacheDir, WarmCacheSettings } from "./cache-options.js";
 import { type HydrateTally, hydrateMirror } from "./hydrate.js";
 import { type SyncTally, syncMirror } from "./sync.js";
@@ -175,7 +176,7 @@ export class WarmCache {
 
   /** Starts a sync in the background (after setup, without delaying jobs); its outcome is logged. */
   startSync(): void {
-    this.sync().catch((err: unknown) => this.#log.warn({ err }, "warm cache sync failed"));
+    settle(this.sync(), (err) => this.#log.warn({ err }, "warm cache sync failed"));
   }
 
   /** At shutdown: waits for a running sync and runs a last one, for at most `shutdownSyncMs`; then abandons it. */

@@ -4,6 +4,7 @@ import { type Clock, realClock } from "../clock.js";
 import type { SidecarSettings } from "../sidecar/options.js";
 import { SidecarProcess } from "../sidecar/sidecar-process.js";
 import { type DevSidecarMessage, isDevSidecarMessage, sidecarEnv } from "../sidecar/start-sidecars.js";
+import { settle } from "../task-sink.js";
 
 /**
  * `runlet dev`'s sidecars (docs/models.md, "Sidecars under runlet dev"): the worker processes ask
@@ -51,7 +52,7 @@ export class DevSidecars {
   attach(child: ChildProcess): void {
     child.on("message", (message: unknown) => {
       if (!isDevSidecarMessage(message) || message.runlet !== "sidecars.ensure") return;
-      this.#ensure(child, message.sidecars).catch((err: unknown) => {
+      settle(this.#ensure(child, message.sidecars), (err) => {
         this.#options.log.error({ err }, "runlet dev could not start the sidecars");
         send(child, { runlet: "sidecars.failed", reason: (err as Error)?.message ?? String(err) });
       });
@@ -136,19 +137,24 @@ export class DevSidecars {
       () => undefined,
       (err: unknown) => {
         if (this.#entries.get(settings.name)?.proc === proc) this.#entries.delete(settings.name);
-        void proc.stop();
+        settle(proc.stop(), (stopErr) =>
+          log.warn({ err: stopErr, sidecar: settings.name }, "stopping the sidecar failed"),
+        );
         return (err as Error)?.message ?? String(err);
       },
     );
     const entry: Entry = { key, proc, ready, users: new Set() };
     this.#entries.set(settings.name, entry);
-    void proc.exited.then(async (exit) => {
-      if (proc.stopping || (await ready) !== undefined) return;
-      const reason = proc.reasonFor(exit, " while the worker ran");
-      log.error({ sidecar: settings.name }, `${reason}; the next worker starts it again`);
-      if (this.#entries.get(settings.name) === entry) this.#entries.delete(settings.name);
-      for (const user of entry.users) send(user, { runlet: "sidecars.exited", reason });
-    });
+    settle(
+      proc.exited.then(async (exit) => {
+        if (proc.stopping || (await ready) !== undefined) return;
+        const reason = proc.reasonFor(exit, " while the worker ran");
+        log.error({ sidecar: settings.name }, `${reason}; the next worker starts it again`);
+        if (this.#entries.get(settings.name) === entry) this.#entries.delete(settings.name);
+        for (const user of entry.users) send(user, { runlet: "sidecars.exited", reason });
+      }),
+      (err) => log.error({ err, sidecar: settings.name }, "following the sidecar's exit failed"),
+    );
     return entry;
   }
 

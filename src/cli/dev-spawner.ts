@@ -3,6 +3,7 @@ import { once } from "node:events";
 import { join } from "node:path";
 import { startupUpdateOfLine } from "../harness/fleet/worker-startup.js";
 import type { SpawnedWorker, WorkerSpawner } from "../harness/index.js";
+import { settle } from "../task-sink.js";
 import { RUNLET_ROOT } from "./paths.js";
 import { inheritedEnv, pipeLines } from "./worker-pool.js";
 
@@ -94,7 +95,8 @@ export class DevSpawner {
     const entry: Child = { label, endpointId, podId, process: child, exited: once(child, "close") };
     this.#children.add(entry);
     const forget = () => this.#children.delete(entry);
-    entry.exited.then(forget, forget);
+    // Forgotten however its exit settles.
+    settle(entry.exited.then(forget), forget);
     return this.#worker(entry);
   };
 

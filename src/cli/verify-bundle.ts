@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { RunletError } from "../errors.js";
 import { FITNESS_ENV } from "../protocol/index.js";
+import { settle } from "../task-sink.js";
 import { BUNDLE_FILE } from "./bundle.js";
 import { WORKER_NODE_FLAGS } from "./dockerfile.js";
 import { EXTERNALS_KEY, packageOfSpecifier } from "./externals.js";
@@ -306,15 +307,16 @@ export async function verifyBundle(options: VerifyOptions): Promise<VerifyReport
       left.map((p) => (p.pid < 0 ? p.command : `pid ${p.pid} (${p.command})`)).join(", ");
     let exitCode: number | null | undefined;
     // Read as exited once its output is read too (its last lines name what failed), or a moment later.
-    exited
-      .then(async (code) => {
+    settle(
+      exited.then(async (code) => {
         await within(closed, PIPES_CLOSE_MS);
         exitCode = code;
-      })
-      .catch((err: unknown) => {
+      }),
+      (err) => {
         // Neither wait rejects; were one to, the step fails saying so rather than the CLI.
         failure ??= `reading the worker's exit failed: ${err instanceof Error ? err.message : String(err)}`;
-      });
+      },
+    );
     const deadline = Date.now() + timeoutMs;
     const log = () => {
       for (const rest of pending) if (rest !== "") onLine(rest);

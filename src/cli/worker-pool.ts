@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
 import { type StartupUpdate, startupUpdateOfRecord } from "../harness/fleet/worker-startup.js";
 import { FITNESS_ENV } from "../protocol/index.js";
+import { settle } from "../task-sink.js";
 import { sleep } from "../wait.js";
 import { INIT_TIMEOUT_ENV } from "../worker/startup-budget.js";
 import { parseLogLine } from "./log-line.js";
@@ -195,10 +196,17 @@ export class WorkerPool {
       const delayMs = Math.min(MAX_RESTART_DELAY_MS, base * 2 ** Math.min(this.#exitsInARow - 1, 16));
       this.#options.onExit(label, code, signal, delayMs);
       // Replace it (a refreshWorker job, a crash) without spinning.
-      void sleep(delayMs, this.#closed.signal).then((waited) => {
-        // Aborted: the pool is closing, so no replacement.
-        if (waited) this.#spawn();
-      });
+      settle(
+        sleep(delayMs, this.#closed.signal).then((waited) => {
+          // Aborted: the pool is closing, so no replacement.
+          if (waited) this.#spawn();
+        }),
+        (err) =>
+          this.#options.onLine(
+            label,
+            `could not start its replacement: ${err instanceof Error ? err.message : String(err)}`,
+          ),
+      );
     });
     child.once("error", (err) => this.#options.onLine(label, `could not start: ${err.message}`));
   }

@@ -2,6 +2,7 @@ import { createServer, type Server } from "node:http";
 import type { Duplex } from "node:stream";
 import { RunletError } from "../errors.js";
 import type { Health } from "../protocol/api.js";
+import { settle } from "../task-sink.js";
 import { TimerSet } from "./clock.js";
 import { Dashboard, type DashboardSource, type HandlerInfo } from "./dashboard/index.js";
 import { type WorkerView, workerViewsOf } from "./dashboard/views.js";
@@ -215,7 +216,7 @@ export class Harness {
     const hosts = new HostCheck(options.allowedHosts, options.host);
     this.#server = createServer((req, res) => {
       if (hosts.refuse(req, res)) return;
-      router.serve(req, res, this.#url).catch((err: unknown) => {
+      settle(router.serve(req, res, this.#url), (err) => {
         options.logger?.error({ err, url: req.url }, "harness request failed");
         sendError(res, 500, `internal harness error: ${err instanceof Error ? err.message : String(err)}`);
       });

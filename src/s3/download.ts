@@ -5,6 +5,7 @@ import { type Readable, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { isRunletError, RunletError } from "../errors.js";
 import { HttpTransport } from "../http/transport.js";
+import { settle } from "../task-sink.js";
 import { USER_AGENT } from "../version.js";
 import { guardedLookup, isPrivateAddress, refusedError } from "./private-address.js";
 
@@ -71,8 +72,8 @@ export async function toFile(
 export function toStream(source: Source, maxBytes: number, signal: AbortSignal): { stream: Readable } {
   checkAnnounced(source, maxBytes);
   const cap = capped(source.name, maxBytes);
-  // Errors reach the reader through `cap`; the promise only ends the pipeline, so nothing is lost.
-  pipeline(source.stream, cap, { signal }).catch(() => undefined);
+  // Ignored: errors reach the reader through `cap`; the promise only ends the pipeline, so nothing is lost.
+  settle(pipeline(source.stream, cap, { signal }), () => undefined);
   return { stream: cap };
 }
 
@@ -170,7 +171,8 @@ export async function openUrl(
     );
   }
   const stream = opened.body as Readable;
-  stream.once("close", () => void close());
+  // close() ignores its own failure (the download is over either way).
+  stream.once("close", () => settle(close(), () => undefined));
   return {
     stream,
     contentLength: parseContentLength(opened.headers["content-length"]),

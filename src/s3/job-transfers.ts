@@ -5,6 +5,7 @@ import type { Logger } from "pino";
 import { durationProblem } from "../duration.js";
 import { RunletError } from "../errors.js";
 import { anySignal, onAbort } from "../linked-signal.js";
+import { settle } from "../task-sink.js";
 import type { Source } from "./download.js";
 import type { DownloadOptions, DownloadResult } from "./types.js";
 
@@ -112,7 +113,8 @@ export function createJobTransfers(options: JobTransfersOptions): JobTransfers {
   function track<T>(work: Promise<T>): Promise<T> {
     inFlight.add(work);
     const done = () => inFlight.delete(work);
-    work.then(done, done);
+    // Out of the set however it settles; the caller owns its outcome (it is returned).
+    settle(work.then(done), done);
     return work;
   }
 

@@ -1,5 +1,6 @@
 import { AbortMultipartUploadCommand, type S3Client } from "@aws-sdk/client-s3";
 import type { Logger } from "pino";
+import { settle } from "../task-sink.js";
 
 interface OpenUpload {
   readonly bucket: string;
@@ -55,10 +56,14 @@ export class MultipartTracker {
           () => undefined, // the caller sees the rejection through `request`
         );
         set.add(tracked);
-        void tracked.finally(() => {
-          set.delete(tracked);
-          if (set.size === 0 && this.#inFlight.get(id) === set) this.#inFlight.delete(id);
-        });
+        // `tracked` never rejects (its rejection is the caller's, through `request`): this is its clean-up.
+        settle(
+          tracked.finally(() => {
+            set.delete(tracked);
+            if (set.size === 0 && this.#inFlight.get(id) === set) this.#inFlight.delete(id);
+          }),
+          () => undefined,
+        );
         return request;
       },
       { step: "initialize", name: "runletMultipartTracker" },

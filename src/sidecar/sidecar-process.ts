@@ -6,6 +6,7 @@ import { MAX_TIMER_MS } from "../duration.js";
 import { RunletError } from "../errors.js";
 import { HttpTransport } from "../http/transport.js";
 import { onAbort } from "../linked-signal.js";
+import { settle } from "../task-sink.js";
 import { USER_AGENT } from "../version.js";
 import { sleep } from "../wait.js";
 import { GUARD_SOURCE } from "./guard.js";
@@ -141,11 +142,14 @@ export class SidecarProcess {
             done();
           });
         });
-        void closed.then(() => {
-          this.#reportDropped();
-          this.#exit = { code, signal, lastLines: [...this.#lastLines] };
-          resolve(this.#exit);
-        });
+        settle(
+          closed.then(() => {
+            this.#reportDropped();
+            this.#exit = { code, signal, lastLines: [...this.#lastLines] };
+            resolve(this.#exit);
+          }),
+          (err) => this.#log.error({ err }, "recording the sidecar's exit failed"),
+        );
       });
       this.#child.once("error", (err) => {
         // The guard itself could not start (node not found, no processes left).
@@ -194,9 +198,12 @@ export class SidecarProcess {
     const started = this.#clock.now();
     const giveUp = new AbortController();
     const unsubscribe = onAbort(signal, () => giveUp.abort(signal.reason));
-    const onExit = this.exited.then((exit) => {
-      giveUp.abort(new RunletError("RUNLET_SIDECAR_FAILED", this.reasonFor(exit, " while starting")));
-    });
+    settle(
+      this.exited.then((exit) => {
+        giveUp.abort(new RunletError("RUNLET_SIDECAR_FAILED", this.reasonFor(exit, " while starting")));
+      }),
+      (err) => giveUp.abort(err),
+    );
     const timeout = this.#clock.setTimeout(() => {
       giveUp.abort(
         new RunletError(
@@ -219,7 +226,6 @@ export class SidecarProcess {
     } finally {
       this.#clock.clearTimeout(timeout);
       unsubscribe();
-      void onExit;
     }
   }
 
@@ -380,19 +386,20 @@ function probe(settings: SidecarSettings, signal: AbortSignal): Promise<boolean>
       probeHttp ??= new HttpTransport({ keepAlive: false, userAgent: USER_AGENT });
       const probing = new AbortController();
       destroy = () => probing.abort(new Error("probe ended"));
-      probeHttp
-        .request("GET", ready.url, {
-          signal: probing.signal,
-          answerTimeoutMs: PROBE_TIMEOUT_MS,
-          answerBodyMs: PROBE_TIMEOUT_MS,
-          maxAnswerBytes: PROBE_MAX_BYTES,
-          redirects: "none",
-          abortBody: true,
-        })
-        .then(
-          (answer) => finish(answer.status >= 200 && answer.status < 300),
-          () => finish(false),
-        );
+      settle(
+        probeHttp
+          .request("GET", ready.url, {
+            signal: probing.signal,
+            answerTimeoutMs: PROBE_TIMEOUT_MS,
+            answerBodyMs: PROBE_TIMEOUT_MS,
+            maxAnswerBytes: PROBE_MAX_BYTES,
+            redirects: "none",
+            abortBody: true,
+          })
+          .then((answer) => finish(answer.status >= 200 && answer.status < 300)),
+        // A failed probe is a "not ready yet".
+        () => finish(false),
+      );
     }
     unsubscribe = onAbort(signal, () => finish(false));
   });

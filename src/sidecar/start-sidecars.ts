@@ -1,6 +1,7 @@
 import type { Logger } from "pino";
 import type { Clock } from "../clock.js";
 import { onAbort } from "../linked-signal.js";
+import { settle } from "../task-sink.js";
 import type { SidecarSettings } from "./options.js";
 import type { SidecarProcess } from "./sidecar-process.js";
 
@@ -112,11 +113,16 @@ function urlsOf(sidecars: readonly SidecarSettings[]): Readonly<Record<string, s
   return Object.freeze(Object.fromEntries(sidecars.map((s) => [s.name, s.url])));
 }
 
+/** The owner of a failed `unfit`: a log line (the worker goes on; its ping still says what it can). */
+function unfitFailed(parts: StartSidecarsParts, err: unknown): void {
+  parts.log.error({ err }, "marking the worker unfit for its sidecars failed");
+}
+
 /** What follows a sidecar's death while the worker runs: the jobs fail, the worker is unfit. */
 function died(parts: StartSidecarsParts, reason: string): void {
   parts.log.error({ code: "RUNLET_SIDECAR_FAILED" }, reason);
   // Unfit first: it stops the take, so no job arrives after the running ones were failed.
-  void parts.unfit(SIDECAR_CHECK, reason);
+  settle(parts.unfit(SIDECAR_CHECK, reason), (err) => unfitFailed(parts, err));
   parts.failRunningJobs(reason);
 }
 
@@ -134,13 +140,16 @@ async function ownSidecars(parts: StartSidecarsParts): Promise<RunningSidecars |
     await Promise.all(procs.map((p) => p.stop()));
     if (parts.closing.aborted) return undefined;
     const reason = (err as Error)?.message ?? String(err);
-    void parts.unfit(SIDECAR_CHECK, reason);
+    settle(parts.unfit(SIDECAR_CHECK, reason), (unfitErr) => unfitFailed(parts, unfitErr));
     return undefined;
   }
   for (const p of procs) {
-    void p.exited.then((exit) => {
-      if (!p.stopping) died(parts, p.reasonFor(exit, " while the worker ran"));
-    });
+    settle(
+      p.exited.then((exit) => {
+        if (!p.stopping) died(parts, p.reasonFor(exit, " while the worker ran"));
+      }),
+      (err) => parts.log.error({ err, sidecar: p.settings.name }, "following the sidecar's exit failed"),
+    );
   }
   let closing: Promise<void> | undefined;
   return {
@@ -182,9 +191,12 @@ async function viaDevParent(parts: StartSidecarsParts): Promise<RunningSidecars 
   }
   if (answer.runlet !== "sidecars.ready") {
     release();
-    void parts.unfit(
-      SIDECAR_CHECK,
-      answer.runlet === "sidecars.failed" ? answer.reason : "runlet dev refused the sidecars",
+    settle(
+      parts.unfit(
+        SIDECAR_CHECK,
+        answer.runlet === "sidecars.failed" ? answer.reason : "runlet dev refused the sidecars",
+      ),
+      (err) => unfitFailed(parts, err),
     );
     return undefined;
   }

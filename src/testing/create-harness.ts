@@ -16,6 +16,7 @@ import {
   type WebhookOptions,
   type WorkerSpawner,
 } from "../harness/index.js";
+import { settle } from "../task-sink.js";
 import { loadHandler, startWorker, type WorkerOptions } from "../worker/index.js";
 
 /** One endpoint of a test harness: its handler and how many in-process workers serve it. */
@@ -143,15 +144,18 @@ function inProcessSpawner(
           ready = true;
           resolve();
         });
-        void worker.stopped.then(({ reason, exitCode }) => {
-          if (ready) return;
-          reject(
-            new RunletError(
-              "RUNLET_HARNESS_CONFIG",
-              `createHarness: worker ${worker.id} stopped before it was ready (${reason}, exit code ${exitCode}); its log says why (pass a logger to see it)`,
-            ),
-          );
-        });
+        settle(
+          worker.stopped.then(({ reason, exitCode }) => {
+            if (ready) return;
+            reject(
+              new RunletError(
+                "RUNLET_HARNESS_CONFIG",
+                `createHarness: worker ${worker.id} stopped before it was ready (${reason}, exit code ${exitCode}); its log says why (pass a logger to see it)`,
+              ),
+            );
+          }),
+          reject,
+        );
       }),
     );
     worker.on("ready", ({ phases }) => reportStartup({ type: "ready", phases }));

@@ -5,6 +5,7 @@ import { RunletError } from "../../errors.js";
 import { startupUpdateOfRecord } from "../../harness/fleet/worker-startup.js";
 import type { HandlerInfo } from "../../harness/index.js";
 import { FITNESS_ENV } from "../../protocol/index.js";
+import { settle } from "../../task-sink.js";
 import {
   allowedHostsFlag,
   type Command,
@@ -315,7 +316,7 @@ export const command: Command = {
         out(
           `runlet dev: ${files.slice(0, 3).join(", ")}${files.length > 3 ? ", …" : ""} changed; reloading workers`,
         );
-        Promise.all([pool.reload(), deployed.reload()]).catch((err: unknown) =>
+        settle(Promise.all([pool.reload(), deployed.reload()]), (err) =>
           out(`runlet dev: reload failed: ${String(err)}`),
         );
       });

@@ -3,6 +3,7 @@ import { pipeline } from "node:stream/promises";
 import { RunletError } from "../../errors.js";
 import type { Harness } from "../../harness/index.js";
 import { FITNESS_ENV } from "../../protocol/index.js";
+import { settle } from "../../task-sink.js";
 import { sleep } from "../../wait.js";
 import { type Command, EXIT, parseCommandArgs, reportCliError, usageError } from "../command.js";
 import { DEFAULT_HANDLER_PATHS, resolveHandlerPath } from "../handler-path.js";
@@ -99,8 +100,9 @@ function workerOutput(): { readonly stream: NodeJS.WritableStream; ranPastDeadli
       callback(null, chunk);
     },
   });
-  // stream.pipeline: a closed stderr (EPIPE) ends the pipe here instead of reaching the process.
-  pipeline(watching, escaping, process.stderr, { end: false }).catch(() => undefined);
+  // stream.pipeline: a closed stderr (EPIPE) ends the pipe here instead of reaching the process;
+  // ignored, since there is nowhere left to say it.
+  settle(pipeline(watching, escaping, process.stderr, { end: false }), () => undefined);
   return { stream: watching, ranPastDeadline: () => seen };
 }
 
@@ -153,9 +155,13 @@ export const command: Command = {
       const worker = await spawn(env, (update) => harness.reportWorkerStartup(ENDPOINT_ID, podId, update));
       let workerExited = false;
       // processSpawner's workers always have `exited`; a settled promise stands in for the type's sake.
-      void (worker.exited ?? Promise.resolve()).then(() => {
-        workerExited = true;
-      });
+      // Ignored when it rejects: only a clean exit counts as exited.
+      settle(
+        (worker.exited ?? Promise.resolve()).then(() => {
+          workerExited = true;
+        }),
+        () => undefined,
+      );
       // The last lines are printed after the worker has stopped, so its shutdown log comes before them.
       let ending: { readonly code: number; readonly text: (ranPastDeadline: boolean) => string };
       try {

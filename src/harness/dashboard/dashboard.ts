@@ -2,6 +2,7 @@ import { timingSafeEqual } from "node:crypto";
 import { createServer, type Server, type ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
 import type { Logger } from "pino";
+import { settle } from "../../task-sink.js";
 import type { WorkerChange, WorkerState } from "../fleet/worker-registry.js";
 import type { WorkerStartups } from "../fleet/worker-startup.js";
 import { HostCheck } from "../http/host-check.js";
@@ -324,7 +325,7 @@ export class Dashboard {
     const hosts = new HostCheck(source.allowedHosts ?? [], source.host);
     this.#server = createServer((req, res) => {
       if (hosts.refuse(req, res, SECURITY_HEADERS)) return;
-      router.serve(req, res, "http://dashboard").catch((err: unknown) => {
+      settle(router.serve(req, res, "http://dashboard"), (err) => {
         source.logger?.error({ err }, "dashboard request failed");
         sendError(res, 500, `internal dashboard error: ${err instanceof Error ? err.message : String(err)}`);
       });

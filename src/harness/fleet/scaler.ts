@@ -1,4 +1,5 @@
 import type { Logger } from "pino";
+import { settle } from "../../task-sink.js";
 import type { JobStore } from "../jobs/job-store.js";
 import type { SpawnedWorker, WorkerSpawner } from "../options.js";
 import type { StartupUpdate, WorkerStartup } from "./worker-startup.js";
@@ -137,7 +138,10 @@ export class Scaler {
     const slot = this.#pools.get(endpointId)?.slots.get(podId);
     if (slot === undefined) return;
     this.#pools.get(endpointId)?.slots.delete(podId);
-    void slot.starting.then(() => this.#stop(endpointId, slot)).finally(() => this.schedule(endpointId));
+    settle(
+      slot.starting.then(() => this.#stop(endpointId, slot)).finally(() => this.schedule(endpointId)),
+      (err) => this.#logger?.error({ err, endpointId, podId }, "replacing a worker failed"),
+    );
   }
 
   /** Forgets an endpoint's spawner and stops the workers it started; resolves once they have stopped. */
@@ -195,12 +199,22 @@ export class Scaler {
           (worker) => {
             slot.worker = worker;
             // Closed (or replaced) while starting: stop it at once.
-            if (this.#closed || !pool.slots.has(podId)) void this.#stop(endpointId, slot);
+            if (this.#closed || !pool.slots.has(podId)) {
+              // #stop logs its own failure; this one only reaches a bug.
+              settle(this.#stop(endpointId, slot), (err) =>
+                this.#logger?.error({ err, endpointId, podId }, "stopping a worker failed"),
+              );
+            }
             // A worker that ends on its own is replaced, as the platform replaces a dead pod.
-            void worker.exited?.then(
-              () => this.#ended(endpointId, pool, slot),
-              () => this.#ended(endpointId, pool, slot),
-            );
+            if (worker.exited !== undefined) {
+              settle(
+                worker.exited.then(
+                  () => this.#ended(endpointId, pool, slot),
+                  () => this.#ended(endpointId, pool, slot),
+                ),
+                (err) => this.#logger?.error({ err, endpointId, podId }, "replacing an ended worker failed"),
+              );
+            }
           },
           (err: unknown) => {
             pool.slots.delete(podId);

@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import { withLinkedSignal } from "../../linked-signal.js";
+import { settle } from "../../task-sink.js";
 import { USER_AGENT } from "../../version.js";
 import type { TimerSet } from "../clock.js";
 
@@ -146,6 +147,9 @@ export class WebhookSender {
       }
     })();
     this.#inFlight.add(run);
-    void run.finally(() => this.#inFlight.delete(run));
+    settle(
+      run.finally(() => this.#inFlight.delete(run)),
+      (err) => this.#logger?.error({ err, jobId }, "webhook delivery failed"),
+    );
   }
 }

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { createServer } from "node:net";
+import { settle } from "../../task-sink.js";
 import type { StartupUpdate } from "../fleet/worker-startup.js";
 import type { EndpointWorkerView } from "../management-api/route-context.js";
 import type { SpawnedWorker, WorkerSpawner } from "../options.js";
@@ -106,7 +107,7 @@ export class LbFleet {
   replace(id: string): void {
     const slot = this.#slots.get(id);
     if (slot === undefined || slot.closing !== undefined || this.#closed) return;
-    this.#stop(slot).catch((err: unknown) => this.#onError(err));
+    settle(this.#stop(slot), (err) => this.#onError(err));
     const active = [...this.#slots.values()].filter((s) => s.closing === undefined).length;
     if (active < this.#min) this.#start();
   }
@@ -174,10 +175,13 @@ export class LbFleet {
     );
     slot.worker = worker;
     // Stopped while it started: #stop closes it once this settles.
-    if (slot.closing !== undefined) return;
-    worker.exited?.then(
-      () => this.#ended(slot),
-      () => this.#ended(slot),
+    if (slot.closing !== undefined || worker.exited === undefined) return;
+    settle(
+      worker.exited.then(
+        () => this.#ended(slot),
+        () => this.#ended(slot),
+      ),
+      (err) => this.#onError(err),
     );
   }
 

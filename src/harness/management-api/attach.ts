@@ -1,3 +1,4 @@
+import { settle } from "../../task-sink.js";
 import type { LbEndpointOptions } from "../lb/index.js";
 import type { ExtraRoutes, WorkerSpawner } from "../options.js";
 import { mountManagementRoutes } from "./mount.js";
@@ -111,7 +112,7 @@ export function harnessManagement(options: HarnessManagementOptions): HarnessMan
     }
     try {
       const result = change(harness);
-      if (result instanceof Promise) result.catch((err: unknown) => options.onError?.(err));
+      if (result instanceof Promise) settle(result, (err) => options.onError?.(err));
     } catch (err) {
       options.onError?.(err);
     }

@@ -1,5 +1,6 @@
 import type { ServerResponse } from "node:http";
 import { RunletError } from "../../errors.js";
+import { settle } from "../../task-sink.js";
 import { MAX_JSON_DEPTH } from "../http/json-depth.js";
 import { parseBodyText, type ReadJsonOptions } from "../http/read-json.js";
 import {
@@ -355,7 +356,7 @@ export function createManagementRoutes(options: ManagementRoutesOptions): Manage
       if (fn === undefined) return;
       try {
         const result = fn();
-        if (result instanceof Promise) result.catch((err: unknown) => options.onHookError?.(err));
+        if (result instanceof Promise) settle(result, (err) => options.onHookError?.(err));
       } catch (err) {
         options.onHookError?.(err);
       }

@@ -1,4 +1,5 @@
 import type { ServerResponse } from "node:http";
+import { settle } from "../../task-sink.js";
 import type { JobEntry } from "../jobs/job-entry.js";
 import type { JobStore } from "../jobs/job-store.js";
 import {
@@ -175,18 +176,28 @@ export function relay(
       ctx.store.cancel(job);
       finish();
     });
-    void untilGone(ctx, job, stopWaiting.signal).then((gone) => {
-      if (finished || !gone) return;
-      if (ctx.store.waits.closed) {
-        fail(503, openAIError("the harness is shutting down", "server_error", "shutting_down"));
-      } else {
+    settle(
+      untilGone(ctx, job, stopWaiting.signal).then((gone) => {
+        if (finished || !gone) return;
+        if (ctx.store.waits.closed) {
+          fail(503, openAIError("the harness is shutting down", "server_error", "shutting_down"));
+        } else {
+          fail(
+            404,
+            openAIError(`job "${job.id}" was deleted before it ended`, "not_found_error", "job_deleted"),
+            NO_RETRY,
+          );
+        }
+      }),
+      (err) => {
+        // untilGone only reads the store; were it to fail, the answer says so rather than hanging.
+        const message = err instanceof Error ? err.message : String(err);
         fail(
-          404,
-          openAIError(`job "${job.id}" was deleted before it ended`, "not_found_error", "job_deleted"),
-          NO_RETRY,
+          500,
+          openAIError(`waiting on job "${job.id}" failed: ${message}`, "server_error", "server_error"),
         );
-      }
-    });
+      },
+    );
   });
 }
 
