@@ -113,19 +113,30 @@ export class RequestServer {
       for (const entry of this.#inFlight) {
         entry.run?.abort(new RunletError("RUNLET_JOB_SHUTDOWN", "the worker is shutting down"));
       }
-      await this.#waitEmpty(this.#parts.definition.hardStopGraceMs);
+      const graceMs = this.#parts.definition.hardStopGraceMs;
+      await this.#waitEmpty(graceMs);
+      const stops: Promise<void>[] = [];
       for (const entry of this.#inFlight) {
         const stopping = entry.run?.hardStop();
         if (stopping === undefined) continue;
-        settle(
-          stopping.then((stopped) => {
-            if (!stopped)
-              this.#parts.log.warn({ requestId: entry.id }, "a request's handler ignored its aborted signal");
-          }),
-          (err: unknown) =>
-            this.#parts.log.warn({ err, requestId: entry.id }, "hard-stopping a request failed"),
+        stops.push(
+          stopping.then(
+            (stopped) => {
+              if (!stopped)
+                this.#parts.log.warn(
+                  { requestId: entry.id },
+                  "a request's handler ignored its aborted signal",
+                );
+            },
+            (err: unknown) =>
+              this.#parts.log.warn({ err, requestId: entry.id }, "hard-stopping a request failed"),
+          ),
         );
       }
+      // The runs stopped by force end as "killed": their answers (a stream's error event) are
+      // written before the connections close, within one more grace.
+      await Promise.race([Promise.all(stops), sleepFor(graceMs)]);
+      await this.#waitEmpty(graceMs);
     }
     this.#server.closeAllConnections();
     await closed;
@@ -501,6 +512,10 @@ function itemJson(value: unknown): string {
     return JSON.stringify(Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString("base64"));
   }
   return JSON.stringify(value) ?? "null";
+}
+
+function sleepFor(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }
 
 function writeEvent(res: ServerResponse, event: string, data: unknown): void {
