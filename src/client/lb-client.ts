@@ -52,7 +52,11 @@ export interface LoadBalancerCalls {
   request(path: string, init?: LbCallOptions & { method?: string; body?: unknown }): Promise<Response>;
   /** `POST /runsync` with `{input}`; a failed request throws `RUNLET_CLIENT_HTTP` with its error. */
   runsync<Output = unknown>(input: unknown, options?: LbCallOptions): Promise<LbRunResult<Output>>;
-  /** `POST /stream` with `{input}`: the items the handler yields, as they come. */
+  /**
+   * `POST /stream` with `{input}`: the items the handler yields, as they come. An `error` event
+   * throws `RUNLET_CLIENT_JOB_FAILED`; a body that ends without its `done` event (cut off) throws
+   * `RUNLET_CLIENT_BAD_RESPONSE`.
+   */
   stream(input: unknown, options?: LbCallOptions): AsyncGenerator<unknown>;
 }
 
@@ -209,6 +213,12 @@ function calls(
           yield value;
         }
       }
+      // The body ended without its done event: the stream was cut off, not complete.
+      throw new RunletError(
+        "RUNLET_CLIENT_BAD_RESPONSE",
+        "POST /stream: the event stream ended without its done event (cut off before the handler finished)",
+        { details: { body: "an event stream with no done event" } },
+      );
     },
   };
 }

@@ -1,3 +1,5 @@
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
 import { createLoadBalancerClient } from "../../src/client/index.js";
 import { defineHandler } from "../../src/handler/index.js";
@@ -70,5 +72,31 @@ describe("the load-balancer client", () => {
     g.open();
     expect((await retried).status).toBe("COMPLETED");
     await Promise.all(busy);
+  });
+
+  it("throws RUNLET_CLIENT_BAD_RESPONSE when a stream's body ends without its done event", async () => {
+    // A stand-in for a hop that cuts the stream (a proxy, a worker's process ending): the runlet
+    // worker itself now ends a cut-off stream with an error event, so no real part here ends a
+    // body cleanly without one.
+    const server = createServer((_req, res) => {
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      res.end('data: {"token":"first"}\n\n');
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      const { port } = server.address() as AddressInfo;
+      const client = createLoadBalancerClient({ apiKey: "k", baseUrl: `http://127.0.0.1:${port}` });
+      const items: unknown[] = [];
+      const read = (async () => {
+        for await (const item of client.stream({})) items.push(item);
+      })();
+      await expect(read).rejects.toMatchObject({
+        code: "RUNLET_CLIENT_BAD_RESPONSE",
+        message: expect.stringContaining("without its done event"),
+      });
+      expect(items).toEqual([{ token: "first" }]);
+    } finally {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
   });
 });

@@ -17,7 +17,7 @@ export interface LbWorker {
 /** Starts `definition` as a load-balancing worker (`mode: "lb"`, PORT=0 on 127.0.0.1); resolves once its port is bound. */
 export async function startLbWorker(
   definition: HandlerDefinition,
-  options: { env?: Record<string, string>; shutdownGraceMs?: number } = {},
+  options: { env?: Record<string, string>; shutdownGraceMs?: number; handlerModule?: string } = {},
 ): Promise<LbWorker> {
   const lines: Record<string, unknown>[] = [];
   const destination = new Writable({
@@ -33,6 +33,7 @@ export async function startLbWorker(
     env: { PORT: "0", RUNLET_LB_HOST: "127.0.0.1", RUNPOD_ENDPOINT_ID: "lb-test", ...options.env },
     logDestination: destination,
     ...(options.shutdownGraceMs === undefined ? {} : { shutdownGraceMs: options.shutdownGraceMs }),
+    ...(options.handlerModule === undefined ? {} : { handlerModule: options.handlerModule }),
   });
   const port = await waitFor("the load-balancing port", () => {
     const line = lines.find(

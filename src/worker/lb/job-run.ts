@@ -48,12 +48,18 @@ export type RunEnding =
 
 /** One request's job on the worker's job path. */
 export interface JobRun {
-  /** Epoch ms at which the handler started. */
+  /** Epoch ms at which the handler started; never settles for a job that ended before its run started (race it against {@link ended}). */
   readonly started: Promise<number>;
   /** How it ended; never rejects. */
   readonly ended: Promise<RunEnding>;
-  /** Fires the handler's signal with `reason` (nothing once it ended). */
+  /**
+   * Fires the handler's signal with `reason`; the first call wins, later ones do nothing (nor any
+   * once it ended). A job not launched yet leaves its scheduler and ends at once; one let go from
+   * its batch ends at once too, while the batch runs on for the others.
+   */
   abort(reason: Error): void;
+  /** True once the job runs as a run of its own (a plain handler's): only such a run is hard-stopped per request. */
+  readonly ownRun: boolean;
   /** Ends the handler by force where its runner can (an isolation thread); false in-process. */
   hardStop(): Promise<boolean>;
 }
@@ -96,6 +102,8 @@ class RequestJob implements ScheduledJob, JobRun {
   #startedWith!: (at: number) => void;
   #endWith!: (ending: RunEnding) => void;
   #over = false;
+  /** abort() was called: a later call does nothing (a batch seat is let go once). */
+  #aborted = false;
 
   constructor(
     parts: JobRunParts,
@@ -191,22 +199,28 @@ class RequestJob implements ScheduledJob, JobRun {
     );
   }
 
+  get ownRun(): boolean {
+    return this.#launch !== undefined && this.#launch.seat === undefined;
+  }
+
   abort(reason: Error): void {
+    if (this.#aborted || this.#over) return;
+    this.#aborted = true;
     const launch = this.#launch;
     if (launch === undefined) {
-      // Still waiting for a batch's seat: it leaves, and ends as its signal would have ended it.
+      // Still validating or waiting for a batch's seat: it leaves, and ends as its signal would have ended it.
       this.#parts.scheduler.withdraw(this);
-      this.#end({
-        kind: "error",
-        message: reason.message,
-        code: codeOf(reason),
-        stopPod: false,
-        metrics: {},
-      });
+      this.#end(abortedWith(reason));
       return;
     }
-    if (launch.seat !== undefined) launch.seat.letGo(launch.index, reason);
-    else launch.run.abort(reason, launch.index);
+    if (launch.seat !== undefined) {
+      // Let go from its batch (once: a second letGo would fire the batch's signal while others are
+      // still wanted): it ends at once, as a queued job let go does; the batch runs on.
+      launch.seat.letGo(launch.index, reason);
+      this.#end(abortedWith(reason));
+      return;
+    }
+    launch.run.abort(reason, launch.index);
   }
 
   async hardStop(): Promise<boolean> {
@@ -244,6 +258,10 @@ function failedInside(err: unknown): RunEnding {
     stopPod: false,
     metrics: {},
   };
+}
+
+function abortedWith(reason: Error): RunEnding {
+  return { kind: "error", message: reason.message, code: codeOf(reason), stopPod: false, metrics: {} };
 }
 
 function codeOf(err: Error): string {

@@ -32,6 +32,8 @@ export interface ServerReports {
   unfit(check: string, reason: string): void;
   /** A result asked for the worker to be replaced (`refreshWorker`). */
   refresh(requestId: string): void;
+  /** An in-process handler ignored its aborted signal past the grace: the worker must be replaced. */
+  runaway(requestId: string): void;
 }
 
 /** What the request server is built from. */
@@ -49,6 +51,8 @@ const CLIENT_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
 interface InFlight {
   readonly id: string;
   run: JobRun | undefined;
+  /** Aborts its run, the hard stop armed for a run of its own (set with the run). */
+  stop: ((reason: Error) => void) | undefined;
   readonly done: Promise<void>;
 }
 
@@ -109,19 +113,30 @@ export class RequestServer {
       for (const entry of this.#inFlight) {
         entry.run?.abort(new RunletError("RUNLET_JOB_SHUTDOWN", "the worker is shutting down"));
       }
-      await this.#waitEmpty(this.#parts.definition.hardStopGraceMs);
+      const graceMs = this.#parts.definition.hardStopGraceMs;
+      await this.#waitEmpty(graceMs);
+      const stops: Promise<void>[] = [];
       for (const entry of this.#inFlight) {
         const stopping = entry.run?.hardStop();
         if (stopping === undefined) continue;
-        settle(
-          stopping.then((stopped) => {
-            if (!stopped)
-              this.#parts.log.warn({ requestId: entry.id }, "a request's handler ignored its aborted signal");
-          }),
-          (err: unknown) =>
-            this.#parts.log.warn({ err, requestId: entry.id }, "hard-stopping a request failed"),
+        stops.push(
+          stopping.then(
+            (stopped) => {
+              if (!stopped)
+                this.#parts.log.warn(
+                  { requestId: entry.id },
+                  "a request's handler ignored its aborted signal",
+                );
+            },
+            (err: unknown) =>
+              this.#parts.log.warn({ err, requestId: entry.id }, "hard-stopping a request failed"),
+          ),
         );
       }
+      // The runs stopped by force end as "killed": their answers (a stream's error event) are
+      // written before the connections close, within one more grace.
+      await Promise.race([Promise.all(stops), sleepFor(graceMs)]);
+      await this.#waitEmpty(graceMs);
     }
     this.#server.closeAllConnections();
     await closed;
@@ -175,11 +190,14 @@ export class RequestServer {
       return;
     }
     this.#concurrency = consultConcurrency(this.#parts.definition.concurrency, this.#concurrency, log);
-    if (this.#inFlight.size >= this.#concurrency) {
+    // The scheduler runs with it too: a batch handler's concurrency is its batches at once.
+    this.#parts.scheduler.setConcurrency(this.#concurrency);
+    const limit = requestLimit(this.#parts.definition, this.#concurrency);
+    if (this.#inFlight.size >= limit) {
       sendJson(
         res,
         429,
-        { error: `the worker is at its concurrency limit (${this.#concurrency} requests at once)` },
+        { error: `the worker is at its concurrency limit (${limit} requests at once)` },
         { "retry-after": "1" },
       );
       return;
@@ -188,6 +206,7 @@ export class RequestServer {
     const entry: InFlight = {
       id,
       run: undefined,
+      stop: undefined,
       done: new Promise<void>((resolve) => {
         finish = resolve;
       }),
@@ -284,7 +303,7 @@ export class RequestServer {
             const json = itemJson(value);
             mode.bytes += Buffer.byteLength(json) + 1;
             if (mode.bytes > LB_MAX_BODY_BYTES) {
-              run.abort(
+              entry.stop?.(
                 new RunletError(
                   "RUNLET_OUTPUT_TOO_LARGE",
                   `the items yielded add up to more than the answer limit of ${LB_MAX_BODY_BYTES} bytes (30 MB); ask with Accept: text/event-stream to stream them`,
@@ -312,41 +331,66 @@ export class RequestServer {
       },
     );
     entry.run = run;
+    let deadline: NodeJS.Timeout | undefined;
+    let hardStop: NodeJS.Timeout | undefined;
+    let over = false;
+    // Aborts the handler's signal (the run's first abort wins). A run of its own is hard-stopped
+    // after the grace if its handler ignores the signal; one that cannot be (in-process) is a
+    // runaway, reported as the queue reports one. A batch is hard-stopped by its scheduler once no
+    // job of it is wanted: one request's deadline never ends the others.
+    const stop = (reason: Error): void => {
+      if (deadline !== undefined) clearTimeout(deadline);
+      deadline = undefined;
+      run.abort(reason);
+      if (over || hardStop !== undefined || !run.ownRun) return;
+      hardStop = setTimeout(() => {
+        if (over) return;
+        settle(
+          run.hardStop().then((stopped) => {
+            if (stopped || over) return;
+            log.error(
+              { code: "RUNLET_JOB_TIMEOUT", hardStopGraceMs: definition.hardStopGraceMs },
+              "the handler ignored its aborted signal past hardStopGraceMs and cannot be stopped in-process",
+            );
+            this.#parts.reports.runaway(id);
+          }),
+          (err: unknown) => log.warn({ err }, "hard-stopping the request failed"),
+        );
+      }, definition.hardStopGraceMs);
+    };
+    entry.stop = stop;
     // The client hung up before its answer was complete: the handler's signal aborts.
     res.on("close", () => {
       if (!res.writableFinished) {
         answered = true;
-        run.abort(new RunletError("RUNLET_JOB_SHUTDOWN", "the client closed its connection"));
+        stop(new RunletError("RUNLET_JOB_SHUTDOWN", "the client closed its connection"));
       }
     });
-    const startedAt = await run.started;
-    let hardStop: NodeJS.Timeout | undefined;
-    const deadline = setTimeout(
-      () => {
-        timedOut = true;
-        const message = deadlineMessage(timeoutMs);
-        run.abort(new RunletError("RUNLET_JOB_TIMEOUT", message));
-        if (mode.kind === "sse") {
-          writeEvent(res, "error", { id, status: "TIMED_OUT", error: message });
-          answer(504, undefined);
-        } else answer(504, { id, status: "TIMED_OUT", error: message });
-        hardStop = setTimeout(() => {
-          settle(
-            run.hardStop().then((stopped) => {
-              if (!stopped) log.warn("the handler ignored its aborted signal past hardStopGraceMs");
-            }),
-            (err: unknown) => log.warn({ err }, "hard-stopping the request failed"),
-          );
-        }, definition.hardStopGraceMs);
-      },
-      Math.max(0, startedAt + timeoutMs - Date.now()),
-    );
+    // A job that ends before its run starts (a batch member's bad input, a hang-up while it waits
+    // for its seat) never starts: its answer is its ending.
+    const startedAt = await Promise.race([run.started, run.ended.then(() => undefined)]);
+    if (startedAt !== undefined && !over && !answered) {
+      deadline = setTimeout(
+        () => {
+          deadline = undefined;
+          timedOut = true;
+          const message = deadlineMessage(timeoutMs);
+          stop(new RunletError("RUNLET_JOB_TIMEOUT", message));
+          if (mode.kind === "sse") {
+            writeEvent(res, "error", { id, status: "TIMED_OUT", error: message });
+            answer(504, undefined);
+          } else answer(504, { id, status: "TIMED_OUT", error: message });
+        },
+        Math.max(0, startedAt + timeoutMs - Date.now()),
+      );
+    }
     // The error leaves the worker (the answer, the failed event): scrubbed as the log scrubs a line,
     // as a queued job's error is before it is reported.
     const ending = scrubbed(await run.ended, log);
-    clearTimeout(deadline);
+    over = true;
+    if (deadline !== undefined) clearTimeout(deadline);
     if (hardStop !== undefined) clearTimeout(hardStop);
-    const executionTime = Date.now() - startedAt;
+    const executionTime = startedAt === undefined ? 0 : Date.now() - startedAt;
     this.#report(id, ending, executionTime);
     if (answered) return;
     this.#answer(res, route, mode, ending, { id, executionTime, timedOut }, answer);
@@ -390,6 +434,12 @@ export class RequestServer {
   ): void {
     const { id, executionTime } = meta;
     if (ending.kind === "killed") {
+      // A stream cut off by force ends with an error, never like a complete one.
+      const error = "the handler was stopped by force";
+      if (mode.kind === "sse") {
+        if (route.kind === "openai") res.write(`data: ${JSON.stringify(openAIErrorOf(error).body)}\n\n`);
+        else writeEvent(res, "error", { id, status: "FAILED", error });
+      }
       answer(meta.timedOut ? 504 : 503, { id, status: "FAILED", error: "the handler was stopped by force" });
       return;
     }
@@ -437,6 +487,14 @@ export class RequestServer {
   }
 }
 
+/**
+ * How many requests may be in flight: a plain handler's concurrency; for a batch handler, whose
+ * concurrency counts batches at once, that many full batches (concurrency × batch.maxSize).
+ */
+export function requestLimit(definition: HandlerDefinition, concurrency: number): number {
+  return definition.batch === undefined ? concurrency : concurrency * definition.batch.maxSize;
+}
+
 /** `ending` with its error message scrubbed of the log's secrets (the worker's API key) and the secret patterns. */
 function scrubbed(ending: RunEnding, log: Logger): RunEnding {
   if (ending.kind !== "error") return ending;
@@ -454,6 +512,10 @@ function itemJson(value: unknown): string {
     return JSON.stringify(Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString("base64"));
   }
   return JSON.stringify(value) ?? "null";
+}
+
+function sleepFor(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }
 
 function writeEvent(res: ServerResponse, event: string, data: unknown): void {

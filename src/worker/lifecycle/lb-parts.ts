@@ -42,6 +42,7 @@ export function lbParts(source: LbPartsSource): { readonly port: WorkerPart; rea
     reports: {
       unfit: (check, reason) => lifecycle.unfit(check, reason),
       refresh: (requestId) => lifecycle.refresh(requestId),
+      runaway: (requestId) => lifecycle.runaway(requestId),
     },
   });
   const port: WorkerPart = {
