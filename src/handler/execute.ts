@@ -217,7 +217,7 @@ function aggregateItem(value: unknown): unknown {
 }
 
 /** What {@link drain} reads besides the generator. */
-interface DrainParts {
+interface DrainDeps {
   readonly definition: HandlerDefinition;
   /** The job's metrics, read as each item is split (every chunk carries them). */
   readonly metrics: JobMetrics;
@@ -229,7 +229,7 @@ interface DrainParts {
 /** Drains a generator: each item becomes stream chunks (split to the chunk limit); the final output is `[]` or every item. */
 async function drain(
   iterator: AsyncIterator<unknown> | Iterator<unknown>,
-  { definition, metrics, hooks, signal }: DrainParts,
+  { definition, metrics, hooks, signal }: DrainDeps,
   fail: (err: unknown) => JobResult,
   stopPod: boolean,
 ): Promise<JobResult> {

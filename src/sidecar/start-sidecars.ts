@@ -22,7 +22,7 @@ export const SIDECAR_CHECK = "sidecar";
 export const DEV_SIDECARS_ENV = "RUNLET_DEV_SIDECARS";
 
 /** What {@link startSidecars} works with, all the worker's. */
-export interface StartSidecarsParts {
+export interface StartSidecarsDeps {
   /** The definition's checked sidecars (`definition.sidecars`); none: nothing is started. */
   readonly sidecars: readonly SidecarSettings[];
   readonly log: Logger;
@@ -76,17 +76,17 @@ export function isDevSidecarMessage(value: unknown): value is DevSidecarMessage 
  * const sidecars = await startSidecars({ sidecars: definition.sidecars, log, clock, closing, env, baseEnv, unfit, failRunningJobs });
  * if (sidecars === undefined) return; // unfit or closing: take nothing
  */
-export async function startSidecars(parts: StartSidecarsParts): Promise<RunningSidecars | undefined> {
-  if (parts.sidecars.length === 0) return NONE;
-  if (parts.closing.aborted) return undefined;
-  const began = parts.clock.now();
+export async function startSidecars(deps: StartSidecarsDeps): Promise<RunningSidecars | undefined> {
+  if (deps.sidecars.length === 0) return NONE;
+  if (deps.closing.aborted) return undefined;
+  const began = deps.clock.now();
   const running =
-    parts.env[DEV_SIDECARS_ENV] === "ipc" && typeof process.send === "function"
-      ? await viaDevParent(parts)
-      : await ownSidecars(parts);
+    deps.env[DEV_SIDECARS_ENV] === "ipc" && typeof process.send === "function"
+      ? await viaDevParent(deps)
+      : await ownSidecars(deps);
   if (running !== undefined) {
-    const ms = parts.clock.now() - began;
-    parts.log.info({ sidecars: Object.keys(running.urls), ms }, "sidecars ready");
+    const ms = deps.clock.now() - began;
+    deps.log.info({ sidecars: Object.keys(running.urls), ms }, "sidecars ready");
   }
   return running;
 }
@@ -114,46 +114,46 @@ function urlsOf(sidecars: readonly SidecarSettings[]): Readonly<Record<string, s
 }
 
 /** The owner of a failed `unfit`: a log line (the worker goes on; its ping still says what it can). */
-function unfitFailed(parts: StartSidecarsParts, err: unknown): void {
-  parts.log.error({ err }, "marking the worker unfit for its sidecars failed");
+function unfitFailed(deps: StartSidecarsDeps, err: unknown): void {
+  deps.log.error({ err }, "marking the worker unfit for its sidecars failed");
 }
 
 /** What follows a sidecar's death while the worker runs: the jobs fail, the worker is unfit. */
-function died(parts: StartSidecarsParts, reason: string): void {
-  parts.log.error({ code: "RUNLET_SIDECAR_FAILED" }, reason);
+function died(deps: StartSidecarsDeps, reason: string): void {
+  deps.log.error({ code: "RUNLET_SIDECAR_FAILED" }, reason);
   // Unfit first: it stops the take, so no job arrives after the running ones were failed.
-  settle(parts.unfit(SIDECAR_CHECK, reason), (err) => unfitFailed(parts, err));
-  parts.failRunningJobs(reason);
+  settle(deps.unfit(SIDECAR_CHECK, reason), (err) => unfitFailed(deps, err));
+  deps.failRunningJobs(reason);
 }
 
-async function ownSidecars(parts: StartSidecarsParts): Promise<RunningSidecars | undefined> {
+async function ownSidecars(deps: StartSidecarsDeps): Promise<RunningSidecars | undefined> {
   // Loaded only for a handler with sidecars: the worker's own start does not pay for child_process.
   const { SidecarProcess } = await import("./sidecar-process.js");
   const procs: SidecarProcess[] = [];
-  const baseEnv = sidecarEnv(parts.baseEnv, parts.env);
+  const baseEnv = sidecarEnv(deps.baseEnv, deps.env);
   try {
-    for (const settings of parts.sidecars) {
-      procs.push(new SidecarProcess({ settings, log: parts.log, clock: parts.clock, baseEnv }));
+    for (const settings of deps.sidecars) {
+      procs.push(new SidecarProcess({ settings, log: deps.log, clock: deps.clock, baseEnv }));
     }
-    await Promise.all(procs.map((p) => p.waitReady(parts.closing)));
+    await Promise.all(procs.map((p) => p.waitReady(deps.closing)));
   } catch (err) {
     await Promise.all(procs.map((p) => p.stop()));
-    if (parts.closing.aborted) return undefined;
+    if (deps.closing.aborted) return undefined;
     const reason = (err as Error)?.message ?? String(err);
-    settle(parts.unfit(SIDECAR_CHECK, reason), (unfitErr) => unfitFailed(parts, unfitErr));
+    settle(deps.unfit(SIDECAR_CHECK, reason), (unfitErr) => unfitFailed(deps, unfitErr));
     return undefined;
   }
   for (const p of procs) {
     settle(
       p.exited.then((exit) => {
-        if (!p.stopping) died(parts, p.reasonFor(exit, " while the worker ran"));
+        if (!p.stopping) died(deps, p.reasonFor(exit, " while the worker ran"));
       }),
-      (err) => parts.log.error({ err, sidecar: p.settings.name }, "following the sidecar's exit failed"),
+      (err) => deps.log.error({ err, sidecar: p.settings.name }, "following the sidecar's exit failed"),
     );
   }
   let closing: Promise<void> | undefined;
   return {
-    urls: urlsOf(parts.sidecars),
+    urls: urlsOf(deps.sidecars),
     close() {
       closing ??= Promise.all(procs.map((p) => p.stop())).then(() => undefined);
       return closing;
@@ -162,23 +162,23 @@ async function ownSidecars(parts: StartSidecarsParts): Promise<RunningSidecars |
 }
 
 /** Under `runlet dev`: asks the parent for the sidecars, which it keeps across worker restarts. */
-async function viaDevParent(parts: StartSidecarsParts): Promise<RunningSidecars | undefined> {
+async function viaDevParent(deps: StartSidecarsDeps): Promise<RunningSidecars | undefined> {
   const send = process.send?.bind(process);
   if (send === undefined) return undefined;
   let onMessage: ((message: unknown) => void) | undefined;
   const answer = await new Promise<DevSidecarMessage | "closed">((resolve) => {
-    const stopWaiting = onAbort(parts.closing, () => resolve("closed"));
+    const stopWaiting = onAbort(deps.closing, () => resolve("closed"));
     onMessage = (message) => {
       if (!isDevSidecarMessage(message)) return;
       if (message.runlet === "sidecars.exited") {
-        died(parts, message.reason);
+        died(deps, message.reason);
         return;
       }
       stopWaiting();
       resolve(message);
     };
     process.on("message", onMessage);
-    send({ runlet: "sidecars.ensure", sidecars: parts.sidecars } satisfies DevSidecarMessage);
+    send({ runlet: "sidecars.ensure", sidecars: deps.sidecars } satisfies DevSidecarMessage);
   });
   const release = () => {
     if (onMessage !== undefined) process.off("message", onMessage);
@@ -192,16 +192,16 @@ async function viaDevParent(parts: StartSidecarsParts): Promise<RunningSidecars 
   if (answer.runlet !== "sidecars.ready") {
     release();
     settle(
-      parts.unfit(
+      deps.unfit(
         SIDECAR_CHECK,
         answer.runlet === "sidecars.failed" ? answer.reason : "runlet dev refused the sidecars",
       ),
-      (err) => unfitFailed(parts, err),
+      (err) => unfitFailed(deps, err),
     );
     return undefined;
   }
   return {
-    urls: urlsOf(parts.sidecars),
+    urls: urlsOf(deps.sidecars),
     // runlet dev keeps them running for the next worker; this one only stops listening.
     close() {
       release();

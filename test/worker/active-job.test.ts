@@ -6,7 +6,7 @@ import { defineHandler, type HandlerDefinition } from "../../src/index.js";
 import type { DeliveredJob } from "../../src/protocol/index.js";
 import { resolveWorkerConfig } from "../../src/worker/config.js";
 import { ActiveJob } from "../../src/worker/job/active-job.js";
-import type { JobParts } from "../../src/worker/job/job-parts.js";
+import type { JobDeps } from "../../src/worker/job/job-deps.js";
 import { PlainScheduler } from "../../src/worker/job/scheduler.js";
 import { take } from "../../src/worker/job/take-loop.js";
 import { WorkerLifecycle } from "../../src/worker/lifecycle/lifecycle.js";
@@ -22,7 +22,7 @@ import { gate, testHarness, turn, waitFor } from "../support/workers.js";
  */
 
 interface Rig {
-  readonly parts: JobParts;
+  readonly parts: JobDeps;
   readonly clock: ManualClock;
   readonly lifecycle: WorkerLifecycle;
   job(input?: unknown): Promise<DeliveredJob>;
@@ -53,7 +53,7 @@ async function rig(h: Harness, definition: HandlerDefinition): Promise<Rig> {
     s3: s3Settings(config, definition),
   };
   const scheduler = new PlainScheduler(new InProcessRunner(definition, settings, log, clock));
-  const parts: JobParts = {
+  const parts: JobDeps = {
     config,
     definition,
     http,

@@ -4,7 +4,7 @@ import { ManualClock } from "../../src/harness/index.js";
 import type { HandlerDefinition } from "../../src/index.js";
 import type { DeliveredJob } from "../../src/protocol/index.js";
 import { resolveWorkerConfig, type WorkerConfig } from "../../src/worker/config.js";
-import type { JobParts } from "../../src/worker/job/job-parts.js";
+import type { JobDeps } from "../../src/worker/job/job-deps.js";
 import { PlainScheduler } from "../../src/worker/job/scheduler.js";
 import { take } from "../../src/worker/job/take-loop.js";
 import type { WorkerFacts } from "../../src/worker/lifecycle/lifecycle.js";
@@ -65,7 +65,7 @@ export function partsRig(h: Harness): PartsRig {
 export function jobParts(
   r: PartsRig,
   definition: HandlerDefinition,
-): { readonly parts: JobParts; readonly stops: string[] } {
+): { readonly parts: JobDeps; readonly stops: string[] } {
   const { config, http, log, clock } = r;
   const stops: string[] = [];
   // The facts a job reports to the worker's lifecycle, recorded by name.
@@ -80,7 +80,7 @@ export function jobParts(
     bucket: config.bucket,
     s3: s3Settings(config, definition),
   };
-  const parts: JobParts = {
+  const parts: JobDeps = {
     config,
     definition,
     http,

@@ -107,7 +107,7 @@ describe("the worker's layers", () => {
     const sample = (from: string, text: string) => edgesOf(from, text);
     expect(
       violations([
-        ...sample("worker/job/job-parts.ts", 'import type { WorkerFacts } from "../lifecycle/lifecycle.js";'),
+        ...sample("worker/job/job-deps.ts", 'import type { WorkerFacts } from "../lifecycle/lifecycle.js";'),
         ...sample("worker/runner/runner.ts", 'const m = await import("../job/job-board.js");'),
         ...sample("worker/fitness/health.ts", 'import {\n  x,\n} from "../platform/heartbeat.js";'),
         ...sample("telemetry/otel.ts", 'import type { WorkerEvents } from "../worker/events.js";'),
@@ -116,7 +116,7 @@ describe("the worker's layers", () => {
         ...sample("worker/job/active-job.ts", 'import { JobClock } from "./job-clock.js";'),
       ]),
     ).toEqual([
-      "worker/job/job-parts.ts → worker/lifecycle/lifecycle.ts (layer 4 imports layer 5)",
+      "worker/job/job-deps.ts → worker/lifecycle/lifecycle.ts (layer 4 imports layer 5)",
       "worker/runner/runner.ts → worker/job/job-board.ts (layer 1 imports layer 4)",
       "worker/fitness/health.ts → worker/platform/heartbeat.ts (layer 2 imports layer 2)",
       "telemetry/otel.ts → worker/events.ts (telemetry imports the worker)",

@@ -15,7 +15,7 @@ export {
   gpuCheck,
   probeGpu,
 } from "./gpu-checks.js";
-export { checkFitness, type FitnessParts, runFitnessChecks } from "./run-fitness.js";
+export { checkFitness, type FitnessDeps, runFitnessChecks } from "./run-fitness.js";
 export {
   diskCheck,
   type MemoryReading,

@@ -14,7 +14,7 @@ import { runHealthCheck } from "./health.js";
  */
 
 /** What the fitness step works with. */
-export interface FitnessParts {
+export interface FitnessDeps {
   readonly definition: HandlerDefinition;
   readonly config: FitnessConfig;
   /** Run the built-in checks (the worker's `fitnessChecks`); the handler's `healthCheck` runs either way. */
@@ -28,17 +28,17 @@ export interface FitnessParts {
 
 /** Runs the checks in order; resolves with the first unfitness, or undefined when all passed (or the worker closed). Never rejects. */
 export async function runFitnessChecks(
-  parts: FitnessParts,
+  deps: FitnessDeps,
   given?: readonly FitnessCheck[],
 ): Promise<Unfitness | undefined> {
-  const { log, closing, definition } = parts;
+  const { log, closing, definition } = deps;
   // The built-in checks' module (node:child_process, node:net) loads when they run, not with the
   // worker: a start that skips them all (RUNPOD_SKIP_AUTO_SYSTEM_CHECKS and RUNPOD_SKIP_GPU_CHECK)
   // never pays for it (docs/benchmarks.md, "Cold start").
   let checks = given ?? [];
-  if (given === undefined && parts.builtIn && !(parts.config.skipSystemChecks && parts.config.skipGpuCheck)) {
+  if (given === undefined && deps.builtIn && !(deps.config.skipSystemChecks && deps.config.skipGpuCheck)) {
     try {
-      checks = (await import("./built-in-checks.js")).builtInChecks(parts.config, closing);
+      checks = (await import("./built-in-checks.js")).builtInChecks(deps.config, closing);
     } catch (err) {
       return { check: "fitness", reason: `the built-in checks could not load: ${String(err)}` };
     }
@@ -70,7 +70,7 @@ export async function runFitnessChecks(
   }
   if (definition.healthCheck !== undefined) {
     const at = performance.now();
-    const unfit = await runHealthCheck(definition, log, closing, parts.clock);
+    const unfit = await runHealthCheck(definition, log, closing, deps.clock);
     if (closing.aborted) return undefined;
     const ms = Math.round(performance.now() - at);
     if (unfit !== undefined) {
@@ -93,8 +93,8 @@ export async function runFitnessChecks(
  * The worker's fitness step: runs every check and, on a failure, reports the worker unfit to
  * its lifecycle (unhealthy ping with `check=<name>`, stop, exit code 1). False when it failed.
  */
-export async function checkFitness(parts: FitnessParts, facts: Pick<WorkerFacts, "unfit">): Promise<boolean> {
-  const unfit = await runFitnessChecks(parts);
+export async function checkFitness(deps: FitnessDeps, facts: Pick<WorkerFacts, "unfit">): Promise<boolean> {
+  const unfit = await runFitnessChecks(deps);
   if (unfit === undefined) return true;
   facts.unfit(unfit.check, unfit.reason);
   return false;

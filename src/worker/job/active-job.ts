@@ -10,7 +10,7 @@ import { StateMachine, type Transitions } from "../../state-machine.js";
 import { type HeartbeatSlot, NULL_SLOT } from "../platform/heartbeat.js";
 import type { RunHandle, RunJob } from "../runner/run.js";
 import { JobClock, jobTimeoutMs, timeoutMessage } from "./job-clock.js";
-import { type JobParts, openOutbox } from "./job-parts.js";
+import { type JobDeps, openOutbox } from "./job-deps.js";
 import { fitResult } from "./offload.js";
 import type { JobOutbox } from "./outbox.js";
 import type { Launch, ScheduledJob, Seat } from "./scheduler.js";
@@ -66,7 +66,7 @@ const NOT_LAUNCHED: ReadonlySet<ActiveJobState> = new Set(["admitted", "waiting"
 /** A job the worker is running or still reporting. */
 export class ActiveJob implements ScheduledJob {
   readonly id: string;
-  readonly #parts: JobParts;
+  readonly #deps: JobDeps;
   readonly #job: DeliveredJob;
   readonly #log: Logger;
   readonly #outbox: JobOutbox;
@@ -94,15 +94,15 @@ export class ActiveJob implements ScheduledJob {
   /** Resolves when the job's posts are done (delivered, replaced, given up or discarded). */
   readonly reported: Promise<unknown>;
 
-  constructor(job: DeliveredJob, parts: JobParts) {
+  constructor(job: DeliveredJob, deps: JobDeps) {
     this.id = job.id;
     this.#job = job;
-    this.#parts = parts;
-    this.#log = parts.log.child({ requestId: job.id });
+    this.#deps = deps;
+    this.#log = deps.log.child({ requestId: job.id });
     this.#machine = new StateMachine(`job ${job.id}`, NEXT, "admitted", "RUNLET_WORKER_STATE");
     // Minted before its handler can run: one that then blocks the main thread is still named by the pings.
-    this.#slot = parts.heartbeat?.slot(job.id) ?? NULL_SLOT;
-    const { config, definition, scheduler } = parts;
+    this.#slot = deps.heartbeat?.slot(job.id) ?? NULL_SLOT;
+    const { config, definition, scheduler } = deps;
     this.#clock = new JobClock({
       clock: config.clock,
       timeoutMs: jobTimeoutMs(job, definition.executionTimeoutMs),
@@ -110,7 +110,7 @@ export class ActiveJob implements ScheduledJob {
       // The in-process watchdog on the heartbeat thread: where nothing can hard-stop a run and the worker may end the process.
       watchdog: !scheduler.canHardStop && config.exitOnHardStop ? this.#slot : undefined,
     });
-    const { outbox, reported } = openOutbox(job.id, parts, this.#log, parts.events);
+    const { outbox, reported } = openOutbox(job.id, deps, this.#log, deps.events);
     this.#outbox = outbox;
     this.reported = reported;
     this.#hooksOfRun = this.#hooks();
@@ -153,7 +153,7 @@ export class ActiveJob implements ScheduledJob {
       // the main thread hard-stops it itself.
       onLaunch: (at) => {
         this.transition("running");
-        this.#parts.events?.emit("launched", { jobId: this.id, at });
+        this.#deps.events?.emit("launched", { jobId: this.id, at });
         if (this.#state === "running") this.#clock.watch(at + this.#clock.timeoutMs, this.#streaming);
       },
     };
@@ -161,11 +161,11 @@ export class ActiveJob implements ScheduledJob {
 
   /** Where the handler's progress and chunks land, on whichever runner it runs (a thread's messages are relayed to them by ThreadRunner). */
   #hooks(): ExecuteHooks {
-    const { config, definition } = this.#parts;
+    const { config, definition } = this.#deps;
     const streamUrl = config.urls.stream(this.id);
     return {
-      validated: (ok, startedAt) => this.#parts.events?.emit("validated", { jobId: this.id, ok, startedAt }),
-      wrapHandler: (log, run) => this.#parts.events?.wrapHandler(this.id, log, run) ?? run(log),
+      validated: (ok, startedAt) => this.#deps.events?.emit("validated", { jobId: this.id, ok, startedAt }),
+      wrapHandler: (log, run) => this.#deps.events?.wrapHandler(this.id, log, run) ?? run(log),
       streaming: () => {
         this.#streaming = true;
         // A watchdog armed before the handler turned out to stream must post its failure as a stream's final.
@@ -174,7 +174,7 @@ export class ActiveJob implements ScheduledJob {
       progress: (json) => {
         if (this.#state !== "running") return;
         this.#outbox.progress(config.urls.done(this.id, false), json);
-        this.#parts.events?.emit("progress", { jobId: this.id, body: json });
+        this.#deps.events?.emit("progress", { jobId: this.id, body: json });
       },
       chunks: async (bodies) => {
         if (this.#state !== "running") return;
@@ -193,7 +193,7 @@ export class ActiveJob implements ScheduledJob {
    * one fails at once, taking no seat). Never rejects.
    */
   async prepare(): Promise<boolean> {
-    const { definition, config } = this.#parts;
+    const { definition, config } = this.#deps;
     let parsed: ParsedInput;
     try {
       parsed = await parseInput(definition.input, this.#job.input);
@@ -241,7 +241,7 @@ export class ActiveJob implements ScheduledJob {
         kind: "error",
         message: `the worker failed while running this job: ${(err as Error)?.message ?? String(err)}`,
         code: "RUNLET_JOB_FAILED",
-        stopPod: this.#parts.definition.refreshWorker,
+        stopPod: this.#deps.definition.refreshWorker,
       });
       await this.#outbox.done;
     } finally {
@@ -251,13 +251,13 @@ export class ActiveJob implements ScheduledJob {
 
   async #start(): Promise<void> {
     this.#log.info("Started.");
-    this.#parts.events?.emit("started", { jobId: this.id });
+    this.#deps.events?.emit("started", { jobId: this.id });
     // A plain handler's job is launched within admit(); a batch handler's waits for its seat.
     let waiting: Promise<Launch | undefined> | undefined;
     this.#launched = (launch) => {
       this.#launch = launch;
     };
-    this.#parts.scheduler.admit(this);
+    this.#deps.scheduler.admit(this);
     if (this.#launch === undefined && NOT_LAUNCHED.has(this.#state)) {
       waiting = new Promise<Launch | undefined>((resolve) => {
         this.#launched = resolve;
@@ -335,14 +335,14 @@ export class ActiveJob implements ScheduledJob {
       },
       ranAway: () => {
         if (this.#state === "timed-out") this.#finalize(this.#timeoutError());
-        this.#parts.facts.runaway(this.id);
+        this.#deps.facts.runaway(this.id);
       },
     });
   }
 
   #failure(reason: Error): ExecuteOutcome {
     const code = isRunletError(reason) ? reason.code : "RUNLET_JOB_STOPPED";
-    const stopPod = this.#parts.definition.refreshWorker;
+    const stopPod = this.#deps.definition.refreshWorker;
     return { result: { kind: "error", message: reason.message, code, stopPod }, metrics: {} };
   }
 
@@ -351,7 +351,7 @@ export class ActiveJob implements ScheduledJob {
       kind: "error",
       message: timeoutMessage(this.#clock.timeoutMs),
       code: "RUNLET_JOB_TIMEOUT",
-      stopPod: this.#parts.definition.refreshWorker,
+      stopPod: this.#deps.definition.refreshWorker,
     };
   }
 
@@ -385,7 +385,7 @@ export class ActiveJob implements ScheduledJob {
       kind: "error",
       message,
       code: "RUNLET_JOB_SHUTDOWN",
-      stopPod: this.#parts.definition.refreshWorker,
+      stopPod: this.#deps.definition.refreshWorker,
     });
     if (NOT_LAUNCHED.has(state)) this.#leave();
     else this.#abortRun(error);
@@ -393,14 +393,14 @@ export class ActiveJob implements ScheduledJob {
 
   /** Leaves its scheduler before its run started: it takes no seat, and its life ends with its report. */
   #leave(): void {
-    this.#parts.scheduler.withdraw(this);
+    this.#deps.scheduler.withdraw(this);
     this.#launched(undefined);
   }
 
   async #settle(outcome: ExecuteOutcome | "killed"): Promise<void> {
     if (outcome !== "killed" && outcome.unfit !== undefined) {
       // The reason goes out in the unhealthy ping: the job's s3Config keys leave it here (the rest, in the lifecycle).
-      this.#parts.facts.unfit(
+      this.#deps.facts.unfit(
         outcome.unfit.check,
         redactText(outcome.unfit.reason, this.#log, jobSecrets(this.#job)),
       );
@@ -418,11 +418,11 @@ export class ActiveJob implements ScheduledJob {
       };
     }
     const fittingAt = Date.now();
-    const fitted = await fitResult(result, this.#job, this.#parts, this.#log);
+    const fitted = await fitResult(result, this.#job, this.#deps, this.#log);
     if (fitted !== result && result.kind === "output") {
       const bytes = Buffer.byteLength(result.json);
       const ok = fitted.kind === "output";
-      this.#parts.events?.emit("offloaded", { jobId: this.id, bytes, ok, startedAt: fittingAt });
+      this.#deps.events?.emit("offloaded", { jobId: this.id, bytes, ok, startedAt: fittingAt });
     }
     this.#finalize(fitted, outcome.metrics, outcome.batch);
   }
@@ -435,19 +435,19 @@ export class ActiveJob implements ScheduledJob {
         ? { ...reported, message: redactText(reported.message, this.#log, jobSecrets(this.#job)) }
         : reported;
     const isStream = this.#streaming || (result.kind === "output" && result.stream);
-    const url = withBatchQuery(this.#parts.config.urls.done(this.id, isStream), batch);
+    const url = withBatchQuery(this.#deps.config.urls.done(this.id, isStream), batch);
     this.#outbox.final(url, finalBodyText(result), result.stopPod);
-    if (result.stopPod) this.#parts.facts.refresh(this.id);
+    if (result.stopPod) this.#deps.facts.refresh(this.id);
     const executionTimeMs = Date.now() - this.#startedAt;
     if (result.kind === "output") {
       this.#log.info({ executionTimeMs, metrics }, "Finished.");
-      this.#parts.events?.emit("finished", { jobId: this.id, executionTimeMs, metrics, batch });
+      this.#deps.events?.emit("finished", { jobId: this.id, executionTimeMs, metrics, batch });
     } else {
       this.#log.warn(
         { executionTimeMs, metrics, code: result.code, error: result.message.slice(0, 500) },
         "Finished.",
       );
-      this.#parts.events?.emit("failed", {
+      this.#deps.events?.emit("failed", {
         jobId: this.id,
         executionTimeMs,
         metrics,

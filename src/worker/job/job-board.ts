@@ -5,7 +5,7 @@ import { WaiterSet } from "../../wait.js";
 import { ActiveJob } from "./active-job.js";
 import { initialConcurrency, nextConcurrency } from "./concurrency.js";
 import { failureBody } from "./failure-body.js";
-import { type JobParts, openOutbox } from "./job-parts.js";
+import { type JobDeps, openOutbox } from "./job-deps.js";
 
 /**
  * The jobs a worker holds (running, or still being reported) and its slots: the take loop asks it
@@ -30,7 +30,7 @@ export const EARLY_STOPS_KEPT = 256;
 
 /** The jobs a worker holds, and its slots. */
 export class JobBoard {
-  readonly #parts: JobParts;
+  readonly #deps: JobDeps;
   readonly #jobs = new Map<string, ActiveJob>();
   /** Reports of jobs failed without being run (bad, or more than the take asked for); shutdown waits for them. */
   readonly #unrunReports = new Set<Promise<unknown>>();
@@ -42,17 +42,17 @@ export class JobBoard {
   #concurrency: number;
 
   /**
-   * @param parts what every job uses (the worker's config, handler, scheduler, outbox settings…).
+   * @param deps what every job uses (the worker's config, handler, scheduler, outbox settings…).
    * @param closing aborting it ends every {@link waitForChange} at once.
    * @param changes what {@link waitForChange} waits on; the worker shares it with the scheduler,
    *   whose room may grow without a job ending (a batch started). @default a set of its own
    */
-  constructor(parts: JobParts, closing: AbortSignal, changes = new WaiterSet(parts.config.clock)) {
-    this.#parts = parts;
+  constructor(deps: JobDeps, closing: AbortSignal, changes = new WaiterSet(deps.config.clock)) {
+    this.#deps = deps;
     this.#changes = changes;
     this.#closing = closing;
-    this.#concurrency = initialConcurrency(parts.definition.concurrency);
-    parts.scheduler.setConcurrency(this.#concurrency);
+    this.#concurrency = initialConcurrency(deps.definition.concurrency);
+    deps.scheduler.setConcurrency(this.#concurrency);
   }
 
   /** The current concurrency (how many jobs the worker may hold). */
@@ -67,7 +67,7 @@ export class JobBoard {
    * the filling batch lacks).
    */
   consultConcurrency(): number {
-    const { definition, log, scheduler } = this.#parts;
+    const { definition, log, scheduler } = this.#deps;
     this.#concurrency = nextConcurrency(definition.concurrency, this.#concurrency, log);
     scheduler.setConcurrency(this.#concurrency);
     return this.#jobs.size + scheduler.room(this.#jobs.size);
@@ -107,7 +107,7 @@ export class JobBoard {
    * unrun. The heartbeat thread's job table lists each job before its handler can run.
    */
   admit(jobs: readonly DeliveredJob[], bad: readonly BadJob[], free: number): void {
-    const { log } = this.#parts;
+    const { log } = this.#deps;
     for (const item of bad) {
       if (item.id !== undefined && this.#jobs.has(item.id)) {
         // A malformed copy of a job already running: the copy is ignored, like a well-formed one;
@@ -155,7 +155,7 @@ export class JobBoard {
    */
   #addressable(jobId: string): boolean {
     if (jobId !== "." && jobId !== "..") return true;
-    this.#parts.log.error(
+    this.#deps.log.error(
       { code: "RUNLET_PROTOCOL_BAD_JOB", jobId },
       "the platform delivered a job whose id a result URL cannot carry (the URL parser reads it as a path step); refusing it, nothing is posted",
     );
@@ -179,20 +179,20 @@ export class JobBoard {
   }
 
   #start(job: DeliveredJob): void {
-    this.#parts.events?.emit("taken", { jobId: job.id, traceContext: job["traceContext"] });
+    this.#deps.events?.emit("taken", { jobId: job.id, traceContext: job["traceContext"] });
     // The job mints its heartbeat slot (listed before its handler can run) and releases it when finished.
-    const active = new ActiveJob(job, this.#parts);
+    const active = new ActiveJob(job, this.#deps);
     this.#jobs.set(job.id, active);
-    this.#parts.http.jobsHeld(this.#jobs.size);
+    this.#deps.http.jobsHeld(this.#jobs.size);
     this.#changes.wakeAll();
     const release = (): void => {
       this.#jobs.delete(job.id);
-      this.#parts.http.jobsHeld(this.#jobs.size);
+      this.#deps.http.jobsHeld(this.#jobs.size);
       this.#changes.wakeAll();
     };
     // `finished` never rejects (ActiveJob catches into the job's failure); the slot is released either way.
     settle(active.finished.then(release), (err) => {
-      this.#parts.log.error({ err, jobId: job.id }, "a job's promise rejected");
+      this.#deps.log.error({ err, jobId: job.id }, "a job's promise rejected");
       release();
     });
   }
@@ -202,8 +202,8 @@ export class JobBoard {
    * through its own outbox (retried like any result); shutdown waits for the report.
    */
   #failUnrun(jobId: string, reason: string): void {
-    const { config, log } = this.#parts;
-    const { outbox, reported } = openOutbox(jobId, this.#parts, log.child({ requestId: jobId }));
+    const { config, log } = this.#deps;
+    const { outbox, reported } = openOutbox(jobId, this.#deps, log.child({ requestId: jobId }));
     outbox.final(config.urls.done(jobId, false), failureBody(reason), false);
     const done = reported
       .catch((err: unknown) => log.error({ err, jobId }, "reporting an unrun job failed"))

@@ -13,7 +13,7 @@ import type { S3Settings } from "../runner/runner.js";
  */
 
 /** What offloading reads from the worker. */
-export interface OffloadParts {
+export interface OffloadDeps {
   /** `maxResultBytes` and the endpoint's BUCKET_* store. */
   readonly config: WorkerConfig;
   /** Aborted at the shutdown flush deadline: ends the upload (and a job's every retry). */
@@ -26,16 +26,16 @@ export interface OffloadParts {
 export async function fitResult(
   result: JobResult,
   job: DeliveredJob,
-  parts: OffloadParts,
+  deps: OffloadDeps,
   log: Logger,
 ): Promise<JobResult> {
   if (result.kind !== "output") return result;
   const bytes = Buffer.byteLength(result.json);
-  const limit = parts.config.maxResultBytes;
+  const limit = deps.config.maxResultBytes;
   if (bytes <= limit) return result;
   let s3: JobS3 | undefined;
   try {
-    s3 = await createOffloadStore(job, parts, log);
+    s3 = await createOffloadStore(job, deps, log);
     if (s3?.configured) {
       const ref = await s3.offloadOutput(result.json);
       log.info({ bytes, key: ref.key }, "the output was too large to post; offloaded it to S3");
@@ -61,10 +61,10 @@ export async function fitResult(
 
 async function createOffloadStore(
   job: DeliveredJob,
-  parts: OffloadParts,
+  deps: OffloadDeps,
   log: Logger,
 ): Promise<JobS3 | undefined> {
-  if (job.s3Config === undefined && parts.config.bucket === undefined) return undefined;
+  if (job.s3Config === undefined && deps.config.bucket === undefined) return undefined;
   // Loaded here, lazily: the AWS SDK is paid for only when an output is too large.
   const { createJobS3 } = await import("../../s3/index.js").catch((err: unknown) => {
     throw s3LoadError(err);
@@ -72,9 +72,9 @@ async function createOffloadStore(
   return createJobS3({
     jobId: job.id,
     s3Config: job.s3Config as JobS3Options["s3Config"],
-    bucket: parts.config.bucket,
-    signal: parts.giveUp,
+    bucket: deps.config.bucket,
+    signal: deps.giveUp,
     log,
-    ...parts.s3,
+    ...deps.s3,
   });
 }

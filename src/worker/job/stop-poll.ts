@@ -2,7 +2,7 @@ import { withLinkedSignal } from "../../linked-signal.js";
 import { backoffMs } from "../../retry-policy.js";
 import { retryAfterMs, sleep } from "../../wait.js";
 import type { JobBoard } from "./job-board.js";
-import { type LoopParts, SLOW_DOWN_MS } from "./take-loop.js";
+import { SLOW_DOWN_MS, type TakeLoopDeps } from "./take-loop.js";
 
 /**
  * The job-stop long poll (docs/protocol.md, "Stopping one job"): `GET` the job-take URL with `/job-take/` replaced
@@ -48,7 +48,7 @@ export function readJobsToStop(text: string): string[] {
  * `slowDownMs` is the wait after a 429 without Retry-After.
  */
 export async function pollJobStops(
-  { config, http, log, closing }: LoopParts,
+  { config, http, log, closing }: TakeLoopDeps,
   board: StopPollBoard,
   slowDownMs = SLOW_DOWN_MS,
 ): Promise<void> {

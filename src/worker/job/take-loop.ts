@@ -26,7 +26,7 @@ export const INSTANT_EMPTY_MS = 1_000;
 const CONCURRENCY_RECHECK_MS = 1_000;
 
 /** What the worker's long-running loops (this one and the job-stop poll) work with. */
-export interface LoopParts {
+export interface TakeLoopDeps {
   readonly config: WorkerConfig;
   readonly http: PlatformHttp;
   readonly log: Logger;
@@ -43,7 +43,7 @@ export type TakeLoopBoard = Pick<JobBoard, "size" | "consultConcurrency" | "wait
 
 /** Runs until `closing` aborts; the jobs of each answer go to `board.admit`. */
 export async function runTakeLoop(
-  { config, http, log, closing }: LoopParts,
+  { config, http, log, closing }: TakeLoopDeps,
   board: TakeLoopBoard,
 ): Promise<void> {
   let faults = 0;

@@ -65,7 +65,7 @@ export interface JobRun {
 }
 
 /** What {@link startJobRun} needs besides the request. */
-export interface JobRunParts {
+export interface JobRunDeps {
   readonly definition: HandlerDefinition;
   readonly scheduler: Scheduler;
   readonly events: WorkerEventHub;
@@ -73,13 +73,13 @@ export interface JobRunParts {
 
 /** Starts `input` as job `id` with `timeoutMs`; what it yields goes to `sink`. */
 export function startJobRun(
-  parts: JobRunParts,
+  deps: JobRunDeps,
   request: { readonly id: string; readonly input: unknown; readonly timeoutMs: number; readonly log: Logger },
   sink: RunSink,
 ): JobRun {
-  const job = new RequestJob(parts, request, sink);
-  parts.events.emit("taken", { jobId: request.id });
-  parts.scheduler.admit(job);
+  const job = new RequestJob(deps, request, sink);
+  deps.events.emit("taken", { jobId: request.id });
+  deps.scheduler.admit(job);
   return job;
 }
 
@@ -92,7 +92,7 @@ class RequestJob implements ScheduledJob, JobRun {
   readonly id: string;
   readonly started: Promise<number>;
   readonly ended: Promise<RunEnding>;
-  readonly #parts: JobRunParts;
+  readonly #deps: JobRunDeps;
   readonly #input: DeliveredJob["input"];
   readonly #timeoutMs: number;
   readonly #log: Logger;
@@ -106,7 +106,7 @@ class RequestJob implements ScheduledJob, JobRun {
   #aborted = false;
 
   constructor(
-    parts: JobRunParts,
+    deps: JobRunDeps,
     request: {
       readonly id: string;
       readonly input: unknown;
@@ -115,10 +115,10 @@ class RequestJob implements ScheduledJob, JobRun {
     },
     sink: RunSink,
   ) {
-    const { events } = parts;
+    const { events } = deps;
     const { id, log } = request;
     this.id = id;
-    this.#parts = parts;
+    this.#deps = deps;
     this.#input = (request.input ?? null) as DeliveredJob["input"];
     this.started = new Promise((resolve) => {
       this.#startedWith = resolve;
@@ -153,7 +153,7 @@ class RequestJob implements ScheduledJob, JobRun {
       log: this.#log,
       parsed: this.#parsed,
       hooks: this.#hooks,
-      onLaunch: () => this.#parts.events.emit("started", { jobId: id }),
+      onLaunch: () => this.#deps.events.emit("started", { jobId: id }),
     };
   }
 
@@ -162,7 +162,7 @@ class RequestJob implements ScheduledJob, JobRun {
     if (this.#over) return false;
     let parsed: ParsedInput;
     try {
-      parsed = await parseInput(this.#parts.definition.input, this.#input);
+      parsed = await parseInput(this.#deps.definition.input, this.#input);
     } catch (err) {
       parsed = {
         ok: false,
@@ -175,7 +175,7 @@ class RequestJob implements ScheduledJob, JobRun {
         kind: "error",
         message: parsed.message,
         code: "RUNLET_INPUT_INVALID",
-        stopPod: this.#parts.definition.refreshWorker,
+        stopPod: this.#deps.definition.refreshWorker,
         metrics: {},
       });
       return false;
@@ -209,7 +209,7 @@ class RequestJob implements ScheduledJob, JobRun {
     const launch = this.#launch;
     if (launch === undefined) {
       // Still validating or waiting for a batch's seat: it leaves, and ends as its signal would have ended it.
-      this.#parts.scheduler.withdraw(this);
+      this.#deps.scheduler.withdraw(this);
       this.#end(abortedWith(reason));
       return;
     }

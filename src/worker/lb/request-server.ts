@@ -11,7 +11,7 @@ import {
   consultConcurrency,
   deadlineMessage,
   type JobRun,
-  type JobRunParts,
+  type JobRunDeps,
   type RunEnding,
   startJobRun,
 } from "./job-run.js";
@@ -37,7 +37,7 @@ export interface ServerReports {
 }
 
 /** What the request server is built from. */
-export interface RequestServerParts extends JobRunParts {
+export interface RequestServerDeps extends JobRunDeps {
   readonly definition: HandlerDefinition;
   readonly log: Logger;
   readonly events: WorkerEventHub;
@@ -61,7 +61,7 @@ type AnswerMode = { kind: "json"; items: unknown[] | undefined; bytes: number } 
 
 /** The request server. */
 export class RequestServer {
-  readonly #parts: RequestServerParts;
+  readonly #deps: RequestServerDeps;
   readonly #routes: ReadonlyMap<string, Route>;
   readonly #server: Server;
   readonly #inFlight = new Set<InFlight>();
@@ -70,10 +70,10 @@ export class RequestServer {
   /** Wakes the drain when a request ends. */
   #changed: (() => void) | undefined;
 
-  constructor(parts: RequestServerParts) {
-    this.#parts = parts;
-    this.#routes = routesOf(parts.definition);
-    const concurrency = parts.definition.concurrency;
+  constructor(deps: RequestServerDeps) {
+    this.#deps = deps;
+    this.#routes = routesOf(deps.definition);
+    const concurrency = deps.definition.concurrency;
     this.#concurrency = typeof concurrency === "number" ? concurrency : 1;
     this.#server = createServer((req, res) => this.#serve(req, res));
     this.#server.requestTimeout = 0;
@@ -106,14 +106,14 @@ export class RequestServer {
     this.#server.closeIdleConnections();
     await this.#waitEmpty(withinMs);
     if (this.#inFlight.size > 0) {
-      this.#parts.log.warn(
+      this.#deps.log.warn(
         { requests: this.#inFlight.size },
         "the shutdown grace ended with requests still running: aborting them",
       );
       for (const entry of this.#inFlight) {
         entry.run?.abort(new RunletError("RUNLET_JOB_SHUTDOWN", "the worker is shutting down"));
       }
-      const graceMs = this.#parts.definition.hardStopGraceMs;
+      const graceMs = this.#deps.definition.hardStopGraceMs;
       await this.#waitEmpty(graceMs);
       const stops: Promise<void>[] = [];
       for (const entry of this.#inFlight) {
@@ -123,13 +123,13 @@ export class RequestServer {
           stopping.then(
             (stopped) => {
               if (!stopped)
-                this.#parts.log.warn(
+                this.#deps.log.warn(
                   { requestId: entry.id },
                   "a request's handler ignored its aborted signal",
                 );
             },
             (err: unknown) =>
-              this.#parts.log.warn({ err, requestId: entry.id }, "hard-stopping a request failed"),
+              this.#deps.log.warn({ err, requestId: entry.id }, "hard-stopping a request failed"),
           ),
         );
       }
@@ -161,7 +161,7 @@ export class RequestServer {
     const header = req.headers["x-request-id"];
     const id = typeof header === "string" && CLIENT_ID.test(header) ? header : `lb-${randomUUID()}`;
     const path = pathOf(req.url ?? "/");
-    const log = this.#parts.log.child({ requestId: id });
+    const log = this.#deps.log.child({ requestId: id });
     res.setHeader("x-request-id", id);
     res.on("finish", () => {
       log.info(
@@ -189,10 +189,10 @@ export class RequestServer {
       sendJson(res, 503, { error: "the worker is stopping" }, { connection: "close" });
       return;
     }
-    this.#concurrency = consultConcurrency(this.#parts.definition.concurrency, this.#concurrency, log);
+    this.#concurrency = consultConcurrency(this.#deps.definition.concurrency, this.#concurrency, log);
     // The scheduler runs with it too: a batch handler's concurrency is its batches at once.
-    this.#parts.scheduler.setConcurrency(this.#concurrency);
-    const limit = requestLimit(this.#parts.definition, this.#concurrency);
+    this.#deps.scheduler.setConcurrency(this.#concurrency);
+    const limit = requestLimit(this.#deps.definition, this.#concurrency);
     if (this.#inFlight.size >= limit) {
       sendJson(
         res,
@@ -233,7 +233,7 @@ export class RequestServer {
     entry: InFlight,
     log: Logger,
   ): Promise<void> {
-    const { definition } = this.#parts;
+    const { definition } = this.#deps;
     const id = entry.id;
     let body: unknown;
     if (req.method === "POST") {
@@ -281,7 +281,7 @@ export class RequestServer {
       sendJson(res, status, value);
     };
     const run = startJobRun(
-      this.#parts,
+      this.#deps,
       { id, input, timeoutMs, log },
       {
         streaming: () => {
@@ -352,7 +352,7 @@ export class RequestServer {
               { code: "RUNLET_JOB_TIMEOUT", hardStopGraceMs: definition.hardStopGraceMs },
               "the handler ignored its aborted signal past hardStopGraceMs and cannot be stopped in-process",
             );
-            this.#parts.reports.runaway(id);
+            this.#deps.reports.runaway(id);
           }),
           (err: unknown) => log.warn({ err }, "hard-stopping the request failed"),
         );
@@ -398,7 +398,7 @@ export class RequestServer {
 
   /** The end's events (telemetry, the dashboard) and what it asks of the worker. */
   #report(id: string, ending: RunEnding, executionTimeMs: number): void {
-    const { events, reports } = this.#parts;
+    const { events, reports } = this.#deps;
     if (ending.kind === "killed") {
       events.emit("failed", {
         jobId: id,

@@ -4,7 +4,7 @@ import { HANDLER_DEFAULTS } from "../../handler/define-handler.js";
 import { settle } from "../../task-sink.js";
 import type { WorkerEventHub } from "../events.js";
 import { FrontThread } from "../lb/front-thread.js";
-import type { JobRunParts } from "../lb/job-run.js";
+import type { JobRunDeps } from "../lb/job-run.js";
 import { LB_MAX_REQUEST_MS, type LbSettings } from "../lb/lb-config.js";
 import { RequestServer } from "../lb/request-server.js";
 import type { WorkerLifecycle } from "./lifecycle.js";
@@ -25,7 +25,7 @@ export interface LbPartsSource {
   readonly log: Logger;
   readonly lifecycle: WorkerLifecycle;
   readonly events: WorkerEventHub;
-  readonly scheduler: JobRunParts["scheduler"];
+  readonly scheduler: JobRunDeps["scheduler"];
   /** The worker's clock's now (the parts' stop deadline is on it). */
   readonly now: () => number;
 }

@@ -11,7 +11,7 @@ import { checkFitness } from "../fitness/run-fitness.js";
 import type { JobBoard } from "../job/job-board.js";
 import type { Scheduler } from "../job/scheduler.js";
 import { pollJobStops } from "../job/stop-poll.js";
-import { type LoopParts, runTakeLoop } from "../job/take-loop.js";
+import { runTakeLoop, type TakeLoopDeps } from "../job/take-loop.js";
 import {
   Heartbeat,
   type HeartbeatOptions,
@@ -417,7 +417,7 @@ function takeLoopPart({ config, http, log, lifecycle, board, tasks }: PartsSourc
     name: "take loop",
     start: () => true,
     ready: () => {
-      const parts: LoopParts = { config, http, log, closing: lifecycle.taking };
+      const parts: TakeLoopDeps = { config, http, log, closing: lifecycle.taking };
       // The loop never throws; were it to, the worker could take nothing more: unfit, not silent.
       loop = tasks.run("take loop", () => runTakeLoop(parts, board), { unfit: "take-loop" });
     },

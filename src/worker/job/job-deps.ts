@@ -4,17 +4,17 @@ import type { WorkerEventHub } from "../events.js";
 import type { WorkerFacts } from "../facts.js";
 import type { SlotSource } from "../platform/heartbeat.js";
 import type { PlatformHttp } from "../platform/platform-http.js";
-import type { OffloadParts } from "./offload.js";
+import type { OffloadDeps } from "./offload.js";
 import { type FinalDelivery, JobOutbox } from "./outbox.js";
 import type { Scheduler } from "./scheduler.js";
 
 /**
- * What a job on the main thread is run with — the worker's parts ActiveJob (active-job.ts) and the
+ * What a job on the main thread is run with — the worker's objects ActiveJob (active-job.ts) and the
  * job board share — and its outbox, wired the one way every job's is.
  */
 
-/** The worker's parts a job uses, built once by the worker (its `config`, `giveUp` and `s3` also offload outputs). */
-export interface JobParts extends OffloadParts {
+/** What a job uses of the worker, built once by the worker (its `config`, `giveUp` and `s3` also offload outputs). */
+export interface JobDeps extends OffloadDeps {
   readonly definition: HandlerDefinition;
   readonly http: PlatformHttp;
   /** When the job's run starts (plain: at once; a batch handler's: with its batch). */
@@ -40,11 +40,11 @@ export interface JobParts extends OffloadParts {
  */
 export function openOutbox(
   jobId: string,
-  parts: JobParts,
+  deps: JobDeps,
   log: Logger,
   events?: WorkerEventHub,
 ): { readonly outbox: JobOutbox; readonly reported: Promise<FinalDelivery> } {
-  const { config, http, giveUp, facts } = parts;
+  const { config, http, giveUp, facts } = deps;
   const outbox = new JobOutbox({
     jobId,
     http,
