@@ -81,7 +81,7 @@ describe("a project made by runlet init", () => {
     // Each starter's own `npm test`, and one type-check over all of them, side by side. The ocr
     // starter is type-checked here; its own tests (the real model on rendered pictures) run in
     // `npm run test:image` (scripts/image/test-image.ts), and the same handler and model code
-    // runs in test/examples/ocr.test.ts, which test/cli/templates.unit.test.ts keeps identical to it.
+    // runs in test/examples/ocr.test.ts, which runs the starter's own files (examples/ocr re-exports them).
     const tested = dirs.filter((d) => !d.endsWith(`${sep}ocr`));
     const [tsc, ...tests] = await Promise.all([
       runNode([join(REPO_ROOT, "node_modules", "typescript", "bin", "tsc"), "-p", tmp], {

@@ -475,8 +475,8 @@ const STARTERS = process.env["RUNLET_TEST_STARTERS"] === "all" ? ALL_STARTERS : 
  * Starters whose own `npm test` runs in `npm run test:image` instead (scripts/image/test-image.ts
  * takes the OCR starter from init through npm test to an image): here they install, type-check
  * and build. The OCR starter's tests load the real model (a minute on two loaded cores), and the
- * same handler and model code runs in test/examples/ocr.test.ts, which test/cli/templates.unit.test.ts
- * keeps identical to the starter's.
+ * same handler and model code runs in test/examples/ocr.test.ts (examples/ocr re-exports the
+ * starter's files; test/cli/templates.unit.test.ts keeps it so).
  */
 const TESTED_IN_IMAGE_RUN = new Set(["ocr"]);
 
