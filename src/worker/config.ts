@@ -217,48 +217,8 @@ export function resolveWorkerConfig(options: WorkerOptions): WorkerConfig {
       `startWorker: mode must be "queue" or "lb", got ${describeValue(mode)}`,
     );
   }
+  // What both modes' configs hold beyond the env and the checked options.
   const common = {
-    fitness,
-    sidecarBaseEnv,
-    postRetry: postRetryPolicy(checked),
-    pollRetry: pollRetryPolicy(checked),
-    clock: options.clock ?? realClock({ unref: false }),
-    startupBudget,
-  };
-  if (mode === "lb") {
-    return Object.freeze({
-      ...env,
-      ...checked,
-      ...common,
-      mode,
-      lb: readLbSettings(options.env),
-      // No platform queue in this mode: the parts that would call it are not in the part list.
-      jobTakeUrl: "",
-      jobDoneUrl: "",
-      urls: NO_PLATFORM_URLS,
-      handlerModule: checked.handlerModule,
-      threadEntry: checked.threadEntry,
-      heartbeatEntry: checked.heartbeatEntry,
-      allowPrivateAddresses: operatorAllows ?? checked.allowPrivateAddresses,
-      warnings: operatorAllows ? Object.freeze([...env.warnings, PRIVATE_ADDRESSES_WARNING]) : env.warnings,
-      presignExpiresSec: checked.presignExpiresSec,
-      tmpRoot: checked.tmpRoot,
-    });
-  }
-  if (env.jobTakeUrl === undefined || env.jobDoneUrl === undefined) {
-    throw new RunletError(
-      "RUNLET_CONFIG_INVALID",
-      "startWorker needs the platform's RUNPOD_WEBHOOK_GET_JOB and RUNPOD_WEBHOOK_POST_OUTPUT; " +
-        "locally, use `runlet dev` or `runlet test` instead",
-    );
-  }
-  return Object.freeze({
-    ...env,
-    ...checked,
-    mode,
-    lb: undefined,
-    jobTakeUrl: env.jobTakeUrl,
-    jobDoneUrl: env.jobDoneUrl,
     handlerModule: checked.handlerModule,
     threadEntry: checked.threadEntry,
     heartbeatEntry: checked.heartbeatEntry,
@@ -273,9 +233,38 @@ export function resolveWorkerConfig(options: WorkerOptions): WorkerConfig {
     startupBudget,
     postRetry: postRetryPolicy(checked),
     pollRetry: pollRetryPolicy(checked),
-    urls: platformUrls({ ...env, jobTakeUrl: env.jobTakeUrl, jobDoneUrl: env.jobDoneUrl }),
     // Ref'd timers: a back-off sleep may be the one thing that keeps the worker process running.
     clock: options.clock ?? realClock({ unref: false }),
+  };
+  if (mode === "lb") {
+    return Object.freeze({
+      ...env,
+      ...checked,
+      ...common,
+      mode,
+      lb: readLbSettings(options.env),
+      // No platform queue in this mode: the parts that would call it are not in the part list.
+      jobTakeUrl: "",
+      jobDoneUrl: "",
+      urls: NO_PLATFORM_URLS,
+    });
+  }
+  if (env.jobTakeUrl === undefined || env.jobDoneUrl === undefined) {
+    throw new RunletError(
+      "RUNLET_CONFIG_INVALID",
+      "startWorker needs the platform's RUNPOD_WEBHOOK_GET_JOB and RUNPOD_WEBHOOK_POST_OUTPUT; " +
+        "locally, use `runlet dev` or `runlet test` instead",
+    );
+  }
+  return Object.freeze({
+    ...env,
+    ...checked,
+    ...common,
+    mode,
+    lb: undefined,
+    jobTakeUrl: env.jobTakeUrl,
+    jobDoneUrl: env.jobDoneUrl,
+    urls: platformUrls({ ...env, jobTakeUrl: env.jobTakeUrl, jobDoneUrl: env.jobDoneUrl }),
   });
 }
 

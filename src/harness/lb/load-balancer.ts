@@ -1,6 +1,7 @@
 import { type IncomingMessage, request, type ServerResponse } from "node:http";
 import { pipeline, Transform } from "node:stream";
 import { RunletError } from "../../errors.js";
+import { sendJson } from "../http/http-util.js";
 
 /**
  * A load-balancing endpoint of the harness (docs/load-balancing.md, "The harness and `runlet
@@ -282,7 +283,7 @@ export class LoadBalancer {
     });
     const length = Number(req.headers["content-length"]);
     if (Number.isFinite(length) && length > this.#maxBodyBytes) {
-      send(res, 413, { error: `the request body is over the ${this.#maxBodyBytes}-byte limit (30 MB)` });
+      sendJson(res, 413, { error: `the request body is over the ${this.#maxBodyBytes}-byte limit (30 MB)` });
       req.resume();
       return;
     }
@@ -297,11 +298,11 @@ export class LoadBalancer {
         hangUp.signal,
       );
       if (found === "gone") {
-        send(res, 404, { error: "affinity_worker_gone", workerId: wanted });
+        sendJson(res, 404, { error: "affinity_worker_gone", workerId: wanted });
         return;
       }
       if (found === undefined) {
-        send(res, 400, { error: "worker_timeout", reason: "timed out waiting for worker" });
+        sendJson(res, 400, { error: "worker_timeout", reason: "timed out waiting for worker" });
         return;
       }
     } else {
@@ -313,7 +314,7 @@ export class LoadBalancer {
       };
       found = await this.#waitFor(pick, this.#waitMs, hangUp.signal);
       if (found === undefined || found === "gone") {
-        send(res, 503, { error: "no workers available" }, { "retry-after": "1" });
+        sendJson(res, 503, { error: "no workers available" }, { "retry-after": "1" });
         return;
       }
     }
@@ -342,7 +343,8 @@ export class LoadBalancer {
       const up = request(`${member.info.url}${path}`, { method: req.method, headers, agent: false });
       const timer = setTimeout(() => {
         up.destroy();
-        if (!res.headersSent) send(res, 504, { error: "the request ran past the 5.5 min processing limit" });
+        if (!res.headersSent)
+          sendJson(res, 504, { error: "the request ran past the 5.5 min processing limit" });
         else res.destroy();
         release();
       }, this.#maxRequestMs);
@@ -355,7 +357,7 @@ export class LoadBalancer {
         const declared = Number(answer.headers["content-length"]);
         if (Number.isFinite(declared) && declared > this.#maxBodyBytes) {
           answer.resume();
-          send(
+          sendJson(
             res,
             502,
             { error: `the worker's answer is over the ${this.#maxBodyBytes}-byte limit (30 MB)` },
@@ -381,7 +383,12 @@ export class LoadBalancer {
       });
       up.on("error", () => {
         if (!res.headersSent) {
-          send(res, 502, { error: "the worker did not answer" }, { "x-runpod-worker-id": member.info.id });
+          sendJson(
+            res,
+            502,
+            { error: "the worker did not answer" },
+            { "x-runpod-worker-id": member.info.id },
+          );
         } else res.destroy();
         release();
       });
@@ -396,7 +403,7 @@ export class LoadBalancer {
         if (received > this.#maxBodyBytes) {
           up.destroy();
           if (!res.headersSent)
-            send(res, 413, {
+            sendJson(res, 413, {
               error: `the request body is over the ${this.#maxBodyBytes}-byte limit (30 MB)`,
             });
           req.resume();
@@ -410,20 +417,4 @@ export class LoadBalancer {
       req.on("end", () => up.end());
     });
   }
-}
-
-function send(
-  res: ServerResponse,
-  status: number,
-  body: unknown,
-  headers: Record<string, string> = {},
-): void {
-  if (res.headersSent || res.destroyed) return;
-  const text = JSON.stringify(body);
-  res.writeHead(status, {
-    ...headers,
-    "content-type": "application/json",
-    "content-length": Buffer.byteLength(text),
-  });
-  res.end(text);
 }
