@@ -1,6 +1,7 @@
 import { type IncomingMessage, request, type ServerResponse } from "node:http";
 import { pipeline, Transform } from "node:stream";
 import { RunletError } from "../../errors.js";
+import { WaiterSet } from "../../wait.js";
 import { sendJson } from "../http/http-util.js";
 
 /**
@@ -129,7 +130,8 @@ export class LoadBalancer {
   readonly #onDemand: (() => void) | undefined;
   readonly #members = new Map<string, Member>();
   /** Wakes requests waiting for a slot (a request ended, a worker became ready). */
-  readonly #waiters = new Set<() => void>();
+  /** Requests waiting for a worker: woken when one frees or joins, else they look again each health interval. */
+  readonly #waiters = new WaiterSet();
   readonly #recent: LbRequestView[] = [];
   readonly #timer: NodeJS.Timeout;
 
@@ -195,7 +197,7 @@ export class LoadBalancer {
   }
 
   #wake(): void {
-    for (const wake of [...this.#waiters]) wake();
+    this.#waiters.wakeAll();
   }
 
   #pollHealth(): void {
@@ -249,17 +251,7 @@ export class LoadBalancer {
       if (found !== undefined) return found;
       const left = end - Date.now();
       if (left <= 0 || signal.aborted) return undefined;
-      await new Promise<void>((resolve) => {
-        const done = (): void => {
-          clearTimeout(timer);
-          signal.removeEventListener("abort", done);
-          this.#waiters.delete(done);
-          resolve();
-        };
-        const timer = setTimeout(done, Math.min(left, this.#healthIntervalMs));
-        signal.addEventListener("abort", done, { once: true });
-        this.#waiters.add(done);
-      });
+      await this.#waiters.wait(Math.min(left, this.#healthIntervalMs), signal);
     }
   }
 
