@@ -1,4 +1,4 @@
-import { hfCacheDir } from "./model-cache-config.js";
+import { hfCacheDir } from "./config.js";
 
 /**
  * The environment a sidecar needs to load the platform's cached model and never reach for the

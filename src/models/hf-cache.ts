@@ -2,7 +2,7 @@ import type { Dirent } from "node:fs";
 import { readdir, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { RunletError } from "../errors.js";
-import { hfCacheDir } from "./model-cache-config.js";
+import { hfCacheDir } from "./config.js";
 
 /**
  * Resolves a model the platform cached for the endpoint (docs/models.md, "Cached models"). The
