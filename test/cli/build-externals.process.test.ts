@@ -1,12 +1,13 @@
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
-import { cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { cp, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { renderProjectDockerfile, WORKER_NODE_FLAGS } from "../../src/cli/dockerfile.js";
 import { isOtherPlatform } from "../../src/cli/externals.js";
 import { startHarness } from "../../src/harness/index.js";
+import { put } from "../support/put-file.js";
 import { childEnv, runCli } from "../support/run-cli.js";
 
 // `runlet build` on a small project whose node_modules the test writes: a package with native
@@ -23,11 +24,6 @@ afterAll(async () => {
 
 const HERE = `${process.platform}-${process.arch}`;
 const OTHER = process.platform === "win32" ? "linux-x64" : "win32-x64";
-
-async function put(path: string, text: string): Promise<void> {
-  await mkdir(dirname(path), { recursive: true });
-  await writeFile(path, text);
-}
 
 /** A project folder with the fake packages and a handler using them. */
 async function project(name: string, pkg: Record<string, unknown> = {}): Promise<string> {

@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
-import { lstat, mkdir, mkdtemp, readdir, readFile, readlink, rm, symlink, writeFile } from "node:fs/promises";
+import { lstat, mkdir, mkdtemp, readdir, readFile, readlink, rm, symlink } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { copyExternals } from "../../src/cli/externals.js";
 import {
@@ -11,6 +11,7 @@ import {
   NO_FILE_RULES,
   PackagePruner,
 } from "../../src/cli/prune-externals.js";
+import { put } from "../support/put-file.js";
 
 // copyExternals on node_modules folders the test writes: symbolic links that stay inside a
 // package, leave it or loop (issue 51, item 7), and what the default pruning leaves out of
@@ -23,11 +24,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await rm(tmp, { recursive: true, force: true });
 });
-
-async function put(path: string, text: string): Promise<void> {
-  await mkdir(dirname(path), { recursive: true });
-  await writeFile(path, text);
-}
 
 /** A project folder with one package `pkg` (its manifest `manifest`) holding `files`. */
 async function project(
