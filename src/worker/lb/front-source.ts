@@ -45,14 +45,20 @@ function isHealth(req) {
   return (req.method === "GET" || req.method === "HEAD") && pathOf(req.url || "/") === healthPath;
 }
 
-// The answer goes out at once; the rest of the body is read and dropped (never kept), so a client
-// still sending reads the 413 rather than a broken pipe. One that sends on past 10 s is cut off.
+// The answer goes out at once, whole (its length is in its headers, so a client reads all of it),
+// but the connection is ended only once the client has sent its body, which is read and dropped
+// (never kept): a client still sending reads the 413 rather than a broken pipe. One that sends on
+// past 10 s is cut off.
 function tooLarge(req, res, received) {
-  send(res, 413, { error: "the request body is larger than the limit of " + maxBodyBytes + " bytes (30 MB)" + (received === undefined ? "" : ": " + received + " bytes read") });
+  const text = JSON.stringify({ error: "the request body is larger than the limit of " + maxBodyBytes + " bytes (30 MB)" + (received === undefined ? "" : ": " + received + " bytes read") });
+  res.writeHead(413, { "content-type": "application/json", "content-length": Buffer.byteLength(text), "cache-control": "no-store", connection: "close" });
+  res.write(text);
   req.resume();
   const timer = setTimeout(() => req.socket.destroy(), 10000);
   timer.unref();
-  req.once("end", () => clearTimeout(timer));
+  const finish = () => { clearTimeout(timer); res.end(); };
+  req.once("end", finish);
+  req.once("close", finish);
 }
 
 function forward(req, res) {
