@@ -92,6 +92,8 @@ export class Harness {
   readonly #replaced = new Set<string>();
   #dashboard: Dashboard | undefined;
   #url = "";
+  /** Made by {@link inMemory}: nothing listens. */
+  #inMemory = false;
   #closing: Promise<void> | undefined;
 
   private constructor(options: ResolvedOptions) {
@@ -246,6 +248,7 @@ export class Harness {
     }
     const harness = new Harness(resolved);
     harness.#url = "http://localhost";
+    harness.#inMemory = true;
     for (const ep of resolved.endpoints) harness.addEndpoint(ep);
     const page = resolved.dashboard;
     if (page !== undefined) harness.#dashboard = Dashboard.inMemory(harness.#dashboardSource(page));
@@ -436,12 +439,18 @@ export class Harness {
     return this.#events.subscribe(listener);
   }
 
-  /** The platform environment (docs/protocol.md, "Environment") with which a worker connects to `endpointId`. */
+  /**
+   * The platform environment (docs/protocol.md, "Environment") with which a worker connects to
+   * `endpointId`. A harness in memory ({@link inMemory}) gives no ping URL: its worker connects
+   * through {@link connect} (the worker's `connect` option), and the heartbeat thread, which pings
+   * over sockets, would find nothing listening.
+   */
   workerEnv(endpointId: string, options: WorkerEnvOptions = {}): Record<string, string> {
     this.#endpoint(endpointId);
     return workerEnvFor(this.#url, endpointId, this.#options.apiKey, {
       ...options,
       gpuTypeId: options.gpuTypeId ?? this.#options.gpuTypeId,
+      ping: !this.#inMemory,
     });
   }
 

@@ -1,5 +1,6 @@
 import type { ClientRequest, Agent as HttpAgent, IncomingMessage } from "node:http";
 import type { LookupFunction, Socket } from "node:net";
+import type { Duplex } from "node:stream";
 import { onAbort } from "../linked-signal.js";
 import {
   type Answer,
@@ -9,6 +10,7 @@ import {
   type Hop,
   networkError,
 } from "./answer-reader.js";
+import { asSocket, type Connect } from "./in-memory.js";
 import { IDLE_SOCKET_MS, MAX_CONNECTIONS } from "./rules.js";
 import { type Target, Targets } from "./targets.js";
 
@@ -35,6 +37,11 @@ export interface NodeClientOptions {
   /** Resolves host names (the private-address guard of downloads). */
   readonly lookup?: LookupFunction;
   readonly maxConnections?: number;
+  /**
+   * Opens each request's connection in memory instead of a socket (in-memory.ts; tests against
+   * `Harness.inMemory`): one connection per request, closed after its answer, as without an agent.
+   */
+  readonly connect?: Connect;
 }
 
 /** What a request of one scheme goes through: node:http's or node:https's. */
@@ -50,6 +57,8 @@ export class NodeClient implements Collector {
   #closed = false;
   readonly #targets = new Targets();
   readonly #options: NodeClientOptions;
+  /** The connections in memory still open (`connect`), for close(). */
+  readonly #connections = new Set<Duplex>();
 
   constructor(options: NodeClientOptions = {}) {
     this.#options = options;
@@ -89,9 +98,12 @@ export class NodeClient implements Collector {
       hop.body === undefined
         ? hop.headers
         : { ...hop.headers, "content-length": String(hop.body.byteLength) };
+    const connect = this.#options.connect;
     return client.request(
       {
-        agent: client.agent,
+        ...(connect === undefined
+          ? { agent: client.agent }
+          : { createConnection: () => this.#inMemory(connect) }),
         hostname: to.hostname,
         port: to.port,
         method: hop.method,
@@ -208,10 +220,19 @@ export class NodeClient implements Collector {
     });
   }
 
+  /** A connection in memory, kept until it closes. */
+  #inMemory(connect: Connect): Socket {
+    const connection = connect();
+    this.#connections.add(connection);
+    connection.once("close", () => this.#connections.delete(connection));
+    return asSocket(connection);
+  }
+
   /** Closes every connection (requests still running are destroyed), refuses later requests, and resolves once each socket has closed. */
   async close(): Promise<void> {
     this.#closed = true;
-    const sockets: Socket[] = [];
+    const sockets: Array<Socket | Duplex> = [...this.#connections];
+    for (const connection of this.#connections) connection.destroy();
     for (const client of [this.#http, this.#https]) {
       if (client === undefined) continue;
       for (const list of [client.agent.sockets, client.agent.freeSockets]) {

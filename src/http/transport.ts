@@ -2,6 +2,7 @@ import type { LookupFunction } from "node:net";
 import { RunletError } from "../errors.js";
 import { settle } from "../task-sink.js";
 import type { Answer, CollectLimits, Collector, HeaderSource, Hop } from "./answer-reader.js";
+import type { Connect } from "./in-memory.js";
 import { NodeClient, type Opened } from "./node-client.js";
 import {
   DEFAULT_ANSWER_BODY_MS,
@@ -84,6 +85,12 @@ export interface TransportOptions {
    * management clients pass {@link dispatcherClient} over their dispatcher.
    */
   readonly client?: Collector;
+  /**
+   * Opens every connection in memory instead of a socket (in-memory.ts): tests pass a harness's
+   * `connect` (`Harness.inMemory`). Everything then goes through node:http, one connection per
+   * request: `client` and `loadFastClient` are not used, and `lookup` and `checkHop` still are.
+   */
+  readonly connect?: Connect;
 }
 
 /** True for a request the HTTP client refused before sending it: sending it again fails the same way. */
@@ -127,8 +134,9 @@ export class HttpTransport {
     this.#node = new NodeClient({
       ...(options.keepAlive === undefined ? {} : { keepAlive: options.keepAlive }),
       ...(options.lookup === undefined ? {} : { lookup: options.lookup }),
+      ...(options.connect === undefined ? {} : { connect: options.connect }),
     });
-    this.#fast = options.client;
+    this.#fast = options.connect === undefined ? options.client : undefined;
     const base: Record<string, string> = {};
     if (options.userAgent !== undefined) base["user-agent"] = options.userAgent;
     if (options.credential !== undefined) base["authorization"] = options.credential;
@@ -159,7 +167,8 @@ export class HttpTransport {
    */
   warmUp(): Promise<boolean> {
     const load = this.#options.loadFastClient;
-    if (load === undefined || this.#closed) return Promise.resolve(false);
+    if (load === undefined || this.#options.connect !== undefined || this.#closed)
+      return Promise.resolve(false);
     this.#warming ??= load().then(
       (client) => {
         if (this.#closed) {

@@ -1,3 +1,4 @@
+import type { Duplex } from "node:stream";
 import type { Logger } from "pino";
 import { z } from "zod";
 import { type Clock, realClock } from "../clock.js";
@@ -116,6 +117,14 @@ export interface WorkerOptions {
    * @default "queue"
    */
   mode?: "queue" | "lb";
+  /**
+   * Opens the main thread's connections to the platform in memory instead of over sockets: a test
+   * passes `() => harness.connect()` of a `Harness.inMemory` (docs/harness.md, "A worker in
+   * memory"). Each request then has a connection of its own and undici is never loaded. The
+   * heartbeat thread still pings over sockets: an in-memory harness's `workerEnv` gives no ping
+   * URL. @default sockets
+   */
+  connect?: () => Duplex;
 }
 
 /** The worker's settings: the platform env plus options, merged and frozen. */
@@ -154,6 +163,8 @@ export interface WorkerConfig extends PlatformEnv {
   readonly mode: "queue" | "lb";
   /** The load-balancing server's ports and health path; undefined in queue mode. */
   readonly lb: LbSettings | undefined;
+  /** The platform's connections in memory (the `connect` option); undefined: sockets. */
+  readonly connect: (() => Duplex) | undefined;
 }
 
 const optionsSchema = z.object({
@@ -199,6 +210,7 @@ export function resolveWorkerConfig(options: WorkerOptions): WorkerConfig {
       sidecarBaseEnv: undefined,
       startedAt: undefined,
       mode: undefined,
+      connect: undefined,
     },
     "RUNLET_CONFIG_INVALID",
     "startWorker: ",
@@ -217,8 +229,15 @@ export function resolveWorkerConfig(options: WorkerOptions): WorkerConfig {
       `startWorker: mode must be "queue" or "lb", got ${describeValue(mode)}`,
     );
   }
+  if (options.connect !== undefined && typeof options.connect !== "function") {
+    throw new RunletError(
+      "RUNLET_CONFIG_INVALID",
+      `startWorker: connect must be a function that returns a connection (a harness's connect), got ${describeValue(options.connect)}`,
+    );
+  }
   // What both modes' configs hold beyond the env and the checked options.
   const common = {
+    connect: options.connect,
     handlerModule: checked.handlerModule,
     threadEntry: checked.threadEntry,
     heartbeatEntry: checked.heartbeatEntry,

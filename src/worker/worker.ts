@@ -66,7 +66,7 @@ export class Worker {
     this.stopped = new Promise((resolve) => {
       this.#resolveStopped = resolve;
     });
-    const http = new PlatformHttp(config.apiKey);
+    const http = new PlatformHttp(config.apiKey, config.connect);
     const settings: RunnerSettings = {
       identity: { hostname: config.hostname, workerId: config.podId },
       bucket: config.bucket,

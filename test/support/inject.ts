@@ -34,6 +34,11 @@ export interface SendInit {
 /** Statuses whose answer has no body (a Response refuses one). */
 const NULL_BODY = new Set([101, 204, 205, 304]);
 
+/** Whether `h` was made by {@link inMemoryHarness}: nothing listens, requests go through `connect`. */
+export function isInMemory(h: Harness): boolean {
+  return inMemory.has(h);
+}
+
 /** Sends `path` (with its query) to the harness: in memory when it was made so, else over loopback. */
 export function send(h: Harness, path: string, init: SendInit = {}): Promise<Response> {
   return inMemory.has(h)

@@ -2,6 +2,7 @@ import { Writable } from "node:stream";
 import type { HandlerDefinition } from "../../src/handler/index.js";
 import { type Harness, startHarness } from "../../src/harness/index.js";
 import { startWorker, type Worker, type WorkerOptions } from "../../src/worker/index.js";
+import { inMemoryHarness, isInMemory } from "./inject.js";
 
 export { turn, waitFor } from "./wait-for.js";
 
@@ -29,12 +30,24 @@ export function logSink(): LogSink {
   return { stream, lines, text: () => raw };
 }
 
-/** A harness with short long polls, for tests. */
+/** A harness on loopback with short long polls, for tests whose subject is the socket (or a process). */
 export function testHarness(takeTimeoutMs = 300): Promise<Harness> {
   return startHarness({ takeTimeoutMs });
 }
 
-/** Starts a worker for `definition` against endpoint "local" of `h`, logging JSON lines into `sink`. */
+/**
+ * A harness in memory with short long polls (Harness.inMemory): {@link workerFor} connects its
+ * workers through `Harness.connect`, so neither side opens a socket. The workers have no heartbeat
+ * thread (nothing listens for pings); a test of pings or the watchdog uses {@link testHarness}.
+ */
+export function memoryHarness(takeTimeoutMs = 300): Harness {
+  return inMemoryHarness({ takeTimeoutMs });
+}
+
+/**
+ * Starts a worker for `definition` against endpoint "local" of `h`, logging JSON lines into `sink`;
+ * over memory when `h` is a {@link memoryHarness}, over loopback otherwise.
+ */
 export function workerFor(
   h: Harness,
   definition: HandlerDefinition,
@@ -55,6 +68,7 @@ export function workerFor(
     flushTimeoutMs: 2_000,
     retryBaseMs: 20,
     retryCapMs: 200,
+    ...(isInMemory(h) ? { connect: () => h.connect() } : {}),
     ...rest,
   });
 }

@@ -28,7 +28,11 @@ export function workerEnvFor(
   baseUrl: string,
   endpointId: string,
   apiKey: string,
-  options: WorkerEnvOptions & { readonly gpuTypeId: string },
+  options: WorkerEnvOptions & {
+    readonly gpuTypeId: string;
+    /** Give the ping URL (`RUNPOD_WEBHOOK_PING`); false for a harness in memory. @default true */
+    readonly ping?: boolean;
+  },
 ): Record<string, string> {
   const base = `${baseUrl}/v2/${encodeURIComponent(endpointId)}`;
   const gpu = "?gpu=$RUNPOD_GPU_TYPE_ID";
@@ -38,7 +42,7 @@ export function workerEnvFor(
     [E.jobTakeUrl]: `${base}/job-take/$ID${gpu}`,
     [E.jobDoneUrl]: `${base}/job-done/$RUNPOD_POD_ID/$ID${gpu}`,
     [E.jobStreamUrl]: `${base}/job-stream/$RUNPOD_POD_ID/$ID${gpu}`,
-    [E.pingUrl]: `${base}/ping/$RUNPOD_POD_ID${gpu}`,
+    ...(options.ping === false ? {} : { [E.pingUrl]: `${base}/ping/$RUNPOD_POD_ID${gpu}` }),
     [E.apiKey]: apiKey,
     [E.podId]: podId,
     [E.hostname]: options.hostname ?? podId,

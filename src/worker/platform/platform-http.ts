@@ -1,3 +1,4 @@
+import type { Connect } from "../../http/in-memory.js";
 import { type Answer, HttpTransport, type RequestOptions } from "../../http/transport.js";
 import { RESULT_POST_HEADERS } from "../../protocol/headers.js";
 import { settle } from "../../task-sink.js";
@@ -90,11 +91,13 @@ export class PlatformHttp {
     | undefined;
   #lastHeaders: { readonly jobId: string; readonly headers: Readonly<Record<string, string>> } | undefined;
 
-  constructor(apiKey: string | undefined) {
+  /** `connect`: the platform's connections in memory (the worker's `connect` option; tests). */
+  constructor(apiKey: string | undefined, connect?: Connect) {
     this.#transport = new HttpTransport({
       userAgent: USER_AGENT,
       ...(apiKey === undefined ? {} : { credential: apiKey }),
       loadFastClient,
+      ...(connect === undefined ? {} : { connect }),
     });
   }
 
