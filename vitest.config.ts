@@ -8,7 +8,8 @@ import { BaseSequencer, type TestSpecification } from "vitest/node";
  * is kept by hand:
  *
  * - `*.unit.test.ts` (`unit`): no sockets, no child processes — pure functions, in-memory parts on
- *   a ManualClock, the harness's routes in memory (test/support/inject.ts), doc and type checks.
+ *   a ManualClock, the harness's routes in memory (test/support/inject.ts) and workers connected
+ *   to it (test/support/workers.ts's `memoryHarness`), doc and type checks.
  *   The lane's setup (test/support/unit-guard.ts) makes `listen`, `connect` and every way of
  *   starting a process throw. These files share one thread without per-file isolation, so the
  *   import cost is paid once: a file here must leave no global state behind (no fake timers, no
@@ -17,8 +18,10 @@ import { BaseSequencer, type TestSpecification } from "vitest/node";
  *   bench's smoke run, the dashboard in a browser, `runlet start` children and sidecars — and the
  *   few that need a process or module graph of their own (a `vi.mock`, the soak's counts of
  *   timers and heap); each file runs isolated.
- * - `*.test.ts`, any other (`integration`): a harness on loopback with in-process workers, forks
- *   without per-file isolation. A new file lands here unless its name says otherwise.
+ * - `*.test.ts`, any other (`integration`): tests that need a socket — a harness on loopback where
+ *   the subject is the wire, the pings or the watchdog, s3rver, an OTLP receiver — with in-process
+ *   workers (in memory to the harness where the socket is not the subject); forks without
+ *   per-file isolation. A new file lands here unless its name says otherwise.
  *
  * What test files share lives in test/support/ (helpers) and test/fixtures/ (handlers and workers
  * they load); test/unit/test-helper-imports.unit.test.ts keeps it so.
