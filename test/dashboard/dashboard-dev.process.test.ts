@@ -1,10 +1,10 @@
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { REPO_ROOT, type RunningCli, startCli } from "../support/run-cli.js";
+import { freePort } from "../support/sidecar-rig.js";
 import { HAS_CHROMIUM, launchChromium } from "./chromium.js";
 
 /**
@@ -27,15 +27,6 @@ const HANDLER = [
   "});",
   "",
 ].join("\n");
-
-/** A port nothing listens on now (the test then gives it to both runs of dev). */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 describe.skipIf(!HAS_CHROMIUM)("runlet dev's dashboard in Chromium", { timeout: 180_000 }, () => {
   let tmp: string;
