@@ -84,8 +84,13 @@ describe("runlet deploy --type lb against runlet dev --mode lb", () => {
         endpointId: string;
         type: string;
         requestUrls: Record<string, string>;
+        curl: string;
       };
       expect(result.type).toBe("LOAD_BALANCER");
+      // "Try it" posts the sample input to the worker's /runsync, not a health check.
+      expect(result.curl).toBe(
+        `curl -X POST '${origin}/lb/${result.endpointId}/runsync' -H "Authorization: Bearer $RUNPOD_API_KEY" -H 'Content-Type: application/json' -d '{"input":{}}'`,
+      );
       const base = result.requestUrls["base"]!;
       expect(base).toBe(`${origin}/lb/${result.endpointId}`);
       expect(result.requestUrls["health"]).toBe(`${base}/ping`);

@@ -170,13 +170,13 @@ export const command: Command = {
       if (dryRun) return printDryRun(client, spec, json);
       const result = await deploy(client, spec);
       const urls = (result.endpoint.record.requestUrls ?? {}) as Record<string, string>;
-      const runSync = urls["runSync"];
+      // The queue's /runsync, or a load-balancing endpoint's: a runlet worker in that mode serves
+      // POST /runsync with the same body (docs/load-balancing.md, "Requests").
+      const runSync = urls["runSync"] ?? (urls["base"] === undefined ? undefined : `${urls["base"]}/runsync`);
       const curl =
-        runSync !== undefined
-          ? `curl -X POST '${runSync}' -H "Authorization: Bearer $RUNPOD_API_KEY" -H 'Content-Type: application/json' -d '${await sampleInput()}'`
-          : urls["base"] !== undefined
-            ? `curl '${urls["health"] ?? urls["base"]}' -H "Authorization: Bearer $RUNPOD_API_KEY"`
-            : undefined;
+        runSync === undefined
+          ? undefined
+          : `curl -X POST '${runSync}' -H "Authorization: Bearer $RUNPOD_API_KEY" -H 'Content-Type: application/json' -d '${await sampleInput()}'`;
       let rollout: { workersOnLatest: number; workersTotal: number } | undefined;
       if (values["wait"] === true) {
         const done = await waitForRollout(client, result.endpoint.id, {
