@@ -28,7 +28,7 @@ describe("deleting a serverless endpoint through the harness's management copy",
         takeTimeoutMs: 1_000,
         shutdownGraceMs: 1_000,
       });
-      events.push(`start ${env["RUNPOD_POD_ID"]}`);
+      events.push(`start ${env["RUNPOD_POD_ID"]} with ${env["FROM_TEMPLATE"]},${env["OWN"]}`);
       return {
         close: async () => {
           await worker.close();
@@ -51,7 +51,12 @@ describe("deleting a serverless endpoint through the harness's management copy",
       },
     });
     const mgmt = createManagementClient({ apiKey: API_KEY, baseUrl: harness.url });
-    const template = await mgmt.templates.create({ name: "slow", image: "me/slow:1", serverless: true });
+    const template = await mgmt.templates.create({
+      name: "slow",
+      image: "me/slow:1",
+      serverless: true,
+      env: { FROM_TEMPLATE: "template", OWN: "template" },
+    });
     const endpoint = await mgmt.serverless.create({
       name: "ep",
       type: "QUEUE",
@@ -59,9 +64,11 @@ describe("deleting a serverless endpoint through the harness's management copy",
       templateId: template.id,
       cpu: [{ id: "cpu3c", vcpuCount: 2 }],
       workers: { min: 1, max: 1 },
+      // Merged over the template's: the worker's container has both, the endpoint's winning.
+      env: { OWN: "endpoint" },
     });
     await harness.workersStarted(endpoint.id);
-    expect(events).toEqual([`start ${endpoint.id}-worker-1`]);
+    expect(events).toEqual([`start ${endpoint.id}-worker-1 with template,endpoint`]);
 
     const headers = { authorization: `Bearer ${API_KEY}`, "content-type": "application/json" };
     const run = async (ms: number) => {
@@ -80,7 +87,7 @@ describe("deleting a serverless endpoint through the harness's management copy",
     await mgmt.serverless.delete(endpoint.id);
     await expect
       .poll(() => events, { timeout: 10_000 })
-      .toEqual([`start ${endpoint.id}-worker-1`, `stop ${endpoint.id}-worker-1`]);
+      .toEqual([`start ${endpoint.id}-worker-1 with template,endpoint`, `stop ${endpoint.id}-worker-1`]);
     expect(harness.endpointIds()).toEqual(["local"]);
     expect(harness.job(running)).toMatchObject({ status: "IN_PROGRESS", deleted: true });
     expect(harness.job(waiting)).toMatchObject({ status: "IN_QUEUE", deleted: true });

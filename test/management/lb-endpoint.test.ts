@@ -61,6 +61,8 @@ describe("a LOAD_BALANCER endpoint created through the management copy", () => {
       image: "me/slow:1",
       cpu: [{ id: "cpu3c", vcpuCount: 2 }],
       workers: { min: 0, max: 2 },
+      // The container's env reaches the workers; the platform's variables (PORT here) win over it.
+      env: { GREETING: "hello", PORT: "80" },
     });
     const base = (endpoint.requestUrls as Record<string, string>)["base"];
     expect(base).toBe(`${harness.url}/lb/${endpoint.id}`);
@@ -96,6 +98,8 @@ describe("a LOAD_BALANCER endpoint created through the management copy", () => {
         RUNPOD_ENDPOINT_ID: endpoint.id,
       });
       expect(Number(env["PORT"])).toBeGreaterThan(0);
+      expect(env["PORT"]).not.toBe("80");
+      expect(env["GREETING"]).toBe("hello");
     }
     expect(await answers[1]!.json()).toMatchObject({ status: "COMPLETED", output: { slept: 0 } });
 
@@ -123,11 +127,11 @@ describe("a LOAD_BALANCER endpoint created through the management copy", () => {
   }, 60_000);
 
   it("keeps workers.min running from the start, replaces one that ends on its own, and rolls out a new release", async () => {
-    const workers: { pod: string; close: () => Promise<void> }[] = [];
+    const workers: { pod: string; release: string | undefined; close: () => Promise<void> }[] = [];
     const spawn: WorkerSpawner = async (env) => {
       const sink = new Writable({ write: (_c, _e, cb) => cb() });
       const worker = await startWorker(slow, { mode: "lb", env, logDestination: sink, shutdownGraceMs: 500 });
-      workers.push({ pod: env["RUNPOD_POD_ID"]!, close: () => worker.close() });
+      workers.push({ pod: env["RUNPOD_POD_ID"]!, release: env["RELEASE"], close: () => worker.close() });
       return { close: () => worker.close(), exited: worker.stopped };
     };
     await using harness = await startHarness({ apiKey: API_KEY, endpoints: [], managementSpawn: spawn });
@@ -139,6 +143,7 @@ describe("a LOAD_BALANCER endpoint created through the management copy", () => {
       image: "me/slow:1",
       cpu: [{ id: "cpu3c", vcpuCount: 2 }],
       workers: { min: 1, max: 1 },
+      env: { RELEASE: "1" },
     });
     await expect
       .poll(() => harness.workersOf(endpoint.id).map((w) => w.status), { timeout: 20_000 })
@@ -161,8 +166,10 @@ describe("a LOAD_BALANCER endpoint created through the management copy", () => {
     expect(answer.headers.get("x-runpod-worker-id")).toBe(workers[1]!.pod);
 
     // A new image is a new release: the worker on the old one is replaced, and the rollout ends.
-    await mgmt.serverless.update(endpoint.id, { image: "me/slow:2" });
+    await mgmt.serverless.update(endpoint.id, { image: "me/slow:2", env: { RELEASE: "2" } });
     await expect.poll(() => workers.length, { timeout: 20_000 }).toBe(3);
+    // Each worker started with the env of the release it runs.
+    expect(workers.map((w) => w.release)).toEqual(["1", "1", "2"]);
     await expect
       .poll(async () => (await mgmt.serverless.releases(endpoint.id)).rollout, { timeout: 20_000 })
       .toMatchObject({ inProgress: false, workersOnLatest: 1, workersTotal: 1 });

@@ -4,7 +4,7 @@ import type { ExtraRoutes, WorkerSpawner } from "../options.js";
 import { mountManagementRoutes } from "./mount.js";
 import type { EndpointEvent, EndpointWorkerView } from "./route-context.js";
 import { createManagementRoutes, type ManagementRoutes } from "./routes.js";
-import type { TemplateSeed } from "./store.js";
+import type { StoredEndpoint, TemplateSeed } from "./store.js";
 
 /** Options of {@link harnessManagement}. */
 export interface HarnessManagementOptions {
@@ -90,6 +90,15 @@ export function lbOptionsOf(event: EndpointEvent, spawn: WorkerSpawner | undefin
   };
 }
 
+/** The endpoint's container `env`, its string values only (the routes accept nothing else). */
+function containerEnv(endpoint: StoredEndpoint | undefined): Record<string, string> {
+  const env = endpoint?.["env"];
+  if (typeof env !== "object" || env === null) return {};
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(env)) if (typeof value === "string") out[name] = value;
+  return out;
+}
+
 /**
  * Binds the management emulation to a harness: an endpoint created with `POST /v2/serverless`
  * becomes a harness endpoint (same id) whose jobs run on workers from `spawn` — with
@@ -117,12 +126,20 @@ export function harnessManagement(options: HarnessManagementOptions): HarnessMan
       options.onError?.(err);
     }
   };
+  // A worker's container has the endpoint's `env` (its template's, merged with the endpoint's own
+  // at create; the latest release's after a PATCH), and the platform's variables over it.
+  const spawnFor = (endpointId: string): WorkerSpawner | undefined => {
+    const spawn = options.spawn;
+    if (spawn === undefined) return undefined;
+    return (env, report) => spawn({ ...containerEnv(routes.store.endpoint(endpointId)), ...env }, report);
+  };
   const register = (event: EndpointEvent) =>
-    apply((target) =>
-      event.endpoint.type === "LOAD_BALANCER" && target.addLoadBalancer !== undefined
-        ? target.addLoadBalancer(lbOptionsOf(event, options.spawn))
-        : target.addEndpoint(endpointOptionsOf(event, options.spawn)),
-    );
+    apply((target) => {
+      const spawn = spawnFor(event.endpoint.id);
+      return event.endpoint.type === "LOAD_BALANCER" && target.addLoadBalancer !== undefined
+        ? target.addLoadBalancer(lbOptionsOf(event, spawn))
+        : target.addEndpoint(endpointOptionsOf(event, spawn));
+    });
   const unregister = (endpointId: string) => apply((target) => target.removeEndpoint(endpointId));
   // A new release rolls out as the workers started before it are replaced.
   const rollOut = (event: EndpointEvent) => {
