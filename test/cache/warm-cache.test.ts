@@ -15,7 +15,7 @@ import {
 import { defineHandler } from "../../src/index.js";
 import { createLogger } from "../../src/log/index.js";
 import { startWorker } from "../../src/worker/index.js";
-import { logSink, testHarness } from "../support/workers.js";
+import { logSink, memoryHarness, testHarness } from "../support/workers.js";
 
 // docs/fitness.md, "Warm cache": real folders in a temporary directory stand in for the container's
 // cache folder and for the network volume's mount.
@@ -340,7 +340,7 @@ describe("the warm cache in the worker", () => {
     await a.cache.sync();
 
     const b = container("b");
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const sink = logSink();
     const definition = defineHandler({
       warmCache: { dirs: [{ path: b.dir, name: "hf" }], volume, smallFileBytes: 1024 },
@@ -352,6 +352,7 @@ describe("the warm cache in the worker", () => {
     });
     const w = await startWorker(definition, {
       env: { ...h.workerEnv("local", { podId: "pod-cache" }), RUNPOD_ENDPOINT_ID: "ep1" },
+      connect: () => h.connect(),
       logDestination: sink.stream,
       shutdownGraceMs: 1_000,
       flushTimeoutMs: 1_000,
@@ -381,6 +382,7 @@ describe("the warm cache in the worker", () => {
     const { base } = await setup();
     const volumeFile = join(base, "volume-is-a-file");
     await writeFile(volumeFile, "x");
+    // On loopback: the strict worker's unfitness is read from its pings.
     await using h = await testHarness();
     const cold = await startWorker(
       defineHandler({ warmCache: { dirs: [join(base, "c")], volume: volumeFile }, handler: () => "cold" }),

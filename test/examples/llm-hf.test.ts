@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { configFromEnv, llmHandler } from "../../examples/llm/handler.js";
 import { writeTinyModel } from "../../examples/llm/tiny-model.js";
 import type { Harness } from "../../src/harness/index.js";
-import { logSink, testHarness, workerFor } from "../support/workers.js";
+import { logSink, memoryHarness, testHarness, workerFor } from "../support/workers.js";
 
 // issue 54, item 3: LLM_MODEL=hf:org/name[@revision]/file.gguf in the llm starter. The model
 // cache is a folder laid out as the platform lays out /runpod-volume/huggingface-cache/hub
@@ -68,7 +68,7 @@ async function listen(server: Server): Promise<string> {
 
 describe("the llm starter's hf: models", () => {
   it("serves hf:org/name/file from the model cache, with nothing downloaded", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const modelDir = join(tmp, "unused-downloads");
     // A hub that cannot answer: a download attempt would fail the setup.
     const config = configFromEnv(
@@ -120,7 +120,7 @@ describe("the llm starter's hf: models", () => {
         HF_TOKEN: TOKEN,
       });
       for (const round of [1, 2]) {
-        await using h = await testHarness();
+        await using h = memoryHarness();
         const sink = logSink();
         const w = await workerFor(h, llmHandler(configFromEnv(env)), { sink });
         try {
@@ -146,7 +146,7 @@ describe("the llm starter's hf: models", () => {
       expect(seen[1]?.headers.authorization).toBeUndefined();
       expect((await readdir(modelDir)).filter((f) => f.endsWith("-tiny.gguf"))).toHaveLength(1);
 
-      // Without the token: the hub's 401, and what to do about it.
+      // Without the token: the hub's 401, and what to do about it (on loopback: read from the pings).
       await using h = await testHarness();
       const sink = logSink();
       const w = await workerFor(

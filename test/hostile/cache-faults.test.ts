@@ -14,7 +14,7 @@ import {
   tmpfsUnavailable,
 } from "../support/cache-fixture.js";
 import { startRunletChild, stopRunletChild } from "../support/runlet-child.js";
-import { logSink, testHarness, waitFor } from "../support/workers.js";
+import { logSink, memoryHarness, testHarness, waitFor } from "../support/workers.js";
 
 // Issue 42, item 2: a warm-cache sync to a read-only or full network volume ended the process
 // ("Emitted 'error' event on Pack instance": the archive was piped to the volume with no error
@@ -66,7 +66,7 @@ describe.skipIf(unavailable !== undefined)(`a warm-cache sync to a failing volum
 
     it(`to a ${fault} volume: the worker reports its job, each sync logs one line, and it closes cleanly`, async () => {
       const { b, volume, root, before } = await faulty(fault, false);
-      await using h = await testHarness();
+      await using h = memoryHarness();
       const sink = logSink();
       const w = await startWorker(
         defineHandler({
@@ -81,6 +81,7 @@ describe.skipIf(unavailable !== undefined)(`a warm-cache sync to a failing volum
           logDestination: sink.stream,
           shutdownGraceMs: 1_000,
           flushTimeoutMs: 1_000,
+          connect: () => h.connect(),
         },
       );
       const first = await h.waitForJob(h.enqueue("local", { input: {} }));

@@ -155,6 +155,7 @@ describe("answers the worker reads are bounded, and still count (issue 32)", () 
   });
 
   it("follows a 307 and a 308 on job-done with the same body, and delivers the result", async () => {
+    // On loopback: the 3xx answers are read by the socket client a worker uses (in memory: node:http only).
     await using h = await startHarness({ takeTimeoutMs: 300 });
     h.injectFault("job-done", { status: 307, location: "?isStream=false&hop=1" });
     h.injectFault("job-done", { status: 308, location: "?isStream=false&hop=2" });

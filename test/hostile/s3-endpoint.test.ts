@@ -4,9 +4,10 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { defineHandler } from "../../src/handler/index.js";
+import type { Harness } from "../../src/harness/index.js";
 import { isPrivateAddress } from "../../src/s3/index.js";
 import { useS3rver } from "../support/use-s3rver.js";
-import { testHarness, waitFor, workerFor } from "../support/workers.js";
+import { memoryHarness, waitFor, workerFor } from "../support/workers.js";
 
 // Issue 32, item 1: the job's own s3Config.endpointUrl is chosen by whoever sends the job, so it is
 // held to the rule of ctx.s3.download URLs (no private, loopback or link-local host, by literal or
@@ -58,7 +59,7 @@ function config(endpointUrl: string) {
   return { accessId: "S3RVER", accessSecret: "S3RVER", bucketName: "jobs", endpointUrl };
 }
 
-async function ended(h: Awaited<ReturnType<typeof testHarness>>, id: string) {
+async function ended(h: Harness, id: string) {
   return waitFor(
     "the job to end",
     () => {
@@ -71,7 +72,7 @@ async function ended(h: Awaited<ReturnType<typeof testHarness>>, id: string) {
 
 describe("a job's s3Config endpoint is untrusted (issue 32)", () => {
   it("refuses a key download, an upload and an offload to a loopback endpoint, by literal and by name", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     await using _w = await workerFor(h, s3Job, { maxResultBytes: 1_000 });
     const port = new URL(metadata.url).port;
     for (const endpointUrl of [
@@ -91,7 +92,7 @@ describe("a job's s3Config endpoint is untrusted (issue 32)", () => {
   });
 
   it("lets a loopback s3Config through with allowPrivateAddresses, and trusts the operator's BUCKET_ENDPOINT_URL", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     {
       await using _w = await workerFor(h, s3Job, { allowPrivateAddresses: true });
       const id = h.enqueue("local", { input: { op: "upload" }, s3Config: config(s3rver.endpoint) });

@@ -2,8 +2,8 @@ import { once } from "node:events";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
-import { startHarness } from "../../src/harness/index.js";
 import { MAX_WEBHOOK_ATTEMPT_BYTES, MAX_WEBHOOK_URL_BYTES } from "../../src/harness/jobs/webhooks.js";
+import { inMemoryHarness } from "../support/inject.js";
 import { send } from "../support/raw-http.js";
 import { waitFor } from "../support/workers.js";
 
@@ -13,7 +13,7 @@ import { waitFor } from "../support/workers.js";
 
 describe("webhooks are bounded (issue 32)", () => {
   it("refuses a webhook URL over the limit with a 400 naming it, and takes one at the limit", async () => {
-    await using h = await startHarness();
+    await using h = inMemoryHarness();
     const base = "https://hooks.example.com/";
     const post = (webhook: string) =>
       send(h.url, {
@@ -21,6 +21,7 @@ describe("webhooks are bounded (issue 32)", () => {
         path: "/v2/local/run",
         headers: { authorization: h.apiKey, "content-type": "application/json" },
         body: JSON.stringify({ input: {}, webhook }),
+        connect: () => h.connect(),
       });
     const huge = await post(base + "a".repeat(2 * 1_048_576));
     expect(huge.status).toBe(400);
@@ -45,7 +46,7 @@ describe("webhooks are bounded (issue 32)", () => {
     await once(receiver, "listening");
     const hook = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/`;
     try {
-      await using h = await startHarness();
+      await using h = inMemoryHarness();
       const jobs = 150;
       for (let i = 0; i < jobs; i++) {
         // ~8 KiB URLs: 150 attempts are over the byte bound.

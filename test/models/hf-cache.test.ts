@@ -14,7 +14,7 @@ import {
 } from "../../src/index.js";
 import { infer, loadModel } from "../../templates/onnx/src/model.js";
 import { tinyModel, tinyReference } from "../../templates/onnx/src/tiny-model.js";
-import { testHarness, workerFor } from "../support/workers.js";
+import { memoryHarness, testHarness, workerFor } from "../support/workers.js";
 
 // issue 54, item 3: models the platform caches for an endpoint, under
 // /runpod-volume/huggingface-cache/hub in Hugging Face's layout. The tests lay a folder out as the
@@ -169,7 +169,7 @@ describe("a worker that needs a cached model", () => {
   });
 
   it("takes jobs when the cache holds it", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const w = await workerFor(
       h,
       defineHandler({

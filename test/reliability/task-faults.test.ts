@@ -5,7 +5,7 @@ import { pipeline } from "node:stream/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { defineHandler } from "../../src/index.js";
-import { testHarness, waitFor, workerFor } from "../support/workers.js";
+import { memoryHarness, waitFor, workerFor } from "../support/workers.js";
 
 // A task's fault reaches its owner, never the process (docs/reliability.md, "No task's error
 // reaches the process"): a job's download or stream pipe that fails fails that job with a code,
@@ -73,7 +73,7 @@ describe("a task's fault reaches its owner", () => {
   ] as const)(
     "%s fails that job with a code, and the worker serves its next job",
     async (_name, mode) => {
-      await using h = await testHarness();
+      await using h = memoryHarness();
       await using w = await workerFor(h, handler, { allowPrivateAddresses: true });
       const codes = new Map<string, string>();
       w.on("failed", ({ jobId, code }) => codes.set(jobId, code));
@@ -93,7 +93,7 @@ describe("a task's fault reaches its owner", () => {
   );
 
   it("a telemetry export that fails stays telemetry's: the worker serves on and stops cleanly", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const w = await workerFor(h, handler, {
       env: {
         ...h.workerEnv("local"),

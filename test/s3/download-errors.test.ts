@@ -4,7 +4,7 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { defineHandler } from "../../src/index.js";
-import { testHarness, workerFor } from "../support/workers.js";
+import { memoryHarness, workerFor } from "../support/workers.js";
 
 // Issue 54, item 4: a refused or failed URL download is the caller's fault (a bad URL, a server
 // that says no): the job fails with a plain error that starts with its code, no traceback report,
@@ -44,7 +44,7 @@ const input = z.object({
 });
 
 async function failWith(allowPrivateAddresses: boolean, job: z.infer<typeof input>): Promise<string> {
-  await using h = await testHarness();
+  await using h = memoryHarness();
   await using _w = await workerFor(
     h,
     defineHandler({

@@ -2,8 +2,8 @@ import { Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { decodeBmp, encodeBmp, greyscale, testCard } from "../../examples/s3-file/bmp.js";
 import handler from "../../examples/s3-file/handler.js";
-import { startHarness } from "../../src/harness/index.js";
 import { startWorker } from "../../src/index.js";
+import { inMemoryHarness } from "../support/inject.js";
 import { useS3rver } from "../support/use-s3rver.js";
 
 const BUCKET = "runlet-example";
@@ -36,9 +36,10 @@ describe("BMP helpers", () => {
 
 describe("examples/s3-file", () => {
   it("renders a test card, greys it, and returns both through S3; then greys an uploaded source by key", async () => {
-    await using h = await startHarness({ takeTimeoutMs: 300 });
+    await using h = inMemoryHarness({ takeTimeoutMs: 300 });
     await using _worker = await startWorker(handler, {
       env: h.workerEnv("local"),
+      connect: () => h.connect(),
       logDestination: new Writable({ write: (_c, _e, cb) => cb() }),
       takeTimeoutMs: 300,
       // The jobs' s3Config names s3rver on loopback, which a job may name only with this opt-in.
@@ -73,9 +74,10 @@ describe("examples/s3-file", () => {
   });
 
   it("refuses a source URL on a loopback address (the worker does not allow private addresses)", async () => {
-    await using h = await startHarness({ takeTimeoutMs: 300 });
+    await using h = inMemoryHarness({ takeTimeoutMs: 300 });
     await using _worker = await startWorker(handler, {
       env: h.workerEnv("local"),
+      connect: () => h.connect(),
       logDestination: new Writable({ write: (_c, _e, cb) => cb() }),
       takeTimeoutMs: 300,
     });

@@ -5,9 +5,10 @@ import { Readable, Writable } from "node:stream";
 import { HeadObjectCommand } from "@aws-sdk/client-s3";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { type Harness, startHarness } from "../../src/harness/index.js";
+import type { Harness } from "../../src/harness/index.js";
 import { defineHandler, type HandlerDefinition, startWorker } from "../../src/index.js";
 import type { S3Config } from "../../src/protocol/index.js";
+import { inMemoryHarness } from "../support/inject.js";
 import { useS3rver } from "../support/use-s3rver.js";
 
 /**
@@ -29,9 +30,10 @@ async function run(
   options: { maxResultBytes?: number; env?: Record<string, string> } = {},
 ) {
   const lines: string[] = [];
-  const h: Harness = await startHarness({ takeTimeoutMs: 300 });
+  const h: Harness = inMemoryHarness({ takeTimeoutMs: 300 });
   const worker = await startWorker(definition, {
     env: { ...h.workerEnv("local"), ...options.env },
+    connect: () => h.connect(),
     logDestination: new Writable({
       write(chunk: Buffer, _enc, cb) {
         lines.push(chunk.toString("utf8"));

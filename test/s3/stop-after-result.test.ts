@@ -7,7 +7,7 @@ import type { S3Config } from "../../src/protocol/index.js";
 import stopAfterResultThread, { definition } from "../fixtures/stop-after-result.js";
 import { THREAD_START_MS, THREAD_TEST_MS } from "../support/thread-allowance.js";
 import { useS3rver } from "../support/use-s3rver.js";
-import { logSink, testHarness, waitFor, workerFor } from "../support/workers.js";
+import { logSink, memoryHarness, waitFor, workerFor } from "../support/workers.js";
 
 /**
  * A job-stop that arrives after the handler returned, while its output is still being offloaded
@@ -67,7 +67,7 @@ const THREAD_MODULE = fileURLToPath(new URL("../fixtures/stop-after-result.ts", 
 async function stopDuringOffload(handler: HandlerDefinition, options: { handlerModule?: string }) {
   // Long polls held for a minute: no take comes back empty while the test runs, so the take
   // loop never pauses on the ManualClock below (it counts an empty answer as instant there).
-  await using h = await testHarness(60_000);
+  await using h = memoryHarness(60_000);
   await using store = await gate();
   const sink = logSink();
   // The hard-stop grace runs on this clock: the test moves it past the grace instead of sleeping.

@@ -3,7 +3,7 @@ import { z } from "zod";
 import { defineHandler } from "../../src/index.js";
 import { startReceiver } from "../support/otlp-receiver.js";
 import { useS3rver } from "../support/use-s3rver.js";
-import { testHarness, waitFor, workerFor } from "../support/workers.js";
+import { memoryHarness, waitFor, workerFor } from "../support/workers.js";
 
 /** The offload span, against s3rver (a real S3-protocol server on loopback) and a real OTLP receiver. */
 
@@ -15,7 +15,7 @@ describe("telemetry of an offloaded output", () => {
   it("adds a runlet.offload span with the output's size between the handler and the result, and no secret", async () => {
     const receiver = await startReceiver();
     try {
-      await using h = await testHarness();
+      await using h = memoryHarness();
       const big = defineHandler({ input: z.object({}), handler: () => ({ blob: "x".repeat(5_000) }) });
       const worker = await workerFor(h, big, {
         env: { ...h.workerEnv("local"), OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url },

@@ -4,7 +4,7 @@ import { z } from "zod";
 import { defineBatchHandler } from "../../src/index.js";
 import { type ReceivedSpan, type Receiver, startReceiver } from "../support/otlp-receiver.js";
 import { startRunletChild, stopRunletChild } from "../support/runlet-child.js";
-import { logSink, testHarness, waitFor, workerFor } from "../support/workers.js";
+import { logSink, memoryHarness, testHarness, waitFor, workerFor } from "../support/workers.js";
 
 /**
  * The handler's own spans (the standard API) and ctx.log's trace ids where the handler does not
@@ -125,7 +125,7 @@ describe("the handler's spans and log lines in isolation threads and batches", (
   }, 60_000);
 
   it("runs an in-process batch handler under the batch's span, and each job's log lines carry its own span's ids", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const sink = logSink();
     const handler = defineBatchHandler({
       input: z.object({ n: z.number() }),

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { defineHandler } from "../../src/index.js";
 import { type ReceivedSpan, type Receiver, startReceiver } from "../support/otlp-receiver.js";
-import { logSink, testHarness, waitFor, workerFor } from "../support/workers.js";
+import { logSink, memoryHarness, waitFor, workerFor } from "../support/workers.js";
 
 /**
  * Two workers in one process share OpenTelemetry's globals (context manager, tracer provider,
@@ -32,8 +32,8 @@ describe("two workers in one process", () => {
   it("send each handler's spans to their own worker's collector, and the first to stop leaves the second traced", async () => {
     const [ra, rb] = [await startReceiver(), await startReceiver()];
     try {
-      await using ha = await testHarness();
-      await using hb = await testHarness();
+      await using ha = memoryHarness();
+      await using hb = memoryHarness();
       const a = await workerFor(ha, userSpanHandler, {
         env: { ...ha.workerEnv("local"), OTEL_EXPORTER_OTLP_ENDPOINT: ra.url, OTEL_SERVICE_NAME: "worker-a" },
         sink: logSink(),
@@ -78,8 +78,8 @@ describe("two workers in one process", () => {
   it("keeps a worker with traces off (OTEL_TRACES_EXPORTER=none) out of the other worker's collector", async () => {
     const [ra, rc] = [await startReceiver(), await startReceiver()];
     try {
-      await using ha = await testHarness();
-      await using hc = await testHarness();
+      await using ha = memoryHarness();
+      await using hc = memoryHarness();
       const a = await workerFor(ha, userSpanHandler, {
         env: { ...ha.workerEnv("local"), OTEL_EXPORTER_OTLP_ENDPOINT: ra.url },
         sink: logSink(),

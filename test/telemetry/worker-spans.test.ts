@@ -4,7 +4,7 @@ import { z } from "zod";
 import { createClient } from "../../src/client/index.js";
 import { defineBatchHandler, defineHandler, JobError } from "../../src/index.js";
 import { type ReceivedSpan, type Receiver, startReceiver } from "../support/otlp-receiver.js";
-import { logSink, testHarness, waitFor, workerFor } from "../support/workers.js";
+import { logSink, memoryHarness, testHarness, waitFor, workerFor } from "../support/workers.js";
 
 /**
  * The worker's spans and metrics as a collector gets them: a real OTLP/HTTP receiver on loopback,
@@ -45,7 +45,7 @@ const names = (spans: ReceivedSpan[]) => spans.map((s) => s.name);
 
 describe("worker telemetry over OTLP/HTTP", () => {
   it("exports a plain job's span tree with its attributes, ctx.log's trace ids, a user span, and metrics", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const sink = logSink();
     const handler = defineHandler({
       input: z.object({ n: z.number() }),
@@ -93,7 +93,7 @@ describe("worker telemetry over OTLP/HTTP", () => {
   });
 
   it("exports a streaming job's stream span with its chunk count and bytes, not a span per chunk", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const handler = defineHandler({
       input: z.object({}),
       async *handler() {
@@ -123,7 +123,7 @@ describe("worker telemetry over OTLP/HTTP", () => {
   });
 
   it("marks a failing job and its handler span as errors with the error code, and records the result post's retries as events", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const handler = defineHandler({
       input: z.object({}),
       handler: () => {
@@ -161,7 +161,7 @@ describe("worker telemetry over OTLP/HTTP", () => {
   });
 
   it("marks a job the platform cancelled as stopped, with no result span", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const handler = defineHandler({
       input: z.object({}),
       handler: ({ signal }) =>
@@ -183,7 +183,7 @@ describe("worker telemetry over OTLP/HTTP", () => {
   });
 
   it("gives each job of a batch a batch span naming the batch and its size", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const handler = defineBatchHandler({
       input: z.object({ n: z.number() }),
       batch: { maxSize: 3, maxWaitMs: 2_000 },
@@ -208,6 +208,7 @@ describe("worker telemetry over OTLP/HTTP", () => {
   });
 
   it("makes the job's span a child of the client's: the active span's, or a traceContext given", async () => {
+    // Stays on loopback: the job API client's own HTTP request carries the trace context here.
     await using h = await testHarness();
     const handler = defineHandler({ input: z.object({}), handler: () => "ok" });
     const worker = await workerFor(h, handler, { env: { ...h.workerEnv("local"), ...otelEnv() } });

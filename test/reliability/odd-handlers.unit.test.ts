@@ -1,7 +1,8 @@
 import pino from "pino";
 import { describe, expect, it } from "vitest";
-import { type JobSnapshot, startHarness } from "../../src/harness/index.js";
+import type { JobSnapshot } from "../../src/harness/index.js";
 import { defineHandler, startWorker } from "../../src/index.js";
+import { inMemoryHarness } from "../support/inject.js";
 
 const MAX_RESULT_BYTES = 10_485_760; // the worker's default maxResultBytes (10 MiB)
 const LEAK_BYTES = 8 * 1_048_576;
@@ -44,12 +45,13 @@ function report(job: JobSnapshot): Record<string, unknown> {
 
 describe("reliability: handlers that misbehave", () => {
   it("injects leaking, throwing, undefined, BigInt, circular and 30 MB results: each a clear error or a correct result, and the same worker serves the next job", async () => {
-    await using h = await startHarness({ takeTimeoutMs: 1_000 });
+    await using h = inMemoryHarness({ takeTimeoutMs: 1_000 });
     const worker = await startWorker(handler, {
       env: h.workerEnv("local", { podId: "odd" }),
       logger: pino({ level: "silent" }),
       retryBaseMs: 10,
       retryCapMs: 100,
+      connect: () => h.connect(),
     });
     try {
       /** Runs one odd job, checks it, then checks an ordinary job right after on the same worker. */

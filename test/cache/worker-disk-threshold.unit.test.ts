@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { defineHandler } from "../../src/index.js";
 import { startWorker } from "../../src/worker/index.js";
 import { BIG, cacheFixture, put } from "../support/cache-fixture.js";
-import { logSink, testHarness } from "../support/workers.js";
+import { logSink, memoryHarness } from "../support/workers.js";
 
 // The worker hands its fitness `disk` threshold (RUNPOD_MIN_DISK_PERCENT) to the warm cache's
 // hydrate (docs/fitness.md, "Warm cache"): at 100 % no file can be restored, so the hydrate leaves
@@ -23,7 +23,7 @@ async function hydrateWith(minDiskPercent: string | undefined) {
   await put(a.dir, "model.bin", BIG);
   expect((await a.cache.sync()).status).toBe("synced");
   const b = container("b");
-  await using h = await testHarness();
+  await using h = memoryHarness();
   const sink = logSink();
   const w = await startWorker(
     defineHandler({
@@ -37,6 +37,7 @@ async function hydrateWith(minDiskPercent: string | undefined) {
         ...(minDiskPercent === undefined ? {} : { RUNPOD_MIN_DISK_PERCENT: minDiskPercent }),
       },
       fitnessChecks: false,
+      connect: () => h.connect(),
       logDestination: sink.stream,
       shutdownGraceMs: 1_000,
       flushTimeoutMs: 1_000,

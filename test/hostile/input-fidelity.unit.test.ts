@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { defineHandler } from "../../src/handler/index.js";
 import { send } from "../support/raw-http.js";
-import { testHarness, waitFor, workerFor } from "../support/workers.js";
+import { memoryHarness, waitFor, workerFor } from "../support/workers.js";
 
 // Issue 32, item 7: the platform passes `input` through as sent. An own `__proto__` key reached the
 // worker without it, and 1e400 silently became null. Now the input arrives unchanged, and a number
@@ -13,12 +13,13 @@ const reports = defineHandler({
 
 describe("the harness passes inputs through unchanged (issue 32)", () => {
   it("delivers an input with an own __proto__ key with it", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     await using _w = await workerFor(h, reports);
     const res = await send(h.url, {
       method: "POST",
       path: "/v2/local/run",
       headers: { authorization: h.apiKey, "content-type": "application/json" },
+      connect: () => h.connect(),
       body: '{"input":{"__proto__":{"polluted":true},"a":1}}',
     });
     expect(res.status).toBe(200);
@@ -32,7 +33,7 @@ describe("the harness passes inputs through unchanged (issue 32)", () => {
   });
 
   it("refuses a number beyond a double's range with a 400 naming the field, rather than sending null", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     for (const [body, field] of [
       ['{"input":{"a":{"b":[1,1e400]}}}', "input.a.b[1]"],
       ['{"input":{"x":-1E+400}}', "input.x"],
@@ -44,6 +45,7 @@ describe("the harness passes inputs through unchanged (issue 32)", () => {
           method: "POST",
           path: `/v2/local/${route}`,
           headers: { authorization: h.apiKey, "content-type": "application/json" },
+          connect: () => h.connect(),
           body,
         });
         expect({ body, status: res.status }).toEqual({ body, status: 400 });
@@ -55,6 +57,7 @@ describe("the harness passes inputs through unchanged (issue 32)", () => {
       method: "POST",
       path: "/v2/local/run",
       headers: { authorization: h.apiKey, "content-type": "application/json" },
+      connect: () => h.connect(),
       body: '{"input":{"big":1e308,"small":1e-400,"text":"1e400"}}',
     });
     expect(fine.status).toBe(200);
