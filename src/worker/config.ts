@@ -122,7 +122,8 @@ export interface WorkerOptions {
    * passes `() => harness.connect()` of a `Harness.inMemory` (docs/harness.md, "A worker in
    * memory"). Each request then has a connection of its own and undici is never loaded. The
    * heartbeat thread still pings over sockets: an in-memory harness's `workerEnv` gives no ping
-   * URL. @default sockets
+   * URL; `exitOnHardStop`, whose watchdog posts from that thread, is refused with it.
+   * @default sockets
    */
   connect?: () => Duplex;
 }
@@ -233,6 +234,14 @@ export function resolveWorkerConfig(options: WorkerOptions): WorkerConfig {
     throw new RunletError(
       "RUNLET_CONFIG_INVALID",
       `startWorker: connect must be a function that returns a connection (a harness's connect), got ${describeValue(options.connect)}`,
+    );
+  }
+  if (options.connect !== undefined && checked.exitOnHardStop) {
+    // The watchdog that comes with exitOnHardStop posts from the heartbeat thread over sockets of
+    // its own: in memory nothing would receive a stuck job's failure.
+    throw new RunletError(
+      "RUNLET_CONFIG_INVALID",
+      "startWorker: connect cannot be combined with exitOnHardStop: its watchdog posts a stuck job's failure from the heartbeat thread over a socket, which reaches nothing in memory; test the watchdog against a harness on loopback",
     );
   }
   // What both modes' configs hold beyond the env and the checked options.

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import type { testHarness } from "../support/workers.js";
 
-/** Helpers of the batch tests (batch.test.ts, batch-runaway.test.ts). */
+/** Helpers of the batch tests (batch.test.ts, batch-runaway.unit.test.ts). */
 
 /** The batch query of a job's final job-done post. */
 export function batchOf(h: Awaited<ReturnType<typeof testHarness>>, id: string) {

@@ -1,8 +1,9 @@
 import { describe, expect, it } from "vitest";
 import type { RunletError } from "../../src/errors.js";
-import { ManualClock, startHarness } from "../../src/harness/index.js";
+import { ManualClock } from "../../src/harness/index.js";
 import { defineBatchHandler, JobError } from "../../src/index.js";
-import { gate, testHarness, turn, waitFor, workerFor } from "../support/workers.js";
+import { inMemoryHarness, sendDashboard } from "../support/inject.js";
+import { gate, memoryHarness, testHarness, turn, waitFor, workerFor } from "../support/workers.js";
 import { batchOf, numbers } from "./batch-helpers.js";
 
 /**
@@ -12,7 +13,7 @@ import { batchOf, numbers } from "./batch-helpers.js";
 
 describe("batch handlers", () => {
   it("runs queued jobs as one call, one output each in order, and names the batch on each job-done", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const calls: number[][] = [];
     const ids = [1, 2, 3].map((n) => h.enqueue("local", { input: { n } }));
     await using _w = await workerFor(
@@ -44,7 +45,7 @@ describe("batch handlers", () => {
   });
 
   it("shows on the dashboard's job view which batch a job ran in: id, size and wait", async () => {
-    await using h = await startHarness({ takeTimeoutMs: 300, dashboard: true });
+    await using h = inMemoryHarness({ takeTimeoutMs: 300, dashboard: true });
     const ids = [1, 2].map((n) => h.enqueue("local", { input: { n } }));
     await using _w = await workerFor(
       h,
@@ -53,14 +54,14 @@ describe("batch handlers", () => {
     );
     await Promise.all(ids.map((id) => h.waitForJob(id)));
     const auth = { authorization: `Bearer ${h.apiKey}` };
-    const detail = (await (await fetch(`${h.dashboardUrl}api/jobs/${ids[1]}`, { headers: auth })).json()) as {
+    const detail = (await (await sendDashboard(h, `api/jobs/${ids[1]}`, { headers: auth })).json()) as {
       batch?: unknown;
     };
     expect(detail.batch).toEqual({ id: batchOf(h, ids[1]!).id, size: 2, waitMs: 0 });
   });
 
   it("holds a lone job for maxWaitMs, then runs it as a batch of one", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const clock = new ManualClock();
     const calls: number[][] = [];
     await using _w = await workerFor(
@@ -88,7 +89,7 @@ describe("batch handlers", () => {
   });
 
   it("fails a bad input alone, and the seat it would have taken goes to the next job", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const calls: number[][] = [];
     const bad = h.enqueue("local", { input: { n: "one" } });
     const good = [h.enqueue("local", { input: { n: 1 } }), h.enqueue("local", { input: { n: 2 } })];
@@ -116,7 +117,7 @@ describe("batch handlers", () => {
   });
 
   it("fails only the job whose place holds a JobError (or a returned { error })", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const ids = [1, 2, 3].map((n) => h.enqueue("local", { input: { n } }));
     await using _w = await workerFor(
       h,
@@ -139,7 +140,7 @@ describe("batch handlers", () => {
   });
 
   it("fails every job of the batch with the reason when the handler throws", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const ids = [1, 2].map((n) => h.enqueue("local", { input: { n } }));
     await using _w = await workerFor(
       h,
@@ -162,7 +163,7 @@ describe("batch handlers", () => {
   });
 
   it("fails every job with a clear message when the handler returns the wrong number of outputs", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const ids = [1, 2].map((n) => h.enqueue("local", { input: { n } }));
     await using _w = await workerFor(
       h,
@@ -177,7 +178,7 @@ describe("batch handlers", () => {
   });
 
   it("times a job out at its own deadline while the rest of its batch runs on", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const clock = new ManualClock();
     const release = gate();
     const seen: { short?: unknown; long?: boolean; batch?: boolean } = {};
@@ -220,7 +221,7 @@ describe("batch handlers", () => {
   });
 
   it("stops one job on job-stop (its own signal), and fires the batch's signal once no job is wanted", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const release = gate();
     const reasons: unknown[] = [];
     let batchSignal: AbortSignal | undefined;
@@ -272,7 +273,7 @@ describe("batch handlers", () => {
   });
 
   it("posts each job's progress to that job", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const ids = [1, 2].map((n) => h.enqueue("local", { input: { n } }));
     await using _w = await workerFor(
       h,
@@ -291,7 +292,7 @@ describe("batch handlers", () => {
   });
 
   it("fits each job's output on its own: one too large fails alone (no store), the others post", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const ids = [10, 5_000].map((n) => h.enqueue("local", { input: { n } }));
     await using _w = await workerFor(
       h,

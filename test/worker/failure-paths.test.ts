@@ -1,12 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { defineHandler } from "../../src/index.js";
-import { logSink, testHarness, waitFor, workerFor } from "../support/workers.js";
+import { logSink, memoryHarness, waitFor, workerFor } from "../support/workers.js";
 
 /** Failure paths of issue 12: each one ends as that job's failure, never as a crash or cross-talk. */
 describe("failure paths of a job", () => {
   it("fails a job whose input schema throws inside .transform() or .refine(), naming the field, and keeps running", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const sink = logSink();
     const handler = defineHandler({
       concurrency: 2,
@@ -50,7 +50,7 @@ describe("failure paths of a job", () => {
   });
 
   it("stops retrying a job's posts once a job-stop discarded the job, freeing its slot", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const handler = defineHandler({
       concurrency: 1,
       handler: ({ input, signal, progress }) => {

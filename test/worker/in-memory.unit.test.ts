@@ -101,6 +101,26 @@ describe("a worker connected to the harness in memory", () => {
     );
   });
 
+  it("refuses exitOnHardStop, whose watchdog would post from the heartbeat thread over a socket", async () => {
+    // The watchdog of an in-process worker that may exit runs in the heartbeat thread and posts a
+    // stuck job's failure over sockets of its own: in memory that post reaches nothing (or
+    // whatever listens on localhost:80), and the docs say a worker in memory has no watchdog.
+    await using h = memoryHarness();
+    const sink = logSink();
+    await expect(
+      workerFor(h, defineHandler({ input: z.unknown(), handler: () => "ok" }), {
+        exitOnHardStop: true,
+        sink,
+      }),
+    ).rejects.toMatchObject({
+      code: "RUNLET_CONFIG_INVALID",
+      message: expect.stringContaining("connect cannot be combined with exitOnHardStop"),
+    });
+    // Without it the same worker starts in memory, and runs no heartbeat thread.
+    await using w = await workerFor(h, defineHandler({ input: z.unknown(), handler: () => "ok" }), { sink });
+    expect(w.parts).not.toContain("heartbeat");
+  });
+
   it("closes: a take held in memory is cut, and the harness reads the hang-up at once", async () => {
     const h = memoryHarness(60_000);
     try {

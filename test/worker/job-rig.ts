@@ -11,12 +11,14 @@ import type { WorkerFacts } from "../../src/worker/lifecycle/lifecycle.js";
 import { s3Settings } from "../../src/worker/lifecycle/worker-parts.js";
 import { PlatformHttp } from "../../src/worker/platform/platform-http.js";
 import { InProcessRunner } from "../../src/worker/runner/runner.js";
+import { isInMemory } from "../support/inject.js";
 import { type LogSink, logSink } from "../support/workers.js";
 
 /**
  * What the unit tests of the worker's parts (outbox, job board) share: a harness endpoint "local"
- * reached over loopback, the worker's config on a ManualClock (back-off bounds 100 ms → 800 ms), a
- * real PlatformHttp, and jobs taken from the harness, so every post lands on a job it knows.
+ * reached in memory when `h` was made so (test/support/inject.ts), else over loopback, the
+ * worker's config on a ManualClock (back-off bounds 100 ms → 800 ms), a real PlatformHttp, and
+ * jobs taken from the harness, so every post lands on a job it knows.
  */
 export interface PartsRig {
   readonly clock: ManualClock;
@@ -40,7 +42,7 @@ export function partsRig(h: Harness): PartsRig {
     retryBaseMs: RETRY_BASE_MS,
     retryCapMs: RETRY_CAP_MS,
   });
-  const http = new PlatformHttp(config.apiKey);
+  const http = new PlatformHttp(config.apiKey, isInMemory(h) ? () => h.connect() : undefined);
   const sink = logSink();
   const log = pino({ level: "debug" }, sink.stream);
   return {

@@ -3,7 +3,7 @@ import { z } from "zod";
 import { defineHandler } from "../../src/index.js";
 import { startWorker } from "../../src/worker/index.js";
 import { platformUrls } from "../../src/worker/platform/platform-urls.js";
-import { logSink, testHarness, waitFor, workerFor } from "../support/workers.js";
+import { logSink, memoryHarness, testHarness, waitFor, workerFor } from "../support/workers.js";
 
 // Answers and environments the reference worker copes with: a 2xx job-take other than 200, a
 // `null` take body, a jobsToStop list with non-strings, a take URL without /job-take/, adjusted
@@ -11,7 +11,7 @@ import { logSink, testHarness, waitFor, workerFor } from "../support/workers.js"
 
 describe("unusual platform answers and environments", () => {
   it("reads a 202 job-take with a body as a job, and a 200 `null` as no job", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const sink = logSink();
     const seen: unknown[] = [];
     h.injectFault("job-take", { status: 200, body: "null" });
@@ -94,7 +94,7 @@ describe("unusual platform answers and environments", () => {
   });
 
   it("logs config adjustments once at start", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const sink = logSink();
     const w = await workerFor(h, defineHandler({ handler: () => "ok" }), { sink, pingIntervalMs: 50 });
     try {
@@ -109,7 +109,7 @@ describe("unusual platform answers and environments", () => {
   });
 
   it("runs without job-stop when the take URL has no /job-take/ segment, and batches by adding batch_size", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const sink = logSink();
     const env = {
       ...h.workerEnv("local", { podId: "pod-odd" }),
@@ -118,6 +118,7 @@ describe("unusual platform answers and environments", () => {
     };
     const w = await startWorker(defineHandler({ input: z.unknown(), concurrency: 3, handler: () => "ok" }), {
       env,
+      connect: () => h.connect(),
       logDestination: sink.stream,
       retryBaseMs: 20,
       retryCapMs: 100,
@@ -132,6 +133,9 @@ describe("unusual platform answers and environments", () => {
       await waitFor("a failed take", () =>
         sink.lines.some((l) => l["message"] === "job-take failed; backing off"),
       );
+      // Answered by the harness (404, no such route), not refused for want of a listener.
+      const failed = sink.lines.find((l) => l["message"] === "job-take failed; backing off");
+      expect(String(failed?.["reason"])).toContain("no route for GET /v2/local/take-here/pod-odd");
       expect(sink.lines.filter((l) => String(l["message"]).includes("no /job-take/ segment"))).toHaveLength(
         1,
       );

@@ -8,7 +8,7 @@ import type { Harness } from "../../src/harness/index.js";
 import { defineHandler } from "../../src/index.js";
 import { ALLOW_PRIVATE_ADDRESSES_ENV, PRIVATE_ADDRESSES_WARNING } from "../../src/s3/private-address.js";
 import { startWorker } from "../../src/worker/index.js";
-import { logSink, testHarness } from "../support/workers.js";
+import { logSink, memoryHarness } from "../support/workers.js";
 
 // The operator's switch RUNLET_ALLOW_PRIVATE_ADDRESSES (issue 45): set on the worker's
 // environment, it lets ctx.s3.download reach a file server on loopback, over the handler's own
@@ -44,6 +44,8 @@ async function run(h: Harness, value: string | undefined) {
       ...(value === undefined ? {} : { [ALLOW_PRIVATE_ADDRESSES_ENV]: value }),
     },
     logDestination: sink.stream,
+    // The platform's routes in memory: the subject is the download's guard, which uses sockets.
+    connect: () => h.connect(),
     shutdownGraceMs: 2_000,
     flushTimeoutMs: 2_000,
   });
@@ -56,7 +58,7 @@ async function run(h: Harness, value: string | undefined) {
 
 describe(`${ALLOW_PRIVATE_ADDRESSES_ENV}`, () => {
   it("=1 lets downloads reach loopback over the handler's setting, and the worker warns once at start", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const { job, warned } = await run(h, "1");
     expect(job.status, job.error).toBe("COMPLETED");
     expect(job.output).toEqual({ text: "served from loopback" });
@@ -65,7 +67,7 @@ describe(`${ALLOW_PRIVATE_ADDRESSES_ENV}`, () => {
 
   it("unset or 0 leaves the refusal in place, with no warning", async () => {
     for (const value of [undefined, "0"]) {
-      await using h = await testHarness();
+      await using h = memoryHarness();
       const { job, warned } = await run(h, value);
       expect(job.status).toBe("FAILED");
       expect(job.error).toContain("refused: 127.0.0.1 resolves to 127.0.0.1");
@@ -74,7 +76,7 @@ describe(`${ALLOW_PRIVATE_ADDRESSES_ENV}`, () => {
   });
 
   it("refuses any other value at start, naming it", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     await expect(run(h, "yes please")).rejects.toThrow(
       `${ALLOW_PRIVATE_ADDRESSES_ENV} must be 1, true, 0 or false, got "yes please"`,
     );

@@ -3,7 +3,7 @@ import { ManualClock } from "../../src/harness/index.js";
 import { defineHandler } from "../../src/index.js";
 import { STOP_POLL_MIN_CYCLE_MS } from "../../src/worker/job/stop-poll.js";
 import { EMPTY_PAUSE } from "../../src/worker/platform/backoff.js";
-import { testHarness, waitFor, workerFor } from "../support/workers.js";
+import { memoryHarness, waitFor, workerFor } from "../support/workers.js";
 
 // An empty answer that comes back at once must not make the take or stop poll spin. The worker's
 // pauses run on a ManualClock that the test moves 50 ms per look: each test waits until the worker
@@ -25,7 +25,7 @@ function maxTakes(elapsedMs: number): number {
 }
 
 async function pacesTakes(status: 400 | 204): Promise<void> {
-  await using h = await testHarness();
+  await using h = memoryHarness();
   h.injectFault("job-take", { status }, 10_000);
   const clock = new ManualClock();
   const t0 = clock.now();
@@ -48,7 +48,7 @@ describe("pacing of the long polls", () => {
   });
 
   it("polls job-stop at most once a second while it answers 204 at once", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     h.injectFault("job-stop", { status: 204 }, 10_000);
     const clock = new ManualClock();
     let release!: () => void;

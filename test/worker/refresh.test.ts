@@ -4,7 +4,7 @@ import type { Harness } from "../../src/harness/index.js";
 import { defineHandler, JobError } from "../../src/index.js";
 import type { Worker } from "../../src/worker/index.js";
 import { startRunletChild, stopRunletChild } from "../support/runlet-child.js";
-import { logSink, testHarness, waitFor, workerFor } from "../support/workers.js";
+import { logSink, memoryHarness, testHarness, waitFor, workerFor } from "../support/workers.js";
 
 // A result with stopPod means the platform replaces this worker: like the reference worker, runlet
 // takes no job after it, lets the others finish, and stops (exit 0 for a requested refresh).
@@ -38,7 +38,7 @@ async function expectRefreshStop(h: Harness, w: Worker, first: string, second: s
 
 describe("a result that asks for a new worker (stopPod)", () => {
   it("stops taking after a refreshWorker handler's job: the next queued job stays IN_QUEUE", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const w = await workerFor(h, defineHandler({ refreshWorker: true, handler: () => "done" }));
     try {
       const first = h.enqueue("local", { input: 1 });
@@ -52,7 +52,7 @@ describe("a result that asks for a new worker (stopPod)", () => {
   });
 
   it("stops taking after a JobError({refreshWorker: true}), with two jobs queued up front", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const first = h.enqueue("local", { input: "boom" });
     const second = h.enqueue("local", { input: "fine" });
     const w = await workerFor(
@@ -75,7 +75,7 @@ describe("a result that asks for a new worker (stopPod)", () => {
   });
 
   it("lets another running job finish and report before it stops", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const sink = logSink();
     let release!: () => void;
     const gate = new Promise<void>((resolve) => {

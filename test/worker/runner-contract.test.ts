@@ -12,17 +12,17 @@ import { MANY_BATCH, MANY_TIMEOUT_MS } from "../fixtures/contract-batch-many.js"
 import { COMMON, contractInput, work, workEach } from "../fixtures/contract-handlers.js";
 import { signalCensus } from "../support/signal-census.js";
 import { THREAD_START_MS, THREAD_TEST_MS } from "../support/thread-allowance.js";
-import { testHarness, turn, waitFor, workerFor } from "../support/workers.js";
+import { memoryHarness, turn, waitFor, workerFor } from "../support/workers.js";
 
 /**
- * The contract every runner keeps (docs/architecture.md, "A run of N ≥ 1 jobs"): the same cases
- * for the in-process runner and isolation threads, with a plain handler and a batch handler —
- * output, a throw, an output JSON cannot carry, the deadline, a job-stop, and a handler that
- * ignores its signal (hard stop), and signal leaks (nothing kept per job on a signal that
- * outlives it). Workers run against the harness over loopback; deadlines and
+ * The contract every runner keeps (docs/architecture.md, "A run of N ≥ 1 jobs"): the same cases for
+ * the in-process runner and isolation threads, with a plain handler and a batch handler — output, a
+ * throw, an output JSON cannot carry, the deadline, a job-stop, and a handler that ignores its
+ * signal (hard stop), and signal leaks (nothing kept per job on a signal that outlives it). Workers
+ * run against the harness in memory (the subject is the runner, not the socket); deadlines and
  * graces run on a ManualClock. Then the Runner interface itself with real runs of five jobs, for
  * every runner and both kinds of handler: each job's output, failure and abort land on that job
- * alone (an abort that stops the whole run, or reaches the wrong index, shows), and one loopback
+ * alone (an abort that stops the whole run, or reaches the wrong index, shows), and one worker's
  * run per runner of a batch taken from the harness, one job of it stopped by a job-stop.
  */
 
@@ -88,7 +88,7 @@ describe.each(COMBOS)("runner contract: $name", (combo) => {
   it(
     "reports output, a throw and an unserializable output per job, and serves on",
     async () => {
-      await using h = await testHarness();
+      await using h = memoryHarness();
       await using _w = await workerFor(h, await combo.definition(), {
         ...(combo.handlerModule === undefined ? {} : { handlerModule: combo.handlerModule }),
       });
@@ -106,7 +106,7 @@ describe.each(COMBOS)("runner contract: $name", (combo) => {
   it(
     "aborts at the deadline and reports the timeout; posts nothing for a job-stop; serves on",
     async () => {
-      await using h = await testHarness();
+      await using h = memoryHarness();
       const clock = new ManualClock();
       await using _w = await workerFor(h, await combo.definition(), {
         clock,
@@ -134,7 +134,7 @@ describe.each(COMBOS)("runner contract: $name", (combo) => {
       ? "hard-stops a handler that ignores its signal, reports the timeout and serves on"
       : "reports the timeout of a handler that ignores its signal, then stops the worker (runaway)",
     async () => {
-      await using h = await testHarness();
+      await using h = memoryHarness();
       const clock = new ManualClock();
       const w = await workerFor(h, await combo.definition(), {
         clock,
@@ -160,7 +160,7 @@ describe.each(COMBOS)("runner contract: $name", (combo) => {
   it(
     "keeps no listener, onAbort callback or linked signal per job on any signal that outlives the job",
     async () => {
-      await using h = await testHarness();
+      await using h = memoryHarness();
       // Real time: a ManualClock would hold the take loop's pause after an empty answer too.
       await using _w = await workerFor(h, await combo.definition(), {
         ...(combo.handlerModule === undefined ? {} : { handlerModule: combo.handlerModule }),
@@ -372,12 +372,12 @@ describe.each(RUNNER_KINDS)("runner contract, runs of N: $name", (kind) => {
 });
 
 describe.each(RUNNER_KINDS.filter((kind) => kind.batch))(
-  "runner contract, a batch over loopback: $name",
+  "runner contract, a batch a worker took from the harness: $name",
   (kind) => {
     it(
       "runs a batch taken from the harness, one job of it stopped by a job-stop",
       async () => {
-        await using h = await testHarness();
+        await using h = memoryHarness();
         const ids = FIVE.filter((input) => !("mode" in input && input.mode === "wait" && input.n === 3)).map(
           (input) => h.enqueue("local", { input }),
         );

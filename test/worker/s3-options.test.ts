@@ -11,11 +11,13 @@ import { createJobS3 } from "../../src/s3/index.js";
 import { NO_STORE_MESSAGE } from "../../src/s3/no-store.js";
 import { THREAD_START_MS, THREAD_TEST_MS } from "../support/thread-allowance.js";
 import { useS3rver } from "../support/use-s3rver.js";
-import { testHarness, workerFor } from "../support/workers.js";
+import { memoryHarness, workerFor } from "../support/workers.js";
 
 // ctx.s3's settings (allowPrivateAddresses, presignExpiresSec, tmpRoot, BUCKET_NAME) reach the S3
 // module from the worker's and the handler's options, in-process and in isolation threads.
 // s3rver is the store; a plain HTTP server on 127.0.0.1 is the "private" URL a job downloads.
+// The worker reaches the harness in memory: downloads use sockets either way, the platform's
+// routes are not the subject here.
 
 const BUCKET = "runlet-worker-options";
 const NAMED_BUCKET = "named-by-env";
@@ -76,7 +78,7 @@ function errorMessage(error: string | undefined): string {
 
 describe("ctx.s3 settings from the worker and the handler", () => {
   it("refuses a download from a loopback URL by default", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     await using _w = await workerFor(h, downloader());
     const job = await runOne(h);
     expect(job.status).toBe("FAILED");
@@ -88,7 +90,7 @@ describe("ctx.s3 settings from the worker and the handler", () => {
   });
 
   it("downloads from loopback with the worker's allowPrivateAddresses, and presigns for the default 7 days", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     await using _w = await workerFor(h, downloader(), { allowPrivateAddresses: true });
     const job = await runOne(h);
     expect(job.status).toBe("COMPLETED");
@@ -101,20 +103,20 @@ describe("ctx.s3 settings from the worker and the handler", () => {
   it("takes the handler's allowPrivateAddresses and presignExpiresSec, and lets the worker's options win", async () => {
     const handler = downloader({ allowPrivateAddresses: true, presignExpiresSec: 900 });
     {
-      await using h = await testHarness();
+      await using h = memoryHarness();
       await using _w = await workerFor(h, handler);
       const job = await runOne(h);
       expect(job.status).toBe("COMPLETED");
       expect(expiresOf((job.output as { url: string }).url)).toBe("900");
     }
     {
-      await using h = await testHarness();
+      await using h = memoryHarness();
       await using _w = await workerFor(h, handler, { presignExpiresSec: 60 });
       const job = await runOne(h);
       expect(expiresOf((job.output as { url: string }).url)).toBe("60");
     }
     {
-      await using h = await testHarness();
+      await using h = memoryHarness();
       await using _w = await workerFor(h, handler, { allowPrivateAddresses: false });
       const job = await runOne(h);
       expect(job.status).toBe("FAILED");
@@ -128,7 +130,7 @@ describe("ctx.s3 settings from the worker and the handler", () => {
     const { join } = await import("node:path");
     const root = await mkdtemp(join(tmpdir(), "runlet-tmproot-"));
     try {
-      await using h = await testHarness();
+      await using h = memoryHarness();
       await using _w = await workerFor(h, downloader(), { allowPrivateAddresses: true, tmpRoot: root });
       const job = await runOne(h);
       expect(job.status).toBe("COMPLETED");
@@ -143,7 +145,7 @@ describe("ctx.s3 settings from the worker and the handler", () => {
     "passes the settings into isolation threads",
     async () => {
       {
-        await using h = await testHarness();
+        await using h = memoryHarness();
         await using _w = await workerFor(h, (await import(threadFixture)).default, {
           handlerModule: threadFixture,
         });
@@ -152,7 +154,7 @@ describe("ctx.s3 settings from the worker and the handler", () => {
         expect(errorMessage(job.error)).toContain("refused: 127.0.0.1 resolves to 127.0.0.1");
       }
       {
-        await using h = await testHarness();
+        await using h = memoryHarness();
         await using _w = await workerFor(h, (await import(threadFixture)).default, {
           handlerModule: threadFixture,
           allowPrivateAddresses: true,
@@ -168,7 +170,7 @@ describe("ctx.s3 settings from the worker and the handler", () => {
   );
 
   it("uses BUCKET_NAME as the bucket of the BUCKET_* store", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     await using _w = await workerFor(h, downloader(), {
       allowPrivateAddresses: true,
       env: {
@@ -189,14 +191,14 @@ describe("ctx.s3 settings from the worker and the handler", () => {
     expect(() => downloader({ presignExpiresSec: 604_801 })).toThrow(
       "defineHandler: presignExpiresSec must be an integer from 1 to 604800 (7 days, the SigV4 maximum), got 604801",
     );
-    await using h = await testHarness();
+    await using h = memoryHarness();
     await expect(workerFor(h, downloader(), { presignExpiresSec: 0 })).rejects.toThrow(/presignExpiresSec/);
   });
 });
 
 describe("a job without a store", () => {
   it("says the S3 module's own RUNLET_S3_NOT_CONFIGURED words", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     let configured: boolean | undefined;
     await using _w = await workerFor(
       h,
@@ -241,13 +243,13 @@ describe("a job without a store", () => {
       },
     });
     {
-      await using h = await testHarness();
+      await using h = memoryHarness();
       await using _w = await workerFor(h, reader);
       const refused = await runOne(h, false);
       expect(refused.status).toBe("FAILED");
       expect(errorMessage(refused.error)).toContain("refused: 127.0.0.1 resolves to 127.0.0.1");
     }
-    await using h = await testHarness();
+    await using h = memoryHarness();
     await using _w = await workerFor(h, reader, { allowPrivateAddresses: true });
     const job = await runOne(h, false);
     expect(job.status, job.error).toBe("COMPLETED");
@@ -262,7 +264,7 @@ describe("a job without a store", () => {
   });
 
   it("downloads an http(s) URL without a store inside an isolation thread", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     await using _w = await workerFor(h, (await import(urlThreadFixture)).default, {
       handlerModule: urlThreadFixture,
       allowPrivateAddresses: true,

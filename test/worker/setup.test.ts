@@ -6,14 +6,14 @@ import { afterEach, describe, expect, it } from "vitest";
 import { type Harness, ManualClock } from "../../src/harness/index.js";
 import { defineBatchHandler, defineHandler, type Worker, type WorkerEvents } from "../../src/index.js";
 import { THREAD_START_MS, THREAD_TEST_MS } from "../support/thread-allowance.js";
-import { gate, logSink, testHarness, turn, waitFor, workerFor } from "../support/workers.js";
+import { gate, logSink, memoryHarness, testHarness, turn, waitFor, workerFor } from "../support/workers.js";
 
 /**
  * `setup` and `teardown` (docs/handler.md, "Loading a model: setup and teardown"): setup runs where
  * the handler runs, before the worker is offered a job; a failed setup takes no job, pings
  * unhealthy with check=setup and stops with exit code 1; teardown runs after the running jobs,
- * within the grace. Workers run against the harness over loopback; time that matters is a
- * ManualClock's.
+ * within the grace. Workers run against the harness in memory, or over loopback where a test reads
+ * pings (the heartbeat thread pings over sockets of its own); time that matters is a ManualClock's.
  */
 
 const setupThreadFixture = fileURLToPath(new URL("../fixtures/setup-thread.ts", import.meta.url));
@@ -39,7 +39,7 @@ afterEach(() => {
 
 describe("setup in-process", () => {
   it("takes no job before setup resolves, then runs jobs with its state; reports phases and ready", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const sink = logSink();
     const loaded = gate();
     let setupCalls = 0;
@@ -85,7 +85,7 @@ describe("setup in-process", () => {
   });
 
   it("gives every concurrent slot the same state object, and a batch handler its state", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const hold = gate();
     const states = new Set<unknown>();
     let made: unknown;
@@ -112,7 +112,7 @@ describe("setup in-process", () => {
     for (const job of await Promise.all(ids.map((id) => h.waitForJob(id)))) expect(job.output).toBe(true);
     expect([...states]).toEqual([made]);
 
-    await using h2 = await testHarness();
+    await using h2 = memoryHarness();
     await using _b = await workerFor(
       h2,
       defineBatchHandler({
@@ -215,7 +215,7 @@ describe("setup in-process", () => {
   });
 
   it("runs teardown with setup's state after the running job ended, and within the grace", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const order: string[] = [];
     const hold = gate();
     const state = { model: "m" };
@@ -246,7 +246,7 @@ describe("setup in-process", () => {
   });
 
   it("gives up on a teardown that outlasts the grace, on the worker's clock", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const clock = new ManualClock();
     const sink = logSink();
     let tornDown = false;
@@ -281,7 +281,7 @@ describe("setup under isolation: thread", () => {
       try {
         process.env["RUNLET_TEST_SETUP_MS"] = "200";
         process.env["RUNLET_TEST_TEARDOWN_FILE"] = join(dir, "teardown");
-        await using h = await testHarness();
+        await using h = memoryHarness();
         const clock = new ManualClock();
         const sink = logSink();
         const { default: definition } = await import("../fixtures/setup-thread.js");

@@ -1,12 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { isRunletError } from "../../src/errors.js";
 import { defineHandler } from "../../src/index.js";
-import { testHarness, waitFor, workerFor } from "../support/workers.js";
+import { memoryHarness, waitFor, workerFor } from "../support/workers.js";
 
 /** Issue 21, items 5 and 10: what a worker still sees and says while and after it shuts down. */
 describe("shutting down", () => {
   it("sees a job-stop sent during the shutdown grace (fails on the old code: the job ran out the grace)", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     let reason: unknown;
     let started = false;
     const w = await workerFor(
@@ -39,7 +39,7 @@ describe("shutting down", () => {
   }, 30_000);
 
   it("stops with exit code 1 after giving up on a result (fails on the old code: 0)", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     h.injectFault("job-done", { status: 503 }, 10_000);
     const w = await workerFor(h, defineHandler({ handler: () => "lost" }), {
       shutdownGraceMs: 100,

@@ -6,7 +6,7 @@ import { pollJobStops } from "../../src/worker/job/stop-poll.js";
 import { runTakeLoop } from "../../src/worker/job/take-loop.js";
 import { PlatformHttp } from "../../src/worker/platform/platform-http.js";
 import { dependantsOf } from "../support/signal-dependants.js";
-import { testHarness, waitFor } from "../support/workers.js";
+import { memoryHarness, waitFor } from "../support/workers.js";
 
 /**
  * The take loop and the job-stop poll run for the worker's whole life, each request bounded by the
@@ -20,9 +20,9 @@ const silent = pino({ level: "silent" });
 
 describe("the worker's long-lived signal", () => {
   it("keeps no listener or dependant per job-take after many takes", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const config = resolveWorkerConfig({ env: h.workerEnv("local"), retryBaseMs: 1, retryCapMs: 1 });
-    const http = new PlatformHttp(config.apiKey);
+    const http = new PlatformHttp(config.apiKey, () => h.connect());
     const closing = new AbortController();
     // Each take gets a 500 at once and is retried after 1 ms: many takes in little time.
     h.injectFault("job-take", { status: 500 }, ROUNDS);
@@ -45,9 +45,9 @@ describe("the worker's long-lived signal", () => {
   });
 
   it("keeps no listener or dependant per job-stop poll after many polls", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const config = resolveWorkerConfig({ env: h.workerEnv("local"), retryBaseMs: 1, retryCapMs: 1 });
-    const http = new PlatformHttp(config.apiKey);
+    const http = new PlatformHttp(config.apiKey, () => h.connect());
     const closing = new AbortController();
     h.injectFault("job-stop", { status: 500 }, ROUNDS);
     // A board that always holds one job, so the poll never pauses for want of one.

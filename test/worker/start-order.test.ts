@@ -24,6 +24,7 @@ describe("the order of start-up under isolation threads", () => {
       // Read by the fixture at import, in this process and in its threads (they copy the env at spawn).
       Object.assign(process.env, { ORDER_FILE: file, ORDER_PORT: String(port), ORDER_HEALTH_MS: "3000" });
       try {
+        // On loopback: the part list checked below holds the heartbeat, which a worker in memory has not.
         await using h = await testHarness();
         const { default: definition } = await import("../fixtures/ordered-thread.js");
         await using w = await workerFor(h, definition, { handlerModule: MODULE });

@@ -3,7 +3,7 @@ import { z } from "zod";
 import { defineHandler } from "../../src/index.js";
 
 /**
- * A handler module for loop.test.ts under `isolation: "thread"`: yields one item of `bytes` bytes
+ * A handler module for loop.unit.test.ts under `isolation: "thread"`: yields one item of `bytes` bytes
  * (byte i is `(i * 7) & 0xff`) and, on `channel`, posts the number of each base64 slice the
  * splitter makes (it reads the bytes' `buffer` once per slice), so the test on the main thread can
  * see how far chunk making runs ahead of the posts.

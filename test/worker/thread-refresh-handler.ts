@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { defineHandler } from "../../src/index.js";
 
-/** A handler module for refresh-per-job.test.ts under `isolation: "thread"`: asks for a new worker when told to. */
+/** A handler module for refresh-per-job.unit.test.ts under `isolation: "thread"`: asks for a new worker when told to. */
 export default defineHandler({
   isolation: "thread",
   input: z.object({ text: z.string(), wedged: z.boolean().default(false) }),

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { ManualClock } from "../../src/clock.js";
 import { defineHandler } from "../../src/index.js";
 import { WaiterSet } from "../../src/wait.js";
-import { testHarness, waitFor, workerFor } from "../support/workers.js";
+import { memoryHarness, waitFor, workerFor } from "../support/workers.js";
 
 /**
  * Issue 21, item 1: the change notifier chained each wait's waker onto the last, never unlinked a
@@ -41,7 +41,7 @@ describe("waits that time out", () => {
   });
 
   it("a worker whose only slot is held for 20 000 s still frees it and takes the next job", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const clock = new ManualClock();
     const errors: unknown[] = [];
     const onRejection = (err: unknown): void => {

@@ -1,10 +1,13 @@
 import { describe, expect, it } from "vitest";
 import { defineHandler } from "../../src/index.js";
 import { USER_AGENT } from "../../src/version.js";
-import { testHarness, waitFor, workerFor } from "../support/workers.js";
+import { memoryHarness, testHarness, waitFor, workerFor } from "../support/workers.js";
 
+// What the worker sends: over loopback where the subject is the wire or a ping (the heartbeat
+// thread pings over sockets of its own); the take URLs' queries are read in memory.
 describe("the worker's requests on the wire", () => {
   it("sends the raw key, its User-Agent and X-Request-ID per job, and exact job-done bodies and queries", async () => {
+    // On loopback: the subject is the bytes a real socket carries (headers as the HTTP client sets them).
     await using h = await testHarness();
     await using w = await workerFor(
       h,
@@ -51,7 +54,7 @@ describe("the worker's requests on the wire", () => {
   });
 
   it("takes a batch with batch_size = free slots and reports job_in_progress exactly", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     let release!: () => void;
     const gate = new Promise<void>((resolve) => {
       release = resolve;

@@ -4,13 +4,14 @@ import type { Harness } from "../../src/harness/index.js";
 import { retryPolicy } from "../../src/retry-policy.js";
 import { WorkerEventHub, type WorkerEvents } from "../../src/worker/events.js";
 import { JobOutbox } from "../../src/worker/job/outbox.js";
-import { testHarness, waitFor } from "../support/workers.js";
+import { memoryHarness, waitFor } from "../support/workers.js";
 import { type PartsRig, partsRig, RETRY_BASE_MS, RETRY_CAP_MS } from "./job-rig.js";
 
 /**
- * One job's outbox (outbox.ts) through its public methods: posts over loopback to the harness,
- * faults injected there, back-off on a ManualClock. Every wait between attempts is proven by the
- * `retrying` event and the clock's pending timer, never by a pause.
+ * One job's outbox (outbox.ts) through its public methods: posts to the harness in memory (the
+ * subject is the outbox, not the socket), faults injected there, back-off on a ManualClock. Every
+ * wait between attempts is proven by the `retrying` event and the clock's pending timer, never by
+ * a pause.
  */
 
 interface Box {
@@ -59,7 +60,7 @@ const chunk = (text: string) => JSON.stringify({ output: text });
 
 describe("JobOutbox", () => {
   it("posts progress, stream chunks and the final result one at a time, in the order queued", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const r = partsRig(h);
     const b = await box(r);
     const streamUrl = r.config.urls.stream(b.jobId)!;
@@ -83,7 +84,7 @@ describe("JobOutbox", () => {
   });
 
   it("retries a 5xx after the policy's back-off on the clock, doubling per attempt, and keeps the order", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const r = partsRig(h);
     const b = await box(r);
     h.injectFault("job-done", { status: 503 }, 2);
@@ -117,7 +118,7 @@ describe("JobOutbox", () => {
   });
 
   it("caps the back-off at retryCapMs however many attempts fail", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const r = partsRig(h);
     const b = await box(r);
     const failures = 6;
@@ -135,7 +136,7 @@ describe("JobOutbox", () => {
   });
 
   it("waits what a 429's Retry-After asks, up to four times the cap", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const r = partsRig(h);
     const b = await box(r);
     h.injectFault("job-done", { status: 429, retryAfterSec: 2 }, 1);
@@ -150,7 +151,7 @@ describe("JobOutbox", () => {
   });
 
   it("retries a dropped connection as a network error and loses nothing of the stream", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const r = partsRig(h);
     const b = await box(r);
     const streamUrl = r.config.urls.stream(b.jobId)!;
@@ -178,7 +179,7 @@ describe("JobOutbox", () => {
   });
 
   it("lets a streaming handler wait until its unposted bytes fall under its budget", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const r = partsRig(h);
     const b = await box(r);
     h.injectFault("job-stream", { status: 502 }, 1);
@@ -197,7 +198,7 @@ describe("JobOutbox", () => {
   });
 
   it("takes a 4xx as final: a rejected progress update turns the final result into an error", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const r = partsRig(h);
     const b = await box(r);
     h.injectFault("job-done", { status: 400, body: "too odd" }, 1);
@@ -220,7 +221,7 @@ describe("JobOutbox", () => {
   });
 
   it("replaces a rejected final result with a short error, and says 'rejected' when that is refused too", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const r = partsRig(h);
     const replaced = await box(r);
     h.injectFault("job-done", { status: 413 }, 1);
@@ -245,7 +246,7 @@ describe("JobOutbox", () => {
   });
 
   it("stops retrying after the policy's maxRetries and treats the last answer as final", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const r = partsRig(h);
     const b = await box(r, retryPolicy(r.config.postRetry, { maxRetries: 1, jitter: 0 }));
     h.injectFault("job-done", { status: 503 }, 3);
@@ -264,7 +265,7 @@ describe("JobOutbox", () => {
   });
 
   it("gives up at once when the give-up signal fires during a back-off, posting nothing more", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const r = partsRig(h);
     const b = await box(r);
     h.injectFault("job-done", { status: 503 }, 1);
@@ -287,7 +288,7 @@ describe("JobOutbox", () => {
   });
 
   it("posts nothing when the give-up signal fired before the first post", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const r = partsRig(h);
     const b = await box(r);
     b.giveUp.abort();
@@ -302,7 +303,7 @@ describe("JobOutbox", () => {
   });
 
   it("drops what is queued on discard (job-stop), ends a post's back-off and frees stream waiters", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const r = partsRig(h);
     const b = await box(r);
     h.injectFault("job-stream", { status: 503 }, 1);

@@ -5,13 +5,13 @@ import { ManualClock } from "../../src/harness/index.js";
 import { defineHandler } from "../../src/index.js";
 import { jobTimeoutMs } from "../../src/worker/job/job-clock.js";
 import { THREAD_START_MS, THREAD_TEST_MS } from "../support/thread-allowance.js";
-import { logSink, testHarness, waitFor, workerFor } from "../support/workers.js";
+import { logSink, memoryHarness, waitFor, workerFor } from "../support/workers.js";
 
 const spinFixture = fileURLToPath(new URL("../fixtures/thread-spin.ts", import.meta.url));
 
 describe("deadlines and job-stop", () => {
   it("aborts an async handler's signal at its deadline and reports the timeout", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     // The deadline runs on the worker's clock: a ten-minute timeout passes without a real wait.
     const clock = new ManualClock();
     let reason: unknown;
@@ -47,7 +47,7 @@ describe("deadlines and job-stop", () => {
   });
 
   it("reports an in-process handler that ignores its deadline and stops the worker (exit code 1)", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const clock = new ManualClock();
     let stop = false;
     let started = false;
@@ -82,7 +82,7 @@ describe("deadlines and job-stop", () => {
   });
 
   it("stops a running job on job-stop: its signal fires and nothing is posted for it", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     let reason: unknown;
     const sink = logSink();
     await using _w = await workerFor(
@@ -116,7 +116,7 @@ describe("deadlines and job-stop", () => {
   it(
     "terminates an isolation thread stuck in a synchronous infinite loop, reports the timeout, and keeps the slot serving",
     async () => {
-      await using h = await testHarness();
+      await using h = memoryHarness();
       const { default: definition } = await import("../fixtures/thread-spin.js");
       await using _w = await workerFor(h, definition, { handlerModule: spinFixture });
       const spun = await h.waitForJob(h.enqueue("local", { input: { mode: "spin" } }), {

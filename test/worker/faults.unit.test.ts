@@ -1,12 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { defineHandler } from "../../src/index.js";
-import { logSink, testHarness, waitFor, workerFor } from "../support/workers.js";
+import { logSink, memoryHarness, waitFor, workerFor } from "../support/workers.js";
 
 const echo = defineHandler({ concurrency: 2, handler: ({ input }) => ({ echo: input }) });
 
 describe("faults between the worker and the platform", () => {
   it("keeps taking after 429, 5xx and dropped connections on job-take, and runs every job once", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     h.injectFault("job-take-batch", { status: 503 }, 2);
     h.injectFault("job-take-batch", { drop: true }, 1);
     h.injectFault("job-take-batch", { status: 429, retryAfterSec: 0 }, 1);
@@ -23,7 +23,7 @@ describe("faults between the worker and the platform", () => {
   });
 
   it("retries job-done through 5xx, 429 and dropped connections and delivers each result exactly once", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const sink = logSink();
     await using _w = await workerFor(h, echo, { sink });
     h.injectFault("job-done", { status: 500 }, 1);
@@ -46,7 +46,7 @@ describe("faults between the worker and the platform", () => {
   });
 
   it("posts one short { error } saying why when the platform rejects a final result with a 4xx", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     await using _w = await workerFor(h, echo);
     h.injectFault("job-done", { status: 400, body: "payload too large" }, 1);
     const id = h.enqueue("local", { input: "big" });
@@ -57,7 +57,7 @@ describe("faults between the worker and the platform", () => {
   });
 
   it("turns a rejected stream chunk into a final error that names it", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     await using _w = await workerFor(
       h,
       defineHandler({
@@ -78,7 +78,7 @@ describe("faults between the worker and the platform", () => {
   });
 
   it("fails an output over maxResultBytes with a message naming the size and limit when no store is configured", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     await using _w = await workerFor(h, defineHandler({ handler: () => "x".repeat(200) }), {
       maxResultBytes: 100,
     });
@@ -90,7 +90,7 @@ describe("faults between the worker and the platform", () => {
   });
 
   it("fails a malformed delivered job that has an id, logs it, and keeps serving", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const sink = logSink();
     // A 200 fault answers the take with this body instead of a queued job.
     h.injectFault("job-take", { status: 200, body: JSON.stringify({ id: "bad-1" }) }, 1);
@@ -110,7 +110,7 @@ describe("faults between the worker and the platform", () => {
   });
 
   it("never runs more jobs than it asked for: extra jobs in an answer are failed, not run", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const sink = logSink();
     const ran: unknown[] = [];
     h.injectFault(

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { Harness } from "../../src/harness/index.js";
 import { defineHandler } from "../../src/index.js";
-import { testHarness, waitFor, workerFor } from "../support/workers.js";
+import { memoryHarness, waitFor, workerFor } from "../support/workers.js";
 
 // docs/protocol.md, "Results": the final post of a streaming job uses isStream=true, whatever the job ends
 // with — the reference worker sends true for every generator handler, errors included.
@@ -17,7 +17,7 @@ function finalQuery(h: Harness, jobId: string): Readonly<Record<string, string>>
 
 describe("the final post of a generator job", () => {
   it("uses isStream=true when the generator throws after an item", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const w = await workerFor(
       h,
       defineHandler({
@@ -38,7 +38,7 @@ describe("the final post of a generator job", () => {
   });
 
   it("uses isStream=true when the generator throws before any item", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const w = await workerFor(
       h,
       defineHandler({
@@ -58,7 +58,7 @@ describe("the final post of a generator job", () => {
   });
 
   it("uses isStream=true when the generator times out", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const w = await workerFor(
       h,
       defineHandler({
@@ -82,7 +82,7 @@ describe("the final post of a generator job", () => {
   });
 
   it("uses isStream=true when a shutdown cuts the generator", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const w = await workerFor(
       h,
       defineHandler({

@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { defineHandler, JobError } from "../../src/index.js";
-import { testHarness, workerFor } from "../support/workers.js";
+import { memoryHarness, workerFor } from "../support/workers.js";
 
 describe("handler kinds against the harness", () => {
   it("completes a sync handler's job with its output", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     await using _w = await workerFor(
       h,
       defineHandler({
@@ -22,7 +22,7 @@ describe("handler kinds against the harness", () => {
   });
 
   it("completes an async handler's job and posts its progress first, in order", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     await using _w = await workerFor(
       h,
       defineHandler({
@@ -42,7 +42,7 @@ describe("handler kinds against the harness", () => {
   });
 
   it("streams a generator's items in order and ends with isStream=true and an empty output", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     await using _w = await workerFor(
       h,
       defineHandler({
@@ -69,7 +69,7 @@ describe("handler kinds against the harness", () => {
   });
 
   it("returns every item of an async generator when returnAggregateStream is set, with handler metrics on chunks", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     await using _w = await workerFor(
       h,
       defineHandler({
@@ -91,7 +91,7 @@ describe("handler kinds against the harness", () => {
   });
 
   it("aggregates yielded bytes as base64 strings, as their chunks carry them", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const bytes = Buffer.from([0, 1, 2, 250, 255]);
     await using _w = await workerFor(
       h,
@@ -118,7 +118,7 @@ describe("handler kinds against the harness", () => {
   });
 
   it("posts {output: null} for a handler that returns nothing", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     await using _w = await workerFor(h, defineHandler({ handler: () => undefined }));
     const id = h.enqueue("local", { input: {} });
     await h.waitForJob(id);
@@ -127,7 +127,7 @@ describe("handler kinds against the harness", () => {
   });
 
   it("fails the job with the message of a returned { error }", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     await using _w = await workerFor(h, defineHandler({ handler: () => ({ error: "no such model" }) }));
     const id = h.enqueue("local", { input: {} });
     const job = await h.waitForJob(id);
@@ -137,7 +137,7 @@ describe("handler kinds against the harness", () => {
   });
 
   it("fails the job with a JobError's message and asks for a new worker when refreshWorker is set", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     await using _w = await workerFor(
       h,
       defineHandler({
@@ -155,7 +155,7 @@ describe("handler kinds against the harness", () => {
   });
 
   it("fails a job whose input misses the schema, naming every bad field, and goes on", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     await using _w = await workerFor(
       h,
       defineHandler({
@@ -180,7 +180,7 @@ describe("handler kinds against the harness", () => {
   });
 
   it("reports a thrown Error as the platform's JSON error report", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     await using w = await workerFor(
       h,
       defineHandler({
@@ -210,7 +210,7 @@ describe("handler kinds against the harness", () => {
   });
 
   it("reports thrown non-Error values (a string, null) without crashing the worker", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     await using _w = await workerFor(
       h,
       defineHandler({
@@ -227,7 +227,7 @@ describe("handler kinds against the harness", () => {
   });
 
   it("fails a job whose output JSON cannot represent", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     await using _w = await workerFor(h, defineHandler({ handler: () => ({ n: 10n }) }));
     const job = await h.waitForJob(h.enqueue("local", { input: {} }));
     expect(job.status).toBe("FAILED");

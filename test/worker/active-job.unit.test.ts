@@ -13,12 +13,12 @@ import { WorkerLifecycle } from "../../src/worker/lifecycle/lifecycle.js";
 import { s3Settings } from "../../src/worker/lifecycle/worker-parts.js";
 import { PlatformHttp } from "../../src/worker/platform/platform-http.js";
 import { InProcessRunner } from "../../src/worker/runner/runner.js";
-import { gate, testHarness, turn, waitFor } from "../support/workers.js";
+import { gate, memoryHarness, turn, waitFor } from "../support/workers.js";
 
 /**
- * ActiveJob's state machine on its own: a job taken from the harness over loopback, run by the
- * real in-process runner, its deadline and grace on a ManualClock; what it posts is read back
- * from the harness.
+ * ActiveJob's state machine on its own: a job taken from the harness in memory, run by the real
+ * in-process runner, its deadline and grace on a ManualClock; what it posts is read back from the
+ * harness.
  */
 
 interface Rig {
@@ -38,7 +38,7 @@ async function rig(h: Harness, definition: HandlerDefinition): Promise<Rig> {
     retryCapMs: 200,
   });
   const log = pino({ level: "silent" });
-  const http = new PlatformHttp(config.apiKey);
+  const http = new PlatformHttp(config.apiKey, () => h.connect());
   const lifecycle = new WorkerLifecycle({
     log,
     clock,
@@ -80,7 +80,7 @@ async function rig(h: Harness, definition: HandlerDefinition): Promise<Rig> {
 
 describe("ActiveJob", () => {
   it("goes running → settling → reporting and posts the handler's output", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const r = await rig(h, defineHandler({ handler: ({ input }) => ({ got: input }) }));
     const job = new ActiveJob(await r.job({ n: 1 }), r.parts);
     expect(job.state).toBe("running");
@@ -91,7 +91,7 @@ describe("ActiveJob", () => {
   });
 
   it("goes running → timed-out → reporting at its deadline on the clock, and aborts the handler's signal", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     let signal: AbortSignal | undefined;
     const r = await rig(
       h,
@@ -119,7 +119,7 @@ describe("ActiveJob", () => {
   });
 
   it("goes running → stopping → stopped on a job-stop and posts nothing for it", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const hold = gate();
     let started = false;
     const r = await rig(
@@ -145,7 +145,7 @@ describe("ActiveJob", () => {
   });
 
   it("refuses moves its table does not list, and ignores a stop once reported", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const r = await rig(h, defineHandler({ handler: () => "ok" }));
     const job = new ActiveJob(await r.job(), r.parts);
     expect(job.transition("stopped")).toBe(false);
@@ -159,7 +159,7 @@ describe("ActiveJob", () => {
   });
 
   it("reports a shutdown failure when the grace runs out while its handler runs", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const hold = gate();
     let started = false;
     const r = await rig(
@@ -183,7 +183,7 @@ describe("ActiveJob", () => {
   });
 
   it("tells the lifecycle of a runaway in-process handler after the grace, and still reports its timeout", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     let started = false;
     const r = await rig(
       h,

@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { defineHandler, JobError, WorkerUnfitError } from "../../src/index.js";
-import { gate, logSink, testHarness, turn, waitFor, workerFor } from "../support/workers.js";
+import { gate, logSink, memoryHarness, turn, waitFor, workerFor } from "../support/workers.js";
 
 describe("worker lifecycle events", () => {
   it("reports taken, started, progress, finished, failed, retrying and stopped, in order", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const handler = defineHandler({
       input: z.object({ fail: z.boolean() }),
       handler: ({ input, progress }) => {
@@ -58,7 +58,7 @@ describe("worker lifecycle events", () => {
 
 describe('start-up events (docs/worker.md, "Start-up phases")', () => {
   it("reports the fitness phase, then ready with each phase's ms, before the first take", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const sink = logSink();
     const check = gate<boolean>();
     const worker = await workerFor(
@@ -99,7 +99,7 @@ describe('start-up events (docs/worker.md, "Start-up phases")', () => {
   });
 
   it("reports a failed fitness phase and no ready when the health check fails", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const worker = await workerFor(
       h,
       defineHandler({

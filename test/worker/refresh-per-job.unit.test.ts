@@ -3,15 +3,16 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import type { HandlerDefinition } from "../../src/handler/index.js";
 import { defineHandler } from "../../src/index.js";
-import { testHarness, waitFor, workerFor } from "../support/workers.js";
+import { memoryHarness, waitFor, workerFor } from "../support/workers.js";
 
 /**
  * Issue 17, item 2: ctx.refreshWorker() finishes one job successfully and has the worker replaced
- * (Python's `{"refresh_worker": true}`), over real HTTP against the harness.
+ * (Python's `{"refresh_worker": true}`), against the harness's routes (in memory: the subject is
+ * the refresh, not the socket).
  */
 describe("ctx.refreshWorker()", () => {
   it("completes the job with its output and stopPod: true, takes no further job, and stops as a refresh", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const w = await workerFor(
       h,
       defineHandler({
@@ -49,7 +50,7 @@ describe("ctx.refreshWorker()", () => {
   it("does the same from an isolation thread", async () => {
     const module = fileURLToPath(new URL("./thread-refresh-handler.ts", import.meta.url));
     const definition = (await import(module)).default as HandlerDefinition;
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const w = await workerFor(h, definition, { handlerModule: module });
     try {
       const wedged = h.enqueue("local", { input: { text: "two", wedged: true } });

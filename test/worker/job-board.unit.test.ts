@@ -1,14 +1,14 @@
 import { describe, expect, it } from "vitest";
 import { defineHandler } from "../../src/index.js";
 import { EARLY_STOPS_KEPT, JobBoard } from "../../src/worker/job/job-board.js";
-import { gate, testHarness, waitFor } from "../support/workers.js";
+import { gate, memoryHarness, waitFor } from "../support/workers.js";
 import { jobParts, partsRig } from "./job-rig.js";
 
 /**
- * The job board (job-board.ts) through its public methods: jobs taken from the harness over
- * loopback, run by the in-process runner, their results read back from the harness. Waits are
- * on a ManualClock that the tests never move unless they say so, so a wait that ends before a
- * clock step was ended by a wake (or the closing signal), not by time.
+ * The job board (job-board.ts) through its public methods: jobs taken from the harness in memory
+ * (the subject is the board, not the socket), run by the in-process runner, their results read back
+ * from the harness. Waits are on a ManualClock that the tests never move unless they say so, so a
+ * wait that ends before a clock step was ended by a wake (or the closing signal), not by time.
  */
 
 /** A handler that holds each job until the test opens its gate, and counts the jobs it ran. */
@@ -46,7 +46,7 @@ function watched(wait: Promise<void>) {
 
 describe("JobBoard", () => {
   it("starts at most `free` of the delivered jobs and fails the rest unrun, asking for a retry", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const r = partsRig(h);
     const held = heldHandler();
     const { parts } = jobParts(r, held.definition);
@@ -70,7 +70,7 @@ describe("JobBoard", () => {
   });
 
   it("ignores a second copy of a job it holds, well-formed or malformed, and posts one result for it", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const r = partsRig(h);
     const held = heldHandler();
     const { parts } = jobParts(r, held.definition);
@@ -95,7 +95,7 @@ describe("JobBoard", () => {
   });
 
   it("fails a malformed job with its reason, and refuses a job whose id a result URL cannot carry", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const r = partsRig(h);
     const held = heldHandler();
     const { parts } = jobParts(r, held.definition);
@@ -128,7 +128,7 @@ describe("JobBoard", () => {
     // The job-stop answer and the take answer come on two connections; the bench's soak of only
     // cancelled jobs saw the stop read first, the stop dropped, and every slot held for good by
     // handlers waiting for an abort that never came (the worker took nothing more).
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const r = partsRig(h);
     const held = heldHandler();
     const { parts } = jobParts(r, held.definition);
@@ -160,7 +160,7 @@ describe("JobBoard", () => {
   });
 
   it("wakes its waiters when a job starts, is stopped and leaves; times out on the clock; ends on closing", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const r = partsRig(h);
     const held = heldHandler();
     const { parts } = jobParts(r, held.definition);
@@ -209,7 +209,7 @@ describe("JobBoard", () => {
   });
 
   it("consults a concurrency function between takes and keeps the value when it answers badly", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const r = partsRig(h);
     const answers: unknown[] = [3, 0, 5];
     const seen: number[] = [];

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { ManualClock } from "../../src/harness/index.js";
 import { defineBatchHandler } from "../../src/index.js";
 import { THREAD_START_MS, THREAD_TEST_MS } from "../support/thread-allowance.js";
-import { logSink, testHarness, turn, waitFor, workerFor } from "../support/workers.js";
+import { logSink, memoryHarness, turn, waitFor, workerFor } from "../support/workers.js";
 import { numbers } from "./batch-helpers.js";
 
 /**
@@ -16,7 +16,7 @@ const batchThreadFixture = fileURLToPath(new URL("../fixtures/batch-thread.ts", 
 
 describe("runaway batches", () => {
   it("stops the worker (runaway, exit code 1) when an in-process batch ignores its signal past the grace", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const clock = new ManualClock();
     let started = false;
     const ids = [1, 2].map((n) => h.enqueue("local", { input: { n } }));
@@ -47,7 +47,7 @@ describe("runaway batches", () => {
   it(
     "fails each job of a runaway batch at its deadline, hard-stops the thread after the grace, and serves on",
     async () => {
-      await using h = await testHarness();
+      await using h = memoryHarness();
       const clock = new ManualClock();
       const sink = logSink();
       const { default: definition } = await import("../fixtures/batch-thread.js");

@@ -3,9 +3,9 @@ import { BroadcastChannel } from "node:worker_threads";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import type { HandlerDefinition } from "../../src/handler/index.js";
-import { ManualClock } from "../../src/harness/index.js";
+import { type Harness, ManualClock } from "../../src/harness/index.js";
 import { defineHandler } from "../../src/index.js";
-import { logSink, testHarness, waitFor, workerFor } from "../support/workers.js";
+import { logSink, memoryHarness, waitFor, workerFor } from "../support/workers.js";
 
 const threadBytesHandler = fileURLToPath(new URL("./thread-bytes-handler.ts", import.meta.url));
 
@@ -28,7 +28,7 @@ function gates() {
 
 describe("the worker loop", () => {
   it("takes as many jobs as the concurrency function says between takes, and logs and ignores a bad return", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const sink = logSink();
     const gate = gates();
     let target: unknown = 1;
@@ -104,7 +104,7 @@ describe("the worker loop", () => {
   });
 
   it("pauses a generator once its unposted chunks exceed maxBufferedStreamBytes and still delivers every item in order", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const budget = 1_000;
     const items = Array.from({ length: 60 }, (_, i) => `${String(i).padStart(3, "0")}${"x".repeat(97)}`);
     const chunkBytes = Buffer.byteLength(
@@ -142,7 +142,7 @@ describe("the worker loop", () => {
   });
 
   it("keeps the chunks of one 8 MB item that are made but not yet posted within maxBufferedStreamBytes", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const budget = 3 * 1_048_576;
     // Eleven chunks against a budget of three: room enough to see the lead bounded (the bench
     // streams 100 MB items, npm run bench, "stream").
@@ -195,7 +195,7 @@ describe("the worker loop", () => {
   });
 
   it("keeps an 8 MB item's unposted chunks within the budget when an isolation thread makes them", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const size = 8_000_000;
     const answered = () => h.requests({ route: "job-stream" }).filter((r) => r.status === 200).length;
     // The thread reports each chunk it makes on a broadcast channel; noted here on arrival, a
@@ -232,7 +232,7 @@ describe("the worker loop", () => {
   });
 
   it("hard-stops an in-process handler that ignores a job-stop: posts nothing for it and stops with exit code 1", async () => {
-    await using h = await testHarness();
+    await using h = memoryHarness();
     const sink = logSink();
     let stopped = false;
     let sawAbort = false;
@@ -269,11 +269,7 @@ describe("the worker loop", () => {
 });
 
 /** Waits for a job, releasing gated handlers as they start (jobs taken after the release). */
-async function waitForRelease(
-  h: Awaited<ReturnType<typeof testHarness>>,
-  id: string,
-  gate: ReturnType<typeof gates>,
-) {
+async function waitForRelease(h: Harness, id: string, gate: ReturnType<typeof gates>) {
   return waitFor(`job ${id} to end, releasing gated handlers`, () => {
     const job = h.job(id);
     if (job !== undefined && ["COMPLETED", "FAILED", "CANCELLED", "TIMED_OUT"].includes(job.status))
