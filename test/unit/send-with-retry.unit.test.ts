@@ -7,7 +7,7 @@ import { type AttemptResult, type RetryNotice, sendWithRetry } from "../../src/s
 /**
  * The one retry loop on its own, with attempts the test scripts (the three senders that use it —
  * the worker's outbox, the job client, the management client — are tested over loopback in
- * test/worker/outbox.test.ts, test/client and test/management). Waits run on a ManualClock.
+ * test/worker/outbox.unit.test.ts, test/client and test/management). Waits run on a ManualClock.
  */
 
 const policy = retryPolicy({

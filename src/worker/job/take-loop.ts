@@ -37,7 +37,7 @@ export interface TakeLoopDeps {
 /**
  * The part of the worker's {@link JobBoard} the take loop uses. A `Pick` of the class, not an
  * interface of its own, so go-to-definition lands on JobBoard's methods; only the signal-leak test
- * (test/worker/signal-leak.test.ts) passes another: an empty board, to drive the loop alone.
+ * (test/worker/signal-leak.unit.test.ts) passes another: an empty board, to drive the loop alone.
  */
 export type TakeLoopBoard = Pick<JobBoard, "size" | "consultConcurrency" | "waitForChange" | "admit">;
 
