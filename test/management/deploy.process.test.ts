@@ -13,6 +13,8 @@ import handler from "./fixtures/echo-handler.js";
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const BIN = fileURLToPath(new URL("../../bin/runlet.mjs", import.meta.url));
 const HANDLER = fileURLToPath(new URL("./fixtures/echo-handler.ts", import.meta.url));
+/** A batch handler: one batch at a time (concurrency 1) of up to 2 jobs. */
+const BATCH_HANDLER = fileURLToPath(new URL("../fixtures/batch-thread.ts", import.meta.url));
 const API_KEY = "deploy-key-abcdef";
 
 interface Run {
@@ -214,6 +216,11 @@ describe("runlet deploy", () => {
         ],
       ],
       ["a load-balancing endpoint", [HANDLER, "--image", "me/app:1", "--type", "lb", "--cpu", "cpu5c:2"]],
+      ["a batch handler", [BATCH_HANDLER, "--image", "me/app:1", "--cpu", "cpu5c:2"]],
+      [
+        "a batch handler on a load balancer",
+        [BATCH_HANDLER, "--image", "me/app:1", "--type", "lb", "--cpu", "cpu5c:2"],
+      ],
     ];
     const bodies: Record<string, { method: string; url: string; body: Json }[]> = {};
     for (const [what, args] of runs) {
@@ -275,6 +282,10 @@ describe("runlet deploy", () => {
       type: "LOAD_BALANCER",
       scaling: { type: "REQUEST_COUNT", requestCount: 4 },
     });
+    // A batch handler's worker runs concurrency × batch.maxSize jobs at once: 1 × 2.
+    for (const what of ["a batch handler", "a batch handler on a load balancer"]) {
+      expect(bodies[what]![1]!.body["scaling"], what).toEqual({ type: "REQUEST_COUNT", requestCount: 2 });
+    }
   });
 
   it("resolves a GPU type through the catalog into its pool and the pool's other types as excludedTypes, and says so", async () => {

@@ -1,7 +1,7 @@
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { RunletError } from "../../errors.js";
-import { isHandlerDefinition } from "../../handler/index.js";
+import { isBatchDefinition, isHandlerDefinition } from "../../handler/index.js";
 import type { DeploySpec, EndpointCpu, EndpointGpuCreate, GpuType, Scaling } from "../../management/index.js";
 import { integerFlag, usageError } from "../command.js";
 import { allowTypeScript } from "../typescript.js";
@@ -60,10 +60,15 @@ export function parseCpu(raw: unknown): EndpointCpu[] {
   });
 }
 
-/** Reads `executionTimeoutMs` and a fixed `concurrency` from a handler module's defineHandler default export. */
+/**
+ * Reads `executionTimeoutMs` and, for a fixed `concurrency`, the requests a worker runs at once
+ * from a handler module's default export: `concurrency`, times `batch.maxSize` for a batch
+ * handler (its `concurrency` counts batches; docs/load-balancing.md, "Limits and what the worker
+ * promises").
+ */
 export async function handlerDefaults(
   path: string,
-): Promise<{ executionTimeoutMs: number; concurrency: number | undefined }> {
+): Promise<{ executionTimeoutMs: number; requestsAtOnce: number | undefined }> {
   let module: { default?: unknown };
   try {
     await allowTypeScript(path);
@@ -78,8 +83,11 @@ export async function handlerDefaults(
   if (!isHandlerDefinition(module.default)) {
     throw new RunletError("RUNLET_HANDLER_LOAD", `${path} has no \`export default defineHandler({...})\``);
   }
-  const { executionTimeoutMs, concurrency } = module.default;
-  return { executionTimeoutMs, concurrency: typeof concurrency === "number" ? concurrency : undefined };
+  const definition = module.default;
+  const { executionTimeoutMs, concurrency } = definition;
+  if (typeof concurrency !== "number") return { executionTimeoutMs, requestsAtOnce: undefined };
+  const perBatch = isBatchDefinition(definition) ? definition.batch.maxSize : 1;
+  return { executionTimeoutMs, requestsAtOnce: concurrency * perBatch };
 }
 
 /** What `--gpu` named, before the catalog is read: pools as they are, GPU type ids to resolve. */
@@ -186,7 +194,7 @@ export async function specOf(
   const scaler = scalerType(str(values["scaler"]));
   const rawValue = str(values["scaler-value"]);
   let scaling: Scaling | undefined;
-  const concurrency = defaults?.concurrency;
+  const atOnce = defaults?.requestsAtOnce;
   if (scaler === undefined && rawValue !== undefined)
     throw usageError("--scaler-value needs --scaler queue-delay|request-count");
   if (scaler === "QUEUE_DELAY") {
@@ -195,10 +203,11 @@ export async function specOf(
       throw usageError(`--scaler-value of queue-delay is seconds ≥ 0.5, got ${JSON.stringify(rawValue)}`);
     scaling = { type: "QUEUE_DELAY", queueDelay };
   } else if (scaler === "REQUEST_COUNT") {
-    scaling = { type: "REQUEST_COUNT", requestCount: int("scaler-value", rawValue, 1) ?? concurrency ?? 1 };
-  } else if (type === "LOAD_BALANCER" || (concurrency !== undefined && concurrency > 1)) {
-    // A worker takes `concurrency` requests at once: scale by requests per worker to match.
-    scaling = { type: "REQUEST_COUNT", requestCount: concurrency ?? 1 };
+    scaling = { type: "REQUEST_COUNT", requestCount: int("scaler-value", rawValue, 1) ?? atOnce ?? 1 };
+  } else if (type === "LOAD_BALANCER" || (atOnce !== undefined && atOnce > 1)) {
+    // A worker runs `concurrency` requests at once (× maxSize for a batch handler): scale by
+    // requests per worker to match.
+    scaling = { type: "REQUEST_COUNT", requestCount: atOnce ?? 1 };
   }
   if (type === "LOAD_BALANCER" && scaling?.type === "QUEUE_DELAY")
     throw usageError("--type lb scales on request-count (there is no queue to delay)");
