@@ -32,8 +32,11 @@ import {
 import { JobFeed, OPENAI_ROUTE_TABLE, openAIFamily } from "./openai/index.js";
 import {
   checkEndpoint,
+  checkEndpointUpdate,
   type EndpointOptions,
+  type EndpointUpdate,
   type HarnessOptions,
+  type LbEndpointUpdate,
   type ResolvedOptions,
   resolveOptions,
 } from "./options.js";
@@ -88,7 +91,10 @@ export class Harness {
   readonly #balancers: LoadBalancers;
   readonly #events: JobEventHub;
   readonly #startups = new WorkerStartups();
-  /** Workers stopped for a release's rollout and not lapsed yet (`endpoint/worker`): no longer reported. */
+  /**
+   * Workers the harness stopped — for a release's rollout, or above a lowered maximum — and not
+   * lapsed yet (`endpoint/worker`): no longer reported.
+   */
   readonly #replaced = new Set<string>();
   #dashboard: Dashboard | undefined;
   #url = "";
@@ -156,6 +162,7 @@ export class Harness {
       logger: options.logger,
       onStartup: (endpointId, podId, update) => this.reportWorkerStartup(endpointId, podId, update),
       startupOf: (endpointId, podId) => this.#startups.get(endpointId, podId),
+      onTrim: (endpointId, podId) => this.#replaced.add(`${endpointId}/${podId}`),
     });
     // Templates and serverless endpoints in memory (docs/management.md): an endpoint created there
     // is served here, its workers started by managementSpawn (by default the first endpoint's).
@@ -410,6 +417,54 @@ export class Harness {
         endpoint.pingIntervalMs,
       );
     }
+  }
+
+  /**
+   * Changes a queue endpoint while running (the management copy's `PATCH /v2/serverless/{id}`
+   * calls this): `executionTimeoutMs` applies to the jobs made from now on (those already queued
+   * or running keep the one they were made with); `minWorkers` / `maxWorkers` are the scaler's new
+   * bounds — a raised minimum starts workers at once, a raised maximum lets waiting jobs start
+   * more, and a lowered maximum stops the workers above it that hold no job (newest first), and a
+   * busy one once its jobs are done. What is left out stays.
+   * @throws RunletError `RUNLET_HARNESS_CONFIG` for an unknown endpoint, a value past its limit
+   * (named with the limit), a maximum below the minimum, or worker counts on an endpoint without
+   * `spawn`; nothing is changed then.
+   */
+  updateEndpoint(endpointId: string, change: EndpointUpdate): void {
+    this.#endpoint(endpointId);
+    const parsed = checkEndpointUpdate("updateEndpoint", endpointId, change, this.#scaler.bounds(endpointId));
+    if (parsed.executionTimeoutMs !== undefined) {
+      this.#store.updateExecutionTimeout(endpointId, parsed.executionTimeoutMs);
+    }
+    const bounds = this.#scaler.bounds(endpointId);
+    if (bounds !== undefined && (parsed.minWorkers !== undefined || parsed.maxWorkers !== undefined)) {
+      this.#scaler.resize(
+        endpointId,
+        parsed.minWorkers ?? bounds.minWorkers,
+        parsed.maxWorkers ?? bounds.maxWorkers,
+      );
+    }
+  }
+
+  /**
+   * Changes the fleet of a load-balancing endpoint while running (the management copy's `PATCH
+   * /v2/serverless/{id}` of a `LOAD_BALANCER` endpoint calls this): `minWorkers` / `maxWorkers` as
+   * {@link updateEndpoint}'s, a lowered maximum stopping the workers above it with no request in
+   * flight (and a busy one once its requests end); `concurrency` is what each worker started from
+   * now on takes at once — running ones keep theirs until a release replaces them.
+   * @throws RunletError `RUNLET_HARNESS_CONFIG` for an unknown endpoint or one whose workers the
+   * harness does not start (no fleet), a value past its limit, or a maximum below the minimum.
+   */
+  updateLoadBalancer(endpointId: string, change: LbEndpointUpdate): void {
+    this.loadBalancer(endpointId);
+    const fleet = this.#balancers.fleet(endpointId);
+    if (fleet === undefined) {
+      throw new RunletError(
+        "RUNLET_HARNESS_CONFIG",
+        `updateLoadBalancer(${JSON.stringify(endpointId)}): the harness starts no workers for this endpoint (it has no fleet), so there is nothing to change`,
+      );
+    }
+    fleet.update(checkEndpointUpdate("updateLoadBalancer", endpointId, change, fleet.settings));
   }
 
   /**

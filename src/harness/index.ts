@@ -29,9 +29,11 @@ export {
 export type {
   DashboardOptions,
   EndpointOptions,
+  EndpointUpdate,
   ExtraRoutes,
   HarnessLimits,
   HarnessOptions,
+  LbEndpointUpdate,
   SpawnedWorker,
   WorkerSpawner,
 } from "./options.js";

@@ -55,6 +55,26 @@ export interface EndpointOptions {
   readonly pingIntervalMs?: number;
 }
 
+/** What {@link Harness.updateEndpoint} changes on a queue endpoint; what is left out stays. */
+export interface EndpointUpdate {
+  /** Execution timeout of the jobs made from now on without `policy.executionTimeout`, ms (1 to 2^31−1). */
+  readonly executionTimeoutMs?: number;
+  /** Workers kept (needs `spawn`): a raised minimum starts workers at once. */
+  readonly minWorkers?: number;
+  /** Most workers at a time (needs `spawn`; ≥ 1 and ≥ minWorkers). */
+  readonly maxWorkers?: number;
+}
+
+/** What {@link Harness.updateLoadBalancer} changes on a load-balancing endpoint's fleet; what is left out stays. */
+export interface LbEndpointUpdate {
+  /** Workers kept: a raised minimum starts workers at once. */
+  readonly minWorkers?: number;
+  /** Most workers at a time (≥ 1 and ≥ minWorkers). */
+  readonly maxWorkers?: number;
+  /** Requests each worker started from now on takes at once (≥ 1); running ones keep theirs. */
+  readonly concurrency?: number;
+}
+
 /** Size limits and retention, overridable (tests shrink them). */
 export interface HarnessLimits {
   /** Largest `/run` body, bytes. @default 10 MiB */
@@ -220,6 +240,54 @@ const endpointNumbersSchema = z.object({
   minWorkers: integerOption(0, 0),
   maxWorkers: integer(1).optional(),
 });
+
+const endpointUpdateSchema = z.object({
+  executionTimeoutMs: duration(1).optional(),
+  minWorkers: integer(0).optional(),
+  maxWorkers: integer(1).optional(),
+});
+
+const lbUpdateSchema = z.object({
+  minWorkers: integer(0).optional(),
+  maxWorkers: integer(1).optional(),
+  concurrency: integer(1).optional(),
+});
+
+/** A change of a running endpoint, checked: each field a number within its limit, or undefined (unchanged). */
+export interface CheckedUpdate {
+  readonly executionTimeoutMs?: number | undefined;
+  readonly minWorkers?: number | undefined;
+  readonly maxWorkers?: number | undefined;
+  readonly concurrency?: number | undefined;
+}
+
+/**
+ * Checks a change of a running endpoint (`updateEndpoint`, `updateLoadBalancer`) against its
+ * bounds now: each field's limit, and the maximum at least the minimum once both apply.
+ */
+export function checkEndpointUpdate(
+  method: "updateEndpoint" | "updateLoadBalancer",
+  id: string,
+  change: EndpointUpdate | LbEndpointUpdate,
+  current: { readonly minWorkers: number; readonly maxWorkers: number } | undefined,
+): CheckedUpdate {
+  const where = `${method}(${JSON.stringify(id)}): `;
+  if (typeof change !== "object" || change === null) throw bad(`${where}the change must be an object`);
+  const parsed: CheckedUpdate =
+    method === "updateEndpoint"
+      ? parseOptions(endpointUpdateSchema, change, "RUNLET_HARNESS_CONFIG", where)
+      : parseOptions(lbUpdateSchema, change, "RUNLET_HARNESS_CONFIG", where);
+  if (parsed.minWorkers === undefined && parsed.maxWorkers === undefined) return parsed;
+  if (current === undefined) {
+    throw bad(
+      `${where}minWorkers and maxWorkers need workers the harness starts (a spawn function), and this endpoint has none`,
+    );
+  }
+  const min = parsed.minWorkers ?? current.minWorkers;
+  const max = parsed.maxWorkers ?? current.maxWorkers;
+  if (max < min) throw bad(`${where}maxWorkers (${max}) must be ≥ minWorkers (${min})`);
+  return parsed;
+}
 
 const numbersSchema = z.object({
   port: integerOption(0, 0),

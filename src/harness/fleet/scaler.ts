@@ -14,8 +14,9 @@ interface Slot {
 
 interface Pool {
   readonly spawn: WorkerSpawner;
-  readonly minWorkers: number;
-  readonly maxWorkers: number;
+  /** Changed by {@link Scaler.resize}. */
+  minWorkers: number;
+  maxWorkers: number;
   readonly pingIntervalMs: number | undefined;
   readonly slots: Map<string, Slot>;
   next: number;
@@ -28,9 +29,11 @@ interface Pool {
 /**
  * Starts workers for endpoints that have a spawner: `minWorkers` at once, then one more each time
  * a job that is not `lowPriority` waits with no free worker (no held job-take, none starting), up
- * to `maxWorkers`. Workers are not scaled down while the harness runs; `close()` stops them all.
- * A worker it stops (replaced after `stopPod`, its endpoint removed, the harness closing) is retired
- * in the store first, so no job is handed to it while it winds down.
+ * to `maxWorkers`. Workers are not scaled down while the harness runs, but for a lowered
+ * `maxWorkers` ({@link Scaler.resize}): the workers above it that hold no job are stopped, and a
+ * busy one once it holds none. `close()` stops them all. A worker it stops (replaced after
+ * `stopPod`, above a lowered maximum, its endpoint removed, the harness closing) is retired in the
+ * store first, so no job is handed to it while it winds down.
  */
 export class Scaler {
   readonly #store: JobStore;
@@ -42,6 +45,7 @@ export class Scaler {
   readonly #logger: Logger | undefined;
   readonly #onStartup: (endpointId: string, podId: string, update: StartupUpdate) => void;
   readonly #startupOf: (endpointId: string, podId: string) => WorkerStartup | undefined;
+  readonly #onTrim: (endpointId: string, podId: string) => void;
   readonly #pools = new Map<string, Pool>();
   readonly #scheduled = new Set<string>();
   #closed = false;
@@ -54,12 +58,15 @@ export class Scaler {
     onStartup: (endpointId: string, podId: string, update: StartupUpdate) => void;
     /** What the harness knows of a worker's start-up. */
     startupOf: (endpointId: string, podId: string) => WorkerStartup | undefined;
+    /** A worker is being stopped because it is above a lowered `maxWorkers`. @default ignore */
+    onTrim?: (endpointId: string, podId: string) => void;
   }) {
     this.#store = options.store;
     this.#envFor = options.envFor;
     this.#logger = options.logger;
     this.#onStartup = options.onStartup;
     this.#startupOf = options.startupOf;
+    this.#onTrim = options.onTrim ?? (() => undefined);
   }
 
   /** Registers an endpoint's spawner and starts its minimum. */
@@ -82,6 +89,28 @@ export class Scaler {
     });
     // At once, not scheduled, so settled() right after sees the minimum starting.
     this.#evaluate(endpointId);
+  }
+
+  /**
+   * Changes an endpoint's bounds (callers check `0 ≤ minWorkers ≤ maxWorkers`, `maxWorkers ≥ 1`):
+   * a raised minimum starts workers at once, a raised maximum lets waiting jobs start more, and a
+   * lowered maximum stops the workers above it that hold no job now (newest first) and each busy
+   * one above it once its jobs are done. False when the endpoint has no spawner here.
+   */
+  resize(endpointId: string, minWorkers: number, maxWorkers: number): boolean {
+    const pool = this.#pools.get(endpointId);
+    if (pool === undefined) return false;
+    pool.minWorkers = minWorkers;
+    pool.maxWorkers = maxWorkers;
+    // A start paused after a failure waits out its pause; trimming does not.
+    this.#evaluate(endpointId);
+    return true;
+  }
+
+  /** An endpoint's bounds now, or undefined when it has no spawner here. */
+  bounds(endpointId: string): { minWorkers: number; maxWorkers: number } | undefined {
+    const pool = this.#pools.get(endpointId);
+    return pool === undefined ? undefined : { minWorkers: pool.minWorkers, maxWorkers: pool.maxWorkers };
   }
 
   /**
@@ -176,13 +205,36 @@ export class Scaler {
 
   #evaluate(endpointId: string): void {
     const pool = this.#pools.get(endpointId);
-    if (pool === undefined || this.#closed || Date.now() < pool.pausedUntil) return;
+    if (pool === undefined || this.#closed) return;
+    this.#trim(endpointId, pool);
+    if (Date.now() < pool.pausedUntil) return;
     let want = Math.max(0, pool.minWorkers - pool.slots.size);
     const waiting = this.#store.table.queued(endpointId).filter((j) => j.policy?.lowPriority !== true).length;
     const free = this.#store.table.waitingTakes(endpointId) + this.initializing(endpointId);
     want = Math.max(want, waiting - free);
     want = Math.min(want, pool.maxWorkers - pool.slots.size);
     for (let i = 0; i < want; i++) this.#start(endpointId, pool);
+  }
+
+  /**
+   * Stops workers above `maxWorkers` that hold no job, newest first (one starting holds none). A
+   * worker's jobs are counted in the store the moment they are handed to it, and a stopped worker
+   * is retired at once, so none is handed a job while it winds down.
+   */
+  #trim(endpointId: string, pool: Pool): void {
+    let over = pool.slots.size - pool.maxWorkers;
+    if (over <= 0) return;
+    for (const slot of [...pool.slots.values()].reverse()) {
+      if (over <= 0) break;
+      if ((this.#store.workers.get(endpointId, slot.podId)?.jobs.size ?? 0) > 0) continue;
+      pool.slots.delete(slot.podId);
+      over--;
+      this.#onTrim(endpointId, slot.podId);
+      settle(
+        slot.starting.then(() => this.#stop(endpointId, slot)),
+        (err) => this.#logger?.error({ err, endpointId, podId: slot.podId }, "stopping a worker failed"),
+      );
+    }
   }
 
   #start(endpointId: string, pool: Pool): void {

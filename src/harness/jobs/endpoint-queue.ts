@@ -29,7 +29,8 @@ interface Taker<T> {
  * got nothing from the ids taken takes the next ones.
  */
 export class EndpointQueue<T = string> {
-  readonly settings: StoreEndpoint;
+  /** Its settings now (changed by `JobStore.updateExecutionTimeout`). */
+  settings: StoreEndpoint;
   /** Jobs that reached COMPLETED since start. */
   completed = 0;
   /** Jobs that reached FAILED or TIMED_OUT since start. */

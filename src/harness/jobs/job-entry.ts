@@ -97,6 +97,12 @@ export class JobEntry {
   readonly createdAt: number;
   /** Result retention after the job ends, ms. */
   readonly retentionMs: number;
+  /**
+   * Its endpoint's execution timeout when it was made, ms (used unless `policy.executionTimeout`
+   * sets one): a later change of the endpoint's applies to later jobs only. Undefined: the
+   * endpoint's when it starts.
+   */
+  readonly executionTimeoutMs: number | undefined;
   #state: JobState = "IN_QUEUE";
   /** The status clients see: the state, or for a tombstone the state it had when deleted. */
   #status: JobStatus = "IN_QUEUE";
@@ -126,12 +132,21 @@ export class JobEntry {
   readonly #readers = new Map<string, number>();
 
   /** A new job, IN_QUEUE, created at `now`. */
-  constructor(id: string, endpointId: string, kind: JobKind, spec: NewJob, now: number, retentionMs: number) {
+  constructor(
+    id: string,
+    endpointId: string,
+    kind: JobKind,
+    spec: NewJob,
+    now: number,
+    retentionMs: number,
+    executionTimeoutMs?: number,
+  ) {
     this.id = id;
     this.endpointId = endpointId;
     this.kind = kind;
     this.createdAt = now;
     this.retentionMs = retentionMs;
+    this.executionTimeoutMs = executionTimeoutMs;
     this.#input = spec.input;
     this.#policy = spec.policy;
     this.#s3Config = spec.s3Config;

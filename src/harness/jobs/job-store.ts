@@ -120,6 +120,17 @@ export class JobStore {
   }
 
   /**
+   * Sets the execution timeout of the endpoint's jobs made from now on (ms); jobs already made keep
+   * the one they were made with. False when there is no such endpoint.
+   */
+  updateExecutionTimeout(id: string, executionTimeoutMs: number): boolean {
+    if (!this.#table.hasEndpoint(id)) return false;
+    const ep = this.#endpoint(id);
+    ep.settings = { ...ep.settings, executionTimeoutMs };
+    return true;
+  }
+
+  /**
    * Removes an endpoint: held job-takes get nothing, every job of it is deleted (a running one's
    * worker is told to stop), its workers are forgotten. False when it was not there.
    */
@@ -136,7 +147,16 @@ export class JobStore {
   create(endpointId: string, kind: JobKind, spec: NewJob, retentionMs: number): JobEntry {
     const ep = this.#endpoint(endpointId);
     const id = spec.id ?? `${kind === "runsync" ? "sync-" : ""}${randomUUID()}-e1`;
-    const job = new JobEntry(id, endpointId, kind, spec, this.#clock.now(), retentionMs);
+    // The endpoint's execution timeout is fixed now: a later change (updateExecutionTimeout) is for later jobs.
+    const job = new JobEntry(
+      id,
+      endpointId,
+      kind,
+      spec,
+      this.#clock.now(),
+      retentionMs,
+      ep.settings.executionTimeoutMs,
+    );
     this.#table.add(job);
     this.#expiry.armTtl(job);
     ep.push(id);
@@ -333,7 +353,8 @@ export class JobStore {
       handed.push({ job, json });
       job.start(workerId, this.#clock.now());
       this.workers.handOut(job.endpointId, workerId, job.id);
-      const timeoutMs = job.policy?.executionTimeout ?? ep.settings.executionTimeoutMs;
+      const timeoutMs =
+        job.policy?.executionTimeout ?? job.executionTimeoutMs ?? ep.settings.executionTimeoutMs;
       this.#expiry.armExecution(job, timeoutMs, () =>
         this.#finish(job, {
           status: "TIMED_OUT",

@@ -15,8 +15,10 @@ import type { LoadBalancer } from "./load-balancer.js";
  * `restartDelayMs` of a worker that ended before it was ready: a handler that cannot start is not
  * restarted at every look of a waiting request). A worker
  * that ends on its own leaves routing and, below `minWorkers`, is replaced after a pause;
- * `replace()` swaps one for a fresh one (a release rolling out). Workers are not scaled down while
- * the endpoint lives (as the queue endpoints' scaler); `close()` stops them all.
+ * `replace()` swaps one for a fresh one (a release rolling out). `update()` changes the bounds and
+ * the concurrency of workers started from then on. Workers are not scaled down while the endpoint
+ * lives (as the queue endpoints' scaler), but for a lowered `maxWorkers`: those above it with no
+ * request in flight are stopped, and a busy one once its requests are done. `close()` stops them all.
  */
 
 /** Options of {@link LbFleet}. */
@@ -65,9 +67,10 @@ function freePort(host: string): Promise<number> {
 export class LbFleet {
   readonly #balancer: LoadBalancer;
   readonly #spawn: WorkerSpawner;
-  readonly #min: number;
-  readonly #max: number;
-  readonly #concurrency: number;
+  #min: number;
+  #max: number;
+  /** Given to each worker as it starts. */
+  #concurrency: number;
   readonly #host: string;
   readonly #restartDelayMs: number;
   readonly #onError: (err: unknown) => void;
@@ -91,12 +94,66 @@ export class LbFleet {
 
   /** A request found no free worker: start one when none is starting and there is room. */
   demand(): void {
+    // Workers still winding down count: no start while the fleet is at its maximum with them.
     if (this.#closed || this.#slots.size >= this.#max) return;
     // A handler that cannot start is not restarted at every look of a waiting request.
     if (Date.now() - this.#failedAt < this.#restartDelayMs) return;
     const members = new Map(this.#balancer.workers().map((w) => [w.id, w]));
     const starting = [...this.#slots.values()].some((s) => members.get(s.id)?.health !== "ready");
     if (!starting) this.#start();
+  }
+
+  /**
+   * Changes the bounds (callers check `0 ≤ minWorkers ≤ maxWorkers`, `maxWorkers ≥ 1`) and the
+   * requests each worker started from now on takes at once (running ones keep theirs). A raised
+   * minimum starts workers now; a raised maximum lets waiting requests start more; a lowered one
+   * stops the workers above it that have no request in flight (newest first), and each busy one
+   * above it once its last request ends ({@link idle}).
+   */
+  update(change: {
+    readonly minWorkers?: number | undefined;
+    readonly maxWorkers?: number | undefined;
+    readonly concurrency?: number | undefined;
+  }): void {
+    if (this.#closed) return;
+    if (change.minWorkers !== undefined) this.#min = change.minWorkers;
+    if (change.maxWorkers !== undefined) this.#max = Math.max(1, this.#min, change.maxWorkers);
+    if (change.concurrency !== undefined) this.#concurrency = change.concurrency;
+    this.#trim();
+    for (let n = this.#active().length; n < this.#min; n++) this.#start();
+  }
+
+  /** The bounds and the concurrency new workers get. */
+  get settings(): { minWorkers: number; maxWorkers: number; concurrency: number } {
+    return { minWorkers: this.#min, maxWorkers: this.#max, concurrency: this.#concurrency };
+  }
+
+  /** A worker's last request in flight ended: stop it if the fleet is above its maximum. */
+  idle(): void {
+    if (!this.#closed) this.#trim();
+  }
+
+  /** Workers not being stopped. */
+  #active(): Slot[] {
+    return [...this.#slots.values()].filter((s) => s.closing === undefined);
+  }
+
+  /**
+   * Stops workers above the maximum that have no request in flight, newest first (one starting
+   * has none). The balancer counts a request on its worker in the same turn as it picks it, and
+   * routes nothing to a worker once it leaves, so none gets a request while it winds down.
+   */
+  #trim(): void {
+    const active = this.#active();
+    let over = active.length - this.#max;
+    if (over <= 0) return;
+    const inFlight = new Map(this.#balancer.workers().map((w) => [w.id, w.inFlight]));
+    for (const slot of active.reverse()) {
+      if (over <= 0) break;
+      if ((inFlight.get(slot.id) ?? 0) > 0) continue;
+      over--;
+      settle(this.#stop(slot), (err) => this.#onError(err));
+    }
   }
 
   /**

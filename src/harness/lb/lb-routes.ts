@@ -48,7 +48,7 @@ export class LoadBalancers {
     let fleet: LbFleet | undefined;
     const balancer = new LoadBalancer({
       ...balancerOptions,
-      ...(fleetOptions === undefined ? {} : { onDemand: () => fleet?.demand() }),
+      ...(fleetOptions === undefined ? {} : { onDemand: () => fleet?.demand(), onIdle: () => fleet?.idle() }),
     });
     this.#balancers.set(options.id, balancer);
     if (fleetOptions !== undefined) {
@@ -70,6 +70,11 @@ export class LoadBalancers {
     balancer.close();
     await fleet?.close();
     return true;
+  }
+
+  /** The endpoint's fleet (the workers the harness starts for it), or undefined when it has none. */
+  fleet(id: string): LbFleet | undefined {
+    return this.#fleets.get(id);
   }
 
   /** Replaces a worker its fleet started (a release rolling out); false when it has no fleet. */

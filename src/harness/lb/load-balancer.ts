@@ -35,6 +35,11 @@ export interface LoadBalancerOptions {
    * @default none
    */
   readonly onDemand?: () => void;
+  /**
+   * Called when a worker's last request in flight ends, so a fleet above a lowered maximum can stop
+   * it. @default none
+   */
+  readonly onIdle?: (workerId: string) => void;
 }
 
 /** A worker of a load-balancing endpoint: where its server listens and how many requests it takes at once. */
@@ -128,6 +133,7 @@ export class LoadBalancer {
   readonly #healthIntervalMs: number;
   readonly #healthPath: string;
   readonly #onDemand: (() => void) | undefined;
+  readonly #onIdle: ((workerId: string) => void) | undefined;
   readonly #members = new Map<string, Member>();
   /** Wakes requests waiting for a slot (a request ended, a worker became ready). */
   /** Requests waiting for a worker: woken when one frees or joins, else they look again each health interval. */
@@ -150,6 +156,7 @@ export class LoadBalancer {
     this.#healthIntervalMs = positive("healthIntervalMs", options.healthIntervalMs, 500);
     this.#healthPath = options.healthPath ?? "/ping";
     this.#onDemand = options.onDemand;
+    this.#onIdle = options.onIdle;
     this.#timer = setInterval(() => this.#pollHealth(), this.#healthIntervalMs);
     this.#timer.unref();
   }
@@ -326,6 +333,7 @@ export class LoadBalancer {
         member.inFlight -= 1;
         clearTimeout(timer);
         this.#wake();
+        if (member.inFlight === 0) this.#onIdle?.(member.info.id);
         resolve();
       };
       const headers: Record<string, string | string[]> = {};

@@ -1,6 +1,6 @@
 import { settle } from "../../task-sink.js";
 import type { LbEndpointOptions } from "../lb/index.js";
-import type { ExtraRoutes, WorkerSpawner } from "../options.js";
+import type { EndpointUpdate, ExtraRoutes, LbEndpointUpdate, WorkerSpawner } from "../options.js";
 import { mountManagementRoutes } from "./mount.js";
 import type { EndpointEvent, EndpointWorkerView } from "./route-context.js";
 import { createManagementRoutes, type ManagementRoutes } from "./routes.js";
@@ -34,6 +34,16 @@ export interface EndpointTarget {
    */
   addLoadBalancer?(options: LbEndpointOptions): unknown;
   removeEndpoint(endpointId: string): unknown;
+  /**
+   * Applies a PATCH's `timeout` and worker counts to a queue endpoint (`Harness.updateEndpoint`).
+   * A target without it keeps the ones the endpoint was created with.
+   */
+  updateEndpoint?(endpointId: string, change: EndpointUpdate): unknown;
+  /**
+   * Applies a PATCH's worker counts and `scaling.requestCount` to a load-balancing endpoint's
+   * fleet (`Harness.updateLoadBalancer`). A target without it keeps the ones it was created with.
+   */
+  updateLoadBalancer?(endpointId: string, change: LbEndpointUpdate): unknown;
   /** The endpoint's workers now, for `workers` and `releases`. */
   workersOf?(endpointId: string): readonly EndpointWorkerView[];
   /** Stops a worker the harness started so a fresh one replaces it (a new release rolling out). */
@@ -141,6 +151,30 @@ export function harnessManagement(options: HarnessManagementOptions): HarnessMan
         : target.addEndpoint(endpointOptionsOf(event, spawn));
     });
   const unregister = (endpointId: string) => apply((target) => target.removeEndpoint(endpointId));
+  // A PATCH's timeout, worker counts and (load-balancing) request count take effect on the
+  // harness endpoint, read from the record as at create: the same rules, max(1, min, max) included.
+  const update = (event: EndpointEvent) =>
+    apply((target) => {
+      const id = event.endpoint.id;
+      const spawn = spawnFor(id);
+      if (event.endpoint.type === "LOAD_BALANCER" && target.addLoadBalancer !== undefined) {
+        const fleet = lbOptionsOf(event, spawn).fleet;
+        if (fleet === undefined) return undefined;
+        const { minWorkers, maxWorkers, concurrency } = fleet;
+        return target.updateLoadBalancer?.(id, {
+          ...(minWorkers === undefined ? {} : { minWorkers }),
+          ...(maxWorkers === undefined ? {} : { maxWorkers }),
+          ...(concurrency === undefined ? {} : { concurrency }),
+        });
+      }
+      const options = endpointOptionsOf(event, spawn);
+      return target.updateEndpoint?.(id, {
+        ...("executionTimeoutMs" in options ? { executionTimeoutMs: options.executionTimeoutMs } : {}),
+        ...("minWorkers" in options
+          ? { minWorkers: options.minWorkers, maxWorkers: options.maxWorkers }
+          : {}),
+      });
+    });
   // A new release rolls out as the workers started before it are replaced.
   const rollOut = (event: EndpointEvent) => {
     if (!event.rollout) return;
@@ -156,7 +190,10 @@ export function harnessManagement(options: HarnessManagementOptions): HarnessMan
     ...(options.clock === undefined ? {} : { clock: options.clock }),
     ...(options.v1 === undefined ? {} : { v1: options.v1 }),
     onEndpointCreated: register,
-    onEndpointUpdated: rollOut,
+    onEndpointUpdated: (event) => {
+      update(event);
+      rollOut(event);
+    },
     onEndpointDeleted: unregister,
     workers: (endpointId) => harness?.workersOf?.(endpointId) ?? [],
     ...(options.onError === undefined ? {} : { onHookError: options.onError }),

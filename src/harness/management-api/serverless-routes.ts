@@ -1,3 +1,4 @@
+import { durationProblem } from "../../duration.js";
 import { LB_PREFIX } from "../lb/lb-routes.js";
 import { invalidBody, json, type ManagementAnswer, noContent, problem } from "./answers.js";
 import { ramGbPerVcpu } from "./catalog-table.js";
@@ -74,6 +75,16 @@ function ruleProblems(body: Body): string[] {
   if (workers?.min !== undefined && workers.max !== undefined && workers.min > workers.max)
     out.push(`$.workers: min (${workers.min}) must be ≤ max (${workers.max})`);
   return out;
+}
+
+/**
+ * A `timeout` the harness cannot run as its endpoint's execution timeout (a 400): the document
+ * sets no bounds, and a timer lasts at most 2^31−1 ms.
+ */
+function timeoutProblem(timeout: unknown): string[] {
+  if (timeout === undefined) return [];
+  const why = durationProblem(timeout, 1);
+  return why === undefined ? [] : [`$.timeout: must be ${why}, got ${String(timeout)}`];
 }
 
 /** An idle timeout asked for a queue endpoint that scales on REQUEST_COUNT: the document refuses it. */
@@ -167,6 +178,7 @@ export function serverlessResource(context: RouteContext, hooks: EndpointHooks):
         return problem(400, "set exactly one of gpu or cpu", ["$: exactly one of gpu or cpu is required"]);
       const rules = [
         ...ruleProblems(body),
+        ...timeoutProblem(body["timeout"]),
         ...idleTimeoutProblem(body["type"], body["scaling"], body["workers"]),
       ];
       if (rules.length > 0) return problem(400, "the endpoint is invalid", rules);
@@ -284,6 +296,7 @@ export function serverlessResource(context: RouteContext, hooks: EndpointHooks):
       next["workers"] = { ...current.workers, ...(body["workers"] as Body | undefined) };
       const rules = [
         ...ruleProblems({ gpu: next["gpu"], workers: next["workers"] }),
+        ...timeoutProblem(body["timeout"]),
         ...idleTimeoutProblem(current.type, next["scaling"], body["workers"]),
       ];
       if (rules.length > 0) return problem(400, "the endpoint update is invalid", rules);
