@@ -162,7 +162,11 @@ export class Harness {
       logger: options.logger,
       onStartup: (endpointId, podId, update) => this.reportWorkerStartup(endpointId, podId, update),
       startupOf: (endpointId, podId) => this.#startups.get(endpointId, podId),
-      onTrim: (endpointId, podId) => this.#replaced.add(`${endpointId}/${podId}`),
+      // One that never connected is not listed, and would never lapse out of the set.
+      onTrim: (endpointId, podId) => {
+        if (this.#store.workers.get(endpointId, podId) !== undefined)
+          this.#replaced.add(`${endpointId}/${podId}`);
+      },
     });
     // Templates and serverless endpoints in memory (docs/management.md): an endpoint created there
     // is served here, its workers started by managementSpawn (by default the first endpoint's).
