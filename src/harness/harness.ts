@@ -50,6 +50,13 @@ import {
 } from "./routes/request-log.js";
 import { WORKER_ROUTE_TABLE, workerFamily } from "./routes/worker-routes.js";
 
+/**
+ * Why a harness in memory starts no worker: a started worker would be handed the harness's URL,
+ * `http://localhost`, where nothing of it listens.
+ */
+const IN_MEMORY_SPAWN =
+  "Harness.inMemory binds no port: it starts no workers (no endpoint spawn, managementSpawn or load-balancing fleet); connect workers with the worker's connect option, or start a harness with startHarness";
+
 /** What {@link Harness.memory} reports. */
 export interface HarnessMemory {
   /** Records in the request log (at most `maxRecordedRequests`). */
@@ -102,8 +109,9 @@ export class Harness {
   #inMemory = false;
   #closing: Promise<void> | undefined;
 
-  private constructor(options: ResolvedOptions) {
+  private constructor(options: ResolvedOptions, inMemory = false) {
     this.#options = options;
+    this.#inMemory = inMemory;
     this.#timers = new TimerSet(options.clock);
     this.#requests = new RequestLog(options.maxRecordedRequests, options.maxRecordedRequestBytes);
     this.#keys = new KeyRing(options.apiKey, options.keys);
@@ -122,6 +130,9 @@ export class Harness {
       clock: options.clock,
       timers: this.#timers,
       heartbeatTimeoutMs: options.heartbeatTimeoutMs,
+      // In memory no worker can ping (its heartbeat thread would need a socket): by default there,
+      // until a worker pings, any request of its own keeps it alive instead.
+      requestsKeepAlive: (options.keepAliveBy ?? (inMemory ? "requests" : "pings")) === "requests",
       maxFinishedBytes: options.maxFinishedJobBytes,
       events: {
         onTerminal: (job) => {
@@ -251,15 +262,11 @@ export class Harness {
    */
   static inMemory(options: HarnessOptions = {}): Harness {
     const resolved = resolveOptions(options);
-    if (resolved.endpoints.some((ep) => ep.spawn !== undefined)) {
-      throw new RunletError(
-        "RUNLET_HARNESS_CONFIG",
-        "Harness.inMemory binds no port: it takes no endpoint with spawn (start one with startHarness)",
-      );
+    if (resolved.endpoints.some((ep) => ep.spawn !== undefined) || options.managementSpawn !== undefined) {
+      throw new RunletError("RUNLET_HARNESS_CONFIG", IN_MEMORY_SPAWN);
     }
-    const harness = new Harness(resolved);
+    const harness = new Harness(resolved, true);
     harness.#url = "http://localhost";
-    harness.#inMemory = true;
     for (const ep of resolved.endpoints) harness.addEndpoint(ep);
     const page = resolved.dashboard;
     if (page !== undefined) harness.#dashboard = Dashboard.inMemory(harness.#dashboardSource(page));
@@ -398,6 +405,9 @@ export class Harness {
    * starts the handler's workers in load-balancing mode (docs/load-balancing.md).
    */
   addLoadBalancer(options: LbEndpointOptions): void {
+    if (this.#inMemory && options.fleet !== undefined) {
+      throw new RunletError("RUNLET_HARNESS_CONFIG", `addLoadBalancer: ${IN_MEMORY_SPAWN}`);
+    }
     if (this.#store.table.hasEndpoint(options.id)) {
       throw new RunletError(
         "RUNLET_HARNESS_CONFIG",
@@ -410,6 +420,9 @@ export class Harness {
   /** Adds an endpoint while running (a no-op when it exists). */
   addEndpoint(endpoint: { readonly id: string } & EndpointOptions): void {
     if (this.#store.table.hasEndpoint(endpoint.id)) return;
+    if (this.#inMemory && endpoint.spawn !== undefined) {
+      throw new RunletError("RUNLET_HARNESS_CONFIG", `addEndpoint: ${IN_MEMORY_SPAWN}`);
+    }
     checkEndpoint(endpoint);
     this.#store.addEndpoint(endpoint.id, { executionTimeoutMs: endpoint.executionTimeoutMs ?? 600_000 });
     if (endpoint.spawn !== undefined) {

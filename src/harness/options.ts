@@ -3,7 +3,14 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "pino";
 import { z } from "zod";
 import { RunletError } from "../errors.js";
-import { duration, durationOption, integer, integerOption, parseOptions } from "../option-schema.js";
+import {
+  describeValue,
+  duration,
+  durationOption,
+  integer,
+  integerOption,
+  parseOptions,
+} from "../option-schema.js";
 import {
   EXECUTION_TIMEOUT_MS,
   MAX_RUN_PAYLOAD_BYTES,
@@ -153,6 +160,14 @@ export interface HarnessOptions {
    * @default 45000
    */
   readonly heartbeatTimeoutMs?: number;
+  /**
+   * What keeps a worker that has not pinged yet from lapsing: `"pings"` only (the platform's rule:
+   * a worker that takes and posts but never pings is dead after `heartbeatTimeoutMs`), or
+   * `"requests"`, any request of its own (a worker in memory has no heartbeat thread to ping with:
+   * docs/harness.md, "A worker in memory"). Once a worker has pinged, only pings count either way.
+   * @default "pings"; "requests" for `Harness.inMemory`
+   */
+  readonly keepAliveBy?: "pings" | "requests";
   /** Time for ttl, retention, timeouts, webhook retries, heartbeats, rate windows. @default the real clock */
   readonly clock?: Clock;
   readonly limits?: HarnessLimits;
@@ -215,6 +230,8 @@ export interface ResolvedOptions {
   readonly streamHoldMs: number;
   readonly streamGatherMs: number;
   readonly heartbeatTimeoutMs: number;
+  /** Undefined: the default of the kind of harness (pings; requests in memory). */
+  readonly keepAliveBy: "pings" | "requests" | undefined;
   readonly clock: Clock;
   readonly limits: Required<HarnessLimits>;
   readonly rateLimits: RateLimitOptions;
@@ -241,17 +258,22 @@ const endpointNumbersSchema = z.object({
   maxWorkers: integer(1).optional(),
 });
 
-const endpointUpdateSchema = z.object({
-  executionTimeoutMs: duration(1).optional(),
-  minWorkers: integer(0).optional(),
-  maxWorkers: integer(1).optional(),
-});
+// Strict: a misspelt field in a change would otherwise change nothing, silently.
+const endpointUpdateSchema = z
+  .object({
+    executionTimeoutMs: duration(1).optional(),
+    minWorkers: integer(0).optional(),
+    maxWorkers: integer(1).optional(),
+  })
+  .strict();
 
-const lbUpdateSchema = z.object({
-  minWorkers: integer(0).optional(),
-  maxWorkers: integer(1).optional(),
-  concurrency: integer(1).optional(),
-});
+const lbUpdateSchema = z
+  .object({
+    minWorkers: integer(0).optional(),
+    maxWorkers: integer(1).optional(),
+    concurrency: integer(1).optional(),
+  })
+  .strict();
 
 /** A change of a running endpoint, checked: each field a number within its limit, or undefined (unchanged). */
 export interface CheckedUpdate {
@@ -386,6 +408,7 @@ export function resolveOptions(options: HarnessOptions): ResolvedOptions {
     streamHoldMs: numbers.streamHoldMs,
     streamGatherMs: numbers.streamGatherMs,
     heartbeatTimeoutMs: numbers.heartbeatTimeoutMs,
+    keepAliveBy: keepAliveByOf(options.keepAliveBy),
     clock: options.clock ?? realClock(),
     limits: Object.freeze(numbers.limits),
     rateLimits: options.rateLimits ?? {},
@@ -427,4 +450,9 @@ function dashboardOf(option: HarnessOptions["dashboard"], port: number): Resolve
     port,
     sampleRequest: o.sampleRequest,
   });
+}
+
+function keepAliveByOf(value: unknown): "pings" | "requests" | undefined {
+  if (value === undefined || value === "pings" || value === "requests") return value;
+  throw bad(`keepAliveBy must be "pings" or "requests", got ${describeValue(value)}`);
 }

@@ -88,7 +88,8 @@ export interface TransportOptions {
   /**
    * Opens every connection in memory instead of a socket (in-memory.ts): tests pass a harness's
    * `connect` (`Harness.inMemory`). Everything then goes through node:http, one connection per
-   * request: `client` and `loadFastClient` are not used, and `lookup` and `checkHop` still are.
+   * request: `client`, `loadFastClient` and `lookup` (no host name is resolved) are not used;
+   * `checkHop` still is.
    */
   readonly connect?: Connect;
 }

@@ -236,6 +236,12 @@ export function resolveWorkerConfig(options: WorkerOptions): WorkerConfig {
       `startWorker: connect must be a function that returns a connection (a harness's connect), got ${describeValue(options.connect)}`,
     );
   }
+  if (options.connect !== undefined && mode === "lb") {
+    throw new RunletError(
+      "RUNLET_CONFIG_INVALID",
+      'startWorker: connect is for a queue worker\'s platform requests; a worker in mode "lb" has none (it serves HTTP on PORT)',
+    );
+  }
   if (options.connect !== undefined && checked.exitOnHardStop) {
     // The watchdog that comes with exitOnHardStop posts from the heartbeat thread over sockets of
     // its own: in memory nothing would receive a stuck job's failure.

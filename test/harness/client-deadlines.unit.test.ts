@@ -124,7 +124,13 @@ describe("harness client API: timeouts, ttl, retention, heartbeat lapses", () =>
 
   it("requeues the jobs of a worker that stops heartbeating, then fails a job whose worker lapses again", async () => {
     const clock = new ManualClock();
-    await using h = inMemoryHarness({ clock, heartbeatTimeoutMs: 1_000, takeTimeoutMs: 200 });
+    // The platform's rule (only pings keep a worker alive), not the in-memory default.
+    await using h = inMemoryHarness({
+      clock,
+      heartbeatTimeoutMs: 1_000,
+      takeTimeoutMs: 200,
+      keepAliveBy: "pings",
+    });
     const { id } = (await api(h, "POST", "/v2/local/run", { input: { x: 1 } })).body as { id: string };
     await takeJob(h, "local", "w1");
     clock.advance(999);

@@ -7,7 +7,8 @@ import { waitFor } from "../support/wait-for.js";
 /**
  * docs/protocol.md, "Heartbeat": only pings prove a worker alive. These workers are played by hand with plain
  * requests, so nothing but the test decides what they send; the heartbeat timeout runs on a ManualClock.
- * The routes run in memory (test/support/inject.ts): the lapse is timed by the clock, not the socket.
+ * The routes run in memory (test/support/inject.ts), with the platform's rule (`keepAliveBy: "pings"`, not
+ * the in-memory default): the lapse is timed by the clock, not the socket.
  */
 const HEARTBEAT_TIMEOUT_MS = 1_000;
 
@@ -50,6 +51,7 @@ describe("harness heartbeat: only pings keep a worker alive", () => {
   it("lapses a worker that holds its job-stop poll open and posts progress but never pings, and requeues its job", async () => {
     const clock = new ManualClock();
     await using h = inMemoryHarness({
+      keepAliveBy: "pings",
       clock,
       heartbeatTimeoutMs: HEARTBEAT_TIMEOUT_MS,
       takeTimeoutMs: 30_000,
@@ -79,6 +81,7 @@ describe("harness heartbeat: only pings keep a worker alive", () => {
   it("keeps a worker that pings while it holds its job-stop poll open, however long it runs", async () => {
     const clock = new ManualClock();
     await using h = inMemoryHarness({
+      keepAliveBy: "pings",
       clock,
       heartbeatTimeoutMs: HEARTBEAT_TIMEOUT_MS,
       takeTimeoutMs: 30_000,
@@ -107,6 +110,7 @@ describe("harness heartbeat: only pings keep a worker alive", () => {
   it("counts a lapse from a worker's first request when it never pings, even while a job-take of it is held", async () => {
     const clock = new ManualClock();
     await using h = inMemoryHarness({
+      keepAliveBy: "pings",
       clock,
       heartbeatTimeoutMs: HEARTBEAT_TIMEOUT_MS,
       takeTimeoutMs: 30_000,

@@ -305,3 +305,54 @@ describe("PATCH /v2/serverless/{id} through the harness's management copy", () =
     harness.updateEndpoint("plain", { executionTimeoutMs: 1_000 });
   }, 30_000);
 });
+
+describe("a worker trimmed by a lowered maximum while its spawner has not resolved", () => {
+  it("is retired at once: a job queued after the trim is not handed to its held take", async () => {
+    let spawnGate!: () => void;
+    const spawnHeld = new Promise<void>((resolve) => {
+      spawnGate = resolve;
+    });
+    const started: string[] = [];
+    // The second worker's spawner resolves only when the test says so, though its worker is already
+    // taking (the WorkerSpawner contract allows a spawner that resolves after the first take).
+    const spawn: WorkerSpawner = async (env) => {
+      const sink = new Writable({ write: (_c, _e, cb) => cb() });
+      const worker = await startWorker(slow, {
+        env,
+        logDestination: sink,
+        takeTimeoutMs: 1_000,
+        shutdownGraceMs: 1_000,
+      });
+      started.push(env["RUNPOD_POD_ID"]!);
+      if (started.length === 2) await spawnHeld;
+      return { close: () => worker.close(), exited: worker.stopped };
+    };
+    closeGate();
+    await using harness = await startHarness({
+      apiKey: API_KEY,
+      takeTimeoutMs: 1_000,
+      endpoints: [{ id: "ep", spawn, minWorkers: 1, maxWorkers: 2 }],
+    });
+    await harness.workersStarted("ep");
+    // The first worker is busy with a job held by the gate.
+    const busy = harness.enqueue("ep", { input: { ms: -1 } });
+    await expect.poll(() => harness.job(busy)?.status, { timeout: 10_000 }).toBe("IN_PROGRESS");
+    // A second worker starts and holds a take while its spawner has not resolved.
+    harness.updateEndpoint("ep", { minWorkers: 2 });
+    await expect
+      .poll(() => harness.requests({ route: "job-take" }).some((r) => r.path.includes("ep-worker-2")), {
+        timeout: 10_000,
+      })
+      .toBe(true);
+    // Lowered back: the second worker, which holds no job, is trimmed.
+    harness.updateEndpoint("ep", { minWorkers: 1, maxWorkers: 1 });
+    const next = harness.enqueue("ep", { input: { ms: 0 } });
+    await sleep(300);
+    // Not handed to the trimmed worker's held take: it waits for the busy worker.
+    expect(harness.job(next)?.status).toBe("IN_QUEUE");
+    release();
+    spawnGate();
+    expect((await harness.waitForJob(next, { timeoutMs: 10_000 })).status).toBe("COMPLETED");
+    expect(harness.job(next)?.workerId).toBe("ep-worker-1");
+  }, 30_000);
+});

@@ -1,8 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { ManualClock } from "../../src/harness/index.js";
+import { Harness, ManualClock } from "../../src/harness/index.js";
 import { defineBatchHandler, defineHandler } from "../../src/index.js";
 import { PLATFORM_ENV } from "../../src/protocol/index.js";
+import { inMemoryHarness } from "../support/inject.js";
 import { gate, logSink, memoryHarness, waitFor, workerFor } from "../support/workers.js";
 
 // A worker against the harness in memory (the worker's `connect` option, Harness.connect): the
@@ -135,5 +136,67 @@ describe("a worker connected to the harness in memory", () => {
     } finally {
       await h.close();
     }
+  });
+
+  it("keeps a worker that never pings alive by its requests, and lapses it once it goes silent", async () => {
+    // The harness's heartbeat timeout (45 s) runs on its clock: 100 s pass on it while the job
+    // runs. On loopback a worker without pings would lapse then and its job be requeued; in memory
+    // its job-stop polls keep it alive.
+    const clock = new ManualClock();
+    await using h = inMemoryHarness({ takeTimeoutMs: 100, clock });
+    const done = gate();
+    const started = gate();
+    const w = await workerFor(
+      h,
+      defineHandler({
+        input: z.unknown(),
+        handler: async () => {
+          started.open();
+          await done.promise;
+          return "long";
+        },
+      }),
+    );
+    const id = h.enqueue("local", { input: {} });
+    await started.promise;
+    for (let step = 0; step < 10; step++) {
+      clock.advance(10_000);
+      const polls = h.requests({ route: "job-stop" }).length;
+      // A request of the worker's own after each step re-arms its lapse.
+      await waitFor("the next job-stop poll", () => h.requests({ route: "job-stop" }).length > polls);
+    }
+    expect(h.job(id)?.status).toBe("IN_PROGRESS");
+    done.open();
+    const job = await h.waitForJob(id, { timeoutMs: 10_000 });
+    expect([job.status, job.output, job.error]).toEqual(["COMPLETED", "long", undefined]);
+    expect(h.workers("local")).toHaveLength(1);
+    await w.close();
+    // Silent now: gone after the heartbeat timeout, as a worker that stops pinging is.
+    clock.advance(46_000);
+    expect(h.workers("local")).toEqual([]);
+  });
+});
+
+describe("a harness in memory", () => {
+  it("starts no workers (spawn, managementSpawn and a load-balancing fleet are refused, naming why) and refuses a misspelt change", async () => {
+    const spawn = () => Promise.reject(new Error("never called"));
+    expect(() => Harness.inMemory({ managementSpawn: spawn })).toThrow(/starts no workers/);
+    expect(() => Harness.inMemory({ endpoints: [{ id: "a", spawn }] })).toThrow(/starts no workers/);
+    await using h = memoryHarness();
+    expect(() => h.addEndpoint({ id: "b", spawn })).toThrow(/^addEndpoint: Harness\.inMemory binds no port/);
+    expect(() =>
+      h.addLoadBalancer({ id: "c", fleet: { spawn, minWorkers: 0, maxWorkers: 1, concurrency: 1 } }),
+    ).toThrow(/^addLoadBalancer: Harness\.inMemory binds no port/);
+    expect(h.endpointIds()).toEqual(["local"]);
+    // A change with a misspelt field is refused, not applied as "no change".
+    expect(() => h.updateEndpoint("local", { timeoutMs: 5 } as never)).toThrow(/timeoutMs/);
+    h.updateEndpoint("local", { executionTimeoutMs: 5_000 });
+  });
+
+  it("refuses connect for a load-balancing worker, which has no platform requests", async () => {
+    await using h = memoryHarness();
+    await expect(
+      workerFor(h, defineHandler({ input: z.unknown(), handler: () => "x" }), { mode: "lb" }),
+    ).rejects.toThrow(/connect is for a queue worker's platform requests/);
   });
 });

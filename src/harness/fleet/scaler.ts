@@ -229,6 +229,9 @@ export class Scaler {
       if ((this.#store.workers.get(endpointId, slot.podId)?.jobs.size ?? 0) > 0) continue;
       pool.slots.delete(slot.podId);
       over--;
+      // Retired now, not once its start resolved: a spawner may resolve only after the worker's
+      // first take, and no job may be handed to it meanwhile.
+      this.#store.retire(endpointId, slot.podId);
       this.#onTrim(endpointId, slot.podId);
       settle(
         slot.starting.then(() => this.#stop(endpointId, slot)),

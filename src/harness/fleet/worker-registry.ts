@@ -75,6 +75,7 @@ export class WorkerRegistry {
   readonly #timers: TimerSet;
   readonly #now: () => number;
   readonly #heartbeatTimeoutMs: number;
+  readonly #requestsKeepAlive: boolean;
   readonly #onLapse: (worker: WorkerState) => void;
   readonly #onJobsLost: (worker: WorkerState, jobs: readonly UnlistedJob[]) => void;
   readonly #onChange: ((worker: WorkerState, change: WorkerChange) => void) | undefined;
@@ -88,6 +89,11 @@ export class WorkerRegistry {
     holdClock?: Clock;
     now: () => number;
     heartbeatTimeoutMs: number;
+    /**
+     * Until a worker's first ping, any request of its own re-arms its lapse: in memory (a harness
+     * without a socket) a worker has no heartbeat thread to ping with. @default false
+     */
+    requestsKeepAlive?: boolean;
     onLapse: (worker: WorkerState) => void;
     onJobsLost: (worker: WorkerState, jobs: readonly UnlistedJob[]) => void;
     /** Told when a worker appears, pings or lapses (the dashboard's live worker list). */
@@ -96,6 +102,7 @@ export class WorkerRegistry {
     this.#timers = options.timers;
     this.#now = options.now;
     this.#heartbeatTimeoutMs = options.heartbeatTimeoutMs;
+    this.#requestsKeepAlive = options.requestsKeepAlive ?? false;
     this.#onLapse = options.onLapse;
     this.#onJobsLost = options.onJobsLost;
     this.#onChange = options.onChange;
@@ -115,7 +122,8 @@ export class WorkerRegistry {
   /**
    * A request by this worker: registers it on first sight, which starts its heartbeat clock (a
    * worker that never pings lapses `heartbeatTimeoutMs` after it appeared). Other requests do not
-   * re-arm the lapse: see {@link pinged}.
+   * re-arm the lapse (see {@link pinged}), but with `requestsKeepAlive` those of a worker that has
+   * not pinged yet do.
    */
   seen(endpointId: string, workerId: string, taking = false): WorkerState {
     let workers = this.#byEndpoint.get(endpointId);
@@ -142,6 +150,8 @@ export class WorkerRegistry {
       workers.set(workerId, worker);
       this.#arm(worker);
       this.#onChange?.(worker, "seen");
+    } else if (this.#requestsKeepAlive && worker.lastPingAt === undefined) {
+      this.#arm(worker);
     }
     worker.lastSeenAt = this.#now();
     if (taking) worker.firstTakeAt ??= worker.lastSeenAt;

@@ -59,12 +59,15 @@ export class JobStore {
   /** Ended jobs still kept, oldest end first, with the bytes each holds. */
   readonly #finished = new Map<string, number>();
   readonly #maxFinishedBytes: number;
+  readonly #requestsKeepAlive: boolean;
   #finishedBytes = 0;
 
   constructor(options: {
     clock: Clock;
     timers: TimerSet;
     heartbeatTimeoutMs: number;
+    /** A worker that has never pinged is kept alive by any request of its own (a harness in memory). @default false */
+    requestsKeepAlive?: boolean;
     /** Most bytes the ended jobs still kept may hold; past it the oldest are deleted. */
     maxFinishedBytes: number;
     /**
@@ -77,6 +80,7 @@ export class JobStore {
     this.#clock = options.clock;
     this.#events = options.events;
     this.#maxFinishedBytes = options.maxFinishedBytes;
+    this.#requestsKeepAlive = options.requestsKeepAlive ?? false;
     this.#holdClock = options.holdClock ?? realClock();
     this.waits = new JobWaits((id) => this.#table.get(id), this.#holdClock);
     this.workers = new Registry({
@@ -84,6 +88,7 @@ export class JobStore {
       holdClock: this.#holdClock,
       now: () => this.#clock.now(),
       heartbeatTimeoutMs: options.heartbeatTimeoutMs,
+      requestsKeepAlive: options.requestsKeepAlive ?? false,
       onLapse: (w) => this.#lapsed(w, options.heartbeatTimeoutMs),
       onJobsLost: (w, jobs) => this.#unlisted(w, jobs),
       onChange: (w, change) => this.#events.onWorkerChange?.(w, change),
@@ -429,12 +434,13 @@ export class JobStore {
   #lapsed(worker: WorkerState, heartbeatTimeoutMs: number): void {
     if (this.#table.hasEndpoint(worker.endpointId))
       this.#endpoint(worker.endpointId).releaseTakersOf(worker.id);
+    // A worker kept alive by its requests (in memory, never pinged) went silent altogether.
+    const silence =
+      worker.lastPingAt === undefined && this.#requestsKeepAlive
+        ? `stopped sending requests (none for ${heartbeatTimeoutMs} ms)`
+        : `stopped sending heartbeats (no ping for ${heartbeatTimeoutMs} ms)`;
     for (const id of worker.jobs) {
-      this.#lost(
-        id,
-        worker.id,
-        `worker ${worker.id} stopped sending heartbeats (no ping for ${heartbeatTimeoutMs} ms) while running this job, for the second time`,
-      );
+      this.#lost(id, worker.id, `worker ${worker.id} ${silence} while running this job, for the second time`);
     }
     worker.jobs.clear();
     worker.unlistedSince.clear();

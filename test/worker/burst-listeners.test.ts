@@ -1,13 +1,14 @@
+import { Agent, request } from "undici";
 import { describe, expect, it } from "vitest";
 import { defineHandler } from "../../src/index.js";
-import { send } from "../support/inject.js";
-import { memoryHarness, workerFor } from "../support/workers.js";
+import { testHarness, workerFor } from "../support/workers.js";
 
 /**
  * A burst of /runsync requests against a worker with many slots: every job's posts, waits and
  * long polls are bounded by the worker's long-lived signals, and none of them may pile listeners
- * on one signal (Node prints MaxListenersExceededWarning past 10 on an EventTarget). The worker
- * and the callers reach the harness in memory: the signals are the subject, not the socket.
+ * on one signal (Node prints MaxListenersExceededWarning past 10 on an EventTarget). On loopback:
+ * each request's listeners come from the socket transport a deployed worker uses (an in-memory
+ * worker's path adds fewer), so the socket is part of the subject here.
  */
 const BURST = 40;
 
@@ -19,7 +20,7 @@ describe("a /runsync burst", () => {
     };
     process.on("warning", onWarning);
     try {
-      await using h = memoryHarness();
+      await using h = await testHarness();
       await using _w = await workerFor(
         h,
         defineHandler({
@@ -34,19 +35,28 @@ describe("a /runsync burst", () => {
       );
       // Every job's first post is refused: 40 jobs sit in back-off on the worker's give-up signal at once.
       h.injectFault("job-done", { status: 503 }, BURST);
-      const answers = await Promise.all(
-        Array.from({ length: BURST }, async (_, n) => {
-          const res = await send(h, "/v2/local/runsync", {
-            method: "POST",
-            headers: { authorization: `Bearer ${h.apiKey}`, "content-type": "application/json" },
-            body: JSON.stringify({ input: { n } }),
-          });
-          return { status: res.status, body: (await res.json()) as { status: string; output: unknown } };
-        }),
-      );
-      expect(answers.map((a) => [a.status, a.body.status, a.body.output])).toEqual(
-        Array.from({ length: BURST }, (_, n) => [200, "COMPLETED", { echo: { n } }]),
-      );
+      const agent = new Agent({ connections: BURST });
+      try {
+        const answers = await Promise.all(
+          Array.from({ length: BURST }, async (_, n) => {
+            const res = await request(`${h.url}/v2/local/runsync`, {
+              method: "POST",
+              dispatcher: agent,
+              headers: { authorization: `Bearer ${h.apiKey}`, "content-type": "application/json" },
+              body: JSON.stringify({ input: { n } }),
+            });
+            return {
+              status: res.statusCode,
+              body: (await res.body.json()) as { status: string; output: unknown },
+            };
+          }),
+        );
+        expect(answers.map((a) => [a.status, a.body.status, a.body.output])).toEqual(
+          Array.from({ length: BURST }, (_, n) => [200, "COMPLETED", { echo: { n } }]),
+        );
+      } finally {
+        await agent.close();
+      }
       // A warning is emitted on the next tick after the listener that crossed the limit.
       await new Promise((resolve) => setImmediate(resolve));
       expect(warnings.map((w) => w.message)).toEqual([]);
