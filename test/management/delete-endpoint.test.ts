@@ -1,27 +1,19 @@
-import { Writable } from "node:stream";
-import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
 import { startHarness, type WorkerSpawner } from "../../src/harness/index.js";
-import { defineHandler } from "../../src/index.js";
 import { createManagementClient } from "../../src/management/index.js";
 import { startWorker } from "../../src/worker/index.js";
+import { quietSink, slowHandler } from "../support/slow-handler.js";
 
 const API_KEY = "delete-key-12345";
 
 /** Holds each job until its signal aborts (a job-stop) or `ms` pass. */
-const slow = defineHandler({
-  handler: async ({ input, signal }) => {
-    const { ms } = input as { ms: number };
-    await sleep(ms, undefined, { signal }).catch(() => undefined);
-    return { slept: ms };
-  },
-});
+const slow = slowHandler().definition;
 
 describe("deleting a serverless endpoint through the harness's management copy", () => {
   it("stops its workers, deletes its waiting and running jobs, and its job routes answer 404", async () => {
     const events: string[] = [];
     const spawn: WorkerSpawner = async (env) => {
-      const sink = new Writable({ write: (_c, _e, cb) => cb() });
+      const sink = quietSink();
       const worker = await startWorker(slow, {
         env,
         logDestination: sink,

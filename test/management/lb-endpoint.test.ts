@@ -1,10 +1,9 @@
-import { Writable } from "node:stream";
-import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
 import { startHarness, type WorkerSpawner } from "../../src/harness/index.js";
 import { defineHandler } from "../../src/index.js";
 import { createManagementClient } from "../../src/management/index.js";
 import { startWorker } from "../../src/worker/index.js";
+import { quietSink, slowHandler } from "../support/slow-handler.js";
 
 /**
  * An endpoint created through the harness's management copy with `type: LOAD_BALANCER` is a
@@ -17,19 +16,8 @@ import { startWorker } from "../../src/worker/index.js";
 
 const API_KEY = "lb-endpoint-key-12345";
 
-/** Opened by a test to let a request sent with `ms: -1` end (the workers run in this process). */
-let hold = Promise.resolve();
-
-/** Holds each request `ms` (`-1`: until `hold` settles), then answers. */
-const slow = defineHandler({
-  concurrency: 1,
-  handler: async ({ input, signal }) => {
-    const { ms } = input as { ms: number };
-    if (ms === -1) await hold;
-    else await sleep(ms, undefined, { signal }).catch(() => undefined);
-    return { slept: ms };
-  },
-});
+const gated = slowHandler();
+const slow = gated.definition;
 
 describe("a LOAD_BALANCER endpoint created through the management copy", () => {
   it("routes its /lb/<id> requests to load-balancing workers the spawner starts, scales on request count, lists them, and is removed by DELETE", async () => {
@@ -37,7 +25,7 @@ describe("a LOAD_BALANCER endpoint created through the management copy", () => {
     const stopped: string[] = [];
     const spawn: WorkerSpawner = async (env) => {
       envs.push(env);
-      const sink = new Writable({ write: (_c, _e, cb) => cb() });
+      const sink = quietSink();
       const worker = await startWorker(slow, {
         mode: env["RUNLET_MODE"] === "lb" ? "lb" : "queue",
         env,
@@ -72,10 +60,7 @@ describe("a LOAD_BALANCER endpoint created through the management copy", () => {
     const headers = { authorization: `Bearer ${API_KEY}`, "content-type": "application/json" };
     const run = (ms: number) =>
       fetch(`${base}/runsync`, { method: "POST", headers, body: JSON.stringify({ input: { ms } }) });
-    let release!: () => void;
-    hold = new Promise<void>((resolve) => {
-      release = resolve;
-    });
+    gated.closeGate();
     const first = run(-1);
     // The first worker holds the first request (its concurrency, REQUEST_COUNT, is 1): a second
     // request waits and starts a second worker.
@@ -85,7 +70,7 @@ describe("a LOAD_BALANCER endpoint created through the management copy", () => {
       })
       .toBe(true);
     const second = await run(0);
-    release();
+    gated.release();
     const answers = [await first, second];
     expect(answers.map((a) => a.status)).toEqual([200, 200]);
     const ids = answers.map((a) => a.headers.get("x-runpod-worker-id"));
@@ -129,7 +114,7 @@ describe("a LOAD_BALANCER endpoint created through the management copy", () => {
   it("keeps workers.min running from the start, replaces one that ends on its own, and rolls out a new release", async () => {
     const workers: { pod: string; release: string | undefined; close: () => Promise<void> }[] = [];
     const spawn: WorkerSpawner = async (env) => {
-      const sink = new Writable({ write: (_c, _e, cb) => cb() });
+      const sink = quietSink();
       const worker = await startWorker(slow, { mode: "lb", env, logDestination: sink, shutdownGraceMs: 500 });
       workers.push({ pod: env["RUNPOD_POD_ID"]!, release: env["RELEASE"], close: () => worker.close() });
       return { close: () => worker.close(), exited: worker.stopped };
@@ -186,7 +171,7 @@ describe("a LOAD_BALANCER endpoint created through the management copy", () => {
     let spawned = 0;
     const spawn: WorkerSpawner = async (env) => {
       spawned++;
-      const sink = new Writable({ write: (_c, _e, cb) => cb() });
+      const sink = quietSink();
       const worker = await startWorker(failing, { mode: "lb", env, logDestination: sink });
       return { close: () => worker.close(), exited: worker.stopped };
     };

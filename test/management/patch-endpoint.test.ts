@@ -1,11 +1,10 @@
-import { Writable } from "node:stream";
 import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
 import { RunletError } from "../../src/errors.js";
 import { startHarness, type WorkerSpawner } from "../../src/harness/index.js";
-import { defineHandler } from "../../src/index.js";
 import { createManagementClient } from "../../src/management/index.js";
 import { startWorker } from "../../src/worker/index.js";
+import { quietSink, slowHandler } from "../support/slow-handler.js";
 
 /**
  * A `PATCH /v2/serverless/{id}` through the harness's management copy takes effect on the running
@@ -19,32 +18,17 @@ import { startWorker } from "../../src/worker/index.js";
 const API_KEY = "patch-endpoint-key-12345";
 const headers = { authorization: `Bearer ${API_KEY}`, "content-type": "application/json" };
 
-/** Opened by a test to let the jobs sent with `ms: -1` end (the workers run in this process). */
-let hold = Promise.resolve();
-let release: () => void = () => undefined;
-function closeGate(): void {
-  hold = new Promise<void>((resolve) => {
-    release = resolve;
-  });
-}
-
-/** Holds each job `ms` (`-1`: until the gate opens), ending early when its signal aborts. */
-const slow = defineHandler({
-  concurrency: 1,
-  handler: async ({ input, signal }) => {
-    const { ms } = input as { ms: number };
-    if (ms === -1) await hold;
-    else await sleep(ms, undefined, { signal }).catch(() => undefined);
-    return { slept: ms };
-  },
-});
+const gated = slowHandler();
+const slow = gated.definition;
+const closeGate = (): void => gated.closeGate();
+const release = (): void => gated.release();
 
 /** A spawner of in-process workers that notes each start and stop by pod id. */
 function spawner(): { spawn: WorkerSpawner; started: string[]; stopped: string[] } {
   const started: string[] = [];
   const stopped: string[] = [];
   const spawn: WorkerSpawner = async (env) => {
-    const sink = new Writable({ write: (_c, _e, cb) => cb() });
+    const sink = quietSink();
     const worker = await startWorker(slow, {
       mode: env["RUNLET_MODE"] === "lb" ? "lb" : "queue",
       env,
@@ -316,7 +300,7 @@ describe("a worker trimmed by a lowered maximum while its spawner has not resolv
     // The second worker's spawner resolves only when the test says so, though its worker is already
     // taking (the WorkerSpawner contract allows a spawner that resolves after the first take).
     const spawn: WorkerSpawner = async (env) => {
-      const sink = new Writable({ write: (_c, _e, cb) => cb() });
+      const sink = quietSink();
       const worker = await startWorker(slow, {
         env,
         logDestination: sink,
