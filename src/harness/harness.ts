@@ -33,6 +33,7 @@ import { JobFeed, OPENAI_ROUTE_TABLE, openAIFamily } from "./openai/index.js";
 import {
   checkEndpoint,
   checkEndpointUpdate,
+  checkLbFleet,
   type EndpointOptions,
   type EndpointUpdate,
   type HarnessOptions,
@@ -168,6 +169,7 @@ export class Harness {
     this.#jobs = new JobService({ store: this.#store, options });
     this.#scaler = new Scaler({
       store: this.#store,
+      clock: options.clock,
       envFor: (endpointId, podId, pingIntervalMs) =>
         this.workerEnv(endpointId, { podId, ...(pingIntervalMs === undefined ? {} : { pingIntervalMs }) }),
       logger: options.logger,
@@ -189,7 +191,7 @@ export class Harness {
         options.logger?.error({ err }, "management: could not apply an endpoint change to the harness"),
     });
     this.#management.attach(this);
-    this.#balancers = new LoadBalancers(options.loadBalancers, this.#keys);
+    this.#balancers = new LoadBalancers(options.loadBalancers, this.#keys, options.clock);
     // Every route of the API listener, declared one way (route-table.ts), tried in this order:
     // the worker, client and OpenAI families under /v2/<endpoint>/, the extraRoutes seam, then
     // the management copy (/v2/<reserved resource>, /v1/).
@@ -408,6 +410,7 @@ export class Harness {
     if (this.#inMemory && options.fleet !== undefined) {
       throw new RunletError("RUNLET_HARNESS_CONFIG", `addLoadBalancer: ${IN_MEMORY_SPAWN}`);
     }
+    checkLbFleet(options.id, options.fleet);
     if (this.#store.table.hasEndpoint(options.id)) {
       throw new RunletError(
         "RUNLET_HARNESS_CONFIG",
@@ -432,6 +435,7 @@ export class Harness {
         endpoint.minWorkers ?? 0,
         endpoint.maxWorkers ?? Math.max(1, endpoint.minWorkers ?? 0),
         endpoint.pingIntervalMs,
+        endpoint.idleTimeoutMs,
       );
     }
   }
@@ -442,10 +446,11 @@ export class Harness {
    * or running keep the one they were made with); `minWorkers` / `maxWorkers` are the scaler's new
    * bounds — a raised minimum starts workers at once, a raised maximum lets waiting jobs start
    * more, and a lowered maximum stops the workers above it that hold no job (newest first), and a
-   * busy one once its jobs are done. What is left out stays.
+   * busy one once its jobs are done; `idleTimeoutMs` is the scaler's new idle timeout (null: no
+   * scale-down). What is left out stays.
    * @throws RunletError `RUNLET_HARNESS_CONFIG` for an unknown endpoint, a value past its limit
-   * (named with the limit), a maximum below the minimum, or worker counts on an endpoint without
-   * `spawn`; nothing is changed then.
+   * (named with the limit), a maximum below the minimum, or worker counts or an idle timeout on an
+   * endpoint without `spawn`; nothing is changed then.
    */
   updateEndpoint(endpointId: string, change: EndpointUpdate): void {
     this.#endpoint(endpointId);
@@ -461,6 +466,9 @@ export class Harness {
         parsed.maxWorkers ?? bounds.maxWorkers,
       );
     }
+    if (parsed.idleTimeoutMs !== undefined) {
+      this.#scaler.setIdleTimeout(endpointId, parsed.idleTimeoutMs ?? undefined);
+    }
   }
 
   /**
@@ -468,7 +476,8 @@ export class Harness {
    * /v2/serverless/{id}` of a `LOAD_BALANCER` endpoint calls this): `minWorkers` / `maxWorkers` as
    * {@link updateEndpoint}'s, a lowered maximum stopping the workers above it with no request in
    * flight (and a busy one once its requests end); `concurrency` is what each worker started from
-   * now on takes at once — running ones keep theirs until a release replaces them.
+   * now on takes at once — running ones keep theirs until a release replaces them; `idleTimeoutMs`
+   * is the fleet's new idle timeout (null: no scale-down).
    * @throws RunletError `RUNLET_HARNESS_CONFIG` for an unknown endpoint or one whose workers the
    * harness does not start (no fleet), a value past its limit, or a maximum below the minimum.
    */

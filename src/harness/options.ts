@@ -60,6 +60,12 @@ export interface EndpointOptions {
   readonly maxWorkers?: number;
   /** `RUNPOD_PING_INTERVAL` given to spawned workers, ms. @default the worker's own default */
   readonly pingIntervalMs?: number;
+  /**
+   * A worker the scaler started, above `minWorkers`, that has been connected and held no job for
+   * this long (on the harness clock) is stopped, newest first — the platform's `workers.idleTimeout`
+   * (needs `spawn`; 1 to 2^31−1), ms. @default none: workers are not scaled down while the harness runs
+   */
+  readonly idleTimeoutMs?: number;
 }
 
 /** What {@link Harness.updateEndpoint} changes on a queue endpoint; what is left out stays. */
@@ -70,6 +76,8 @@ export interface EndpointUpdate {
   readonly minWorkers?: number;
   /** Most workers at a time (needs `spawn`; ≥ 1 and ≥ minWorkers). */
   readonly maxWorkers?: number;
+  /** Idle time after which a worker above the minimum is stopped (needs `spawn`; 1 to 2^31−1), ms; null: none. */
+  readonly idleTimeoutMs?: number | null;
 }
 
 /** What {@link Harness.updateLoadBalancer} changes on a load-balancing endpoint's fleet; what is left out stays. */
@@ -80,6 +88,8 @@ export interface LbEndpointUpdate {
   readonly maxWorkers?: number;
   /** Requests each worker started from now on takes at once (≥ 1); running ones keep theirs. */
   readonly concurrency?: number;
+  /** Time with no request in flight after which a worker above the minimum is stopped (1 to 2^31−1), ms; null: none. */
+  readonly idleTimeoutMs?: number | null;
 }
 
 /** Size limits and retention, overridable (tests shrink them). */
@@ -256,6 +266,7 @@ const endpointNumbersSchema = z.object({
   executionTimeoutMs: durationOption(1, EXECUTION_TIMEOUT_MS.default),
   minWorkers: integerOption(0, 0),
   maxWorkers: integer(1).optional(),
+  idleTimeoutMs: duration(1).optional(),
 });
 
 // Strict: a misspelt field in a change would otherwise change nothing, silently.
@@ -264,6 +275,7 @@ const endpointUpdateSchema = z
     executionTimeoutMs: duration(1).optional(),
     minWorkers: integer(0).optional(),
     maxWorkers: integer(1).optional(),
+    idleTimeoutMs: duration(1).nullable().optional(),
   })
   .strict();
 
@@ -272,6 +284,7 @@ const lbUpdateSchema = z
     minWorkers: integer(0).optional(),
     maxWorkers: integer(1).optional(),
     concurrency: integer(1).optional(),
+    idleTimeoutMs: duration(1).nullable().optional(),
   })
   .strict();
 
@@ -281,6 +294,8 @@ export interface CheckedUpdate {
   readonly minWorkers?: number | undefined;
   readonly maxWorkers?: number | undefined;
   readonly concurrency?: number | undefined;
+  /** null: no scale-down from now on. */
+  readonly idleTimeoutMs?: number | null | undefined;
 }
 
 /**
@@ -299,7 +314,14 @@ export function checkEndpointUpdate(
     method === "updateEndpoint"
       ? parseOptions(endpointUpdateSchema, change, "RUNLET_HARNESS_CONFIG", where)
       : parseOptions(lbUpdateSchema, change, "RUNLET_HARNESS_CONFIG", where);
-  if (parsed.minWorkers === undefined && parsed.maxWorkers === undefined) return parsed;
+  if (parsed.minWorkers === undefined && parsed.maxWorkers === undefined) {
+    if (parsed.idleTimeoutMs !== undefined && current === undefined) {
+      throw bad(
+        `${where}idleTimeoutMs needs workers the harness starts (a spawn function), and this endpoint has none`,
+      );
+    }
+    return parsed;
+  }
   if (current === undefined) {
     throw bad(
       `${where}minWorkers and maxWorkers need workers the harness starts (a spawn function), and this endpoint has none`,
@@ -351,7 +373,12 @@ export function checkEndpoint(ep: { readonly id: string } & EndpointOptions): vo
   }
   const numbers = parseOptions(
     endpointNumbersSchema,
-    { executionTimeoutMs: ep.executionTimeoutMs, minWorkers: ep.minWorkers, maxWorkers: ep.maxWorkers },
+    {
+      executionTimeoutMs: ep.executionTimeoutMs,
+      minWorkers: ep.minWorkers,
+      maxWorkers: ep.maxWorkers,
+      idleTimeoutMs: ep.idleTimeoutMs,
+    },
     "RUNLET_HARNESS_CONFIG",
     `endpoints[${ep.id}].`,
   );
@@ -361,6 +388,24 @@ export function checkEndpoint(ep: { readonly id: string } & EndpointOptions): vo
   if ((ep.minWorkers !== undefined || ep.maxWorkers !== undefined) && ep.spawn === undefined) {
     throw bad(`endpoints[${ep.id}]: minWorkers and maxWorkers need a spawn function`);
   }
+  if (ep.idleTimeoutMs !== undefined && ep.spawn === undefined) {
+    throw bad(
+      `endpoints[${ep.id}]: idleTimeoutMs needs a spawn function (it stops workers the harness started)`,
+    );
+  }
+}
+
+const lbFleetSchema = z.object({ idleTimeoutMs: duration(1).optional() });
+
+/** Checks the idle timeout of a load-balancing endpoint's fleet (`addLoadBalancer`). */
+export function checkLbFleet(id: string, fleet: { readonly idleTimeoutMs?: number } | undefined): void {
+  if (fleet === undefined) return;
+  parseOptions(
+    lbFleetSchema,
+    { idleTimeoutMs: fleet.idleTimeoutMs },
+    "RUNLET_HARNESS_CONFIG",
+    `addLoadBalancer(${JSON.stringify(id)}): fleet.`,
+  );
 }
 
 /** Merges defaults once, validates, freezes. */

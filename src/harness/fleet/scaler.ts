@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import { settle } from "../../task-sink.js";
+import { type Clock, type ClockTimer, TimerSet } from "../clock.js";
 import type { JobStore } from "../jobs/job-store.js";
 import type { SpawnedWorker, WorkerSpawner } from "../options.js";
 import type { StartupUpdate, WorkerStartup } from "./worker-startup.js";
@@ -18,6 +19,12 @@ interface Pool {
   minWorkers: number;
   maxWorkers: number;
   readonly pingIntervalMs: number | undefined;
+  /** A worker above `minWorkers` idle this long (harness clock, ms) is stopped; undefined: never. */
+  idleTimeoutMs: number | undefined;
+  /** The one timer that looks again when the next idle worker falls due. */
+  idleTimer: ClockTimer | undefined;
+  /** When {@link idleTimer} fires (harness clock, ms). */
+  idleDue: number | undefined;
   readonly slots: Map<string, Slot>;
   next: number;
   /** After a failed start, no new start before this time (real ms), so a broken spawner cannot spin. */
@@ -29,11 +36,14 @@ interface Pool {
 /**
  * Starts workers for endpoints that have a spawner: `minWorkers` at once, then one more each time
  * a job that is not `lowPriority` waits with no free worker (no held job-take, none starting), up
- * to `maxWorkers`. Workers are not scaled down while the harness runs, but for a lowered
- * `maxWorkers` ({@link Scaler.resize}): the workers above it that hold no job are stopped, and a
+ * to `maxWorkers`. With an `idleTimeoutMs`, a worker above `minWorkers` that has been connected
+ * and held no job for that long (on the harness clock) is stopped, newest first, as the platform
+ * scales idle workers down; without one, workers are not scaled down while the harness runs. A
+ * lowered `maxWorkers` ({@link Scaler.resize}) stops the workers above it that hold no job, and a
  * busy one once it holds none. `close()` stops them all. A worker it stops (replaced after
- * `stopPod`, above a lowered maximum, its endpoint removed, the harness closing) is retired in the
- * store first, so no job is handed to it while it winds down.
+ * `stopPod`, idle, above a lowered maximum, its endpoint removed, the harness closing) is retired
+ * in the store first, so no job is handed to it while it winds down; a job that arrives meanwhile
+ * waits for another worker, or starts one.
  */
 export class Scaler {
   readonly #store: JobStore;
@@ -46,6 +56,9 @@ export class Scaler {
   readonly #onStartup: (endpointId: string, podId: string, update: StartupUpdate) => void;
   readonly #startupOf: (endpointId: string, podId: string) => WorkerStartup | undefined;
   readonly #onTrim: (endpointId: string, podId: string) => void;
+  readonly #clock: Clock;
+  /** The idle timers, one per endpoint at most; all cleared on close. */
+  readonly #timers: TimerSet;
   readonly #pools = new Map<string, Pool>();
   readonly #scheduled = new Set<string>();
   #closed = false;
@@ -58,9 +71,13 @@ export class Scaler {
     onStartup: (endpointId: string, podId: string, update: StartupUpdate) => void;
     /** What the harness knows of a worker's start-up. */
     startupOf: (endpointId: string, podId: string) => WorkerStartup | undefined;
-    /** A worker is being stopped because it is above a lowered `maxWorkers`. @default ignore */
+    /** A worker is being stopped because it is above a lowered `maxWorkers`, or idle. @default ignore */
     onTrim?: (endpointId: string, podId: string) => void;
+    /** Times how long a worker has been idle (`idleTimeoutMs`). */
+    clock: Clock;
   }) {
+    this.#clock = options.clock;
+    this.#timers = new TimerSet(options.clock);
     this.#store = options.store;
     this.#envFor = options.envFor;
     this.#logger = options.logger;
@@ -69,19 +86,26 @@ export class Scaler {
     this.#onTrim = options.onTrim ?? (() => undefined);
   }
 
-  /** Registers an endpoint's spawner and starts its minimum. */
+  /**
+   * Registers an endpoint's spawner and starts its minimum. With `idleTimeoutMs`, workers above
+   * the minimum that have been idle that long are stopped.
+   */
   add(
     endpointId: string,
     spawn: WorkerSpawner,
     minWorkers: number,
     maxWorkers: number,
     pingIntervalMs: number | undefined,
+    idleTimeoutMs?: number,
   ): void {
     this.#pools.set(endpointId, {
       spawn,
       minWorkers,
       maxWorkers,
       pingIntervalMs,
+      idleTimeoutMs,
+      idleTimer: undefined,
+      idleDue: undefined,
       slots: new Map(),
       next: 1,
       pausedUntil: 0,
@@ -103,6 +127,23 @@ export class Scaler {
     pool.minWorkers = minWorkers;
     pool.maxWorkers = maxWorkers;
     // A start paused after a failure waits out its pause; trimming does not.
+    this.#evaluate(endpointId);
+    return true;
+  }
+
+  /**
+   * Changes an endpoint's idle timeout (undefined: no scale-down from now on); a worker's idle
+   * time so far counts against the new one. False when the endpoint has no spawner here.
+   */
+  setIdleTimeout(endpointId: string, idleTimeoutMs: number | undefined): boolean {
+    const pool = this.#pools.get(endpointId);
+    if (pool === undefined) return false;
+    pool.idleTimeoutMs = idleTimeoutMs;
+    if (idleTimeoutMs === undefined) {
+      this.#timers.clear(pool.idleTimer);
+      pool.idleTimer = undefined;
+      pool.idleDue = undefined;
+    }
     this.#evaluate(endpointId);
     return true;
   }
@@ -178,6 +219,8 @@ export class Scaler {
     const pool = this.#pools.get(endpointId);
     if (pool === undefined) return;
     this.#pools.delete(endpointId);
+    this.#timers.clear(pool.idleTimer);
+    pool.idleTimer = undefined;
     const slots = [...pool.slots.values()];
     pool.slots.clear();
     await Promise.allSettled(
@@ -191,6 +234,7 @@ export class Scaler {
   /** Stops every started worker. Idempotent. */
   async close(): Promise<void> {
     this.#closed = true;
+    this.#timers.clearAll();
     const slots = [...this.#pools].flatMap(([endpointId, p]) =>
       [...p.slots.values()].map((s) => ({ endpointId, s })),
     );
@@ -207,6 +251,7 @@ export class Scaler {
     const pool = this.#pools.get(endpointId);
     if (pool === undefined || this.#closed) return;
     this.#trim(endpointId, pool);
+    this.#idle(endpointId, pool);
     if (Date.now() < pool.pausedUntil) return;
     let want = Math.max(0, pool.minWorkers - pool.slots.size);
     const waiting = this.#store.table.queued(endpointId).filter((j) => j.policy?.lowPriority !== true).length;
@@ -227,17 +272,59 @@ export class Scaler {
     for (const slot of [...pool.slots.values()].reverse()) {
       if (over <= 0) break;
       if ((this.#store.workers.get(endpointId, slot.podId)?.jobs.size ?? 0) > 0) continue;
-      pool.slots.delete(slot.podId);
       over--;
-      // Retired now, not once its start resolved: a spawner may resolve only after the worker's
-      // first take, and no job may be handed to it meanwhile.
-      this.#store.retire(endpointId, slot.podId);
-      this.#onTrim(endpointId, slot.podId);
-      settle(
-        slot.starting.then(() => this.#stop(endpointId, slot)),
-        (err) => this.#logger?.error({ err, endpointId, podId: slot.podId }, "stopping a worker failed"),
-      );
+      this.#retire(endpointId, pool, slot);
     }
+  }
+
+  /**
+   * With an idle timeout: stops the connected workers above `minWorkers` that have held no job
+   * for it — since their last job left them, or since they connected (the store notes both) —
+   * newest first, and arms one timer for the next to fall due. Called on every queue change (a
+   * hand-out, a job's end, a held take) and when that timer fires.
+   */
+  #idle(endpointId: string, pool: Pool): void {
+    const timeout = pool.idleTimeoutMs;
+    if (timeout === undefined) return;
+    const now = this.#clock.now();
+    let due: number | undefined;
+    let spare = pool.slots.size - pool.minWorkers;
+    for (const slot of [...pool.slots.values()].reverse()) {
+      if (spare <= 0) break;
+      const worker = this.#store.workers.get(endpointId, slot.podId);
+      if (worker === undefined || worker.jobs.size > 0) continue;
+      const since = Math.max(worker.firstSeenAt, worker.lastJobAt ?? Number.NEGATIVE_INFINITY);
+      if (now - since >= timeout) {
+        spare--;
+        this.#logger?.info({ endpointId, podId: slot.podId, idleMs: now - since }, "stopping an idle worker");
+        this.#retire(endpointId, pool, slot);
+      } else {
+        due = Math.min(due ?? Number.POSITIVE_INFINITY, since + timeout);
+      }
+    }
+    if (due === pool.idleDue && pool.idleTimer !== undefined) return;
+    this.#timers.clear(pool.idleTimer);
+    pool.idleTimer = undefined;
+    pool.idleDue = due;
+    if (due === undefined) return;
+    pool.idleTimer = this.#timers.set(() => {
+      pool.idleTimer = undefined;
+      pool.idleDue = undefined;
+      this.#evaluate(endpointId);
+    }, due - now);
+  }
+
+  /** Retires a worker in the store at once and stops it; the pool no longer counts it. */
+  #retire(endpointId: string, pool: Pool, slot: Slot): void {
+    pool.slots.delete(slot.podId);
+    // Retired now, not once its start resolved: a spawner may resolve only after the worker's
+    // first take, and no job may be handed to it meanwhile.
+    this.#store.retire(endpointId, slot.podId);
+    this.#onTrim(endpointId, slot.podId);
+    settle(
+      slot.starting.then(() => this.#stop(endpointId, slot)),
+      (err) => this.#logger?.error({ err, endpointId, podId: slot.podId }, "stopping a worker failed"),
+    );
   }
 
   #start(endpointId: string, pool: Pool): void {

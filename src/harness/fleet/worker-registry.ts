@@ -16,6 +16,12 @@ export interface WorkerState {
   /** Ids of the jobs it holds (IN_PROGRESS). */
   readonly jobs: Set<string>;
   /**
+   * When it was last handed a job or last let one go (ended, stopped, requeued), on the harness
+   * clock; undefined until its first job. With no job held, it has been idle since then (or since
+   * it appeared): the scaler's idle timeout reads it.
+   */
+  lastJobAt: number | undefined;
+  /**
    * For each held job its pings do not list (yet, or any more): since when, on the harness clock —
    * the hand-out, or the first ping that left out a job an earlier ping listed. See {@link WorkerRegistry.pinged}.
    */
@@ -141,6 +147,7 @@ export class WorkerRegistry {
         lastSeenAt: this.#now(),
         lastPingAt: undefined,
         jobs: new Set(),
+        lastJobAt: undefined,
         unlistedSince: new Map(),
         pendingStops: [],
         lastPing: undefined,
@@ -166,6 +173,7 @@ export class WorkerRegistry {
     const worker = this.get(endpointId, workerId);
     if (worker === undefined) return;
     worker.jobs.add(jobId);
+    worker.lastJobAt = this.#now();
     worker.unlistedSince.set(jobId, this.#now());
   }
 
@@ -195,11 +203,17 @@ export class WorkerRegistry {
     this.#onChange?.(worker, "ping");
   }
 
+  /** The worker no longer holds the job (it ended, was requeued or lost): noted in {@link WorkerState.lastJobAt}. */
+  drop(worker: WorkerState | undefined, jobId: string): void {
+    if (worker === undefined || !worker.jobs.delete(jobId)) return;
+    worker.lastJobAt = this.#now();
+  }
+
   /** Asks the worker to stop a job through its next (or held) job-stop poll. */
   requestStop(endpointId: string, workerId: string, jobId: string): void {
     const worker = this.get(endpointId, workerId);
     if (worker === undefined) return;
-    worker.jobs.delete(jobId);
+    this.drop(worker, jobId);
     worker.unlistedSince.delete(jobId);
     if (!worker.pendingStops.includes(jobId)) worker.pendingStops.push(jobId);
     this.#stopPolls.wake(worker);

@@ -207,7 +207,7 @@ export class JobStore {
   undeliver(endpointId: string, workerId: string, jobs: readonly JobView[]): void {
     const back = jobs.map((j) => this.#own(j)).filter((j) => j.isRunningOn(workerId));
     for (const job of back) {
-      this.workers.get(endpointId, workerId)?.jobs.delete(job.id);
+      this.workers.drop(this.workers.get(endpointId, workerId), job.id);
       this.#resetForQueue(job);
       this.waits.notify(job.id);
     }
@@ -402,7 +402,7 @@ export class JobStore {
       // Cancel and timeout reach the worker as a job-stop (docs/protocol.md, "Stopping one job").
       this.workers.requestStop(job.endpointId, job.workerId, job.id);
     } else if (job.workerId !== undefined) {
-      this.workers.get(job.endpointId, job.workerId)?.jobs.delete(job.id);
+      this.workers.drop(this.workers.get(job.endpointId, job.workerId), job.id);
     }
     this.#expiry.clearExecution(job);
     job.finish(end, this.#clock.now());
@@ -454,7 +454,7 @@ export class JobStore {
    */
   #unlisted(worker: WorkerState, jobs: readonly UnlistedJob[]): void {
     for (const { jobId, unlistedMs } of jobs) {
-      worker.jobs.delete(jobId);
+      this.workers.drop(worker, jobId);
       worker.unlistedSince.delete(jobId);
       this.#lost(
         jobId,

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { createServer } from "node:net";
 import { settle } from "../../task-sink.js";
+import { type Clock, type ClockTimer, realClock, TimerSet } from "../clock.js";
 import type { StartupUpdate } from "../fleet/worker-startup.js";
 import type { EndpointWorkerView } from "../management-api/route-context.js";
 import type { SpawnedWorker, WorkerSpawner } from "../options.js";
@@ -16,9 +17,12 @@ import type { LoadBalancer } from "./load-balancer.js";
  * restarted at every look of a waiting request). A worker
  * that ends on its own leaves routing and, below `minWorkers`, is replaced after a pause;
  * `replace()` swaps one for a fresh one (a release rolling out). `update()` changes the bounds and
- * the concurrency of workers started from then on. Workers are not scaled down while the endpoint
- * lives (as the queue endpoints' scaler), but for a lowered `maxWorkers`: those above it with no
- * request in flight are stopped, and a busy one once its requests are done. `close()` stops them all.
+ * the concurrency of workers started from then on. With `idleTimeoutMs`, a worker above
+ * `minWorkers` that has had no request in flight for that long (on the fleet's clock) is stopped,
+ * newest first, as the platform scales idle workers down; without one, workers are not scaled down
+ * while the endpoint lives. A lowered `maxWorkers` stops those above it with no request in flight,
+ * and a busy one once its requests are done. A worker being stopped leaves routing first, so a
+ * request arriving meanwhile goes to another worker or starts one. `close()` stops them all.
  */
 
 /** Options of {@link LbFleet}. */
@@ -37,6 +41,13 @@ export interface LbFleetOptions {
   readonly restartDelayMs?: number;
   /** Receives a worker that could not be started or stopped. @default ignore */
   readonly onError?: (err: unknown) => void;
+  /**
+   * A worker above `minWorkers` with no request in flight for this long (since its last request
+   * ended, or since it started) is stopped, ms. @default none: workers are not scaled down
+   */
+  readonly idleTimeoutMs?: number;
+  /** Times {@link idleTimeoutMs} (the harness's clock). @default the real clock */
+  readonly clock?: Clock;
 }
 
 interface Slot {
@@ -48,6 +59,8 @@ interface Slot {
   /** Settles once the spawner answered (or failed). */
   launched: Promise<void>;
   closing: Promise<void> | undefined;
+  /** Since when (fleet clock, ms) it has had no request in flight: its start, or its last request's end. */
+  idleFrom: number;
 }
 
 /** A free TCP port on `host`, for one worker to bind (if another process takes it first, that worker fails to bind, exits and is replaced). */
@@ -76,6 +89,11 @@ export class LbFleet {
   readonly #onError: (err: unknown) => void;
   readonly #slots = new Map<string, Slot>();
   readonly #timers = new Set<NodeJS.Timeout>();
+  readonly #clock: Clock;
+  /** The one idle timer (cleared on close). */
+  readonly #idleTimers: TimerSet;
+  #idleTimer: ClockTimer | undefined;
+  #idleTimeoutMs: number | undefined;
   /** When a worker last ended before it was seen ready (ms since the epoch): demand waits `restartDelayMs` after it. */
   #failedAt = Number.NEGATIVE_INFINITY;
   #closed = false;
@@ -89,6 +107,9 @@ export class LbFleet {
     this.#host = options.host ?? "127.0.0.1";
     this.#restartDelayMs = options.restartDelayMs ?? 1_000;
     this.#onError = options.onError ?? (() => undefined);
+    this.#clock = options.clock ?? realClock();
+    this.#idleTimers = new TimerSet(this.#clock);
+    this.#idleTimeoutMs = options.idleTimeoutMs;
     for (let i = 0; i < this.#min; i++) this.#start();
   }
 
@@ -114,23 +135,80 @@ export class LbFleet {
     readonly minWorkers?: number | undefined;
     readonly maxWorkers?: number | undefined;
     readonly concurrency?: number | undefined;
+    /** null: no scale-down from now on. */
+    readonly idleTimeoutMs?: number | null | undefined;
   }): void {
     if (this.#closed) return;
     if (change.minWorkers !== undefined) this.#min = change.minWorkers;
     if (change.maxWorkers !== undefined) this.#max = Math.max(1, this.#min, change.maxWorkers);
     if (change.concurrency !== undefined) this.#concurrency = change.concurrency;
+    if (change.idleTimeoutMs !== undefined) this.#idleTimeoutMs = change.idleTimeoutMs ?? undefined;
     this.#trim();
     for (let n = this.#active().length; n < this.#min; n++) this.#start();
+    this.#sweepIdle();
   }
 
-  /** The bounds and the concurrency new workers get. */
-  get settings(): { minWorkers: number; maxWorkers: number; concurrency: number } {
-    return { minWorkers: this.#min, maxWorkers: this.#max, concurrency: this.#concurrency };
+  /** The bounds, the concurrency new workers get, and the idle timeout (undefined: none). */
+  get settings(): {
+    minWorkers: number;
+    maxWorkers: number;
+    concurrency: number;
+    idleTimeoutMs: number | undefined;
+  } {
+    return {
+      minWorkers: this.#min,
+      maxWorkers: this.#max,
+      concurrency: this.#concurrency,
+      idleTimeoutMs: this.#idleTimeoutMs,
+    };
   }
 
-  /** A worker's last request in flight ended: stop it if the fleet is above its maximum. */
-  idle(): void {
-    if (!this.#closed) this.#trim();
+  /**
+   * Worker `workerId`'s last request in flight ended: its idle time starts now, and it is stopped
+   * if the fleet is above its maximum.
+   */
+  idle(workerId?: string): void {
+    if (this.#closed) return;
+    const slot = workerId === undefined ? undefined : this.#slots.get(workerId);
+    if (slot !== undefined) slot.idleFrom = this.#clock.now();
+    this.#trim();
+    this.#sweepIdle();
+  }
+
+  /**
+   * With an idle timeout: stops the workers above the minimum that have had no request in flight
+   * for it, newest first, and arms one timer for the next to fall due. A busy worker is skipped (its
+   * last request's end calls {@link idle}); one not ready yet has its idle time start again, so a
+   * worker is never stopped for the time it took to start.
+   */
+  #sweepIdle(): void {
+    this.#idleTimers.clear(this.#idleTimer);
+    this.#idleTimer = undefined;
+    const timeout = this.#idleTimeoutMs;
+    if (this.#closed || timeout === undefined) return;
+    const now = this.#clock.now();
+    const members = new Map(this.#balancer.workers().map((w) => [w.id, w]));
+    const active = this.#active();
+    let spare = active.length - this.#min;
+    let due: number | undefined;
+    for (const slot of active.reverse()) {
+      if (spare <= 0) break;
+      const m = members.get(slot.id);
+      if (m !== undefined && m.inFlight > 0) continue;
+      if (m?.health !== "ready") slot.idleFrom = now;
+      if (now - slot.idleFrom >= timeout) {
+        spare--;
+        settle(this.#stop(slot), (err) => this.#onError(err));
+      } else {
+        due = Math.min(due ?? Number.POSITIVE_INFINITY, slot.idleFrom + timeout);
+      }
+    }
+    if (due !== undefined) {
+      this.#idleTimer = this.#idleTimers.set(() => {
+        this.#idleTimer = undefined;
+        this.#sweepIdle();
+      }, due - now);
+    }
   }
 
   /** Workers not being stopped. */
@@ -191,6 +269,8 @@ export class LbFleet {
   /** Stops every worker (each finishes its requests within its own grace). */
   async close(): Promise<void> {
     this.#closed = true;
+    this.#idleTimers.clearAll();
+    this.#idleTimer = undefined;
     for (const timer of this.#timers) clearTimeout(timer);
     this.#timers.clear();
     await Promise.all([...this.#slots.values()].map((s) => this.#stop(s)));
@@ -205,12 +285,15 @@ export class LbFleet {
       worker: undefined,
       launched: Promise.resolve(),
       closing: undefined,
+      idleFrom: this.#clock.now(),
     };
     this.#slots.set(id, slot);
     slot.launched = this.#launch(slot).catch((err: unknown) => {
       this.#onError(err);
       this.#ended(slot);
     });
+    // A worker above the minimum that is never asked for anything is stopped too.
+    this.#sweepIdle();
   }
 
   async #launch(slot: Slot): Promise<void> {

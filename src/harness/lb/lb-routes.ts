@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Clock } from "../clock.js";
 import type { KeyRing } from "../http/auth.js";
 import { sendError } from "../http/http-util.js";
 import type { EndpointWorkerView } from "../management-api/route-context.js";
@@ -30,9 +31,12 @@ export class LoadBalancers {
   readonly #balancers = new Map<string, LoadBalancer>();
   readonly #fleets = new Map<string, LbFleet>();
   readonly #keys: KeyRing;
+  /** The fleets' clock (their idle timeouts). */
+  readonly #clock: Clock | undefined;
 
-  constructor(options: readonly LoadBalancerOptions[], keys: KeyRing) {
+  constructor(options: readonly LoadBalancerOptions[], keys: KeyRing, clock?: Clock) {
     this.#keys = keys;
+    this.#clock = clock;
     for (const o of options) this.#balancers.set(o.id, new LoadBalancer(o));
   }
 
@@ -48,11 +52,16 @@ export class LoadBalancers {
     let fleet: LbFleet | undefined;
     const balancer = new LoadBalancer({
       ...balancerOptions,
-      ...(fleetOptions === undefined ? {} : { onDemand: () => fleet?.demand(), onIdle: () => fleet?.idle() }),
+      ...(fleetOptions === undefined
+        ? {}
+        : { onDemand: () => fleet?.demand(), onIdle: (workerId) => fleet?.idle(workerId) }),
     });
     this.#balancers.set(options.id, balancer);
     if (fleetOptions !== undefined) {
-      fleet = new LbFleet(balancer, fleetOptions);
+      fleet = new LbFleet(balancer, {
+        ...(this.#clock === undefined ? {} : { clock: this.#clock }),
+        ...fleetOptions,
+      });
       this.#fleets.set(options.id, fleet);
     }
   }

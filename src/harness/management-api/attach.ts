@@ -62,7 +62,21 @@ export interface HarnessManagement {
   attach(harness: EndpointTarget): void;
 }
 
-/** The harness endpoint settings for a created endpoint: its `timeout` as the execution timeout, and its worker counts. */
+/**
+ * The record's `workers.idleTimeout` (seconds, 1–3600 as the routes check it) in ms, or undefined
+ * when it has none (a queue endpoint scaling on REQUEST_COUNT).
+ */
+function idleTimeoutMsOf(endpoint: StoredEndpoint): number | undefined {
+  const seconds = endpoint.workers.idleTimeout;
+  return typeof seconds === "number" && Number.isInteger(seconds) && seconds >= 1 && seconds <= 3600
+    ? seconds * 1_000
+    : undefined;
+}
+
+/**
+ * The harness endpoint settings for a created endpoint: its `timeout` as the execution timeout,
+ * its worker counts, and its `workers.idleTimeout` as the scaler's idle timeout.
+ */
 export function endpointOptionsOf(event: EndpointEvent, spawn: WorkerSpawner | undefined) {
   const { endpoint } = event;
   const timeout = endpoint.timeout;
@@ -74,14 +88,22 @@ export function endpointOptionsOf(event: EndpointEvent, spawn: WorkerSpawner | u
   };
   if (spawn === undefined) return base;
   const min = endpoint.workers.min;
-  return { ...base, spawn, minWorkers: min, maxWorkers: Math.max(1, min, endpoint.workers.max) };
+  const idleTimeoutMs = idleTimeoutMsOf(endpoint);
+  return {
+    ...base,
+    spawn,
+    minWorkers: min,
+    maxWorkers: Math.max(1, min, endpoint.workers.max),
+    ...(idleTimeoutMs === undefined ? {} : { idleTimeoutMs }),
+  };
 }
 
 /**
  * The harness's load-balancing endpoint for an endpoint created with `type: LOAD_BALANCER`: its
  * route `/lb/<id>/...`, and with `spawn` a fleet of the handler's workers in load-balancing mode —
  * `workers.min` kept, up to `workers.max` started as requests wait, each taking the endpoint's
- * `REQUEST_COUNT` at once.
+ * `REQUEST_COUNT` at once, and those above `workers.min` stopped after `workers.idleTimeout`
+ * seconds with no request.
  */
 export function lbOptionsOf(event: EndpointEvent, spawn: WorkerSpawner | undefined): LbEndpointOptions {
   const { endpoint } = event;
@@ -89,6 +111,7 @@ export function lbOptionsOf(event: EndpointEvent, spawn: WorkerSpawner | undefin
   const scaling = endpoint["scaling"] as { type?: unknown; requestCount?: unknown } | undefined;
   const count = scaling?.type === "REQUEST_COUNT" ? scaling.requestCount : undefined;
   const min = endpoint.workers.min;
+  const idleTimeoutMs = idleTimeoutMsOf(endpoint);
   return {
     id: endpoint.id,
     fleet: {
@@ -96,6 +119,7 @@ export function lbOptionsOf(event: EndpointEvent, spawn: WorkerSpawner | undefin
       minWorkers: min,
       maxWorkers: Math.max(1, min, endpoint.workers.max),
       concurrency: typeof count === "number" && Number.isSafeInteger(count) && count >= 1 ? count : 1,
+      ...(idleTimeoutMs === undefined ? {} : { idleTimeoutMs }),
     },
   };
 }
@@ -151,8 +175,10 @@ export function harnessManagement(options: HarnessManagementOptions): HarnessMan
         : target.addEndpoint(endpointOptionsOf(event, spawn));
     });
   const unregister = (endpointId: string) => apply((target) => target.removeEndpoint(endpointId));
-  // A PATCH's timeout, worker counts and (load-balancing) request count take effect on the
-  // harness endpoint, read from the record as at create: the same rules, max(1, min, max) included.
+  // A PATCH's timeout, worker counts, idle timeout and (load-balancing) request count take effect
+  // on the harness endpoint, read from the record as at create: the same rules, max(1, min, max)
+  // included; a record left without an idle timeout (a queue endpoint moved to REQUEST_COUNT)
+  // turns the scale-down off.
   const update = (event: EndpointEvent) =>
     apply((target) => {
       const id = event.endpoint.id;
@@ -160,18 +186,23 @@ export function harnessManagement(options: HarnessManagementOptions): HarnessMan
       if (event.endpoint.type === "LOAD_BALANCER" && target.addLoadBalancer !== undefined) {
         const fleet = lbOptionsOf(event, spawn).fleet;
         if (fleet === undefined) return undefined;
-        const { minWorkers, maxWorkers, concurrency } = fleet;
+        const { minWorkers, maxWorkers, concurrency, idleTimeoutMs } = fleet;
         return target.updateLoadBalancer?.(id, {
           ...(minWorkers === undefined ? {} : { minWorkers }),
           ...(maxWorkers === undefined ? {} : { maxWorkers }),
           ...(concurrency === undefined ? {} : { concurrency }),
+          idleTimeoutMs: idleTimeoutMs ?? null,
         });
       }
       const options = endpointOptionsOf(event, spawn);
       return target.updateEndpoint?.(id, {
         ...("executionTimeoutMs" in options ? { executionTimeoutMs: options.executionTimeoutMs } : {}),
         ...("minWorkers" in options
-          ? { minWorkers: options.minWorkers, maxWorkers: options.maxWorkers }
+          ? {
+              minWorkers: options.minWorkers,
+              maxWorkers: options.maxWorkers,
+              idleTimeoutMs: "idleTimeoutMs" in options ? options.idleTimeoutMs : null,
+            }
           : {}),
       });
     });
