@@ -279,7 +279,8 @@ export class Scaler {
 
   /**
    * With an idle timeout: stops the connected workers above `minWorkers` that have held no job
-   * for it — since their last job left them, or since they connected (the store notes both) —
+   * for it — since their last job was handed out or left them, or since their first job-take (the
+   * store notes both; a worker still starting has made none) —
    * newest first, and arms one timer for the next to fall due. Called on every queue change (a
    * hand-out, a job's end, a held take) and when that timer fires.
    */
@@ -292,8 +293,9 @@ export class Scaler {
     for (const slot of [...pool.slots.values()].reverse()) {
       if (spare <= 0) break;
       const worker = this.#store.workers.get(endpointId, slot.podId);
-      if (worker === undefined || worker.jobs.size > 0) continue;
-      const since = Math.max(worker.firstSeenAt, worker.lastJobAt ?? Number.NEGATIVE_INFINITY);
+      // Not idle: busy, not connected, or still starting (no job-take yet).
+      if (worker === undefined || worker.jobs.size > 0 || worker.firstTakeAt === undefined) continue;
+      const since = Math.max(worker.firstTakeAt, worker.lastJobAt ?? Number.NEGATIVE_INFINITY);
       if (now - since >= timeout) {
         spare--;
         this.#logger?.info({ endpointId, podId: slot.podId, idleMs: now - since }, "stopping an idle worker");
