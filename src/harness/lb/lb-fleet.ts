@@ -43,7 +43,8 @@ export interface LbFleetOptions {
   readonly onError?: (err: unknown) => void;
   /**
    * A worker above `minWorkers` with no request in flight for this long (since its last request
-   * ended, or since it started) is stopped, ms. @default none: workers are not scaled down
+   * ended, or since the fleet first saw it ready) is stopped, ms. @default none: workers are not
+   * scaled down
    */
   readonly idleTimeoutMs?: number;
   /** Times {@link idleTimeoutMs} (the harness's clock). @default the real clock */
@@ -59,7 +60,7 @@ interface Slot {
   /** Settles once the spawner answered (or failed). */
   launched: Promise<void>;
   closing: Promise<void> | undefined;
-  /** Since when (fleet clock, ms) it has had no request in flight: its start, or its last request's end. */
+  /** Since when (fleet clock, ms) it has had no request in flight: its last request's end, or when a sweep last found it not ready. */
   idleFrom: number;
 }
 
