@@ -99,6 +99,8 @@ function forward(req, res) {
     }
     chunks.push(chunk);
   });
+  // A client that goes away mid-body: its request is never posted (res's close says so too).
+  req.on("error", () => { gone = true; });
   req.on("end", () => {
     if (refused || gone) return;
     if (!serving) return send(res, 503, { error: "the worker is stopping" }, { connection: "close" });
