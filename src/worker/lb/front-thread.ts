@@ -1,4 +1,4 @@
-import { Worker as Thread } from "node:worker_threads";
+import { MessageChannel, type MessagePort, Worker as Thread } from "node:worker_threads";
 import { settle } from "../../task-sink.js";
 import { FRONT_THREAD_SOURCE } from "./front-source.js";
 import type { LbSettings } from "./lb-config.js";
@@ -27,6 +27,8 @@ export interface FrontPorts {
 /** The front thread of one worker. */
 export class FrontThread {
   readonly #thread: Thread;
+  /** The main thread's end of the port requests come over (front-messages.ts). */
+  readonly requests: MessagePort;
   readonly #closed: Promise<void>;
   /** Resolves with the bound ports, or rejects with why the port could not be bound. */
   readonly listening: Promise<FrontPorts>;
@@ -35,6 +37,8 @@ export class FrontThread {
   #closing = false;
 
   constructor(settings: LbSettings) {
+    const channel = new MessageChannel();
+    this.requests = channel.port1;
     this.#thread = new Thread(FRONT_THREAD_SOURCE, {
       eval: true,
       workerData: {
@@ -43,7 +47,9 @@ export class FrontThread {
         host: settings.host,
         healthPath: settings.healthPath,
         maxBodyBytes: LB_MAX_BODY_BYTES,
+        requests: channel.port2,
       },
+      transferList: [channel.port2],
     });
     let onListening!: (ports: FrontPorts) => void;
     let onFailed!: (err: Error) => void;
@@ -81,9 +87,9 @@ export class FrontThread {
     this.#closed = closed;
   }
 
-  /** Tells the front thread where the request server listens (loopback). */
-  inner(port: number): void {
-    this.#thread.postMessage({ type: "inner", port });
+  /** Tells the front thread the request server listens on {@link requests}: requests are passed on from now. */
+  serving(): void {
+    this.#thread.postMessage({ type: "serving" });
   }
 
   /** What health answers from now on. */
@@ -98,5 +104,6 @@ export class FrontThread {
     this.#thread.postMessage({ type: "close" });
     await this.#closed;
     await this.#thread.terminate();
+    this.requests.close();
   }
 }

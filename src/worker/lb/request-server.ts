@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { MessagePort } from "node:worker_threads";
 import type { Logger } from "pino";
 import { RunletError } from "../../errors.js";
 import type { HandlerDefinition } from "../../handler/define-handler.js";
@@ -7,6 +7,8 @@ import { redactText } from "../../log/redact-text.js";
 import { type OpenAIErrorBody, statusOf } from "../../protocol/openai.js";
 import { settle } from "../../task-sink.js";
 import type { WorkerEventHub } from "../events.js";
+import { FrontExchange } from "./front-exchange.js";
+import type { FromFrontRequests } from "./front-messages.js";
 import {
   consultConcurrency,
   deadlineMessage,
@@ -20,7 +22,8 @@ import { pathOf, type Route, routeFor, routesOf } from "./routes.js";
 
 /**
  * The worker's request server in load-balancing mode (docs/load-balancing.md, "Requests"): on the
- * main thread, on a loopback port the front thread forwards to. Each request is one job on the
+ * main thread, taking the requests the front thread parsed and posted over a MessagePort
+ * (front-messages.ts) and posting their answers back. Each request is one job on the
  * worker's job path (job-run.ts) under the same limits as a queued one: the concurrency (one past
  * it is refused at once), the deadline (capped at the platform's 5.5 min), validation, the body
  * limit, a client's hang-up, and the shutdown grace.
@@ -63,7 +66,8 @@ type AnswerMode = { kind: "json"; items: unknown[] | undefined; bytes: number } 
 export class RequestServer {
   readonly #deps: RequestServerDeps;
   readonly #routes: ReadonlyMap<string, Route>;
-  readonly #server: Server;
+  /** The requests passed on and not answered yet, by the front thread's id. */
+  readonly #exchanges = new Map<number, FrontExchange>();
   readonly #inFlight = new Set<InFlight>();
   #concurrency: number;
   #stopping = false;
@@ -75,8 +79,6 @@ export class RequestServer {
     this.#routes = routesOf(deps.definition);
     const concurrency = deps.definition.concurrency;
     this.#concurrency = typeof concurrency === "number" ? concurrency : 1;
-    this.#server = createServer((req, res) => this.#serve(req, res));
-    this.#server.requestTimeout = 0;
   }
 
   /** The routes served, for the start line. */
@@ -84,16 +86,18 @@ export class RequestServer {
     return [...this.#routes.values()].map((route) => `${route.method} ${route.path}`);
   }
 
-  /** Listens on a loopback port; resolves with it. */
-  listen(): Promise<number> {
-    return new Promise((resolve, reject) => {
-      this.#server.once("error", reject);
-      this.#server.listen({ port: 0, host: "127.0.0.1" }, () => {
-        this.#server.off("error", reject);
-        const address = this.#server.address();
-        resolve(typeof address === "object" && address !== null ? address.port : 0);
-      });
+  /** Takes the requests the front thread posts on `port` (its end is the front thread's `requests`). */
+  attach(port: MessagePort): void {
+    port.on("message", (message: FromFrontRequests) => {
+      if (message.type === "request") {
+        const exchange = new FrontExchange(port, message, () => this.#exchanges.delete(message.id));
+        this.#exchanges.set(message.id, exchange);
+        this.#serve(exchange);
+      } else if (message.type === "abort") this.#exchanges.get(message.id)?.aborted();
+      else this.#exchanges.get(message.id)?.acked();
     });
+    // The front thread holds the process while it runs; its port does not.
+    port.unref();
   }
 
   /**
@@ -102,8 +106,6 @@ export class RequestServer {
    */
   async drain(withinMs: number): Promise<void> {
     this.#stopping = true;
-    const closed = new Promise<void>((resolve) => this.#server.close(() => resolve()));
-    this.#server.closeIdleConnections();
     await this.#waitEmpty(withinMs);
     if (this.#inFlight.size > 0) {
       this.#deps.log.warn(
@@ -138,8 +140,8 @@ export class RequestServer {
       await Promise.race([Promise.all(stops), sleepFor(graceMs)]);
       await this.#waitEmpty(graceMs);
     }
-    this.#server.closeAllConnections();
-    await closed;
+    // What is still unanswered is cut, as closing its connection cut it.
+    for (const exchange of [...this.#exchanges.values()]) exchange.destroy();
   }
 
   async #waitEmpty(withinMs: number): Promise<void> {
@@ -156,16 +158,16 @@ export class RequestServer {
     this.#changed = undefined;
   }
 
-  #serve(req: IncomingMessage, res: ServerResponse): void {
+  #serve(res: FrontExchange): void {
     const started = Date.now();
-    const header = req.headers["x-request-id"];
+    const header = res.headers["x-request-id"];
     const id = typeof header === "string" && CLIENT_ID.test(header) ? header : `lb-${randomUUID()}`;
-    const path = pathOf(req.url ?? "/");
+    const path = pathOf(res.url);
     const log = this.#deps.log.child({ requestId: id });
     res.setHeader("x-request-id", id);
-    res.on("finish", () => {
+    res.onFinish(() => {
       log.info(
-        { method: req.method, path, status: res.statusCode, ms: Date.now() - started },
+        { method: res.method, path, status: res.statusCode, ms: Date.now() - started },
         "request answered",
       );
     });
@@ -176,11 +178,11 @@ export class RequestServer {
       });
       return;
     }
-    if (req.method !== route.method && !(route.method === "GET" && req.method === "HEAD")) {
+    if (res.method !== route.method && !(route.method === "GET" && res.method === "HEAD")) {
       sendJson(
         res,
         405,
-        { error: `${path} takes ${route.method}, not ${req.method}` },
+        { error: `${path} takes ${route.method}, not ${res.method}` },
         { allow: route.method },
       );
       return;
@@ -217,7 +219,7 @@ export class RequestServer {
       finish();
       this.#changed?.();
     };
-    settle(this.#handle(req, res, route, entry, log).then(release), (err: unknown) => {
+    settle(this.#handle(res, route, entry, log).then(release), (err: unknown) => {
       log.error({ err }, "serving the request failed inside the worker");
       if (!res.headersSent)
         sendJson(res, 500, { id, status: "FAILED", error: "the worker failed while serving this request" });
@@ -226,22 +228,14 @@ export class RequestServer {
     });
   }
 
-  async #handle(
-    req: IncomingMessage,
-    res: ServerResponse,
-    route: Route,
-    entry: InFlight,
-    log: Logger,
-  ): Promise<void> {
+  async #handle(res: FrontExchange, route: Route, entry: InFlight, log: Logger): Promise<void> {
     const { definition } = this.#deps;
     const id = entry.id;
     let body: unknown;
-    if (req.method === "POST") {
-      const read = await readJsonBody(req);
+    if (res.method === "POST") {
+      const read = parseJsonBody(res.body);
       if (!read.ok) {
         sendJson(res, read.status, { error: read.error });
-        // The rest of a body over the limit is read and dropped, never kept.
-        if (read.status === 413) req.resume();
         return;
       }
       body = read.value;
@@ -258,12 +252,12 @@ export class RequestServer {
       const ms = (policy as { executionTimeout?: unknown } | undefined)?.executionTimeout;
       if (typeof ms === "number" && Number.isSafeInteger(ms) && ms > 0) policyMs = ms;
     } else if (route.kind === "openai") {
-      input = { openai_route: pathOf(req.url ?? "/"), ...(body === undefined ? {} : { openai_input: body }) };
+      input = { openai_route: pathOf(res.url), ...(body === undefined ? {} : { openai_input: body }) };
     } else {
       input = body;
     }
     const timeoutMs = Math.min(policyMs ?? definition.executionTimeoutMs, LB_MAX_REQUEST_MS);
-    const accept = String(req.headers.accept ?? "");
+    const accept = String(res.headers["accept"] ?? "");
     const wantsStream =
       route.kind === "stream" ||
       (route.kind !== "openai" && accept.includes("text/event-stream")) ||
@@ -275,7 +269,7 @@ export class RequestServer {
       if (answered) return;
       answered = true;
       if (mode.kind === "sse") {
-        if (!res.writableEnded && !res.destroyed) res.end();
+        res.end();
         return;
       }
       sendJson(res, status, value);
@@ -295,7 +289,6 @@ export class RequestServer {
             "cache-control": "no-cache",
             "x-accel-buffering": "no",
           });
-          res.flushHeaders();
         },
         item: async (value) => {
           if (answered || res.destroyed) return;
@@ -316,17 +309,7 @@ export class RequestServer {
           }
           const text =
             route.kind === "openai" && typeof value === "string" ? value : `data: ${itemJson(value)}\n\n`;
-          if (!res.write(text)) {
-            await new Promise<void>((resolve) => {
-              const done = () => {
-                res.off("drain", done);
-                res.off("close", done);
-                resolve();
-              };
-              res.on("drain", done);
-              res.on("close", done);
-            });
-          }
+          if (!res.write(text)) await res.drained();
         },
       },
     );
@@ -360,11 +343,9 @@ export class RequestServer {
     };
     entry.stop = stop;
     // The client hung up before its answer was complete: the handler's signal aborts.
-    res.on("close", () => {
-      if (!res.writableFinished) {
-        answered = true;
-        stop(new RunletError("RUNLET_JOB_SHUTDOWN", "the client closed its connection"));
-      }
+    res.onClose(() => {
+      answered = true;
+      stop(new RunletError("RUNLET_JOB_SHUTDOWN", "the client closed its connection"));
     });
     // A job that ends before its run starts (a batch member's bad input, a hang-up while it waits
     // for its seat) never starts: its answer is its ending.
@@ -425,7 +406,7 @@ export class RequestServer {
   }
 
   #answer(
-    res: ServerResponse,
+    res: FrontExchange,
     route: Route,
     mode: AnswerMode,
     ending: RunEnding,
@@ -518,33 +499,32 @@ function sleepFor(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }
 
-function writeEvent(res: ServerResponse, event: string, data: unknown): void {
-  if (!res.writableEnded && !res.destroyed) res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+/** An event of a stream; its window is not waited for (an end follows at once). */
+function writeEvent(res: FrontExchange, event: string, data: unknown): void {
+  res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
 }
 
-function sendText(res: ServerResponse, status: number, text: string): void {
-  if (res.headersSent || res.destroyed) return;
-  res.writeHead(status, {
-    "content-type": "application/json",
-    "content-length": Buffer.byteLength(text),
-  });
-  res.end(text);
+function sendText(
+  res: FrontExchange,
+  status: number,
+  text: string,
+  headers: Readonly<Record<string, string>> = {},
+): void {
+  res.sendWhole(
+    status,
+    { ...headers, "content-type": "application/json", "content-length": Buffer.byteLength(text) },
+    text,
+  );
 }
 
 function sendJson(
-  res: ServerResponse,
+  res: FrontExchange,
   status: number,
   value: unknown,
   headers: Readonly<Record<string, string>> = {},
 ): void {
   if (res.headersSent || res.destroyed) return;
-  const text = JSON.stringify(value);
-  res.writeHead(status, {
-    ...headers,
-    "content-type": "application/json",
-    "content-length": Buffer.byteLength(text),
-  });
-  res.end(text);
+  sendText(res, status, JSON.stringify(value), headers);
 }
 
 function describe(value: unknown): string {
@@ -557,61 +537,27 @@ function describe(value: unknown): string {
 
 type BodyRead = { ok: true; value: unknown } | { ok: false; status: number; error: string };
 
-/** Reads a JSON body, refusing it (413) as soon as it passes the limit; never the whole of a larger one. */
-function readJsonBody(req: IncomingMessage): Promise<BodyRead> {
-  const length = Number(req.headers["content-length"]);
-  if (Number.isFinite(length) && length > LB_MAX_BODY_BYTES) {
-    return Promise.resolve({
+/** The body the front thread read (within the limit it enforces) as JSON; none is `undefined`. */
+function parseJsonBody(body: Uint8Array | undefined): BodyRead {
+  if (body === undefined) return { ok: true, value: undefined };
+  if (body.byteLength > LB_MAX_BODY_BYTES) {
+    return {
       ok: false,
       status: 413,
       error: `the request body is larger than the limit of ${LB_MAX_BODY_BYTES} bytes (30 MB)`,
-    });
+    };
   }
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    let bytes = 0;
-    let settled = false;
-    const settle = (read: BodyRead): void => {
-      if (settled) return;
-      settled = true;
-      req.off("data", onData);
-      resolve(read);
+  const text = Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString("utf8");
+  if (text.trim() === "") return { ok: true, value: undefined };
+  try {
+    return { ok: true, value: JSON.parse(text) as unknown };
+  } catch (err) {
+    return {
+      ok: false,
+      status: 400,
+      error: `the request body is not JSON: ${err instanceof Error ? err.message : String(err)}`,
     };
-    const onData = (chunk: Buffer): void => {
-      bytes += chunk.length;
-      if (bytes > LB_MAX_BODY_BYTES) {
-        chunks.length = 0;
-        settle({
-          ok: false,
-          status: 413,
-          error: `the request body is larger than the limit of ${LB_MAX_BODY_BYTES} bytes (30 MB)`,
-        });
-        return;
-      }
-      chunks.push(chunk);
-    };
-    req.on("data", onData);
-    req.on("error", (err) =>
-      settle({ ok: false, status: 400, error: `the request body could not be read: ${err.message}` }),
-    );
-    req.on("aborted", () => settle({ ok: false, status: 400, error: "the client closed its connection" }));
-    req.on("end", () => {
-      const text = Buffer.concat(chunks).toString("utf8");
-      if (text.trim() === "") {
-        settle({ ok: true, value: undefined });
-        return;
-      }
-      try {
-        settle({ ok: true, value: JSON.parse(text) as unknown });
-      } catch (err) {
-        settle({
-          ok: false,
-          status: 400,
-          error: `the request body is not JSON: ${err instanceof Error ? err.message : String(err)}`,
-        });
-      }
-    });
-  });
+  }
 }
 
 /** The OpenAI error a failed request's message holds (defineOpenAIHandler fails with its JSON), else a server error. */

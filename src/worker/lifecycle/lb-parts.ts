@@ -83,8 +83,9 @@ export function lbParts(source: LbPartsSource): { readonly port: WorkerPart; rea
   const requests: WorkerPart = {
     name: "request server",
     start: async () => {
-      const innerPort = await server.listen();
-      front?.inner(innerPort);
+      if (front === undefined) return false;
+      server.attach(front.requests);
+      front.serving();
       const asked = definition.executionTimeoutMs;
       if (asked > LB_MAX_REQUEST_MS) {
         const line = `a request's deadline is ${LB_MAX_REQUEST_MS} ms, the platform's 5.5 min limit on load-balancing endpoints, not the handler's executionTimeoutMs of ${asked} ms`;
