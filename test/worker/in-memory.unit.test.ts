@@ -139,11 +139,11 @@ describe("a worker connected to the harness in memory", () => {
   });
 
   it("keeps a worker that never pings alive by its requests, and lapses it once it goes silent", async () => {
-    // The harness's heartbeat timeout (45 s) runs on its clock: 100 s pass on it while the job
+    // The harness's heartbeat timeout (10 s) runs on its clock: 24 s pass on it while the job
     // runs. On loopback a worker without pings would lapse then and its job be requeued; in memory
     // its job-stop polls keep it alive.
     const clock = new ManualClock();
-    await using h = inMemoryHarness({ takeTimeoutMs: 100, clock });
+    await using h = inMemoryHarness({ takeTimeoutMs: 100, heartbeatTimeoutMs: 10_000, clock });
     const done = gate();
     const started = gate();
     const w = await workerFor(
@@ -159,8 +159,8 @@ describe("a worker connected to the harness in memory", () => {
     );
     const id = h.enqueue("local", { input: {} });
     await started.promise;
-    for (let step = 0; step < 10; step++) {
-      clock.advance(10_000);
+    for (let step = 0; step < 4; step++) {
+      clock.advance(6_000);
       const polls = h.requests({ route: "job-stop" }).length;
       // A request of the worker's own after each step re-arms its lapse.
       await waitFor("the next job-stop poll", () => h.requests({ route: "job-stop" }).length > polls);
@@ -172,7 +172,7 @@ describe("a worker connected to the harness in memory", () => {
     expect(h.workers("local")).toHaveLength(1);
     await w.close();
     // Silent now: gone after the heartbeat timeout, as a worker that stops pinging is.
-    clock.advance(46_000);
+    clock.advance(11_000);
     expect(h.workers("local")).toEqual([]);
   });
 });
