@@ -2,8 +2,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
 import { RunletError } from "../../src/errors.js";
 import { ManualClock, startHarness, type WorkerSpawner } from "../../src/harness/index.js";
-import { startWorker } from "../../src/worker/index.js";
-import { quietSink, slowHandler } from "../support/slow-handler.js";
+import { recordingSpawner, slowHandler } from "../support/slow-handler.js";
 
 /**
  * The harness scales idle workers down as the platform does (`workers.idleTimeout`): a worker it
@@ -19,28 +18,8 @@ const IDLE_MS = 10_000;
 const gated = slowHandler();
 
 /** A spawner of in-process workers that notes each start and stop by pod id. */
-function spawner(): { spawn: WorkerSpawner; started: string[]; stopped: string[] } {
-  const started: string[] = [];
-  const stopped: string[] = [];
-  const spawn: WorkerSpawner = async (env) => {
-    const worker = await startWorker(gated.definition, {
-      mode: env["RUNLET_MODE"] === "lb" ? "lb" : "queue",
-      env,
-      logDestination: quietSink(),
-      takeTimeoutMs: 1_000,
-      shutdownGraceMs: 1_000,
-    });
-    const pod = env["RUNPOD_POD_ID"] ?? "?";
-    started.push(pod);
-    return {
-      close: async () => {
-        await worker.close();
-        stopped.push(pod);
-      },
-      exited: worker.stopped,
-    };
-  };
-  return { spawn, started, stopped };
+function spawner() {
+  return recordingSpawner(gated.definition);
 }
 
 /** A harness on a ManualClock whose heartbeats never lapse while the test moves the clock. */

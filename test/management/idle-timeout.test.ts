@@ -1,9 +1,8 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
-import { ManualClock, startHarness, type WorkerSpawner } from "../../src/harness/index.js";
+import { ManualClock, startHarness } from "../../src/harness/index.js";
 import { createManagementClient } from "../../src/management/index.js";
-import { startWorker } from "../../src/worker/index.js";
-import { quietSink, slowHandler } from "../support/slow-handler.js";
+import { recordingSpawner, slowHandler } from "../support/slow-handler.js";
 
 /**
  * An endpoint created through the harness's management copy scales its idle workers down after
@@ -17,28 +16,9 @@ const API_KEY = "idle-timeout-mgmt-key-123";
 const cpu = [{ id: "cpu3c", vcpuCount: 2 }];
 const gated = slowHandler();
 
-function spawner(): { spawn: WorkerSpawner; started: string[]; stopped: string[] } {
-  const started: string[] = [];
-  const stopped: string[] = [];
-  const spawn: WorkerSpawner = async (env) => {
-    const worker = await startWorker(gated.definition, {
-      mode: env["RUNLET_MODE"] === "lb" ? "lb" : "queue",
-      env,
-      logDestination: quietSink(),
-      takeTimeoutMs: 1_000,
-      shutdownGraceMs: 1_000,
-    });
-    const pod = env["RUNPOD_POD_ID"] ?? "?";
-    started.push(pod);
-    return {
-      close: async () => {
-        await worker.close();
-        stopped.push(pod);
-      },
-      exited: worker.stopped,
-    };
-  };
-  return { spawn, started, stopped };
+/** A spawner of in-process workers that notes each start and stop by pod id. */
+function spawner() {
+  return recordingSpawner(gated.definition);
 }
 
 async function setup() {

@@ -4,7 +4,7 @@ import { RunletError } from "../../src/errors.js";
 import { startHarness, type WorkerSpawner } from "../../src/harness/index.js";
 import { createManagementClient } from "../../src/management/index.js";
 import { startWorker } from "../../src/worker/index.js";
-import { quietSink, slowHandler } from "../support/slow-handler.js";
+import { quietSink, recordingSpawner, slowHandler } from "../support/slow-handler.js";
 
 /**
  * A `PATCH /v2/serverless/{id}` through the harness's management copy takes effect on the running
@@ -24,29 +24,8 @@ const closeGate = (): void => gated.closeGate();
 const release = (): void => gated.release();
 
 /** A spawner of in-process workers that notes each start and stop by pod id. */
-function spawner(): { spawn: WorkerSpawner; started: string[]; stopped: string[] } {
-  const started: string[] = [];
-  const stopped: string[] = [];
-  const spawn: WorkerSpawner = async (env) => {
-    const sink = quietSink();
-    const worker = await startWorker(slow, {
-      mode: env["RUNLET_MODE"] === "lb" ? "lb" : "queue",
-      env,
-      logDestination: sink,
-      takeTimeoutMs: 1_000,
-      shutdownGraceMs: 1_000,
-    });
-    const pod = env["RUNPOD_POD_ID"] ?? "?";
-    started.push(pod);
-    return {
-      close: async () => {
-        await worker.close();
-        stopped.push(pod);
-      },
-      exited: worker.stopped,
-    };
-  };
-  return { spawn, started, stopped };
+function spawner() {
+  return recordingSpawner(slow);
 }
 
 const cpu = [{ id: "cpu3c", vcpuCount: 2 }];

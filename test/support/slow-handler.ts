@@ -1,6 +1,9 @@
 import { Writable } from "node:stream";
 import { setTimeout as sleep } from "node:timers/promises";
+import type { HandlerDefinition } from "../../src/handler/index.js";
+import type { WorkerSpawner } from "../../src/harness/index.js";
 import { defineHandler } from "../../src/index.js";
+import { startWorker } from "../../src/worker/index.js";
 
 /**
  * A handler for tests of endpoints and their workers: each job (or load-balancing request) with
@@ -42,4 +45,33 @@ export function slowHandler(concurrency = 1): SlowHandler {
 /** A log destination that drops every line. */
 export function quietSink(): Writable {
   return new Writable({ write: (_chunk, _encoding, callback) => callback() });
+}
+
+/** A spawner of in-process workers of `definition` that notes each start and stop by pod id. */
+export function recordingSpawner(definition: HandlerDefinition): {
+  spawn: WorkerSpawner;
+  started: string[];
+  stopped: string[];
+} {
+  const started: string[] = [];
+  const stopped: string[] = [];
+  const spawn: WorkerSpawner = async (env) => {
+    const worker = await startWorker(definition, {
+      mode: env["RUNLET_MODE"] === "lb" ? "lb" : "queue",
+      env,
+      logDestination: quietSink(),
+      takeTimeoutMs: 1_000,
+      shutdownGraceMs: 1_000,
+    });
+    const pod = env["RUNPOD_POD_ID"] ?? "?";
+    started.push(pod);
+    return {
+      close: async () => {
+        await worker.close();
+        stopped.push(pod);
+      },
+      exited: worker.stopped,
+    };
+  };
+  return { spawn, started, stopped };
 }
