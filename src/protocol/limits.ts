@@ -18,6 +18,20 @@ export const TTL_MS = { min: 10_000, max: 7 * 86_400_000, default: 86_400_000 } 
 /** Result retention after completion, in ms: `/run` jobs, and `/runsync` jobs (extendable by `wait`). */
 export const RETENTION_MS = { run: 30 * 60_000, runsync: 60_000, runsyncMax: 5 * 60_000 } as const;
 
+/**
+ * Load-balancing endpoints (docs/load-balancing.md): how long a request waits for a worker (2 min),
+ * a request's processing limit (5.5 min), the request and answer size limit (30 MB, read as MiB),
+ * the worker's port when `PORT` is not set, and the health path when `HEALTH_CHECK_PATH` is not.
+ * test/lb/platform-contract.test.ts holds them to the platform's published page.
+ */
+export const LOAD_BALANCER = {
+  waitMs: 120_000,
+  maxRequestMs: 330_000,
+  maxBodyBytes: 30 * 1_048_576,
+  defaultPort: 80,
+  healthPath: "/ping",
+} as const;
+
 /** One rate-limit rule: requests per 10 s window and concurrent requests (null: not applicable). */
 export interface RateLimitRule {
   readonly perWindow: number;

@@ -1,6 +1,7 @@
 import { type IncomingMessage, request, type ServerResponse } from "node:http";
 import { pipeline, Transform } from "node:stream";
 import { RunletError } from "../../errors.js";
+import { LOAD_BALANCER } from "../../protocol/limits.js";
 import { WaiterSet } from "../../wait.js";
 import { sendJson } from "../http/http-util.js";
 
@@ -149,12 +150,12 @@ export class LoadBalancer {
       );
     }
     this.id = options.id;
-    this.#waitMs = positive("waitMs", options.waitMs, 120_000);
+    this.#waitMs = positive("waitMs", options.waitMs, LOAD_BALANCER.waitMs);
     this.#strictWaitMs = positive("strictWaitMs", options.strictWaitMs, 300_000);
-    this.#maxRequestMs = positive("maxRequestMs", options.maxRequestMs, 330_000);
-    this.#maxBodyBytes = positive("maxBodyBytes", options.maxBodyBytes, 30 * 1024 * 1024);
+    this.#maxRequestMs = positive("maxRequestMs", options.maxRequestMs, LOAD_BALANCER.maxRequestMs);
+    this.#maxBodyBytes = positive("maxBodyBytes", options.maxBodyBytes, LOAD_BALANCER.maxBodyBytes);
     this.#healthIntervalMs = positive("healthIntervalMs", options.healthIntervalMs, 500);
-    this.#healthPath = options.healthPath ?? "/ping";
+    this.#healthPath = options.healthPath ?? LOAD_BALANCER.healthPath;
     this.#onDemand = options.onDemand;
     this.#onIdle = options.onIdle;
     this.#timer = setInterval(() => this.#pollHealth(), this.#healthIntervalMs);

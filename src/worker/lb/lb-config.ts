@@ -1,6 +1,7 @@
 import { RunletError } from "../../errors.js";
 import { describeValue } from "../../option-schema.js";
 import { PLATFORM_ENV } from "../../protocol/env.js";
+import { LOAD_BALANCER } from "../../protocol/limits.js";
 
 /**
  * The load-balancing mode's environment (docs/load-balancing.md, "Choosing the mode" and "Ports
@@ -14,16 +15,16 @@ export type ServeMode = "queue" | "lb" | "pod";
 const MODES: readonly ServeMode[] = ["queue", "lb", "pod"];
 
 /** The platform's per-request processing limit on load-balancing endpoints: 5.5 min. */
-export const LB_MAX_REQUEST_MS = 330_000;
+export const LB_MAX_REQUEST_MS = LOAD_BALANCER.maxRequestMs;
 
 /** The platform's request and answer size limit on load-balancing endpoints: 30 MB. */
-export const LB_MAX_BODY_BYTES = 30 * 1024 * 1024;
+export const LB_MAX_BODY_BYTES = LOAD_BALANCER.maxBodyBytes;
 
 /** The platform's port when `PORT` is not set. */
-export const LB_DEFAULT_PORT = 80;
+export const LB_DEFAULT_PORT = LOAD_BALANCER.defaultPort;
 
 /** The health path when `HEALTH_CHECK_PATH` is not set. */
-export const LB_DEFAULT_HEALTH_PATH = "/ping";
+export const LB_DEFAULT_HEALTH_PATH = LOAD_BALANCER.healthPath;
 
 /** The port a Pod's harness binds when `PORT` is not set. */
 export const POD_DEFAULT_PORT = 8080;
