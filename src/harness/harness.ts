@@ -454,11 +454,11 @@ export class Harness {
    */
   updateEndpoint(endpointId: string, change: EndpointUpdate): void {
     this.#endpoint(endpointId);
-    const parsed = checkEndpointUpdate("updateEndpoint", endpointId, change, this.#scaler.bounds(endpointId));
+    const bounds = this.#scaler.bounds(endpointId);
+    const parsed = checkEndpointUpdate("updateEndpoint", endpointId, change, bounds);
     if (parsed.executionTimeoutMs !== undefined) {
       this.#store.updateExecutionTimeout(endpointId, parsed.executionTimeoutMs);
     }
-    const bounds = this.#scaler.bounds(endpointId);
     if (bounds !== undefined && (parsed.minWorkers !== undefined || parsed.maxWorkers !== undefined)) {
       this.#scaler.resize(
         endpointId,

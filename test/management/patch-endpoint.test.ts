@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
 import { RunletError } from "../../src/errors.js";
-import { startHarness, type WorkerSpawner } from "../../src/harness/index.js";
+import { type Harness, startHarness, type WorkerSpawner } from "../../src/harness/index.js";
 import { createManagementClient } from "../../src/management/index.js";
 import { startWorker } from "../../src/worker/index.js";
 import { quietSink, recordingSpawner, slowHandler } from "../support/slow-handler.js";
@@ -30,16 +30,35 @@ function spawner() {
 
 const cpu = [{ id: "cpu3c", vcpuCount: 2 }];
 
+/** A harness whose management copy starts in-process workers, with its management client. */
+async function managed(options: { takeTimeoutMs?: number } = {}) {
+  const recorded = spawner();
+  const harness = await startHarness({
+    apiKey: API_KEY,
+    endpoints: [],
+    managementSpawn: recorded.spawn,
+    ...options,
+  });
+  const mgmt = createManagementClient({ apiKey: API_KEY, baseUrl: harness.url });
+  return { harness, mgmt, started: recorded.started, stopped: recorded.stopped };
+}
+
+/** Sends `/run` with `{ms}` to a queue endpoint of the harness; resolves to the job's id. */
+function runner(harness: Harness, endpointId: string): (ms: number) => Promise<string> {
+  return async (ms) => {
+    const res = await fetch(`${harness.url}/v2/${endpointId}/run`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ input: { ms } }),
+    });
+    return ((await res.json()) as { id: string }).id;
+  };
+}
+
 describe("PATCH /v2/serverless/{id} through the harness's management copy", () => {
   it("applies a new timeout to the jobs made after it; jobs queued or running before keep theirs", async () => {
-    const { spawn } = spawner();
-    await using harness = await startHarness({
-      apiKey: API_KEY,
-      endpoints: [],
-      managementSpawn: spawn,
-      takeTimeoutMs: 1_000,
-    });
-    const mgmt = createManagementClient({ apiKey: API_KEY, baseUrl: harness.url });
+    const { harness, mgmt } = await managed({ takeTimeoutMs: 1_000 });
+    await using _h = harness;
     const endpoint = await mgmt.serverless.create({
       name: "timed",
       type: "QUEUE",
@@ -50,14 +69,7 @@ describe("PATCH /v2/serverless/{id} through the harness's management copy", () =
       timeout: 20_000,
     });
     await harness.workersStarted(endpoint.id);
-    const run = async (ms: number) => {
-      const res = await fetch(`${harness.url}/v2/${endpoint.id}/run`, {
-        method: "POST",
-        headers,
-        body: JSON.stringify({ input: { ms } }),
-      });
-      return ((await res.json()) as { id: string }).id;
-    };
+    const run = runner(harness, endpoint.id);
     // One worker taking one job at a time: the first runs, the second waits in the queue.
     const running = await run(1_500);
     await expect.poll(() => harness.job(running)?.status, { timeout: 10_000 }).toBe("IN_PROGRESS");
@@ -78,14 +90,8 @@ describe("PATCH /v2/serverless/{id} through the harness's management copy", () =
   }, 60_000);
 
   it("moves the scaler's bounds: a raised max starts more, a raised min starts at once, a lowered max stops idle workers and busy ones once done", async () => {
-    const { spawn, started, stopped } = spawner();
-    await using harness = await startHarness({
-      apiKey: API_KEY,
-      endpoints: [],
-      managementSpawn: spawn,
-      takeTimeoutMs: 1_000,
-    });
-    const mgmt = createManagementClient({ apiKey: API_KEY, baseUrl: harness.url });
+    const { harness, mgmt, started, stopped } = await managed({ takeTimeoutMs: 1_000 });
+    await using _h = harness;
     const endpoint = await mgmt.serverless.create({
       name: "scaled",
       type: "QUEUE",
@@ -95,14 +101,7 @@ describe("PATCH /v2/serverless/{id} through the harness's management copy", () =
       workers: { min: 0, max: 1 },
     });
     closeGate();
-    const run = async (ms: number) => {
-      const res = await fetch(`${harness.url}/v2/${endpoint.id}/run`, {
-        method: "POST",
-        headers,
-        body: JSON.stringify({ input: { ms } }),
-      });
-      return ((await res.json()) as { id: string }).id;
-    };
+    const run = runner(harness, endpoint.id);
     const status = (id: string) => harness.job(id)?.status;
     const first = await run(-1);
     const second = await run(-1);
@@ -152,9 +151,8 @@ describe("PATCH /v2/serverless/{id} through the harness's management copy", () =
   }, 60_000);
 
   it("gives a load-balancing endpoint's new workers the new requestCount, and moves its fleet's bounds", async () => {
-    const { spawn, started, stopped } = spawner();
-    await using harness = await startHarness({ apiKey: API_KEY, endpoints: [], managementSpawn: spawn });
-    const mgmt = createManagementClient({ apiKey: API_KEY, baseUrl: harness.url });
+    const { harness, mgmt, started, stopped } = await managed();
+    await using _h = harness;
     const endpoint = await mgmt.serverless.create({
       name: "balanced",
       type: "LOAD_BALANCER",

@@ -3,6 +3,7 @@ import { settle } from "../../task-sink.js";
 import { type Clock, type ClockTimer, TimerSet } from "../clock.js";
 import type { JobStore } from "../jobs/job-store.js";
 import type { SpawnedWorker, WorkerSpawner } from "../options.js";
+import { newestStoppable } from "./surplus.js";
 import type { StartupUpdate, WorkerStartup } from "./worker-startup.js";
 
 interface Slot {
@@ -267,14 +268,11 @@ export class Scaler {
    * is retired at once, so none is handed a job while it winds down.
    */
   #trim(endpointId: string, pool: Pool): void {
-    let over = pool.slots.size - pool.maxWorkers;
+    const over = pool.slots.size - pool.maxWorkers;
     if (over <= 0) return;
-    for (const slot of [...pool.slots.values()].reverse()) {
-      if (over <= 0) break;
-      if ((this.#store.workers.get(endpointId, slot.podId)?.jobs.size ?? 0) > 0) continue;
-      over--;
+    const idle = (slot: Slot) => (this.#store.workers.get(endpointId, slot.podId)?.jobs.size ?? 0) === 0;
+    for (const slot of newestStoppable([...pool.slots.values()], over, idle))
       this.#retire(endpointId, pool, slot);
-    }
   }
 
   /**

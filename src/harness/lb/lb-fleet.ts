@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { createServer } from "node:net";
 import { settle } from "../../task-sink.js";
 import { type Clock, type ClockTimer, realClock, TimerSet } from "../clock.js";
+import { newestStoppable } from "../fleet/surplus.js";
 import type { StartupUpdate } from "../fleet/worker-startup.js";
 import type { EndpointWorkerView } from "../management-api/route-context.js";
 import type { SpawnedWorker, WorkerSpawner } from "../options.js";
@@ -224,15 +225,12 @@ export class LbFleet {
    */
   #trim(): void {
     const active = this.#active();
-    let over = active.length - this.#max;
+    const over = active.length - this.#max;
     if (over <= 0) return;
     const inFlight = new Map(this.#balancer.workers().map((w) => [w.id, w.inFlight]));
-    for (const slot of active.reverse()) {
-      if (over <= 0) break;
-      if ((inFlight.get(slot.id) ?? 0) > 0) continue;
-      over--;
+    const idle = (slot: Slot) => (inFlight.get(slot.id) ?? 0) === 0;
+    for (const slot of newestStoppable(active, over, idle))
       settle(this.#stop(slot), (err) => this.#onError(err));
-    }
   }
 
   /**
